@@ -1,0 +1,20 @@
+import {Flags} from '@oclif/core'
+import {fetchAssets, type FetchResult} from '../../lib/assets/fetch.js'
+import {ASSET_IDS, type AssetId} from '../../lib/assets/lock.js'
+import {IchorCommand} from '../../lib/cli/base.js'
+
+export default class AssetsFetch extends IchorCommand {
+  static override summary = 'Download the pinned Cilium chart, Argo CD chart and Kokumi manifest and verify their SHA-256.'
+  static override examples = ['<%= config.bin %> assets fetch', '<%= config.bin %> assets fetch --from ./mirror --only cilium']
+  static override flags = {
+    from: Flags.string({description: 'copy from a local mirror directory instead of downloading', helpValue: 'DIR'}),
+    only: Flags.string({description: 'fetch only this artifact', options: [...ASSET_IDS], multiple: true}),
+  }
+
+  async run(): Promise<{assets: FetchResult[]}> {
+    const {flags} = await this.parse(AssetsFetch)
+    const assets = await fetchAssets({from: flags.from, only: flags.only as AssetId[] | undefined})
+    for (const a of assets) this.log(`${a.id} ${a.version}: ${a.status} ${a.path} (sha256 ${a.sha256.slice(0, 12)}, from ${a.source})`)
+    return {assets}
+  }
+}

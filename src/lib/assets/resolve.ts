@@ -1,0 +1,145 @@
+// Finds the artifact a command will use and says plainly which file and version it is
+// and whether it is the pinned one. Order: explicit flag, then the fetched assets
+// folder, then a mirror directory (--mirror / ICHOR_MIRROR).
+import {createHash} from 'node:crypto'
+import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
+import {join, relative} from 'node:path'
+import {IchorError} from '../errors/errors.js'
+import {readChartArchive} from '../chart/archive.js'
+import {assetsDir, pinnedAssets, type AssetId, type PinnedAsset} from './lock.js'
+
+export type AssetOrigin = 'flag' | 'assets' | 'mirror'
+
+export interface ResolvedAsset {
+  id: AssetId
+  path: string
+  version: string
+  sha256: string
+  origin: AssetOrigin
+  pinned: PinnedAsset
+  /** True when the bytes are exactly the pinned artifact. */
+  matchesPin: boolean
+}
+
+export interface AssetSources {
+  /** Explicit file given by flag (--cilium-chart, --argocd-chart, --kokumi-manifest). */
+  override?: string
+  /** A local mirror directory to search when nothing was fetched. */
+  mirror?: string
+}
+
+export const OVERRIDE_FLAG: Record<AssetId, string> = {
+  cilium: '--cilium-chart',
+  argocd: '--argocd-chart',
+  kokumi: '--kokumi-manifest',
+}
+
+export function sha256File(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex')
+}
+
+export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedAsset {
+  const pinned = pinnedAssets()[id]
+  if (sources.override) {
+    if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: 2})
+    return describeFile(id, sources.override, 'flag')
+  }
+  const fetched = join(assetsDir(), pinned.file)
+  if (existsSync(fetched)) return describeFile(id, fetched, 'assets')
+  const mirror = sources.mirror ?? process.env.ICHOR_MIRROR
+  if (mirror) {
+    const found = findInMirror(id, mirror)
+    if (found) return describeFile(id, found, 'mirror')
+    throw new IchorError(`${pinned.description} ${pinned.version} is not in the mirror ${mirror}, nor any other version of it`, {
+      hint: `pass ${OVERRIDE_FLAG[id]} FILE, or run \`ichor assets fetch\` where the network reaches ${pinned.url}`,
+    })
+  }
+  throw new IchorError(`${pinned.description} ${pinned.version} is missing: nothing was fetched into ${fetched}`, {
+    hint: `run \`ichor assets fetch\` (or \`ichor assets fetch --from DIR\` with a local mirror), or pass ${OVERRIDE_FLAG[id]} FILE or --mirror DIR`,
+  })
+}
+
+/** One line for the operator: which file, which version, pinned or not. */
+export function describeAsset(a: ResolvedAsset): string {
+  const verdict = a.matchesPin
+    ? `matches the pin ${a.pinned.version}`
+    : a.version === a.pinned.version
+      ? `does NOT match the pin: version ${a.version} but sha256 differs from ${a.pinned.sha256.slice(0, 12)}`
+      : `does NOT match the pin ${a.pinned.version}`
+  return `${a.id}: ${a.path} (${a.pinned.name} ${a.version}, sha256 ${a.sha256.slice(0, 12)}, from ${a.origin}) ${verdict}`
+}
+
+function describeFile(id: AssetId, path: string, origin: AssetOrigin): ResolvedAsset {
+  const pinned = pinnedAssets()[id]
+  const sha256 = sha256File(path)
+  const version = id === 'kokumi' ? kokumiManifestVersion(path) : readChartArchive(path).version
+  if (id !== 'kokumi') {
+    const name = readChartArchive(path).name
+    if (name !== pinned.name) {
+      throw new IchorError(`${OVERRIDE_FLAG[id]}: ${path} is the chart "${name}", expected "${pinned.name}"`, {exitCode: 2})
+    }
+  }
+  return {id, path, version, sha256, origin, pinned, matchesPin: sha256 === pinned.sha256}
+}
+
+/** Kokumi ships no chart: read the version from the controller image tag in install.yaml. */
+export function kokumiManifestVersion(path: string): string {
+  const text = readFileSync(path, 'utf8')
+  const match = /image:\s*\S*kokumi-dev\/kokumi:v?([0-9][\w.+-]*)/.exec(text)
+  if (!match) {
+    if (!/kind:\s*CustomResourceDefinition/.test(text) || !/kokumi/.test(text)) {
+      throw new IchorError(`${OVERRIDE_FLAG.kokumi}: ${path} does not look like Kokumi's install.yaml`, {exitCode: 2})
+    }
+    return 'unknown'
+  }
+  return match[1]!
+}
+
+const MIRROR_PATTERNS: Record<AssetId, RegExp> = {
+  cilium: /(?:^|\/)cilium-(\d+\.\d+\.\d+[\w.-]*)\.tgz$/,
+  argocd: /(?:^|\/)argo-cd-(\d+\.\d+\.\d+[\w.-]*)\.tgz$/,
+  kokumi: /(?:^|\/)kokumi-v?(\d+\.\d+\.\d+[\w.-]*)(?:\/|-)install\.yaml$/,
+}
+
+/** The pinned version when the mirror has it, else the newest version it has. */
+export function findInMirror(id: AssetId, mirror: string): string | undefined {
+  if (!existsSync(mirror) || !statSync(mirror).isDirectory()) {
+    throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: 2})
+  }
+  const pinned = pinnedAssets()[id]
+  const candidates: {path: string; version: string}[] = []
+  for (const file of walk(mirror, 3)) {
+    const match = MIRROR_PATTERNS[id].exec(relative(mirror, file).split('\\').join('/'))
+    if (match) candidates.push({path: file, version: match[1]!})
+  }
+  if (candidates.length === 0) return undefined
+  const exact = candidates.find((c) => c.version === pinned.version)
+  if (exact) return exact.path
+  candidates.sort((a, b) => compareVersions(b.version, a.version))
+  return candidates[0]!.path
+}
+
+function* walk(dir: string, depth: number): Generator<string> {
+  for (const entry of readdirSync(dir, {withFileTypes: true}).sort((a, b) => a.name.localeCompare(b.name))) {
+    const p = join(dir, entry.name)
+    if (entry.isDirectory() && depth > 0) yield* walk(p, depth - 1)
+    else if (entry.isFile()) yield p
+  }
+}
+
+/** Numeric compare of dotted versions; a pre-release sorts before its release. */
+export function compareVersions(a: string, b: string): number {
+  const parse = (v: string) => {
+    const [core, pre] = v.replace(/^v/, '').split('-', 2)
+    return {nums: core!.split('.').map((n) => Number.parseInt(n, 10) || 0), pre}
+  }
+  const pa = parse(a)
+  const pb = parse(b)
+  for (let i = 0; i < Math.max(pa.nums.length, pb.nums.length); i++) {
+    const d = (pa.nums[i] ?? 0) - (pb.nums[i] ?? 0)
+    if (d !== 0) return d
+  }
+  if (pa.pre && !pb.pre) return -1
+  if (!pa.pre && pb.pre) return 1
+  return (pa.pre ?? '').localeCompare(pb.pre ?? '')
+}

@@ -1,0 +1,53 @@
+// Offline `helm template`: values go in as JSON on stdin, never as re-serialised YAML,
+// so YAML 1.1/1.2 differences cannot change a type between validation and render.
+import {execa} from 'execa'
+import {IchorError} from '../errors/errors.js'
+import {findHelm} from './binary.js'
+
+export interface TemplateOptions {
+  chartPath: string
+  releaseName: string
+  namespace: string
+  values: unknown
+  /** Kubernetes version the render targets (Capabilities.KubeVersion). */
+  kubeVersion?: string
+  /** Extra API versions to declare present (Capabilities.APIVersions). */
+  apiVersions?: string[]
+  includeCrds?: boolean
+  /** Render hooks too (helm template includes them unless --no-hooks). */
+  noHooks?: boolean
+}
+
+export class HelmRenderError extends IchorError {
+  constructor(readonly helmMessage: string, chart: string) {
+    super(`helm could not render ${chart}: ${helmMessage}`, {exitCode: 2})
+    this.name = 'HelmRenderError'
+  }
+}
+
+export async function helmTemplate(opts: TemplateOptions): Promise<string> {
+  const helm = await findHelm()
+  const args = ['template', opts.releaseName, opts.chartPath, '--namespace', opts.namespace, '--values', '-']
+  for (const api of opts.apiVersions ?? []) args.push('--api-versions', api)
+  if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion)
+  if (opts.includeCrds) args.push('--include-crds')
+  if (opts.noHooks) args.push('--no-hooks')
+  const result = await execa(helm.path, args, {
+    input: JSON.stringify(opts.values ?? {}),
+    reject: false,
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 120_000,
+  })
+  if (result.exitCode !== 0) throw new HelmRenderError(cleanHelmError(result.stderr || result.stdout), opts.chartPath)
+  return result.stdout
+}
+
+/** Helm's message without its "Error: " prefix and the "--debug" advice. */
+export function cleanHelmError(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/Use --debug flag/.test(line))
+    .map((line) => line.replace(/^Error:\s*/, ''))
+    .join('\n')
+    .trim()
+}

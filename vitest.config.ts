@@ -1,0 +1,18 @@
+import {defineConfig} from 'vitest/config'
+
+// Two projects: `unit` (offline, real helm and real upstream charts) and `e2e`
+// (the harness: real kube-apiserver/etcd, real registry, simulated Talos nodes).
+// `npm test` runs both.
+export default defineConfig({
+  test: {
+    // Tests run the real helm binary unpacked by scripts/ensure-helm.mjs.
+    env: {ICHOR_HELM: new URL('./.cache/bin/helm', import.meta.url).pathname},
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    reporters: ['default', './test/support/summary-reporter.ts'],
+    projects: [
+      {extends: true, test: {name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**']}},
+      {extends: true, test: {name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false}},
+    ],
+  },
+})
