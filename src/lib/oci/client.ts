@@ -1,0 +1,396 @@
+// A small client for the OCI distribution API, enough to publish and read back bundles.
+// No maintained Node library fits (the npm ones are Docker-Hub-era or sigstore-specific),
+// and ichor only talks to Kokumi's anonymous in-cluster registry, usually over plain HTTP
+// through a port-forward, so there is no auth flow here on purpose: 401/403 is an error.
+import {IchorError} from '../errors/errors.js'
+import {sha256Digest} from './bundle.js'
+
+export interface RetryPolicy {
+  /** Tries in total, including the first. */
+  attempts: number
+  /** Delay before the second try; doubled for each later one. */
+  baseDelayMs: number
+  maxDelayMs: number
+}
+
+export interface OciClientOptions {
+  retry?: Partial<RetryPolicy>
+  /** Replaces the wait between tries (tests). */
+  sleep?: (ms: number) => Promise<void>
+  /** Per request; a timeout counts as a transient failure and is retried. */
+  timeoutMs?: number
+}
+
+export interface ManifestDescriptor {
+  digest: string
+  mediaType: string
+  size: number
+}
+
+export interface FetchedManifest extends ManifestDescriptor {
+  bytes: Buffer
+  /** The parsed JSON. */
+  manifest: unknown
+}
+
+// 4 tries with 250 + 500 + 1000 ms between them: about 1.75 s of waiting at most.
+const DEFAULT_RETRY: RetryPolicy = {attempts: 4, baseDelayMs: 250, maxDelayMs: 1000}
+const DEFAULT_TIMEOUT_MS = 60_000
+
+const MANIFEST_ACCEPT = [
+  'application/vnd.oci.image.manifest.v1+json',
+  'application/vnd.oci.image.index.v1+json',
+  'application/vnd.docker.distribution.manifest.v2+json',
+  'application/vnd.docker.distribution.manifest.list.v2+json',
+].join(', ')
+
+// Grammars from the OCI distribution spec.
+const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$/
+const TAG = /^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$/
+const DIGEST = /^sha256:[a-f0-9]{64}$/
+
+/** A failure worth another try: 5xx, a reset connection, a timeout. */
+class TransientFailure extends Error {}
+
+export class OciClient {
+  /** Normalised base URL, e.g. `http://127.0.0.1:5000`. */
+  readonly endpoint: string
+  private readonly retry: RetryPolicy
+  private readonly sleep: (ms: number) => Promise<void>
+  private readonly timeoutMs: number
+
+  constructor(endpoint: string, opts: OciClientOptions = {}) {
+    this.endpoint = normaliseEndpoint(endpoint)
+    this.retry = {...DEFAULT_RETRY, ...opts.retry}
+    if (!(this.retry.attempts >= 1)) throw new IchorError('OCI client: retry.attempts must be at least 1')
+    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)))
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  }
+
+  /** Checks that the endpoint speaks the distribution API (`GET /v2/`). */
+  async ping(): Promise<void> {
+    await this.withRetry('reach the registry', async () => {
+      const res = await this.send('GET', '/v2/')
+      await drain(res)
+      if (res.status !== 200) await this.fail(res, 'reach the registry', 'the /v2/ API')
+    })
+  }
+
+  /** The manifest's descriptor, or undefined when the repository or reference does not exist. */
+  async headManifest(repo: string, ref: string): Promise<ManifestDescriptor | undefined> {
+    checkRepository(repo)
+    checkReference(ref)
+    const what = `look up ${repo}:${ref}`
+    const head = await this.withRetry(what, async () => {
+      const res = await this.send('HEAD', `/v2/${repo}/manifests/${ref}`, {headers: {accept: MANIFEST_ACCEPT}})
+      await drain(res)
+      if (res.status === 404) return undefined
+      if (res.status !== 200) return this.fail(res, what, `manifest ${repo}:${ref}`)
+      return {
+        digest: res.headers.get('docker-content-digest') ?? undefined,
+        mediaType: mediaTypeOf(res),
+        size: Number(res.headers.get('content-length') ?? Number.NaN),
+      }
+    })
+    if (!head) return undefined
+    // The digest header is how a HEAD names the manifest; without it (or a size) read the bytes.
+    if (!head.digest || !Number.isFinite(head.size)) {
+      const {digest, mediaType, size} = await this.getManifest(repo, ref)
+      return {digest, mediaType, size}
+    }
+    return {digest: head.digest, mediaType: head.mediaType, size: head.size}
+  }
+
+  async getManifest(repo: string, ref: string): Promise<FetchedManifest> {
+    checkRepository(repo)
+    checkReference(ref)
+    const what = `read the manifest ${repo}:${ref}`
+    const fetched = await this.withRetry(what, async () => {
+      const res = await this.send('GET', `/v2/${repo}/manifests/${ref}`, {headers: {accept: MANIFEST_ACCEPT}})
+      if (res.status !== 200) {
+        await drain(res)
+        return this.fail(res, what, `manifest ${repo}:${ref}`)
+      }
+      return {bytes: Buffer.from(await res.arrayBuffer()), mediaType: mediaTypeOf(res), claimed: res.headers.get('docker-content-digest')}
+    })
+    const digest = sha256Digest(fetched.bytes)
+    const expected = DIGEST.test(ref) ? ref : fetched.claimed?.startsWith('sha256:') ? fetched.claimed : undefined
+    if (expected && expected !== digest) throw digestMismatch(this.endpoint, `manifest ${repo}:${ref}`, expected, digest)
+    let manifest: unknown
+    try {
+      manifest = JSON.parse(fetched.bytes.toString('utf8'))
+    } catch {
+      throw new IchorError(`registry ${this.endpoint}: manifest ${repo}:${ref} is not JSON`)
+    }
+    return {bytes: fetched.bytes, digest, mediaType: fetched.mediaType, size: fetched.bytes.length, manifest}
+  }
+
+  async blobExists(repo: string, digest: string): Promise<boolean> {
+    checkRepository(repo)
+    checkDigest(digest)
+    const what = `look up the blob ${digest} in ${repo}`
+    return this.withRetry(what, async () => {
+      const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`)
+      await drain(res)
+      if (res.status === 200) return true
+      if (res.status === 404) return false
+      return this.fail(res, what, `blob ${repo}@${digest}`)
+    })
+  }
+
+  /** Reads a blob and checks its bytes against the digest. */
+  async getBlob(repo: string, digest: string): Promise<Buffer> {
+    checkRepository(repo)
+    checkDigest(digest)
+    const what = `read the blob ${digest} from ${repo}`
+    const bytes = await this.withRetry(what, async () => {
+      const res = await this.send('GET', `/v2/${repo}/blobs/${digest}`)
+      if (res.status !== 200) {
+        await drain(res)
+        return this.fail(res, what, `blob ${repo}@${digest}`)
+      }
+      return Buffer.from(await res.arrayBuffer())
+    })
+    const actual = sha256Digest(bytes)
+    if (actual !== digest) throw digestMismatch(this.endpoint, `blob ${repo}@${digest}`, digest, actual)
+    return bytes
+  }
+
+  /**
+   * Uploads a blob unless the repository already has it. Monolithic (POST, then one PUT)
+   * by default; with `chunkSize`, PATCHes of at most that many bytes, then the closing PUT.
+   * A transient failure restarts the whole upload session: a half-written session cannot be resumed reliably.
+   */
+  async pushBlob(repo: string, bytes: Buffer, digest: string, opts: {chunkSize?: number} = {}): Promise<{uploaded: boolean}> {
+    checkRepository(repo)
+    checkDigest(digest)
+    const actual = sha256Digest(bytes)
+    if (actual !== digest) throw digestMismatch(this.endpoint, `blob to upload to ${repo}`, digest, actual, 'the bytes in hand')
+    const {chunkSize} = opts
+    if (chunkSize !== undefined && !(Number.isInteger(chunkSize) && chunkSize > 0)) {
+      throw new IchorError(`OCI client: chunkSize must be a positive integer, got ${chunkSize}`)
+    }
+    const what = `upload the blob ${digest} to ${repo}`
+    return this.withRetry(what, async () => {
+      // Checked on every try: a previous try may have completed although its answer was lost.
+      if (await this.blobExistsOnce(repo, digest, what)) return {uploaded: false}
+      const started = await this.send('POST', `/v2/${repo}/blobs/uploads/`)
+      await drain(started)
+      if (started.status !== 202) return this.fail(started, what, `repository ${repo}`)
+      let location = this.uploadLocation(started, what)
+      let body: Buffer | undefined = bytes
+      if (chunkSize !== undefined) {
+        for (let offset = 0; offset < bytes.length; offset += chunkSize) {
+          const chunk = bytes.subarray(offset, Math.min(offset + chunkSize, bytes.length))
+          const res = await this.send('PATCH', location, {
+            body: chunk,
+            headers: {
+              'content-type': 'application/octet-stream',
+              'content-range': `${offset}-${offset + chunk.length - 1}`,
+            },
+          })
+          await drain(res)
+          if (res.status !== 202) return this.fail(res, what, `upload session for ${repo}`)
+          location = this.uploadLocation(res, what)
+        }
+        body = undefined
+      }
+      const close = new URL(location)
+      close.searchParams.set('digest', digest)
+      const done = await this.send('PUT', close.href, {
+        body: body ?? Buffer.alloc(0),
+        headers: {'content-type': 'application/octet-stream'},
+      })
+      await drain(done)
+      if (done.status !== 201) return this.fail(done, what, `blob ${repo}@${digest}`)
+      return {uploaded: true}
+    })
+  }
+
+  /** Stores a manifest under a tag and returns the digest the registry computed (checked against ours). */
+  async putManifest(repo: string, tag: string, bytes: Buffer, mediaType: string): Promise<string> {
+    checkRepository(repo)
+    checkReference(tag)
+    const what = `store the manifest ${repo}:${tag}`
+    const claimed = await this.withRetry(what, async () => {
+      const res = await this.send('PUT', `/v2/${repo}/manifests/${tag}`, {body: bytes, headers: {'content-type': mediaType}})
+      await drain(res)
+      if (res.status !== 201) return this.fail(res, what, `manifest ${repo}:${tag}`)
+      return res.headers.get('docker-content-digest')
+    })
+    const digest = sha256Digest(bytes)
+    if (claimed && claimed !== digest) throw digestMismatch(this.endpoint, `manifest ${repo}:${tag}`, digest, claimed, 'the registry')
+    return digest
+  }
+
+  private async blobExistsOnce(repo: string, digest: string, what: string): Promise<boolean> {
+    const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`)
+    await drain(res)
+    if (res.status === 200) return true
+    if (res.status === 404) return false
+    return this.fail(res, what, `blob ${repo}@${digest}`)
+  }
+
+  private uploadLocation(res: Response, what: string): string {
+    const location = res.headers.get('location')
+    if (!location) throw new IchorError(`registry ${this.endpoint} did not say where to upload (no Location header) while trying to ${what}`)
+    // The Location may be relative to the endpoint.
+    return new URL(location, `${this.endpoint}/`).href
+  }
+
+  /** One HTTP exchange. 5xx and dropped connections become TransientFailure; other statuses are the caller's. */
+  private async send(method: string, pathOrUrl: string, init: {body?: Buffer; headers?: Record<string, string>} = {}): Promise<Response> {
+    const url = pathOrUrl.startsWith('/') ? `${this.endpoint}${pathOrUrl}` : pathOrUrl
+    let res: Response
+    try {
+      // Buffer is a valid body; the DOM typings only reject its ArrayBufferLike backing store.
+      res = await fetch(url, {method, body: init.body as RequestInit['body'], headers: init.headers, redirect: 'follow', signal: AbortSignal.timeout(this.timeoutMs)})
+    } catch (error) {
+      throw this.connectionError(error)
+    }
+    if (res.status >= 500) {
+      const detail = await errorDetail(res)
+      throw new TransientFailure(`HTTP ${res.status} for ${method} ${new URL(url).pathname}${detail}`)
+    }
+    return res
+  }
+
+  private connectionError(error: unknown): Error {
+    const codes = errorCodes(error)
+    if (codes.has('ECONNREFUSED') || codes.has('ENOTFOUND') || codes.has('EAI_AGAIN') || codes.has('EHOSTUNREACH') || codes.has('ENETUNREACH')) {
+      const why = codes.has('ECONNREFUSED') ? 'connection refused' : [...codes].join(', ')
+      return new IchorError(
+        `cannot reach the OCI registry at ${this.endpoint} (${why}): is the port-forward to the registry running, or does --registry-endpoint point at it?`,
+        {
+          cause: error,
+          hint: 'Kokumi\'s registry is a ClusterIP Service: start a port-forward to kokumi/kokumi-registry port 5000 (ichor does this itself unless told otherwise), or pass --registry-endpoint with an address that reaches it.',
+        },
+      )
+    }
+    const reason = `${(error as Error)?.message ?? String(error)}${codes.size ? ` (${[...codes].join(', ')})` : ''}`
+    // Resets, timeouts, half-closed sockets: worth another try.
+    if (isDroppedConnection(error)) return new TransientFailure(reason)
+    return new IchorError(`cannot talk to the OCI registry at ${this.endpoint}: ${reason}`, {cause: error})
+  }
+
+  private async withRetry<T>(what: string, op: () => Promise<T>): Promise<T> {
+    let last: TransientFailure | undefined
+    for (let attempt = 0; attempt < this.retry.attempts; attempt++) {
+      if (attempt > 0) await this.sleep(Math.min(this.retry.baseDelayMs * 2 ** (attempt - 1), this.retry.maxDelayMs))
+      try {
+        return await op()
+      } catch (error) {
+        if (error instanceof TransientFailure) {
+          last = error
+          continue
+        }
+        // A body read that fails mid-way surfaces here, not in send().
+        if (!(error instanceof IchorError) && isDroppedConnection(error)) {
+          last = new TransientFailure(String((error as Error).message ?? error))
+          continue
+        }
+        throw error
+      }
+    }
+    const tries = this.retry.attempts
+    throw new IchorError(`registry ${this.endpoint} failed to ${what} after ${tries} ${tries === 1 ? 'try' : 'tries'}: ${last?.message}`, {cause: last})
+  }
+
+  private async fail(res: Response, what: string, subject: string): Promise<never> {
+    const detail = await errorDetail(res)
+    if (res.status === 401 || res.status === 403) {
+      throw new IchorError(
+        `registry ${this.endpoint} refused to let ichor ${what} (HTTP ${res.status}${detail}): it needs credentials, which ichor does not have.`,
+        {hint: 'ichor publishes only to an anonymous registry such as Kokumi\'s in-cluster one; check that --registry-endpoint points at it.'},
+      )
+    }
+    if (res.status === 404) throw new IchorError(`registry ${this.endpoint}: ${subject} not found (HTTP 404${detail})`)
+    if (/DIGEST_INVALID/.test(detail)) throw new IchorError(`registry ${this.endpoint} rejected ${subject}: digest mismatch (HTTP ${res.status}${detail})`)
+    throw new IchorError(`registry ${this.endpoint} answered HTTP ${res.status} when trying to ${what}${detail}`)
+  }
+}
+
+function normaliseEndpoint(endpoint: string): string {
+  let url: URL
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint) ? endpoint : `http://${endpoint}`)
+  } catch {
+    throw new IchorError(`invalid registry endpoint ${JSON.stringify(endpoint)}: expected http://HOST:PORT`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new IchorError(`invalid registry endpoint ${JSON.stringify(endpoint)}: only http:// and https:// are supported`)
+  }
+  if (url.search || url.hash || url.username) throw new IchorError(`invalid registry endpoint ${JSON.stringify(endpoint)}: give only scheme, host and port`)
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
+}
+
+function checkRepository(repo: string): void {
+  if (!REPOSITORY.test(repo) || repo.length > 255) {
+    throw new IchorError(`invalid OCI repository name ${JSON.stringify(repo)}: lowercase letters, digits and . _ - separators, / between path parts`)
+  }
+}
+
+function checkReference(ref: string): void {
+  if (!TAG.test(ref) && !DIGEST.test(ref)) throw new IchorError(`invalid OCI reference ${JSON.stringify(ref)}: expected a tag or sha256:<64 hex>`)
+}
+
+function checkDigest(digest: string): void {
+  if (!DIGEST.test(digest)) throw new IchorError(`invalid digest ${JSON.stringify(digest)}: expected sha256:<64 hex>`)
+}
+
+function digestMismatch(endpoint: string, subject: string, expected: string, actual: string, by = 'the bytes received'): IchorError {
+  return new IchorError(`digest mismatch for ${subject} at ${endpoint}: expected ${expected}, ${by} hash to ${actual}`)
+}
+
+function mediaTypeOf(res: Response): string {
+  return (res.headers.get('content-type') ?? '').split(';')[0]!.trim()
+}
+
+/** Frees the connection; a body we do not read would otherwise hold it. */
+async function drain(res: Response): Promise<void> {
+  try {
+    await res.body?.cancel()
+  } catch {
+    // Nothing left to free.
+  }
+}
+
+/** `: CODE message` from an OCI error body, or a short text excerpt. */
+async function errorDetail(res: Response): Promise<string> {
+  let text = ''
+  try {
+    text = await res.text()
+  } catch {
+    return ''
+  }
+  if (!text) return ''
+  try {
+    const parsed = JSON.parse(text) as {errors?: {code?: string; message?: string}[]}
+    const errors = parsed.errors?.map((e) => [e.code, e.message].filter(Boolean).join(' ')).filter(Boolean)
+    if (errors?.length) return `: ${errors.join('; ')}`
+  } catch {
+    // Not JSON: fall through to the text.
+  }
+  return `: ${text.trim().slice(0, 200)}`
+}
+
+function errorCodes(error: unknown): Set<string> {
+  const codes = new Set<string>()
+  const visit = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || depth > 4) return
+    const {code, name, cause, errors} = e as {code?: unknown; name?: unknown; cause?: unknown; errors?: unknown}
+    if (typeof code === 'string') codes.add(code)
+    if (name === 'TimeoutError') codes.add('TIMEOUT')
+    visit(cause, depth + 1)
+    if (Array.isArray(errors)) for (const inner of errors) visit(inner, depth + 1)
+  }
+  visit(error, 0)
+  return codes
+}
+
+function isDroppedConnection(error: unknown): boolean {
+  const codes = errorCodes(error)
+  return ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'TIMEOUT', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'].some((c) =>
+    codes.has(c),
+  ) || (error instanceof TypeError && error.message === 'terminated')
+}
