@@ -1,0 +1,114 @@
+// Talos and Kubernetes versions as ichor reads them from flags, and the Talos config
+// "contract" facts that decide which machine-config form a patch must use.
+// Each fact names the Talos source it was read from (see README.md beside this file).
+import {IchorError} from '../errors/errors.js'
+
+export interface SemVer {
+  major: number
+  minor: number
+  patch: number
+}
+
+export interface TalosVersion extends SemVer {
+  /** Canonical form with the leading `v`, e.g. `v1.14.1`; what `talosctl gen config --talos-version` takes. */
+  tag: string
+}
+
+export interface KubernetesVersion extends SemVer {
+  /** Canonical form without the `v`, e.g. `1.37.0`; what `talosctl gen config --kubernetes-version` takes. */
+  version: string
+}
+
+/**
+ * Newest v1.14.x patch whose source could be confirmed (the Go module proxy serves
+ * github.com/siderolabs/talos v1.14.0 and v1.14.1; later patches were not available).
+ */
+export const DEFAULT_TALOS_VERSION = 'v1.14.1'
+
+/** `constants.DefaultKubernetesVersion` in pkg/machinery/constants/constants.go at Talos v1.14.1. */
+export const DEFAULT_KUBERNETES_VERSION = '1.37.0'
+
+/**
+ * Talos versions ichor renders patches for: every field it writes exists from v1.10.0
+ * (legacy v1alpha1 forms) and the multi-document Kubernetes kinds from v1.14.0.
+ * A minor newer than `newestMinor` is refused: its config contract is unverified.
+ */
+export const SUPPORTED_TALOS = {oldest: 'v1.10.0', newestMinor: 'v1.14'} as const
+
+const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
+
+export function parseTalosVersion(input: string): TalosVersion {
+  const m = SEMVER.exec(input.trim())
+  if (!m) {
+    throw new IchorError(
+      `--talos-version: "${input}" is not a Talos release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${DEFAULT_TALOS_VERSION})`,
+      {exitCode: 2},
+    )
+  }
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  return {major, minor, patch, tag: `v${major}.${minor}.${patch}`}
+}
+
+export function parseKubernetesVersion(input: string): KubernetesVersion {
+  const m = SEMVER.exec(input.trim())
+  if (!m) {
+    throw new IchorError(
+      `--kubernetes-version: "${input}" is not a Kubernetes release version (accepted: MAJOR.MINOR.PATCH or vMAJOR.MINOR.PATCH, e.g. ${DEFAULT_KUBERNETES_VERSION})`,
+      {exitCode: 2},
+    )
+  }
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  return {major, minor, patch, version: `${major}.${minor}.${patch}`}
+}
+
+/** Accepts a parsed version or the flag's text. */
+export function toTalosVersion(v: TalosVersion | string): TalosVersion {
+  return typeof v === 'string' ? parseTalosVersion(v) : v
+}
+
+export function compareVersions(a: SemVer, b: SemVer): number {
+  return a.major - b.major || a.minor - b.minor || a.patch - b.patch
+}
+
+/** Refuses a Talos version outside SUPPORTED_TALOS, naming the flag and the range. */
+export function requireSupportedTalosVersion(v: TalosVersion | string): TalosVersion {
+  const version = toTalosVersion(v)
+  const oldest = parseTalosVersion(SUPPORTED_TALOS.oldest)
+  const newest = parseTalosVersion(`${SUPPORTED_TALOS.newestMinor}.0`)
+  const tooOld = compareVersions(version, oldest) < 0
+  const tooNew = version.major > newest.major || (version.major === newest.major && version.minor > newest.minor)
+  if (tooOld || tooNew) {
+    throw new IchorError(
+      `--talos-version: ${version.tag} is not supported (accepted: ${SUPPORTED_TALOS.oldest} to ${SUPPORTED_TALOS.newestMinor}.x)`,
+      {exitCode: 2},
+    )
+  }
+  return version
+}
+
+// Talos compares config contracts by major.minor only (VersionContract.Greater in
+// pkg/machinery/config/contract.go), so patch releases never change the form.
+function atLeast(v: TalosVersion | string, major: number, minor: number): boolean {
+  const t = toTalosVersion(v)
+  return t.major > major || (t.major === major && t.minor >= minor)
+}
+
+/**
+ * v1.14+ contract: Kubernetes settings live in their own documents (KubeProxyConfig,
+ * KubeFlannelCNIConfig, KubeInlineManifestConfig, KubePrismConfig) and `gen config`
+ * no longer writes `.cluster.proxy` / `.cluster.network` / `.machine.features.kubePrism`.
+ * `MultidocKubernetesConfigSupported()` = `Greater(TalosVersion1_13)`.
+ */
+export function hasMultidocKubernetesConfig(v: TalosVersion | string): boolean {
+  return atLeast(v, 1, 14)
+}
+
+/** v1.14+: host DNS is configured by the ResolverConfig document (`HostDNSMultidocConfig()`). */
+export function hasMultidocHostDNSConfig(v: TalosVersion | string): boolean {
+  return atLeast(v, 1, 14)
+}
+
+/** v1.6+: `gen config` enables KubePrism on 7445 by default (`KubePrismEnabled()`). */
+export function hasKubePrismByDefault(v: TalosVersion | string): boolean {
+  return atLeast(v, 1, 6)
+}
