@@ -1,0 +1,142 @@
+// The task engine behind every mutating command (DESIGN.md, "The one rule"): probe each
+// step, skip what holds, run what is missing, probe again to prove the action worked,
+// and stop at the first failure with a message that says what to do. Rendering is a
+// separate concern (renderers.ts); this file only decides and reports.
+import {IchorError} from '../errors/errors.js'
+import {createRenderer} from './renderers.js'
+import type {OutputMode, RunResult, Task, TaskInfo, TaskRenderer, TaskReport} from './types.js'
+
+export type {OutputMode, ProbeResult, RunResult, Task, TaskInfo, TaskRenderer, TaskReport, TaskStatus} from './types.js'
+
+export interface RunOptions {
+  output: OutputMode
+  /** Run only the probes and report `would-run` for what is missing; nothing is changed. */
+  dryRun: boolean
+  /** Where output goes (default process.stdout). */
+  stream?: NodeJS.WritableStream
+  /** Replaces the renderer chosen by `output` (tests, embedding). */
+  renderer?: TaskRenderer
+  /** Clock in milliseconds, for tests. */
+  now?: () => number
+}
+
+const RERUN_ADVICE = 'fix the cause above and run the same command again; the steps already done are skipped'
+
+/** A step failed. Carries the partial result so `--json` callers can still report it. */
+export class TaskFailedError extends IchorError {
+  constructor(
+    readonly taskId: string,
+    readonly taskTitle: string,
+    readonly reason: string,
+    readonly result: RunResult,
+    options: {hint?: string; cause?: unknown; exitCode?: number} = {},
+  ) {
+    super(`step "${taskTitle}" failed: ${reason}`, {hint: options.hint ?? RERUN_ADVICE, cause: options.cause, exitCode: options.exitCode})
+    this.name = 'TaskFailedError'
+  }
+}
+
+/** tty when the stream is a terminal, plain otherwise; json when asked for. */
+export function outputModeFor(opts: {json?: boolean; stream?: NodeJS.WritableStream}): OutputMode {
+  if (opts.json) return 'json'
+  const stream = (opts.stream ?? process.stdout) as NodeJS.WritableStream & {isTTY?: boolean}
+  return stream.isTTY ? 'tty' : 'plain'
+}
+
+export async function runTasks<C>(tasks: readonly Task<C>[], ctx: C, opts: RunOptions): Promise<RunResult> {
+  assertUniqueIds(tasks)
+  const now = opts.now ?? (() => performance.now())
+  const renderer = opts.renderer ?? createRenderer(opts.output, opts.stream ?? process.stdout)
+  const result: RunResult = {tasks: [], changed: false, dryRun: opts.dryRun}
+  const infos: TaskInfo[] = tasks.map((t) => ({id: t.id, title: t.title, mutating: t.mutating !== false}))
+  let failure: TaskFailedError | undefined
+
+  renderer.begin({tasks: infos, dryRun: opts.dryRun})
+  try {
+    for (const [index, task] of tasks.entries()) {
+      const info = infos[index]!
+      const started = now()
+      renderer.taskStarted(info, index)
+      const outcome = await runOne(task, info, index, ctx, opts.dryRun, renderer)
+      const report: TaskReport = {id: task.id, title: task.title, status: outcome.status, ms: Math.round(now() - started)}
+      if (outcome.detail !== undefined) report.detail = outcome.detail
+      result.tasks.push(report)
+      if ((outcome.status === 'done' || outcome.status === 'would-run') && info.mutating) result.changed = true
+      renderer.taskFinished(info, index, report)
+      if (outcome.status === 'failed') {
+        failure ??= new TaskFailedError(task.id, task.title, outcome.detail ?? 'unknown error', result, {
+          hint: task.hint ?? outcome.hint,
+          cause: outcome.cause,
+          exitCode: outcome.exitCode,
+        })
+        // A dry run keeps probing so the operator sees the whole picture at once.
+        if (!opts.dryRun) break
+      }
+    }
+  } finally {
+    await renderer.end(result, failure)
+  }
+  if (failure) throw failure
+  return result
+}
+
+interface Outcome {
+  status: TaskReport['status']
+  detail?: string
+  hint?: string
+  cause?: unknown
+  exitCode?: number
+}
+
+async function runOne<C>(task: Task<C>, info: TaskInfo, index: number, ctx: C, dryRun: boolean, renderer: TaskRenderer): Promise<Outcome> {
+  let probe
+  try {
+    probe = await task.probe(ctx)
+  } catch (error) {
+    return failed('checking whether it is needed failed: ', error)
+  }
+  if (probe.done) return probe.detail === undefined ? {status: 'skipped'} : {status: 'skipped', detail: probe.detail}
+  if (dryRun) return {status: 'would-run', detail: probe.reason}
+
+  renderer.taskRunning(info, index, probe.reason)
+  let finished = false
+  const progress = (msg: string): void => {
+    if (!finished) renderer.progress(info, index, msg)
+  }
+  try {
+    await task.run(ctx, progress)
+  } catch (error) {
+    return failed('', error)
+  } finally {
+    finished = true
+  }
+
+  let after
+  try {
+    after = await task.probe(ctx)
+  } catch (error) {
+    return failed('the action finished but checking its result failed: ', error)
+  }
+  if (!after.done) {
+    return {status: 'failed', detail: `the action finished but the step still does not hold: ${after.reason}`}
+  }
+  return {status: 'done', detail: after.detail}
+}
+
+function failed(prefix: string, error: unknown): Outcome {
+  const message = error instanceof Error ? error.message : String(error)
+  const outcome: Outcome = {status: 'failed', detail: prefix + message, cause: error}
+  if (error instanceof IchorError) {
+    outcome.hint = error.hint
+    outcome.exitCode = error.exitCode
+  }
+  return outcome
+}
+
+function assertUniqueIds(tasks: readonly Task<unknown>[]): void {
+  const seen = new Set<string>()
+  for (const task of tasks) {
+    if (seen.has(task.id)) throw new Error(`task id "${task.id}" is used twice`)
+    seen.add(task.id)
+  }
+}

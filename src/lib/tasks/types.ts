@@ -1,0 +1,62 @@
+// The shapes shared by the task engine and its renderers. A task is one idempotent
+// step: a read-only probe ("does this already hold?") beside the action that makes
+// it hold. The engine decides what runs; a renderer only shows it.
+
+export type ProbeResult = {done: true; detail?: string} | {done: false; reason: string}
+
+export interface Task<C> {
+  /** Stable machine name, used in --json events and by tests (`adopt-cilium-release`). */
+  id: string
+  /** What the step achieves, shown to the operator (`Adopt Cilium into a Helm release`). */
+  title: string
+  /**
+   * `false` for steps that only read or wait (validation, waiting for readiness):
+   * running them does not count as changing the cluster. Default `true`.
+   */
+  mutating?: boolean
+  /** What the operator should do when this step fails; overrides the generic advice. */
+  hint?: string
+  /** Read-only: must not change anything, and is run again after `run` to confirm it. */
+  probe(ctx: C): Promise<ProbeResult>
+  run(ctx: C, progress: (msg: string) => void): Promise<void>
+}
+
+export type TaskStatus = 'skipped' | 'done' | 'would-run' | 'failed'
+
+export interface TaskReport {
+  id: string
+  title: string
+  status: TaskStatus
+  /** skipped: the probe's detail; would-run: the probe's reason; failed: the error message. */
+  detail?: string
+  /** Wall time of probe + action + re-probe, in milliseconds. */
+  ms: number
+}
+
+export interface RunResult {
+  tasks: TaskReport[]
+  /** A mutating task ran (or, in a dry run, would run). */
+  changed: boolean
+  dryRun: boolean
+}
+
+export type OutputMode = 'tty' | 'plain' | 'json'
+
+/** Where the engine's events go. One instance per run; all calls are in order. */
+export interface TaskRenderer {
+  begin(info: {tasks: TaskInfo[]; dryRun: boolean}): void
+  /** A task starts (its probe is about to run). `index` is 0-based. */
+  taskStarted(task: TaskInfo, index: number): void
+  /** The probe said the step is missing and its action starts now. */
+  taskRunning(task: TaskInfo, index: number, reason: string): void
+  progress(task: TaskInfo, index: number, message: string): void
+  taskFinished(task: TaskInfo, index: number, report: TaskReport): void
+  /** Always called, also after a failure; resolves once the output is flushed. */
+  end(result: RunResult, error?: Error): Promise<void>
+}
+
+export interface TaskInfo {
+  id: string
+  title: string
+  mutating: boolean
+}
