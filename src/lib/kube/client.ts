@@ -1,0 +1,313 @@
+// Connection to the Kubernetes API with the operator's kubeconfig, resolved like kubectl
+// (--kubeconfig, then KUBECONFIG, then ~/.kube/config).
+//
+// Generic object calls (apply, get, delete, Leases) go through `kube.request`, which sends
+// and returns raw JSON. client-node's typed serializer (also used by KubernetesObjectApi)
+// drops keys it has no model field for, such as `x-kubernetes-preserve-unknown-fields` in
+// a CRD schema, so it must not sit between a manifest and the API server.
+import {existsSync} from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import {homedir} from 'node:os'
+import {delimiter, join} from 'node:path'
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node'
+import {IchorError} from '../errors/errors.js'
+
+export interface ConnectOptions {
+  /** Path of the kubeconfig file (the `--kubeconfig` flag); wins over KUBECONFIG. */
+  kubeconfig?: string
+  /** Kubeconfig content, for callers that hold it in memory (e.g. fresh from talosctl). */
+  kubeconfigYaml?: string
+  /** Context to use instead of the kubeconfig's current-context (the `--context` flag). */
+  context?: string
+  /** Ask the server for its version before returning, so an unreachable server fails here. Default true. */
+  probe?: boolean
+  /** Per-request timeout. Default 30 s. */
+  requestTimeoutMs?: number
+}
+
+export interface ApiResource {
+  /** Plural resource name used in URLs (`deployments`). */
+  plural: string
+  namespaced: boolean
+  kind: string
+}
+
+export interface RawResponse<T> {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: T
+}
+
+export interface RequestOptions {
+  body?: unknown
+  /** Defaults to application/json when a body is given. */
+  contentType?: string
+  query?: Record<string, string | number | boolean | undefined>
+}
+
+export interface Kube {
+  config: KubeConfig
+  /** Name of the context in use. */
+  context: string
+  /** The API server URL, for messages. */
+  server: string
+  /** `gitVersion` from /version when the connection was probed. */
+  serverVersion?: string
+  core: CoreV1Api
+  apps: AppsV1Api
+  coordination: CoordinationV1Api
+  objects: KubernetesObjectApi
+  /** One JSON request; a non-2xx answer throws KubeApiError, a transport failure IchorError. */
+  request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<T>
+  /** Like `request`, also returning status and headers. */
+  requestRaw<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<RawResponse<T>>
+  /** Discovery: the resource serving `kind` in `apiVersion`; undefined when the server does not serve it. */
+  resourceFor(apiVersion: string, kind: string): Promise<ApiResource | undefined>
+}
+
+/** The `Status` object the API server returns with an error. */
+export interface KubeStatus {
+  kind?: 'Status'
+  status?: string
+  message?: string
+  reason?: string
+  code?: number
+  details?: {
+    name?: string
+    group?: string
+    kind?: string
+    causes?: Array<{reason?: string; message?: string; field?: string}>
+  }
+}
+
+/** A non-2xx answer of the API server. `code` is the HTTP status; `reason` e.g. NotFound, AlreadyExists, Conflict. */
+export class KubeApiError extends IchorError {
+  readonly code: number
+  readonly reason: string
+  readonly status: KubeStatus
+  constructor(method: string, path: string, code: number, status: KubeStatus) {
+    super(`${method} ${path}: ${status.message ?? 'no message'} (HTTP ${code}${status.reason ? ` ${status.reason}` : ''})`)
+    this.name = 'KubeApiError'
+    this.code = code
+    this.reason = status.reason ?? ''
+    this.status = status
+  }
+}
+
+/** The API server could not be reached (connection refused, DNS, TLS, timeout). */
+export class KubeUnreachableError extends IchorError {
+  constructor(message: string, options: {hint?: string; cause?: unknown}) {
+    super(message, options)
+    this.name = 'KubeUnreachableError'
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  return err instanceof KubeApiError && err.code === 404
+}
+
+export function isAlreadyExists(err: unknown): boolean {
+  return err instanceof KubeApiError && err.code === 409 && err.reason === 'AlreadyExists'
+}
+
+/** 409 of an update whose resourceVersion is stale (optimistic concurrency lost). */
+export function isConflict(err: unknown): boolean {
+  return err instanceof KubeApiError && err.code === 409 && err.reason === 'Conflict'
+}
+
+export async function connectKube(options: ConnectOptions = {}): Promise<Kube> {
+  const config = loadKubeConfig(options)
+  const context = config.getCurrentContext()
+  const cluster = config.getCurrentCluster()
+  if (!cluster?.server) {
+    throw new IchorError(`kubeconfig context "${context}" names no cluster with a server URL (${describeSource(options)})`)
+  }
+  if (!config.getCurrentUser()) {
+    throw new IchorError(`kubeconfig context "${context}" names no user (${describeSource(options)})`)
+  }
+  const kube = makeKube(config, context, cluster.server, options.requestTimeoutMs ?? 30_000)
+  if (options.probe ?? true) {
+    const version = await kube.request<{gitVersion?: string}>('GET', '/version')
+    kube.serverVersion = version.gitVersion
+  }
+  return kube
+}
+
+function describeSource(options: ConnectOptions): string {
+  if (options.kubeconfigYaml !== undefined) return 'kubeconfig given in memory'
+  if (options.kubeconfig) return `--kubeconfig ${options.kubeconfig}`
+  if (process.env.KUBECONFIG) return `KUBECONFIG=${process.env.KUBECONFIG}`
+  return join(homedir(), '.kube', 'config')
+}
+
+/** Loads the kubeconfig the way kubectl chooses it and selects the context. */
+export function loadKubeConfig(options: Pick<ConnectOptions, 'kubeconfig' | 'kubeconfigYaml' | 'context'> = {}): KubeConfig {
+  const config = new KubeConfig()
+  const noConfigHint = 'pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config (ichor init writes one into its state directory)'
+  try {
+    if (options.kubeconfigYaml !== undefined) {
+      config.loadFromString(options.kubeconfigYaml)
+    } else if (options.kubeconfig) {
+      if (!existsSync(options.kubeconfig)) {
+        throw new IchorError(`kubeconfig ${options.kubeconfig} (from --kubeconfig) does not exist`, {hint: noConfigHint})
+      }
+      config.loadFromFile(options.kubeconfig)
+    } else if (process.env.KUBECONFIG) {
+      // kubectl skips missing files in KUBECONFIG and lets the first file that sets a
+      // name (or current-context) win.
+      const files = process.env.KUBECONFIG.split(delimiter).filter((f) => f && existsSync(f))
+      if (files.length === 0) {
+        throw new IchorError(`none of the files in KUBECONFIG (${process.env.KUBECONFIG}) exists`, {hint: noConfigHint})
+      }
+      config.loadFromFile(files[0]!)
+      for (const file of files.slice(1)) {
+        const next = new KubeConfig()
+        next.loadFromFile(file)
+        mergeFirstWins(config, next)
+      }
+    } else {
+      const file = join(homedir(), '.kube', 'config')
+      if (!existsSync(file)) throw new IchorError('no kubeconfig found', {hint: noConfigHint})
+      config.loadFromFile(file)
+    }
+  } catch (error) {
+    if (error instanceof IchorError) throw error
+    throw new IchorError(`cannot read kubeconfig (${describeSource(options)}): ${(error as Error).message}`, {cause: error})
+  }
+
+  if (options.context) {
+    if (!config.getContextObject(options.context)) {
+      const known = config.getContexts().map((c) => c.name)
+      throw new IchorError(`kubeconfig has no context "${options.context}" (${describeSource(options)})`, {
+        hint: known.length > 0 ? `known contexts: ${known.join(', ')}` : 'the kubeconfig defines no context',
+      })
+    }
+    config.setCurrentContext(options.context)
+  } else if (!config.getCurrentContext()) {
+    throw new IchorError(`kubeconfig has no current-context (${describeSource(options)})`, {
+      hint: 'pass --context NAME, or set one with `kubectl config use-context NAME`',
+    })
+  } else if (!config.getContextObject(config.getCurrentContext())) {
+    throw new IchorError(`kubeconfig's current-context "${config.getCurrentContext()}" is not defined in it (${describeSource(options)})`)
+  }
+  return config
+}
+
+function mergeFirstWins(into: KubeConfig, from: KubeConfig): void {
+  if (!into.currentContext && from.currentContext) into.currentContext = from.currentContext
+  for (const c of from.clusters) if (!into.getCluster(c.name)) into.addCluster(c)
+  for (const u of from.users) if (!into.getUser(u.name)) into.addUser(u)
+  for (const x of from.contexts) if (!into.getContextObject(x.name)) into.addContext(x)
+}
+
+function makeKube(config: KubeConfig, context: string, server: string, timeoutMs: number): Kube {
+  const discovery = new Map<string, Promise<ApiResource[] | undefined>>()
+  const base = new URL(server)
+  let agent: http.Agent | boolean | undefined
+
+  async function requestRaw<T>(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse<T>> {
+    const url = new URL(base.pathname.replace(/\/$/, '') + path, base)
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v))
+    const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
+    const reqOptions: https.RequestOptions = {
+      method,
+      headers: {
+        Accept: 'application/json',
+        ...(payload ? {'Content-Type': options.contentType ?? 'application/json', 'Content-Length': payload.length} : {}),
+      },
+      timeout: timeoutMs,
+    }
+    await config.applyToHTTPSOptions(reqOptions)
+    // One agent per connection: its TLS session cache makes later handshakes cheap.
+    agent ??= reqOptions.agent
+    reqOptions.agent = agent
+    const transport = url.protocol === 'http:' ? http : https
+    const {status, headers, text} = await new Promise<{status: number; headers: http.IncomingHttpHeaders; text: string}>(
+      (resolve, reject) => {
+        const req = transport.request(url, reqOptions, (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('end', () => resolve({status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')}))
+          res.on('error', reject)
+        })
+        req.on('timeout', () => req.destroy(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`)))
+        req.on('error', reject)
+        req.end(payload)
+      },
+    ).catch((error: NodeJS.ErrnoException) => {
+      throw new KubeUnreachableError(
+        `cannot reach the Kubernetes API server ${server} (context "${context}"): ${error.code ?? error.message}${
+          error.code ? ` (${error.message})` : ''
+        }`,
+        {hint: 'check that the cluster is up and that the kubeconfig points at it', cause: error},
+      )
+    })
+    let body: unknown = text
+    if (text && (headers['content-type'] ?? '').includes('json')) {
+      try {
+        body = JSON.parse(text)
+      } catch {
+        // keep the text; the status code decides
+      }
+    }
+    if (status < 200 || status > 299) {
+      const statusBody: KubeStatus = typeof body === 'object' && body !== null ? (body as KubeStatus) : {message: text.trim() || undefined}
+      if (status === 401 || status === 403) {
+        throw new KubeApiError(method, path, status, {
+          ...statusBody,
+          message: `${statusBody.message ?? 'access denied'} — the credentials of context "${context}" on ${server} were refused or lack this permission`,
+        })
+      }
+      throw new KubeApiError(method, path, status, statusBody)
+    }
+    return {status, headers, body: body as T}
+  }
+
+  async function groupResources(apiVersion: string, refresh: boolean): Promise<ApiResource[] | undefined> {
+    if (refresh) discovery.delete(apiVersion)
+    let entry = discovery.get(apiVersion)
+    if (!entry) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`
+      entry = requestRaw<{resources: Array<{name: string; namespaced: boolean; kind: string}>}>('GET', path)
+        .then((r) =>
+          r.body.resources
+            .filter((res) => !res.name.includes('/')) // subresources such as deployments/status
+            .map((res) => ({plural: res.name, namespaced: res.namespaced, kind: res.kind})),
+        )
+        .catch((error) => {
+          if (isNotFound(error)) return undefined
+          throw error
+        })
+      discovery.set(apiVersion, entry)
+      // A failed or empty lookup is not cached: the group may appear when a CRD is established.
+      entry.then((r) => r ?? discovery.delete(apiVersion), () => discovery.delete(apiVersion))
+    }
+    return entry
+  }
+
+  const kube: Kube = {
+    config,
+    context,
+    server,
+    core: config.makeApiClient(CoreV1Api),
+    apps: config.makeApiClient(AppsV1Api),
+    coordination: config.makeApiClient(CoordinationV1Api),
+    objects: KubernetesObjectApi.makeApiClient(config),
+    request: async (method, path, options) => (await requestRaw(method, path, options)).body as never,
+    requestRaw,
+    async resourceFor(apiVersion, kind) {
+      let found = (await groupResources(apiVersion, false))?.find((r) => r.kind === kind)
+      // A kind missing from a cached list may belong to a CRD created since: ask again once.
+      if (!found) found = (await groupResources(apiVersion, true))?.find((r) => r.kind === kind)
+      return found
+    },
+  }
+  return kube
+}
