@@ -1,0 +1,97 @@
+// The Talos side of the Cilium hand-over, run once Helm has adopted the objects
+// (DESIGN.md step 4). Two idempotent steps, each with a read-only probe:
+//   1. remove the inline-manifest entry from every control plane, then
+//   2. take the Cilium objects out of Talos's inventory (Talos 1.13+), so
+//      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render.
+// The order matters: a control plane that still carries the entry backfills existing
+// objects into the inventory, undoing step 2 (INVENTORY.md, section 3).
+import type {KubeConfig} from '@kubernetes/client-node'
+import {parseAllDocuments} from 'yaml'
+import {IchorError} from '../errors/errors.js'
+import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
+import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
+import {getMachineConfig, patchMachineConfig} from './talosctl.js'
+
+export type InlineManifestForm = 'document' | 'legacy'
+
+/** Which forms of the named inline manifest a machine config carries (v1.14 document, `cluster.inlineManifests`). */
+export function inlineManifestForms(configYaml: string, name = DEFAULT_INLINE_MANIFEST_NAME): InlineManifestForm[] {
+  const forms = new Set<InlineManifestForm>()
+  for (const doc of parseAllDocuments(configYaml)) {
+    if (doc.errors.length > 0) throw new IchorError(`the machine config is not valid YAML: ${doc.errors[0]!.message}`)
+    const value = doc.toJS() as Record<string, unknown> | null
+    if (!value || typeof value !== 'object') continue
+    if (value.kind === 'KubeInlineManifestConfig' && value.name === name) forms.add('document')
+    const cluster = value.cluster as {inlineManifests?: Array<{name?: string}>} | undefined
+    if (!value.kind && cluster?.inlineManifests?.some((m) => m?.name === name)) forms.add('legacy')
+  }
+  return [...forms]
+}
+
+/**
+ * The patch removing the entry in the form(s) this config actually uses: the form follows
+ * the config contract it was generated for, not the Talos version the node now runs.
+ */
+export function inlineManifestRemovalPatch(configYaml: string, name = DEFAULT_INLINE_MANIFEST_NAME): string | undefined {
+  const forms = inlineManifestForms(configYaml, name)
+  if (forms.length === 0) return undefined
+  // removeInlineManifestPatch picks the form from a version: v1.14 contracts use the document.
+  return forms.map((form) => removeInlineManifestPatch(form === 'document' ? 'v1.14.0' : 'v1.13.0', name)).join('---\n')
+}
+
+export interface ControlPlaneAccess {
+  talosconfig: string
+  /** Control plane node addresses. */
+  controlPlanes: string[]
+  /** Inline manifest entry name (default `cilium`). */
+  name?: string
+}
+
+/** Probe for one node: does its config still carry the entry? */
+export async function controlPlaneHasInlineManifest(opts: {node: string; talosconfig: string; name?: string}): Promise<boolean> {
+  const config = await getMachineConfig({node: opts.node, talosconfig: opts.talosconfig})
+  return inlineManifestForms(config, opts.name).length > 0
+}
+
+/** Probe for the cluster: the control planes still carrying the entry. */
+export async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
+  const out: string[] = []
+  for (const node of opts.controlPlanes) {
+    if (await controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name})) out.push(node)
+  }
+  return out
+}
+
+/** Removes the entry from every control plane that has it (no reboot). Returns the nodes patched. */
+export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAccess): Promise<string[]> {
+  const patched: string[] = []
+  for (const node of opts.controlPlanes) {
+    const config = await getMachineConfig({node, talosconfig: opts.talosconfig})
+    const patch = inlineManifestRemovalPatch(config, opts.name)
+    if (!patch) continue
+    await patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
+    patched.push(node)
+  }
+  return patched
+}
+
+export interface HandoverResult {
+  /** Control planes whose inline entry was removed by this run. */
+  patchedNodes: string[]
+  inventory: InventoryRemoval
+}
+
+/** Is anything of the hand-over left to do? (read-only; for --dry-run and task probes) */
+export async function talosHandoverPending(kc: KubeConfig, opts: ControlPlaneAccess): Promise<{inlineManifestOn: string[]; inInventory: boolean}> {
+  return {
+    inlineManifestOn: await controlPlanesWithInlineManifest(opts),
+    inInventory: await isCiliumInTalosInventory(kc),
+  }
+}
+
+/** Both steps, in the order that keeps Talos from putting Cilium back into its inventory. */
+export async function handOverCiliumFromTalos(kc: KubeConfig, opts: ControlPlaneAccess): Promise<HandoverResult> {
+  const patchedNodes = await removeInlineManifestFromControlPlanes(opts)
+  const inventory = await removeCiliumFromTalosInventory(kc)
+  return {patchedNodes, inventory}
+}

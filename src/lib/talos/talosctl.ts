@@ -1,0 +1,268 @@
+// Thin wrapper of the `talosctl` binary (ICHOR_TALOSCTL or `talosctl` on PATH).
+// Every node-facing call names the node and carries talosctl's own message, so an
+// operator can rerun the same talosctl command by hand.
+import {mkdtemp, rm, writeFile, access} from 'node:fs/promises'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {execa} from 'execa'
+import {parseAllDocuments} from 'yaml'
+import {IchorError} from '../errors/errors.js'
+
+export class TalosctlError extends IchorError {
+  constructor(
+    readonly node: string | undefined,
+    readonly action: string,
+    readonly talosctlMessage: string,
+  ) {
+    super(`${action}${node ? ` on node ${node}` : ''} failed: ${talosctlMessage}`)
+    this.name = 'TalosctlError'
+  }
+}
+
+export function talosctlPath(): string {
+  return process.env.ICHOR_TALOSCTL || 'talosctl'
+}
+
+let checked: {path: string; promise: Promise<string>} | undefined
+
+/** Checks once (per binary path) that talosctl runs; resolves to its path. */
+export function findTalosctl(): Promise<string> {
+  const path = talosctlPath()
+  if (checked?.path !== path) checked = {path, promise: check(path)}
+  return checked.promise
+}
+
+async function check(path: string): Promise<string> {
+  try {
+    await execa(path, ['version', '--client'], {timeout: 20_000})
+    return path
+  } catch (error) {
+    if (checked?.path === path) checked = undefined // let a later call retry after a fix
+    const code = (error as {code?: string}).code
+    throw new IchorError(
+      code === 'ENOENT'
+        ? `talosctl not found (looked for "${path}")`
+        : `cannot run talosctl at "${path}": ${firstLine((error as Error).message)}`,
+      {hint: 'install talosctl matching your Talos version, or set ICHOR_TALOSCTL to its path'},
+    )
+  }
+}
+
+interface RunOptions {
+  node?: string
+  action: string
+  timeoutMs?: number
+}
+
+async function run(args: string[], opts: RunOptions): Promise<string> {
+  const bin = await findTalosctl()
+  const result = await execa(bin, args, {reject: false, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024})
+  if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
+  if (result.exitCode !== 0) throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
+  return result.stdout
+}
+
+/** talosctl's message without its "error ...:" boilerplate lines collapsed away. */
+export function talosctlMessage(stderr: string): string {
+  return stderr
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !/^Usage:/.test(line))
+    .join(' ')
+    .trim()
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0] ?? s
+}
+
+/** Flags addressing one node with a client config (endpoint = the node itself). */
+function nodeFlags(node: string, talosconfig: string): string[] {
+  return ['--nodes', node, '--endpoints', node, '--talosconfig', talosconfig]
+}
+
+export async function genSecrets(outPath: string): Promise<void> {
+  if (await exists(outPath)) {
+    // Talos secrets must never be regenerated over an existing bundle.
+    throw new IchorError(`refusing to overwrite the Talos secrets bundle at ${outPath}`)
+  }
+  await run(['gen', 'secrets', '--output-file', outPath], {action: 'talosctl gen secrets'})
+}
+
+export interface GenConfigOptions {
+  clusterName: string
+  /** Kubernetes API endpoint, https://host:6443. */
+  endpoint: string
+  secretsPath: string
+  /** Talos version whose config contract to generate for, e.g. v1.13.0. */
+  talosVersion: string
+  kubernetesVersion: string
+  /** YAML (one or more documents) applied to control planes only. */
+  controlPlanePatch?: string
+  /** YAML (one or more documents) applied to workers only. */
+  workerPatch?: string
+  outDir: string
+}
+
+export interface GeneratedConfigs {
+  controlPlane: string
+  worker: string
+  talosconfig: string
+}
+
+export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfigs> {
+  const dir = await mkdtemp(join(tmpdir(), 'ichor-talos-patch-'))
+  try {
+    const args = [
+      'gen', 'config', opts.clusterName, opts.endpoint,
+      '--with-secrets', opts.secretsPath,
+      '--talos-version', opts.talosVersion,
+      '--kubernetes-version', opts.kubernetesVersion,
+      '--output', opts.outDir,
+      '--with-docs=false', '--with-examples=false',
+      '--force',
+    ]
+    if (opts.controlPlanePatch) {
+      const file = join(dir, 'controlplane-patch.yaml')
+      await writeFile(file, opts.controlPlanePatch)
+      args.push('--config-patch-control-plane', `@${file}`)
+    }
+    if (opts.workerPatch) {
+      const file = join(dir, 'worker-patch.yaml')
+      await writeFile(file, opts.workerPatch)
+      args.push('--config-patch-worker', `@${file}`)
+    }
+    await run(args, {action: 'talosctl gen config'})
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+  return {
+    controlPlane: join(opts.outDir, 'controlplane.yaml'),
+    worker: join(opts.outDir, 'worker.yaml'),
+    talosconfig: join(opts.outDir, 'talosconfig'),
+  }
+}
+
+/** Talos's own validator, in metal mode and strict (warnings are errors). */
+export async function validateConfig(path: string): Promise<void> {
+  await run(['validate', '--config', path, '--mode', 'metal', '--strict'], {action: `talosctl validate ${path}`})
+}
+
+export type NodeState = 'maintenance' | 'configured' | 'unreachable'
+
+export interface Reachability {
+  node: string
+  state: NodeState
+  /** talosctl's message when the node did not answer. */
+  message?: string
+}
+
+/**
+ * Probes a node with a short timeout. An insecure `version` answers only in maintenance
+ * mode; a configured node refuses the client without a certificate, which still proves
+ * it is up. With a talosconfig, a configured node is confirmed with an authenticated call.
+ */
+export async function isReachable(node: string, opts: {talosconfig?: string; timeoutMs?: number} = {}): Promise<Reachability> {
+  const bin = await findTalosctl()
+  const timeout = opts.timeoutMs ?? 10_000
+  const insecure = await execa(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], {reject: false, timeout})
+  if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
+  const insecureMessage = insecure.timedOut ? `no answer within ${timeout / 1000}s` : talosctlMessage(insecure.stderr)
+  if (opts.talosconfig) {
+    const secure = await execa(bin, ['version', ...nodeFlags(node, opts.talosconfig)], {reject: false, timeout})
+    if (secure.exitCode === 0 && !secure.timedOut) return {node, state: 'configured'}
+  }
+  if (/certificate required|PermissionDenied|Unauthenticated|not authorized/i.test(insecureMessage)) {
+    return {node, state: 'configured'}
+  }
+  return {node, state: 'unreachable', message: insecureMessage}
+}
+
+export interface ApplyConfigOptions {
+  node: string
+  file: string
+  /** Maintenance mode: no client certificate exists yet. */
+  insecure: boolean
+  /** Required when not insecure. */
+  talosconfig?: string
+}
+
+export async function applyConfig(opts: ApplyConfigOptions): Promise<void> {
+  const args = ['apply-config', '--file', opts.file]
+  if (opts.insecure) args.push('--insecure', '--nodes', opts.node, '--endpoints', opts.node)
+  else {
+    if (!opts.talosconfig) throw new IchorError(`applying a config to configured node ${opts.node} needs a talosconfig`)
+    args.push(...nodeFlags(opts.node, opts.talosconfig))
+  }
+  await run(args, {node: opts.node, action: 'talosctl apply-config'})
+}
+
+/** Bootstraps etcd once; a node that is already bootstrapped counts as success. */
+export async function bootstrap(opts: {node: string; talosconfig: string}): Promise<{alreadyBootstrapped: boolean}> {
+  try {
+    await run(['bootstrap', ...nodeFlags(opts.node, opts.talosconfig)], {node: opts.node, action: 'talosctl bootstrap'})
+    return {alreadyBootstrapped: false}
+  } catch (error) {
+    // Talos answers a second bootstrap with gRPC AlreadyExists ("etcd data directory is not empty").
+    if (error instanceof TalosctlError && /AlreadyExists/.test(error.talosctlMessage)) return {alreadyBootstrapped: true}
+    throw error
+  }
+}
+
+export async function kubeconfig(opts: {node: string; talosconfig: string; outPath: string}): Promise<string> {
+  await run(['kubeconfig', opts.outPath, ...nodeFlags(opts.node, opts.talosconfig), '--force', '--merge=false'], {
+    node: opts.node,
+    action: 'talosctl kubeconfig',
+  })
+  return opts.outPath
+}
+
+/**
+ * The node's active machine config as raw YAML (possibly several documents).
+ * `get machineconfig -o yaml` prints the resource with the config as a string in `spec`.
+ */
+export async function getMachineConfig(opts: {node: string; talosconfig: string}): Promise<string> {
+  const out = await run(['get', 'machineconfig', '--output', 'yaml', ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl get machineconfig',
+  })
+  const resources = parseAllDocuments(out)
+    .map((doc) => doc.toJS() as {metadata?: {id?: string}; spec?: unknown} | null)
+    .filter((r): r is {metadata?: {id?: string}; spec?: unknown} => r !== null && typeof r === 'object')
+  const active = resources.find((r) => r.metadata?.id === 'v1alpha1') ?? resources[0]
+  if (!active || typeof active.spec !== 'string') {
+    throw new TalosctlError(opts.node, 'talosctl get machineconfig', 'the answer holds no machine config')
+  }
+  return active.spec
+}
+
+export interface PatchMachineConfigOptions {
+  node: string
+  talosconfig: string
+  /** A Talos config patch: YAML text (one or more documents, `$patch: delete` allowed). */
+  patch: string
+  mode: 'no-reboot'
+}
+
+export async function patchMachineConfig(opts: PatchMachineConfigOptions): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'ichor-talos-patch-'))
+  try {
+    const file = join(dir, 'patch.yaml')
+    await writeFile(file, opts.patch)
+    await run(['patch', 'machineconfig', '--patch', `@${file}`, '--mode', opts.mode, ...nodeFlags(opts.node, opts.talosconfig)], {
+      node: opts.node,
+      action: 'talosctl patch machineconfig',
+    })
+  } finally {
+    await rm(dir, {recursive: true, force: true})
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path)
+    return true
+  } catch {
+    return false
+  }
+}
