@@ -1,9 +1,8 @@
 import {describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {helmTemplate} from '../../src/lib/helm/template.js'
 import {addHelmOwnership} from '../../src/lib/talos/ownership.js'
-import {UPSTREAM} from '../support/upstream.js'
+import {renderRealCilium} from './fixtures.js'
 
 type Obj = {kind: string; metadata?: {name?: string; annotations?: Record<string, string>; labels?: Record<string, string>}}
 
@@ -113,26 +112,7 @@ describe('addHelmOwnership on small manifests', () => {
 
 describe('addHelmOwnership on the real Cilium 1.18.0 chart (real helm)', () => {
   it('every rendered object carries the ownership metadata and nothing else changes', async () => {
-    const rendered = await helmTemplate({
-      chartPath: UPSTREAM.ciliumChart,
-      releaseName: 'cilium',
-      namespace: 'kube-system',
-      // The Talos guide's settings for a kube-proxy-free install over KubePrism.
-      values: {
-        ipam: {mode: 'kubernetes'},
-        kubeProxyReplacement: true,
-        k8sServiceHost: 'localhost',
-        k8sServicePort: 7445,
-        cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
-        securityContext: {
-          capabilities: {
-            ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
-            cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
-          },
-        },
-        hubble: {tls: {auto: {method: 'cronJob'}}},
-      },
-    })
+    const rendered = await renderRealCilium()
     const before = objects(rendered)
     expect(before.length).toBeGreaterThan(20)
 

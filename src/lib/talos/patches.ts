@@ -1,0 +1,135 @@
+// Talos machine-config patches for `talosctl gen config --config-patch-control-plane @file`
+// and `--config-patch-worker @file`: Cilium as an inline manifest (control planes only),
+// no flannel, kube-proxy off when Cilium replaces it, KubePrism on 7445.
+//
+// A patch file is a multi-document strategic merge patch (configpatcher.LoadPatch): each
+// document is merged into the generated document with the same apiVersion/kind(/name),
+// appended when there is none, and a document carrying `$patch: delete` removes its match.
+// The form depends on the config contract of the target Talos version: from v1.14 the
+// Kubernetes settings are their own documents and Talos refuses a config that also sets
+// the legacy `.cluster.proxy` / `.cluster.network` fields, so the two forms never mix.
+// Field names and kinds are verified against the Talos source (README.md beside this file).
+import {stringify} from 'yaml'
+import {IchorError} from '../errors/errors.js'
+import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
+
+/** KubePrism's port, which Cilium's k8sServicePort points at when kube-proxy is replaced. */
+export const KUBEPRISM_PORT = 7445
+export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
+
+export type KubeProxyMode = 'replaced' | 'kube-proxy'
+
+export interface TalosPatchInput {
+  talosVersion: TalosVersion | string
+  kubeProxy: KubeProxyMode
+  /** The rendered Cilium manifest, already carrying Helm's ownership metadata. */
+  ciliumManifest: string
+  /** Name of the inline manifest entry (default `cilium`); the hand-over removes it by this name. */
+  inlineManifestName?: string
+  /** Sets Talos host DNS `forwardKubeDNSToHost` when given; left as `gen config` made it otherwise. */
+  forwardKubeDNSToHost?: boolean
+}
+
+export interface TalosPatches {
+  controlPlane: string
+  worker: string
+}
+
+type Doc = Record<string, unknown>
+
+// `v1alpha1` is the apiVersion of every multi-document kind used here
+// (meta.Meta MetaAPIVersion in each New...V1Alpha1 constructor).
+const API_VERSION = 'v1alpha1'
+
+export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
+  const version = requireSupportedTalosVersion(input.talosVersion)
+  const name = inlineManifestName(input.inlineManifestName)
+  if (input.kubeProxy !== 'replaced' && input.kubeProxy !== 'kube-proxy') {
+    throw new IchorError(`--kube-proxy: "${String(input.kubeProxy)}" is not a mode (accepted: replaced, kube-proxy)`, {exitCode: 2})
+  }
+  if (input.ciliumManifest.trim() === '') {
+    throw new IchorError('the Cilium manifest for the inline manifest is empty')
+  }
+  const replaced = input.kubeProxy === 'replaced'
+  const manifest = input.ciliumManifest.endsWith('\n') ? input.ciliumManifest : `${input.ciliumManifest}\n`
+
+  if (hasMultidocKubernetesConfig(version)) {
+    const resolver = hasMultidocHostDNSConfig(version) ? resolverDocument(input.forwardKubeDNSToHost) : []
+    // gen config writes KubeFlannelCNIConfig and KubeProxyConfig into the control-plane
+    // config only (generateKubernetesControlplaneConfigs), KubePrismConfig into both.
+    const controlPlane: Doc[] = [
+      {apiVersion: API_VERSION, kind: 'KubeFlannelCNIConfig', $patch: 'delete'},
+      ...(replaced ? [{apiVersion: API_VERSION, kind: 'KubeProxyConfig', enabled: false}] : []),
+      {apiVersion: API_VERSION, kind: 'KubePrismConfig', port: KUBEPRISM_PORT},
+      ...resolver,
+      {apiVersion: API_VERSION, kind: 'KubeInlineManifestConfig', name, manifest},
+    ]
+    const worker: Doc[] = [{apiVersion: API_VERSION, kind: 'KubePrismConfig', port: KUBEPRISM_PORT}, ...resolver]
+    return {controlPlane: renderDocuments(controlPlane), worker: renderDocuments(worker)}
+  }
+
+  // Below v1.14: one v1alpha1 document. Workers get the same cluster-wide switches as
+  // control planes (as Talos's Cilium guide applies one patch to all nodes), never the manifest.
+  const machine: Doc = {features: legacyFeatures(input.forwardKubeDNSToHost)}
+  const cluster = (withManifest: boolean): Doc => ({
+    network: {cni: {name: 'none'}},
+    ...(replaced ? {proxy: {disabled: true}} : {}),
+    ...(withManifest ? {inlineManifests: [{name, contents: manifest}]} : {}),
+  })
+  return {
+    controlPlane: renderDocuments([{machine, cluster: cluster(true)}]),
+    worker: renderDocuments([{machine, cluster: cluster(false)}]),
+  }
+}
+
+/**
+ * The patch that removes the Cilium inline manifest from a control plane's config once the
+ * Helm release owns the objects (Talos never deletes what an inline manifest created, so
+ * removing the entry only stops it being re-applied).
+ */
+export function removeInlineManifestPatch(talosVersion: TalosVersion | string, name = DEFAULT_INLINE_MANIFEST_NAME): string {
+  const version = requireSupportedTalosVersion(talosVersion)
+  const entry = inlineManifestName(name)
+  if (hasMultidocKubernetesConfig(version)) {
+    // A document-level delete selector, matched by apiVersion/kind/name.
+    return renderDocuments([{apiVersion: API_VERSION, kind: 'KubeInlineManifestConfig', name: entry, $patch: 'delete'}])
+  }
+  // A sequence element delete: Talos selects the element by the first key:value beside
+  // `$patch`, so `name` must come first.
+  return renderDocuments([{cluster: {inlineManifests: [{name: entry, $patch: 'delete'}]}}])
+}
+
+function legacyFeatures(forwardKubeDNSToHost: boolean | undefined): Doc {
+  return {
+    kubePrism: {enabled: true, port: KUBEPRISM_PORT},
+    ...(forwardKubeDNSToHost === undefined ? {} : {hostDNS: hostDNS(forwardKubeDNSToHost)}),
+  }
+}
+
+function resolverDocument(forwardKubeDNSToHost: boolean | undefined): Doc[] {
+  if (forwardKubeDNSToHost === undefined) return []
+  return [{apiVersion: API_VERSION, kind: 'ResolverConfig', hostDNS: hostDNS(forwardKubeDNSToHost)}]
+}
+
+// Talos refuses forwardKubeDNSToHost: true unless host DNS is enabled, so turning it on
+// says both; turning it off leaves host DNS itself as it is.
+function hostDNS(forward: boolean): Doc {
+  return forward ? {enabled: true, forwardKubeDNSToHost: true} : {forwardKubeDNSToHost: false}
+}
+
+// Talos requires a DNS-1123 subdomain for KubeInlineManifestConfig names; the legacy
+// list has no such check, but one rule for both keeps the hand-over name portable.
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
+
+function inlineManifestName(name: string | undefined): string {
+  const value = name ?? DEFAULT_INLINE_MANIFEST_NAME
+  if (value.length > 253 || !DNS1123_SUBDOMAIN.test(value)) {
+    throw new IchorError(`inline manifest name "${value}" is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')`, {exitCode: 2})
+  }
+  return value
+}
+
+/** Documents joined by `---`, fixed options so the same input always gives the same bytes. */
+function renderDocuments(docs: Doc[]): string {
+  return docs.map((doc) => stringify(doc, {lineWidth: 0, minContentWidth: 0, blockQuote: 'literal'})).join('---\n')
+}
