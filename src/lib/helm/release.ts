@@ -1,0 +1,321 @@
+// Helm release operations on the real `helm` binary (Helm 3.18+ or Helm 4), one function
+// per verb like Helm's own pkg/action: install (adoption with --take-ownership), upgrade
+// with rollback on failure, status, and reading the release record Helm stores in a Secret.
+//
+// Flags differ by major version and we never pass one the detected helm lacks:
+//   rollback on failure   Helm 3: --atomic            Helm 4: --rollback-on-failure
+//   wait for readiness    Helm 3: --wait (bool)       Helm 4: --wait=watcher (kstatus)
+//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts when asked
+// Values always go in as JSON on stdin (`--values -`), never re-serialised as YAML.
+import {createHash} from 'node:crypto'
+import {mkdtempSync, rmSync, symlinkSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {basename, join, resolve} from 'node:path'
+import {gunzipSync} from 'node:zlib'
+import {CoreV1Api, KubeConfig, type V1Secret} from '@kubernetes/client-node'
+import {execa} from 'execa'
+import {IchorError} from '../errors/errors.js'
+import {findHelm, type HelmBinary} from './binary.js'
+import {cleanHelmError} from './template.js'
+
+export interface HelmTarget {
+  /** Kubeconfig file helm talks to the cluster with. */
+  kubeconfig: string
+  kubeContext?: string
+}
+
+export interface ReleaseRef extends HelmTarget {
+  release: string
+  namespace: string
+}
+
+export interface InstallOptions extends ReleaseRef {
+  /** Chart archive (.tgz) or directory. */
+  chartPath: string
+  /** The user-supplied values (what Helm records as the release's config). */
+  values: unknown
+  /** Adopt existing objects whatever their ownership metadata says. */
+  takeOwnership?: boolean
+  /** Wait until the release's workloads are ready. Default true. */
+  wait?: boolean
+  /** Helm's --timeout, per Kubernetes operation. Default 300. */
+  timeoutSeconds?: number
+  createNamespace?: boolean
+}
+
+export interface UpgradeOptions extends InstallOptions {
+  /** Roll back to the previous revision when the upgrade fails. Default true. */
+  rollbackOnFailure?: boolean
+  /**
+   * Helm 4 applies server side: take fields another manager (Talos, kubectl) also owns.
+   * Ignored on Helm 3, whose client-side patch has no conflicts. Default true, because
+   * the release is what ichor owns once Cilium has been adopted.
+   */
+  forceConflicts?: boolean
+}
+
+export interface ReleaseStatus {
+  release: string
+  namespace: string
+  /** Helm's status: deployed, failed, pending-install, pending-upgrade, superseded, ... */
+  status: string
+  revision: number
+  chartName: string
+  chartVersion: string
+}
+
+/** helm refused or failed; `helmMessage` is helm's own words without the "Error:" prefix. */
+export class HelmReleaseError extends IchorError {
+  constructor(
+    readonly verb: 'install' | 'upgrade' | 'status',
+    readonly release: string,
+    readonly helmMessage: string,
+    options: {hint?: string} = {},
+  ) {
+    super(`helm ${verb} of release "${release}" failed: ${helmMessage}`, {hint: options.hint})
+    this.name = 'HelmReleaseError'
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Invocation
+
+const linked = new Map<string, string>()
+
+/**
+ * The path to run helm by. Helm 4 names its server-side-apply field manager after the
+ * binary it was invoked as, so a helm at `/opt/helm-4.1.4` would own Cilium's fields as
+ * "helm-4.1.4" and the next run through another path would conflict with it. A binary
+ * with another basename is therefore called through a symlink named `helm` (made once).
+ */
+export function helmInvocationPath(path: string): string {
+  if (basename(path) === 'helm') return path
+  let link = linked.get(path)
+  if (!link) {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-helm-'))
+    link = join(dir, 'helm')
+    symlinkSync(resolve(path), link)
+    linked.set(path, link)
+    process.once('exit', () => rmSync(dir, {recursive: true, force: true}))
+  }
+  return link
+}
+
+function targetArgs(t: HelmTarget): string[] {
+  const args = ['--kubeconfig', t.kubeconfig]
+  if (t.kubeContext) args.push('--kube-context', t.kubeContext)
+  return args
+}
+
+/** `helm install` arguments for the detected helm (exported so each version's flags are testable). */
+export function installArgs(helm: Pick<HelmBinary, 'major'>, opts: InstallOptions): string[] {
+  const args = ['install', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--output', 'json']
+  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  // No rollback on install: rolling back a failed adoption would uninstall the running
+  // objects it adopted (the CNI itself). A failed install is left for a rerun to fix.
+  if (opts.wait ?? true) args.push(helm.major >= 4 ? '--wait=watcher' : '--wait')
+  if (opts.takeOwnership) args.push('--take-ownership')
+  if (opts.createNamespace) args.push('--create-namespace')
+  return [...args, ...targetArgs(opts)]
+}
+
+/** `helm upgrade` arguments for the detected helm. */
+export function upgradeArgs(helm: Pick<HelmBinary, 'major'>, opts: UpgradeOptions): string[] {
+  // --reset-values: the chart's defaults plus exactly these values, never the last
+  // release's values merged in, so the record says what the cluster runs.
+  const args = ['upgrade', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--reset-values', '--output', 'json']
+  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  const rollback = opts.rollbackOnFailure ?? true
+  if (helm.major >= 4) {
+    if (rollback) args.push('--rollback-on-failure')
+    if (opts.wait ?? true) args.push('--wait=watcher')
+    if (opts.forceConflicts ?? true) args.push('--force-conflicts')
+  } else {
+    // Helm 3's --atomic implies --wait.
+    if (rollback) args.push('--atomic')
+    else if (opts.wait ?? true) args.push('--wait')
+  }
+  if (opts.takeOwnership) args.push('--take-ownership')
+  return [...args, ...targetArgs(opts)]
+}
+
+async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, timeoutSeconds: number) {
+  const helm = await findHelm()
+  const result = await execa(helmInvocationPath(helm.path), args, {
+    input: values === undefined ? undefined : JSON.stringify(values ?? {}),
+    reject: false,
+    maxBuffer: 256 * 1024 * 1024,
+    // helm enforces --timeout per operation; this only guards against a hung process.
+    timeout: (timeoutSeconds + 120) * 1000,
+  })
+  if (result.timedOut) throw new HelmReleaseError(verb, release, `helm did not finish within ${timeoutSeconds + 120}s`)
+  return result
+}
+
+export async function helmInstall(opts: InstallOptions): Promise<ReleaseStatus> {
+  const helm = await findHelm()
+  const result = await runHelm('install', opts.release, installArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
+  if (result.exitCode !== 0) {
+    throw new HelmReleaseError('install', opts.release, cleanHelmError(result.stderr || result.stdout), {
+      hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`,
+    })
+  }
+  return statusFromJson(result.stdout, opts)
+}
+
+export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> {
+  const helm = await findHelm()
+  const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
+  if (result.exitCode !== 0) {
+    const rolledBack = opts.rollbackOnFailure ?? true
+    throw new HelmReleaseError('upgrade', opts.release, cleanHelmError(result.stderr || result.stdout), {
+      hint: rolledBack
+        ? `helm rolled the release back to its previous revision; fix the values and run the command again (helm history ${opts.release} -n ${opts.namespace})`
+        : `inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
+    })
+  }
+  return statusFromJson(result.stdout, opts)
+}
+
+/** The release's current status, or undefined when helm knows no such release. */
+export async function helmStatus(opts: ReleaseRef): Promise<ReleaseStatus | undefined> {
+  const args = ['status', opts.release, '--namespace', opts.namespace, '--output', 'json', ...targetArgs(opts)]
+  const result = await runHelm('status', opts.release, args, undefined, 60)
+  if (result.exitCode !== 0) {
+    const message = cleanHelmError(result.stderr || result.stdout)
+    if (/release: not found/.test(message)) return undefined
+    throw new HelmReleaseError('status', opts.release, message)
+  }
+  return statusFromJson(result.stdout, opts)
+}
+
+/** The subset of Helm's release JSON (`-o json`, and the stored record) that ichor reads. */
+interface HelmReleaseJson {
+  name?: string
+  namespace?: string
+  version?: number
+  info?: {status?: string}
+  chart?: {metadata?: {name?: string; version?: string}}
+  config?: Record<string, unknown> | null
+  manifest?: string
+}
+
+function statusFromJson(stdout: string, ref: ReleaseRef): ReleaseStatus {
+  let rel: HelmReleaseJson
+  try {
+    rel = JSON.parse(stdout) as HelmReleaseJson
+  } catch {
+    throw new IchorError(`helm printed no release JSON for "${ref.release}": ${stdout.slice(0, 200)}`)
+  }
+  return {
+    release: rel.name ?? ref.release,
+    namespace: rel.namespace ?? ref.namespace,
+    status: rel.info?.status ?? 'unknown',
+    revision: rel.version ?? 0,
+    chartName: rel.chart?.metadata?.name ?? '',
+    chartVersion: rel.chart?.metadata?.version ?? '',
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The release record
+
+export interface ReleaseRecord {
+  /** Name of the Secret it was read from (`sh.helm.release.v1.cilium.v3`). */
+  secretName: string
+  release: string
+  namespace: string
+  revision: number
+  status: string
+  chartName: string
+  chartVersion: string
+  /** The user-supplied values of this revision (what `--values` gave), `{}` when none. */
+  config: Record<string, unknown>
+  /** The rendered manifest Helm applied. */
+  manifest: string
+}
+
+/** A client-node CoreV1Api (e.g. the `core` of src/lib/kube's Kube), a KubeConfig, or a kubeconfig path. */
+export type SecretsSource = {core: CoreV1Api} | KubeConfig | string
+
+function coreApi(source: SecretsSource): CoreV1Api {
+  if (typeof source === 'string') {
+    const kc = new KubeConfig()
+    kc.loadFromFile(source)
+    return kc.makeApiClient(CoreV1Api)
+  }
+  if (source instanceof KubeConfig) return source.makeApiClient(CoreV1Api)
+  return source.core
+}
+
+/**
+ * Reads the newest `sh.helm.release.v1.<release>.v<N>` Secret straight from the API (no
+ * helm process): it is how a rerun learns which values are applied without shelling out.
+ * Undefined when the release has no record.
+ */
+export async function readReleaseRecord(source: SecretsSource, release: string, namespace: string): Promise<ReleaseRecord | undefined> {
+  const list = await coreApi(source).listNamespacedSecret({namespace, labelSelector: `owner=helm,name=${release}`})
+  const records = list.items
+    .filter((s) => s.type === 'helm.sh/release.v1' && s.metadata?.name?.startsWith(`sh.helm.release.v1.${release}.v`))
+    .map((s) => ({secret: s, revision: Number(s.metadata?.labels?.version ?? s.metadata!.name!.split('.v').pop())}))
+    .filter((r) => Number.isInteger(r.revision))
+    .sort((a, b) => b.revision - a.revision)
+  const newest = records[0]
+  return newest ? decodeReleaseSecret(newest.secret) : undefined
+}
+
+/**
+ * Helm's Secret driver stores `data.release` = base64(gzip(JSON)); the API then base64s
+ * that again as Secret data, so the field read through the API is base64 of base64.
+ */
+export function decodeReleaseSecret(secret: V1Secret): ReleaseRecord {
+  const name = secret.metadata?.name ?? '(unnamed)'
+  const field = secret.data?.release
+  if (!field) throw new IchorError(`Helm release Secret ${name} has no data.release`)
+  const helmPayload = Buffer.from(Buffer.from(field, 'base64').toString('utf8'), 'base64')
+  // Helm gzips the record; it also reads uncompressed JSON, so do we.
+  const json = helmPayload[0] === 0x1f && helmPayload[1] === 0x8b ? gunzipSync(helmPayload).toString('utf8') : helmPayload.toString('utf8')
+  let rel: HelmReleaseJson
+  try {
+    rel = JSON.parse(json) as HelmReleaseJson
+  } catch (error) {
+    throw new IchorError(`Helm release Secret ${name} does not hold a readable release record`, {cause: error})
+  }
+  return {
+    secretName: name,
+    release: rel.name ?? '',
+    namespace: rel.namespace ?? secret.metadata?.namespace ?? '',
+    revision: rel.version ?? 0,
+    status: rel.info?.status ?? 'unknown',
+    chartName: rel.chart?.metadata?.name ?? '',
+    chartVersion: rel.chart?.metadata?.version ?? '',
+    config: rel.config ?? {},
+    manifest: rel.manifest ?? '',
+  }
+}
+
+/**
+ * sha256 (hex) of the values as canonical JSON: object keys sorted at every depth, arrays
+ * in order, undefined dropped as JSON does. Equal values hash equal whatever their key
+ * order, so a rerun can tell the release already runs these values and skip the upgrade.
+ */
+export function valuesHash(values: unknown): string {
+  return createHash('sha256').update(canonicalJson(values ?? {})).digest('hex')
+}
+
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value)) ?? 'null'
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys)
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[key]
+      if (v !== undefined) out[key] = sortKeys(v)
+    }
+    return out
+  }
+  return value
+}
