@@ -1,0 +1,61 @@
+import {Flags} from '@oclif/core'
+import {resolveAsset, describeAsset} from '../../../lib/assets/resolve.js'
+import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {ciliumModeFlags, valuesInputFlags} from '../../../lib/cli/values-flags.js'
+import type {KubeProxyMode, TunnelProtocol} from '../../../lib/cilium/defaults.js'
+import {loadUserValues} from '../../../lib/cilium/user-values.js'
+import {validateCiliumValues} from '../../../lib/cilium/validate.js'
+import {formatIssues, IchorError} from '../../../lib/errors/errors.js'
+
+export default class CniValuesValidate extends IchorCommand {
+  static override summary = 'Check a user layer of Cilium values offline: owned keys, unknown keys, chart schema, size, guards, and a chart render.'
+  static override examples = [
+    '<%= config.bin %> cni values validate -f my-values.yaml',
+    '<%= config.bin %> cni values validate --set hubble.relay.enabled=true --set hubble.ui.enabled=true',
+    '<%= config.bin %> cni values validate -f v.yaml --kube-proxy kube-proxy --forward-kube-dns-to-host false --json',
+  ]
+  static override flags = {
+    ...valuesInputFlags,
+    ...ciliumModeFlags,
+    'forward-kube-dns-to-host': Flags.string({description: "Talos's hostDNS.forwardKubeDNSToHost (unknown when omitted: its guard passes with a note)", options: ['true', 'false']}),
+    'gateway-api-crds': Flags.string({description: 'whether the Gateway API CRDs are installed (unknown when omitted)', options: ['present', 'absent']}),
+    'cilium-chart': assetFlags['cilium-chart'],
+    mirror: assetFlags.mirror,
+    'show-effective': Flags.boolean({description: 'print the effective values (YAML) when valid'}),
+  }
+
+  async run() {
+    const {flags} = await this.parse(CniValuesValidate)
+    const chart = resolveAsset('cilium', {override: flags['cilium-chart'], mirror: flags.mirror})
+    this.note(describeAsset(chart))
+    const user = loadUserValues(flags.values, flags.set)
+    const report = await validateCiliumValues({
+      chartPath: chart.path,
+      user,
+      facts: {
+        kubeProxy: flags['kube-proxy'] as KubeProxyMode,
+        tunnel: flags.tunnel as TunnelProtocol,
+        forwardKubeDNSToHost: flags['forward-kube-dns-to-host'] === undefined ? undefined : flags['forward-kube-dns-to-host'] === 'true',
+        gatewayApiCrds: flags['gateway-api-crds'] as 'present' | 'absent' | undefined,
+      },
+    })
+    const result = {valid: report.valid, chart: report.chart, issues: report.issues, notes: report.notes, effective: report.effective}
+    if (this.jsonEnabled()) {
+      if (!report.valid) {
+        this.logJson(result)
+        this.exit(2)
+      }
+      return result
+    }
+    for (const note of report.notes) this.note(`note: ${note}`)
+    if (!report.valid) {
+      throw new IchorError(`Cilium values are invalid: ${report.issues.length} problem${report.issues.length === 1 ? '' : 's'}\n${formatIssues(report.issues)}`, {exitCode: 2})
+    }
+    this.log(`Cilium values are valid for ${report.chart.name} ${report.chart.version} (${flags['kube-proxy']}, ${flags.tunnel}).`)
+    if (flags['show-effective']) {
+      const {stringify} = await import('yaml')
+      this.log(stringify(report.effective))
+    }
+    return result
+  }
+}

@@ -1,0 +1,67 @@
+// Ichor's Cilium values: the defaults (user-overridable) and the owned keys (set last,
+// never user-settable), from the Talos Cilium guide and ADR-0099 decisions 2-4 / ADR 0131.
+import type {OwnedKey} from '../values/engine.js'
+import type {Values} from '../values/path.js'
+
+export type KubeProxyMode = 'replaced' | 'kube-proxy'
+export type TunnelProtocol = 'vxlan' | 'geneve'
+
+export const KUBE_PROXY_MODES: readonly KubeProxyMode[] = ['replaced', 'kube-proxy']
+export const TUNNEL_PROTOCOLS: readonly TunnelProtocol[] = ['vxlan', 'geneve']
+
+export const KUBEPRISM_PORT = 7445
+export const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
+export const CILIUM_RELEASE = {name: 'cilium', namespace: 'kube-system'} as const
+
+/** The Talos guide's capability sets: no SYS_MODULE (Talos forbids loading kernel modules). */
+const CILIUM_AGENT_CAPABILITIES = ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID']
+const CLEAN_STATE_CAPABILITIES = ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE']
+
+const SECRETS_NAMESPACE_OWNERS = ['tls', 'gatewayAPI', 'ingressController', 'envoyConfig', 'bgpControlPlane'] as const
+
+const TALOS_GUIDE = 'required on Talos (Talos Cilium guide)'
+const SECRETS_NS = `pinned to ${CILIUM_SECRETS_NAMESPACE} so the Roles Cilium creates for its features land in Cilium's own namespace (ADR 0131)`
+
+export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
+  {path: ['ipam', 'mode'], reason: `always "kubernetes", ${TALOS_GUIDE}`},
+  {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `fixed capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['securityContext', 'capabilities', 'cleanCiliumState'], reason: `fixed capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['cgroup', 'autoMount', 'enabled'], reason: `always false: Talos mounts cgroup v2 itself (${TALOS_GUIDE})`},
+  {path: ['cgroup', 'hostRoot'], reason: `always /sys/fs/cgroup, ${TALOS_GUIDE}`},
+  {path: ['k8sServiceHost'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},
+  {path: ['k8sServicePort'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},
+  {path: ['k8sServiceHostRef'], reason: 'would override k8sServiceHost/k8sServicePort, which ichor points at KubePrism'},
+  {path: ['kubeProxyReplacement'], reason: 'set by the kube-proxy mode (--kube-proxy replaced|kube-proxy), changed only by the kube-proxy switch'},
+  {path: ['tunnelProtocol'], reason: 'set by --tunnel (vxlan|geneve) at init and immutable afterwards'},
+  ...SECRETS_NAMESPACE_OWNERS.map((owner) => ({path: [owner, 'secretsNamespace', 'name'], reason: SECRETS_NS})),
+]
+
+export interface CiliumModes {
+  kubeProxy: KubeProxyMode
+  tunnel: TunnelProtocol
+}
+
+/** Defaults a user may override. */
+export function ciliumDefaults(): Values {
+  return {
+    hubble: {tls: {auto: {method: 'cronJob'}}},
+  }
+}
+
+/** Values ichor sets last, derived from the modes. */
+export function ciliumOwnedValues(modes: CiliumModes): Values {
+  const replaced = modes.kubeProxy === 'replaced'
+  const owned: Values = {
+    ipam: {mode: 'kubernetes'},
+    kubeProxyReplacement: replaced,
+    securityContext: {capabilities: {ciliumAgent: CILIUM_AGENT_CAPABILITIES, cleanCiliumState: CLEAN_STATE_CAPABILITIES}},
+    cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
+    tunnelProtocol: modes.tunnel,
+  }
+  if (replaced) {
+    owned.k8sServiceHost = 'localhost'
+    owned.k8sServicePort = KUBEPRISM_PORT
+  }
+  for (const name of SECRETS_NAMESPACE_OWNERS) owned[name] = {secretsNamespace: {name: CILIUM_SECRETS_NAMESPACE}}
+  return owned
+}

@@ -1,0 +1,72 @@
+// The semantic guards of ADR-0099 decision 4 and its amendments. Each reads facts the
+// caller may or may not know; an unknown fact lets its guard pass, with a note.
+import type {Issue} from '../errors/errors.js'
+import {getPath, type Values} from '../values/path.js'
+import {KUBEPRISM_PORT, type KubeProxyMode} from './defaults.js'
+
+export interface CiliumFacts {
+  kubeProxy: KubeProxyMode
+  /** Talos machine.features.hostDNS.forwardKubeDNSToHost (ResolverConfig on v1.14+). */
+  forwardKubeDNSToHost?: boolean
+  /** Whether the Gateway API CRDs are installed in the cluster. */
+  gatewayApiCrds?: 'present' | 'absent'
+  /** KubePrism as the Talos machine config sets it. */
+  kubePrism?: {enabled: boolean; port: number}
+}
+
+export interface GuardResult {
+  issues: Issue[]
+  notes: string[]
+}
+
+export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardResult {
+  const issues: Issue[] = []
+  const notes: string[] = []
+
+  if (getPath(effective, ['bpf', 'masquerade']) === true) {
+    if (facts.forwardKubeDNSToHost === undefined) {
+      notes.push('bpf.masquerade: whether Talos forwards kube-dns to the host DNS is unknown here, so the CoreDNS guard was not applied (pass --forward-kube-dns-to-host)')
+    } else if (facts.forwardKubeDNSToHost) {
+      issues.push({
+        path: 'bpf.masquerade',
+        message: 'true breaks CoreDNS while Talos forwards kube-dns to the host DNS (forwardKubeDNSToHost: true, the Talos default); set forwardKubeDNSToHost: false on the Talos side first, or leave bpf.masquerade unset',
+      })
+    }
+  }
+
+  if (getPath(effective, ['gatewayAPI', 'enabled']) === true) {
+    if (facts.kubeProxy !== 'replaced') {
+      issues.push({path: 'gatewayAPI.enabled', message: "true needs the kube-proxy replacement (Cilium's Gateway API prerequisite); use --kube-proxy replaced"})
+    }
+    if (facts.gatewayApiCrds === undefined) {
+      notes.push('gatewayAPI.enabled: whether the Gateway API CRDs are installed is unknown here, so that guard was not applied (pass --gateway-api-crds present|absent)')
+    } else if (facts.gatewayApiCrds === 'absent') {
+      issues.push({path: 'gatewayAPI.enabled', message: 'true needs the Gateway API CRDs installed first (gateway.networking.k8s.io); install them, then enable it'})
+    }
+  }
+
+  if (facts.kubeProxy === 'replaced') {
+    if (facts.kubePrism === undefined) {
+      notes.push(`kube-proxy replacement: KubePrism on port ${KUBEPRISM_PORT} is assumed (the Talos side is not known here)`)
+    } else if (!facts.kubePrism.enabled || facts.kubePrism.port !== KUBEPRISM_PORT) {
+      issues.push({
+        path: 'kubeProxyReplacement',
+        message: `the kube-proxy replacement needs KubePrism enabled on port ${KUBEPRISM_PORT}, but the Talos config has it ${facts.kubePrism.enabled ? `on port ${facts.kubePrism.port}` : 'disabled'}`,
+      })
+    }
+  }
+
+  if (getPath(effective, ['clustermesh', 'useAPIServer']) === true) {
+    const tlsAuto = ['clustermesh', 'apiserver', 'tls', 'auto']
+    const autoEnabled = getPath(effective, [...tlsAuto, 'enabled'])
+    const method = getPath(effective, [...tlsAuto, 'method'])
+    if (autoEnabled !== false && method !== 'cronJob') {
+      issues.push({
+        path: 'clustermesh.apiserver.tls.auto.method',
+        message: `must be "cronJob" when clustermesh.useAPIServer is true (got ${method === undefined ? 'the chart default "helm"' : JSON.stringify(method)}); or set clustermesh.apiserver.tls.auto.enabled: false and supply the certificates`,
+      })
+    }
+  }
+
+  return {issues, notes}
+}

@@ -1,0 +1,84 @@
+// The one function every command uses to turn a user's Cilium values into effective
+// values, or into a list of problems that each name a path. Nothing is applied here.
+import {readChartArchive, type ChartArchive} from '../chart/archive.js'
+import type {Issue} from '../errors/errors.js'
+import {helmTemplate, HelmRenderError} from '../helm/template.js'
+import {checkLayeredValues} from '../values/engine.js'
+import type {Values} from '../values/path.js'
+import {ciliumDefaults, ciliumOwnedValues, CILIUM_OWNED_KEYS, CILIUM_RELEASE, type TunnelProtocol} from './defaults.js'
+import {checkCiliumGuards, type CiliumFacts} from './guards.js'
+
+export interface CiliumValuesInput {
+  chartPath: string
+  user: Values
+  facts: CiliumFacts & {tunnel: TunnelProtocol}
+  /** Kubernetes version the offline render targets. */
+  kubeVersion?: string
+}
+
+export interface CiliumValuesReport {
+  valid: boolean
+  chart: {name: string; version: string; path: string}
+  effective: Values
+  issues: Issue[]
+  notes: string[]
+  /** The chart rendered with the effective values, when the render ran and passed. */
+  rendered?: string
+}
+
+/** Everything but the helm render: merge, owned keys, unknown keys, schema, size, guards. */
+export function checkCiliumValues(input: CiliumValuesInput, chart: ChartArchive = readChartArchive(input.chartPath)) {
+  const {effective, issues} = checkLayeredValues(
+    {chart, defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy: input.facts.kubeProxy, tunnel: input.facts.tunnel}), ownedKeys: CILIUM_OWNED_KEYS},
+    input.user,
+  )
+  const guards = checkCiliumGuards(effective, input.facts)
+  return {chart, effective, issues: [...issues, ...guards.issues], notes: guards.notes}
+}
+
+/**
+ * Full validation: the offline checks, then (only when they pass) one `helm template`
+ * of the chart with the effective values so the chart's own validate templates refuse
+ * at once. monitoring.coreos.com/v1 is declared present, as the ADR amendment does,
+ * so a ServiceMonitor the user asks for renders.
+ */
+export async function validateCiliumValues(input: CiliumValuesInput): Promise<CiliumValuesReport> {
+  const {chart, effective, issues, notes} = checkCiliumValues(input)
+  const report: CiliumValuesReport = {
+    valid: false,
+    chart: {name: chart.name, version: chart.version, path: input.chartPath},
+    effective,
+    issues,
+    notes,
+  }
+  if (issues.length > 0) return report
+  try {
+    report.rendered = await renderCiliumChart(input.chartPath, effective, input.kubeVersion)
+  } catch (error) {
+    if (!(error instanceof HelmRenderError)) throw error
+    report.issues.push(renderIssue(error.helmMessage))
+    return report
+  }
+  report.valid = true
+  return report
+}
+
+export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string): Promise<string> {
+  return helmTemplate({
+    chartPath,
+    releaseName: CILIUM_RELEASE.name,
+    namespace: CILIUM_RELEASE.namespace,
+    values: effective,
+    kubeVersion,
+    apiVersions: ['monitoring.coreos.com/v1'],
+  })
+}
+
+/** Names the chart template that refused, e.g. "chart cilium/templates/validate.yaml:162". */
+function renderIssue(message: string): Issue {
+  const at = /execution error at \(([^)]+?):(\d+):\d+\):\s*([\s\S]*)/.exec(message)
+  if (at) return {path: `(chart ${at[1]}:${at[2]})`, message: at[3]!.trim()}
+  const schema = /don't meet the specifications of the schema[\s\S]*?- at '([^']*)':\s*(.*)/.exec(message)
+  if (schema) return {path: schema[1]!.split('/').filter(Boolean).join('.') || '(values)', message: `${schema[2]} (chart schema, from helm)`}
+  return {path: '(chart render)', message}
+}

@@ -1,0 +1,13 @@
+// Flags shared by the commands that take Cilium values.
+import {Flags} from '@oclif/core'
+import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS} from '../cilium/defaults.js'
+
+export const ciliumModeFlags = {
+  'kube-proxy': Flags.string({description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy', options: [...KUBE_PROXY_MODES], default: 'replaced'}),
+  tunnel: Flags.string({description: 'tunnel protocol', options: [...TUNNEL_PROTOCOLS], default: 'vxlan'}),
+}
+
+export const valuesInputFlags = {
+  values: Flags.string({char: 'f', description: 'YAML file with the user layer of Cilium values ("-" for stdin)', helpValue: 'FILE', multiple: true}),
+  set: Flags.string({description: 'set a value on top of the files, helm syntax (a.b=c, may repeat)', helpValue: 'KEY=VALUE', multiple: true}),
+}

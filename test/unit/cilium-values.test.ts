@@ -1,0 +1,155 @@
+// The Cilium values engine against the real Cilium 1.18.0 chart and the real helm binary.
+import {describe, expect, it} from 'vitest'
+import {CILIUM_OWNED_KEYS} from '../../src/lib/cilium/defaults.js'
+import {checkCiliumValues, validateCiliumValues, type CiliumValuesInput} from '../../src/lib/cilium/validate.js'
+import type {CiliumFacts} from '../../src/lib/cilium/guards.js'
+import {formatPath, setPath, type Values} from '../../src/lib/values/path.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Facts = Partial<CiliumFacts> & {tunnel?: 'vxlan' | 'geneve'}
+
+function input(user: Values, facts: Facts = {}): CiliumValuesInput {
+  return {chartPath: UPSTREAM.ciliumChart, user, facts: {kubeProxy: 'replaced', tunnel: 'vxlan', ...facts}}
+}
+
+const accepted: [string, Values, Facts?][] = [
+  ['no user values at all', {}],
+  ['Hubble relay and UI', {hubble: {relay: {enabled: true}, ui: {enabled: true}}}],
+  ['loadBalancer.mode, documented but commented out in values.yaml', {loadBalancer: {mode: 'dsr'}}],
+  ['loadBalancer.algorithm maglev (commented option)', {loadBalancer: {algorithm: 'maglev'}}],
+  ['podAnnotations with dotted keys (free-form map)', {podAnnotations: {'example.com/team': 'net', 'a.b.c/d': 'x'}}],
+  ['one operator replica for a homelab', {operator: {replicas: 1}}],
+  ['bandwidth manager with BBR', {bandwidthManager: {enabled: true, bbr: true}}],
+  ['Hubble metrics list', {hubble: {metrics: {enabled: ['dns', 'drop', 'tcp', 'flow', 'icmp', 'http']}}}],
+  ['Prometheus ServiceMonitor (monitoring.coreos.com/v1 declared present)', {prometheus: {enabled: true, serviceMonitor: {enabled: true}}}],
+  ['native routing', {routingMode: 'native', ipv4NativeRoutingCIDR: '10.244.0.0/16', autoDirectNodeRoutes: true}],
+  ['extraArgs list', {extraArgs: ['--api-rate-limit=endpoint-create=rate-limit:10/s']}],
+  ['custom nodeSelector', {nodeSelector: {'kubernetes.io/os': 'linux', 'node.example/pool': 'edge'}}],
+  ['tolerations list', {tolerations: [{operator: 'Exists'}]}],
+  ['agent resources', {resources: {requests: {cpu: '100m', memory: '256Mi'}, limits: {memory: '1Gi'}}}],
+  ['Gateway API with its CRDs present, kube-proxy replaced', {gatewayAPI: {enabled: true}}, {gatewayApiCrds: 'present'}],
+  ['Gateway API with CRD presence unknown (guard passes with a note)', {gatewayAPI: {enabled: true}}],
+  ['bpf.masquerade when Talos does not forward kube-dns to the host', {bpf: {masquerade: true}}, {forwardKubeDNSToHost: false}],
+  ['bpf.masquerade when the Talos side is unknown', {bpf: {masquerade: true}}],
+  ['clustermesh API server with cronJob certificates', {cluster: {name: 'home', id: 3}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'cronJob'}}}}}],
+  ['Hubble certificates by helm instead of the cronJob default', {hubble: {tls: {auto: {method: 'helm'}}}}],
+  ['WireGuard encryption', {encryption: {enabled: true, type: 'wireguard'}}],
+  ['L2 announcements', {l2announcements: {enabled: true}}],
+  ['cluster name and id together', {cluster: {name: 'lab', id: 7}}],
+  ['client rate limits', {k8sClientRateLimit: {qps: 20, burst: 40}}],
+  ['socketLB host namespace only', {socketLB: {hostNamespaceOnly: true}}],
+  ['debug logging', {debug: {enabled: true}}],
+  ['geneve tunnel with kube-proxy kept', {}, {kubeProxy: 'kube-proxy', tunnel: 'geneve'}],
+  ['a null removes a chart default (helm semantics)', {nodeSelector: null, hubble: {relay: {tolerations: null}}}],
+  ['envoy DaemonSet off', {envoy: {enabled: false}}],
+]
+
+describe('Cilium values accepted (real chart, real helm render)', () => {
+  it.each(accepted)('%s', async (_name, user, facts) => {
+    const report = await validateCiliumValues(input(user, facts))
+    expect(report.issues).toEqual([])
+    expect(report.valid).toBe(true)
+    expect(report.rendered).toMatch(/kind: DaemonSet/)
+  })
+})
+
+describe('Ichor-owned keys are refused, each with its reason', () => {
+  const samples: Record<string, unknown> = {
+    'ipam.mode': 'cluster-pool',
+    'securityContext.capabilities.ciliumAgent': ['NET_ADMIN'],
+    'securityContext.capabilities.cleanCiliumState': ['NET_ADMIN'],
+    'cgroup.autoMount.enabled': true,
+    'cgroup.hostRoot': '/run/cilium/cgroupv2',
+    k8sServiceHost: '10.0.0.1',
+    k8sServicePort: 6443,
+    k8sServiceHostRef: {name: 'x'},
+    kubeProxyReplacement: false,
+    tunnelProtocol: 'geneve',
+    'tls.secretsNamespace.name': 'kube-system',
+    'gatewayAPI.secretsNamespace.name': 'other',
+    'ingressController.secretsNamespace.name': 'other',
+    'envoyConfig.secretsNamespace.name': 'other',
+    'bgpControlPlane.secretsNamespace.name': 'kube-system',
+  }
+  it('covers every owned key', () => {
+    expect(Object.keys(samples).sort()).toEqual(CILIUM_OWNED_KEYS.map((k) => formatPath(k.path)).sort())
+  })
+  it.each(Object.entries(samples))('%s', (path, value) => {
+    const user: Values = {}
+    setPath(user, path.split('.'), value)
+    const {issues} = checkCiliumValues(input(user))
+    expect(issues).toContainEqual({path, message: expect.stringMatching(/^is owned by ichor and cannot be set: .{10,}/)})
+  })
+  it('refuses even a value equal to what ichor sets, naming the reason', () => {
+    const {issues} = checkCiliumValues(input({ipam: {mode: 'kubernetes'}}))
+    expect(issues[0]).toMatchObject({path: 'ipam.mode', message: expect.stringMatching(/Talos/)})
+  })
+  it('refuses a scalar or null that would replace a map holding owned keys', () => {
+    const {issues} = checkCiliumValues(input({cgroup: null}))
+    expect(issues).toEqual([{path: 'cgroup', message: expect.stringMatching(/must be a map: it holds ichor-owned keys/)}])
+  })
+  it('keeps the owned values in the effective values whatever the user layer says elsewhere', () => {
+    const {effective} = checkCiliumValues(input({hubble: {enabled: true}}, {kubeProxy: 'replaced', tunnel: 'geneve'}))
+    expect(effective).toMatchObject({ipam: {mode: 'kubernetes'}, kubeProxyReplacement: true, k8sServiceHost: 'localhost', k8sServicePort: 7445, tunnelProtocol: 'geneve', cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'}})
+    expect(effective).toMatchObject({bgpControlPlane: {secretsNamespace: {name: 'cilium-secrets'}}, hubble: {enabled: true, tls: {auto: {method: 'cronJob'}}}})
+    const kp = checkCiliumValues(input({}, {kubeProxy: 'kube-proxy'})).effective
+    expect(kp.kubeProxyReplacement).toBe(false)
+    expect(kp).not.toHaveProperty('k8sServiceHost')
+  })
+})
+
+const rejected: [string, Values, Facts, string, RegExp][] = [
+  ['a top-level typo, with a suggestion', {hubbel: {enabled: true}}, {}, 'hubbel', /not a key the chart knows.*did you mean hubble\?/],
+  ['a nested typo, with a suggestion', {hubble: {relay: {enabeld: true}}}, {}, 'hubble.relay.enabeld', /not a key hubble\.relay knows.*did you mean hubble\.relay\.enabled\?/],
+  ['a key that exists nowhere in the chart', {frobnicate: 1}, {}, 'frobnicate', /not a key the chart knows/],
+  ['a typo under a commented-option block', {loadBalancer: {moode: 'dsr'}}, {}, 'loadBalancer.moode', /did you mean loadBalancer\.mode\?/],
+  ['YAML-1.1 "yes" is a string, not a boolean', {bpf: {masquerade: 'yes'}}, {}, 'bpf.masquerade', /must be null or boolean \(got string "yes"\)/],
+  ['a string where the schema wants an integer', {operator: {replicas: 'two'}}, {}, 'operator.replicas', /must be integer \(got string "two"\)/],
+  ['a scalar where the chart has a map', {hubble: true}, {}, 'hubble', /must be object \(got boolean true\)/],
+  ['a list where the chart has a boolean', {debug: {enabled: ['x']}}, {}, 'debug.enabled', /must be boolean|got a list/],
+  ['bpf.masquerade while Talos forwards kube-dns to the host', {bpf: {masquerade: true}}, {forwardKubeDNSToHost: true}, 'bpf.masquerade', /breaks CoreDNS.*forwardKubeDNSToHost/],
+  ['Gateway API while kube-proxy runs', {gatewayAPI: {enabled: true}}, {kubeProxy: 'kube-proxy', gatewayApiCrds: 'present'}, 'gatewayAPI.enabled', /needs the kube-proxy replacement/],
+  ['Gateway API without its CRDs', {gatewayAPI: {enabled: true}}, {gatewayApiCrds: 'absent'}, 'gatewayAPI.enabled', /Gateway API CRDs installed first/],
+  ['clustermesh API server with the chart default helm certificates', {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true}}, {}, 'clustermesh.apiserver.tls.auto.method', /must be "cronJob".*chart default "helm"/],
+  ['clustermesh API server with an explicit helm method', {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'helm'}}}}}, {}, 'clustermesh.apiserver.tls.auto.method', /got "helm"/],
+  ['kube-proxy replaced while Talos has KubePrism off', {}, {kubePrism: {enabled: false, port: 7445}}, 'kubeProxyReplacement', /KubePrism enabled on port 7445.*disabled/],
+  ['kube-proxy replaced while KubePrism listens elsewhere', {}, {kubePrism: {enabled: true, port: 7446}}, 'kubeProxyReplacement', /on port 7446/],
+  ['merged values over 64 KiB', {podAnnotations: Object.fromEntries(Array.from({length: 800}, (_, i) => [`example.com/a${i}`, 'x'.repeat(80)]))}, {}, '(values)', /at most 65536 bytes \(64 KiB\)/],
+]
+
+describe('Cilium values rejected, each naming the path and the reason', () => {
+  it.each(rejected)('%s', async (_name, user, facts, path, message) => {
+    const report = await validateCiliumValues(input(user, facts))
+    expect(report.valid).toBe(false)
+    expect(report.rendered).toBeUndefined()
+    expect(report.issues).toContainEqual({path, message: expect.stringMatching(message)})
+  })
+
+  it("cluster.id without cluster.name is refused by the chart's own validate template", async () => {
+    const report = await validateCiliumValues(input({cluster: {id: 5}}))
+    expect(report.valid).toBe(false)
+    expect(report.issues).toEqual([{path: expect.stringMatching(/^\(chart cilium\/templates\/validate\.yaml:\d+\)$/), message: expect.stringMatching(/cluster name is invalid/)}])
+  })
+
+  it('clustermesh with certificate automation off but no certificates is refused by the chart', async () => {
+    const report = await validateCiliumValues(input({cluster: {name: 'home', id: 4}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {enabled: false}}}}}))
+    expect(report.issues).toEqual([{path: expect.stringMatching(/^\(chart cilium\/templates\/clustermesh-apiserver\/.*\)$/), message: expect.stringMatching(/missing clustermesh\.apiserver\.tls\.server\.cert/)}])
+  })
+
+  it('a key from an older chart (externalIPs) is refused as unknown', () => {
+    const {issues} = checkCiliumValues(input({externalIPs: {enabled: true}}))
+    expect(issues).toEqual([{path: 'externalIPs', message: expect.stringMatching(/not a key the chart knows/)}])
+  })
+
+  it('reports every problem together', () => {
+    const {issues} = checkCiliumValues(input({ipam: {mode: 'x'}, hubbel: {}, bpf: {masquerade: 'no'}, tunnelProtocol: 'geneve'}))
+    expect(issues.map((i) => i.path).sort()).toEqual(['bpf.masquerade', 'hubbel', 'ipam.mode', 'tunnelProtocol'])
+  })
+
+  it('leaves an unknown fact to pass with a note', () => {
+    const {issues, notes} = checkCiliumValues(input({bpf: {masquerade: true}, gatewayAPI: {enabled: true}}))
+    expect(issues).toEqual([])
+    expect(notes.join('\n')).toMatch(/forward-kube-dns-to-host/)
+    expect(notes.join('\n')).toMatch(/gateway-api-crds/)
+  })
+})
