@@ -71,8 +71,8 @@ export class OciClient {
   async ping(): Promise<void> {
     await this.withRetry('reach the registry', async () => {
       const res = await this.send('GET', '/v2/')
-      await drain(res)
       if (res.status !== 200) await this.fail(res, 'reach the registry', 'the /v2/ API')
+      await drain(res)
     })
   }
 
@@ -107,10 +107,7 @@ export class OciClient {
     const what = `read the manifest ${repo}:${ref}`
     const fetched = await this.withRetry(what, async () => {
       const res = await this.send('GET', `/v2/${repo}/manifests/${ref}`, {headers: {accept: MANIFEST_ACCEPT}})
-      if (res.status !== 200) {
-        await drain(res)
-        return this.fail(res, what, `manifest ${repo}:${ref}`)
-      }
+      if (res.status !== 200) return this.fail(res, what, `manifest ${repo}:${ref}`)
       return {bytes: Buffer.from(await res.arrayBuffer()), mediaType: mediaTypeOf(res), claimed: res.headers.get('docker-content-digest')}
     })
     const digest = sha256Digest(fetched.bytes)
@@ -129,13 +126,7 @@ export class OciClient {
     checkRepository(repo)
     checkDigest(digest)
     const what = `look up the blob ${digest} in ${repo}`
-    return this.withRetry(what, async () => {
-      const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`)
-      await drain(res)
-      if (res.status === 200) return true
-      if (res.status === 404) return false
-      return this.fail(res, what, `blob ${repo}@${digest}`)
-    })
+    return this.withRetry(what, () => this.blobExistsOnce(repo, digest, what))
   }
 
   /** Reads a blob and checks its bytes against the digest. */
@@ -145,10 +136,7 @@ export class OciClient {
     const what = `read the blob ${digest} from ${repo}`
     const bytes = await this.withRetry(what, async () => {
       const res = await this.send('GET', `/v2/${repo}/blobs/${digest}`)
-      if (res.status !== 200) {
-        await drain(res)
-        return this.fail(res, what, `blob ${repo}@${digest}`)
-      }
+      if (res.status !== 200) return this.fail(res, what, `blob ${repo}@${digest}`)
       return Buffer.from(await res.arrayBuffer())
     })
     const actual = sha256Digest(bytes)
@@ -175,8 +163,8 @@ export class OciClient {
       // Checked on every try: a previous try may have completed although its answer was lost.
       if (await this.blobExistsOnce(repo, digest, what)) return {uploaded: false}
       const started = await this.send('POST', `/v2/${repo}/blobs/uploads/`)
-      await drain(started)
       if (started.status !== 202) return this.fail(started, what, `repository ${repo}`)
+      await drain(started)
       let location = this.uploadLocation(started, what)
       let body: Buffer | undefined = bytes
       if (chunkSize !== undefined) {
@@ -189,8 +177,8 @@ export class OciClient {
               'content-range': `${offset}-${offset + chunk.length - 1}`,
             },
           })
-          await drain(res)
           if (res.status !== 202) return this.fail(res, what, `upload session for ${repo}`)
+          await drain(res)
           location = this.uploadLocation(res, what)
         }
         body = undefined
@@ -201,8 +189,8 @@ export class OciClient {
         body: body ?? Buffer.alloc(0),
         headers: {'content-type': 'application/octet-stream'},
       })
-      await drain(done)
       if (done.status !== 201) return this.fail(done, what, `blob ${repo}@${digest}`)
+      await drain(done)
       return {uploaded: true}
     })
   }
@@ -214,8 +202,8 @@ export class OciClient {
     const what = `store the manifest ${repo}:${tag}`
     const claimed = await this.withRetry(what, async () => {
       const res = await this.send('PUT', `/v2/${repo}/manifests/${tag}`, {body: bytes, headers: {'content-type': mediaType}})
-      await drain(res)
       if (res.status !== 201) return this.fail(res, what, `manifest ${repo}:${tag}`)
+      await drain(res)
       return res.headers.get('docker-content-digest')
     })
     const digest = sha256Digest(bytes)
@@ -225,7 +213,7 @@ export class OciClient {
 
   private async blobExistsOnce(repo: string, digest: string, what: string): Promise<boolean> {
     const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`)
-    await drain(res)
+    await drain(res) // a HEAD answer has no body to explain an error with
     if (res.status === 200) return true
     if (res.status === 404) return false
     return this.fail(res, what, `blob ${repo}@${digest}`)
