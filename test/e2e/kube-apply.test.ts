@@ -1,0 +1,245 @@
+// Server-side apply, create-if-absent, get/delete and CRD handling against the real
+// kube-apiserver of the harness, with the real Kokumi install manifest.
+import {readFileSync} from 'node:fs'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {createIfAbsent, FieldConflictError, serverSideApply} from '../../src/lib/kube/apply.js'
+import {deleteObject, getObject, KindNotServedError, type KubeObject} from '../../src/lib/kube/objects.js'
+import {waitForCrdEstablished, WaitTimeoutError} from '../../src/lib/kube/wait.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+let cp: ControlPlane
+let kube: Kube
+
+beforeAll(async () => {
+  cp = await startControlPlane()
+  kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+})
+afterAll(async () => {
+  await cp?.stop()
+})
+
+async function namespace(name: string): Promise<string> {
+  await serverSideApply(kube, [{apiVersion: 'v1', kind: 'Namespace', metadata: {name}}])
+  return name
+}
+
+function configMap(ns: string, data: Record<string, string>): KubeObject {
+  return {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'settings', namespace: ns}, data}
+}
+
+describe('serverSideApply', () => {
+  it('reports created, then unchanged (resourceVersion kept), then configured', async () => {
+    const ns = await namespace('apply-cycle')
+    const [created] = await serverSideApply(kube, [configMap(ns, {a: '1'})])
+    expect(created).toEqual({apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings', result: 'created'})
+    const v1 = (await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'}))!.metadata.resourceVersion
+
+    const [again] = await serverSideApply(kube, [configMap(ns, {a: '1'})])
+    expect(again!.result).toBe('unchanged')
+    const v2 = (await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'}))!.metadata.resourceVersion
+    expect(v2).toBe(v1)
+
+    const [changed] = await serverSideApply(kube, [configMap(ns, {a: '2'})])
+    expect(changed!.result).toBe('configured')
+    const stored = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})
+    expect(stored!.data).toEqual({a: '2'})
+    const managers = (stored!.metadata.managedFields as Array<{manager: string; operation: string}>).map((m) => `${m.manager}/${m.operation}`)
+    expect(managers).toEqual(['ichor-bootstrap/Apply'])
+  })
+
+  it('fills in the namespace option for namespaced objects and ignores it for cluster-scoped ones', async () => {
+    const ns = await namespace('apply-default-ns')
+    const results = await serverSideApply(
+      kube,
+      [
+        {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'no-ns'}, data: {}},
+        {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: {name: 'ichor-test-reader'}, rules: []},
+      ],
+      {namespace: ns},
+    )
+    expect(results.map((r) => [r.kind, r.namespace, r.result])).toEqual([
+      ['ConfigMap', ns, 'created'],
+      ['ClusterRole', undefined, 'created'],
+    ])
+    expect(await getObject(kube, {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', name: 'ichor-test-reader'})).toBeDefined()
+  })
+
+  it('refuses a namespaced object without a namespace', async () => {
+    await expect(serverSideApply(kube, [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'x'}}])).rejects.toThrow(
+      /ConfigMap x has no namespace/,
+    )
+  })
+
+  it('dry run reports what would change and persists nothing', async () => {
+    const ns = await namespace('apply-dry-run')
+    const [wouldCreate] = await serverSideApply(kube, [configMap(ns, {a: '1'})], {dryRun: true})
+    expect(wouldCreate!.result).toBe('created')
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})).toBeUndefined()
+
+    await serverSideApply(kube, [configMap(ns, {a: '1'})])
+    expect((await serverSideApply(kube, [configMap(ns, {a: '1'})], {dryRun: true}))[0]!.result).toBe('unchanged')
+    expect((await serverSideApply(kube, [configMap(ns, {a: '9'})], {dryRun: true}))[0]!.result).toBe('configured')
+    const stored = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})
+    expect(stored!.data).toEqual({a: '1'})
+  })
+
+  it('reports a field owned by another manager as a conflict, and takes it only with force', async () => {
+    const ns = await namespace('apply-conflict')
+    await serverSideApply(kube, [configMap(ns, {a: '1', b: 'x'})])
+    // Someone else changes .data.a with their own field manager (as `kubectl edit` would).
+    await kube.request('PATCH', `/api/v1/namespaces/${ns}/configmaps/settings`, {
+      body: {data: {a: 'edited'}},
+      contentType: 'application/merge-patch+json',
+      query: {fieldManager: 'kubectl-edit'},
+    })
+
+    const error = await serverSideApply(kube, [configMap(ns, {a: '1', b: 'x'})]).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(FieldConflictError)
+    const conflict = error as FieldConflictError
+    expect(conflict.object).toBe(`ConfigMap ${ns}/settings`)
+    expect(conflict.conflicts).toEqual([expect.objectContaining({field: '.data.a', manager: 'kubectl-edit'})])
+    expect(conflict.message).toContain(`ConfigMap ${ns}/settings`)
+    expect(conflict.message).toContain('.data.a: set by "kubectl-edit"')
+    expect(conflict.hint).toContain('--force-conflicts')
+    // Nothing was written by the refused apply.
+    const kept = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})
+    expect(kept!.data.a).toBe('edited')
+
+    const [forced] = await serverSideApply(kube, [configMap(ns, {a: '1', b: 'x'})], {force: true})
+    expect(forced!.result).toBe('configured')
+    const restored = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})
+    expect(restored!.data).toEqual({a: '1', b: 'x'})
+  })
+
+  it('applies a CRD and an object of its kind in one batch, keeping x-kubernetes-* schema keys', async () => {
+    const crd: KubeObject = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: {name: 'widgets.test.ichor.dev'},
+      spec: {
+        group: 'test.ichor.dev',
+        scope: 'Cluster',
+        names: {kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList'},
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {spec: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}},
+              },
+            },
+          },
+        ],
+      },
+    }
+    const widget: KubeObject = {apiVersion: 'test.ichor.dev/v1', kind: 'Widget', metadata: {name: 'w1'}, spec: {free: {form: true}}}
+
+    // A dry run cannot create the CRD, so the Widget is reported as would-be-created.
+    const dry = await serverSideApply(kube, [crd, widget], {dryRun: true})
+    expect(dry.map((r) => r.result)).toEqual(['created', 'created'])
+    expect(await getObject(kube, {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'widgets.test.ichor.dev'})).toBeUndefined()
+
+    const results = await serverSideApply(kube, [crd, widget])
+    expect(results.map((r) => `${r.kind}/${r.name}=${r.result}`)).toEqual(['CustomResourceDefinition/widgets.test.ichor.dev=created', 'Widget/w1=created'])
+    const stored = await getObject<KubeObject & {spec: {free: unknown}}>(kube, {apiVersion: 'test.ichor.dev/v1', kind: 'Widget', name: 'w1'})
+    expect(stored!.spec.free).toEqual({form: true})
+    const storedCrd = await getObject<KubeObject & {spec: {versions: Array<{schema: {openAPIV3Schema: {properties: {spec: Record<string, unknown>}}}}>}}>(
+      kube,
+      {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'widgets.test.ichor.dev'},
+    )
+    expect(storedCrd!.spec.versions[0]!.schema.openAPIV3Schema.properties.spec['x-kubernetes-preserve-unknown-fields']).toBe(true)
+
+    expect((await serverSideApply(kube, [crd, widget])).map((r) => r.result)).toEqual(['unchanged', 'unchanged'])
+  })
+
+  it('applies the real Kokumi install manifest (CRDs, RBAC, workloads) and finds nothing to change on a rerun', async () => {
+    const objects = parseAllDocuments(readFileSync(UPSTREAM.kokumiManifest, 'utf8'))
+      .map((d) => d.toJSON() as KubeObject | null)
+      .filter((o): o is KubeObject => o !== null)
+    expect(objects.length).toBeGreaterThan(40)
+    const first = await serverSideApply(kube, objects)
+    expect(first.every((r) => r.result === 'created')).toBe(true)
+    expect(first.filter((r) => r.kind === 'CustomResourceDefinition')).toHaveLength(6)
+    const rerun = await serverSideApply(kube, objects)
+    expect(rerun.filter((r) => r.result !== 'unchanged')).toEqual([])
+    // Its CRDs are served: an Order can be listed.
+    await expect(kube.request('GET', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders')).resolves.toBeDefined()
+  })
+
+  it('names the kind when the API server does not serve it', async () => {
+    const error = await serverSideApply(kube, [{apiVersion: 'nope.ichor.dev/v1', kind: 'Gadget', metadata: {name: 'g'}}]).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(KindNotServedError)
+    expect((error as Error).message).toContain(`does not serve Gadget in nope.ichor.dev/v1`)
+  })
+})
+
+describe('createIfAbsent', () => {
+  it('creates once and never overwrites the first value', async () => {
+    const ns = await namespace('create-once')
+    const secret = (password: string): KubeObject => ({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {name: 'ichor-kokumi-admin', namespace: ns},
+      type: 'Opaque',
+      stringData: {password},
+    })
+    expect(await createIfAbsent(kube, secret('first'))).toBe('created')
+    const before = await getObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'ichor-kokumi-admin'})
+    expect(await createIfAbsent(kube, secret('second'))).toBe('exists')
+    const after = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'ichor-kokumi-admin'})
+    expect(Buffer.from(after!.data.password!, 'base64').toString()).toBe('first')
+    expect(after!.metadata.resourceVersion).toBe(before!.metadata.resourceVersion)
+  })
+
+  it('says which object could not be created', async () => {
+    await expect(
+      createIfAbsent(kube, {apiVersion: 'v1', kind: 'Secret', metadata: {name: 's', namespace: 'no-such-namespace'}, stringData: {}}),
+    ).rejects.toThrow(/cannot create Secret no-such-namespace\/s: namespaces "no-such-namespace" not found/)
+  })
+})
+
+describe('getObject and deleteObject', () => {
+  it('reads, deletes, and reports an absent object', async () => {
+    const ns = await namespace('get-delete')
+    await serverSideApply(kube, [configMap(ns, {k: 'v'})])
+    const ref = {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'}
+    expect((await getObject(kube, ref))!.metadata.name).toBe('settings')
+    expect(await deleteObject(kube, ref)).toBe('deleted')
+    expect(await getObject(kube, ref)).toBeUndefined()
+    expect(await deleteObject(kube, ref)).toBe('absent')
+    expect(await getObject(kube, {apiVersion: 'nope.ichor.dev/v1', kind: 'Gadget', name: 'g'})).toBeUndefined()
+  })
+})
+
+describe('waitForCrdEstablished', () => {
+  it('returns for an established CRD and times out naming a missing one', async () => {
+    await serverSideApply(kube, [
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: {name: 'gizmos.test.ichor.dev'},
+        spec: {
+          group: 'test.ichor.dev',
+          scope: 'Namespaced',
+          names: {kind: 'Gizmo', plural: 'gizmos'},
+          versions: [{name: 'v1', served: true, storage: true, schema: {openAPIV3Schema: {type: 'object'}}}],
+        },
+      },
+    ])
+    const progress: string[] = []
+    await waitForCrdEstablished(kube, 'gizmos.test.ichor.dev', {onProgress: (s) => progress.push(s)})
+    expect(progress.at(-1)).toBe('Established')
+
+    const error = await waitForCrdEstablished(kube, 'missing.test.ichor.dev', {timeoutMs: 1200, intervalMs: 200}).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(WaitTimeoutError)
+    expect((error as Error).message).toBe(
+      'timed out after 1 s waiting for CustomResourceDefinition missing.test.ichor.dev to be Established; last seen: not found',
+    )
+  })
+})
