@@ -5,8 +5,10 @@ import {
   DEFAULT_TALOS_VERSION,
   hasMultidocHostDNSConfig,
   hasMultidocKubernetesConfig,
+  KUBERNETES_RANGE_BY_TALOS_MINOR,
   parseKubernetesVersion,
   parseTalosVersion,
+  requireCompatibleKubernetesVersion,
   requireSupportedTalosVersion,
   SUPPORTED_TALOS,
 } from '../../src/lib/talos/versions.js'
@@ -84,5 +86,28 @@ describe('requireSupportedTalosVersion', () => {
     expect(error.message).toContain('--talos-version')
     expect(error.message).toContain(`${SUPPORTED_TALOS.oldest} to ${SUPPORTED_TALOS.newestMinor}.x`)
     expect(error.exitCode).toBe(2)
+  })
+})
+
+describe('requireCompatibleKubernetesVersion', () => {
+  it('accepts the default pair and the edges of a range', () => {
+    expect(requireCompatibleKubernetesVersion(DEFAULT_TALOS_VERSION, DEFAULT_KUBERNETES_VERSION).version).toBe(DEFAULT_KUBERNETES_VERSION)
+    expect(requireCompatibleKubernetesVersion('v1.13.9', 'v1.31.0').version).toBe('1.31.0')
+    expect(requireCompatibleKubernetesVersion('v1.13.9', '1.36.7').version).toBe('1.36.7')
+  })
+
+  it.each([
+    ['v1.13.9', '1.37.0', '1.31.0 to 1.36.x'],
+    ['v1.14.1', '1.31.9', '1.32.0 to 1.37.x'],
+    ['v1.10.0', '1.34.0', '1.28.0 to 1.33.x'],
+  ])('Talos %s refuses Kubernetes %s (accepted %s)', (talos, k8s, range) => {
+    const error = thrown(() => requireCompatibleKubernetesVersion(talos, k8s))
+    expect(error.message).toContain('--kubernetes-version')
+    expect(error.message).toContain(range)
+    expect(error.exitCode).toBe(2)
+  })
+
+  it('has a range for every supported Talos minor', () => {
+    for (let minor = 10; minor <= 14; minor++) expect(KUBERNETES_RANGE_BY_TALOS_MINOR[`1.${minor}`]).toBeDefined()
   })
 })

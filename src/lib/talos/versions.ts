@@ -112,3 +112,30 @@ export function hasMultidocHostDNSConfig(v: TalosVersion | string): boolean {
 export function hasKubePrismByDefault(v: TalosVersion | string): boolean {
   return atLeast(v, 1, 6)
 }
+
+/**
+ * Kubernetes versions each supported Talos minor runs, from
+ * pkg/machinery/compatibility/talos1XX/talos1XX.go (Minimum/MaximumKubernetesVersion) at v1.14.1.
+ */
+export const KUBERNETES_RANGE_BY_TALOS_MINOR: Readonly<Record<string, {min: string; max: string}>> = {
+  '1.10': {min: '1.28.0', max: '1.33.99'},
+  '1.11': {min: '1.29.0', max: '1.34.99'},
+  '1.12': {min: '1.30.0', max: '1.35.99'},
+  '1.13': {min: '1.31.0', max: '1.36.99'},
+  '1.14': {min: '1.32.0', max: '1.37.99'},
+}
+
+/** Refuses a Kubernetes version the given Talos version cannot run, naming both flags and the range. */
+export function requireCompatibleKubernetesVersion(talos: TalosVersion | string, kubernetes: KubernetesVersion | string): KubernetesVersion {
+  const t = requireSupportedTalosVersion(talos)
+  const k = typeof kubernetes === 'string' ? parseKubernetesVersion(kubernetes) : kubernetes
+  const range = KUBERNETES_RANGE_BY_TALOS_MINOR[`${t.major}.${t.minor}`]
+  if (!range) throw new IchorError(`--talos-version: no Kubernetes compatibility is known for ${t.tag}`, {exitCode: 2})
+  if (compareVersions(k, parseKubernetesVersion(range.min)) < 0 || compareVersions(k, parseKubernetesVersion(range.max)) > 0) {
+    throw new IchorError(
+      `--kubernetes-version: ${k.version} does not run on Talos ${t.tag} (--talos-version) (accepted: ${range.min} to ${range.max.replace(/\.99$/, '.x')})`,
+      {exitCode: 2},
+    )
+  }
+  return k
+}
