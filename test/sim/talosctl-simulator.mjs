@@ -1,0 +1,645 @@
+#!/usr/bin/env node
+// Talos node SIMULATOR behind the `talosctl` command line, for the e2e tests. No Talos
+// node can boot here, so this script plays the nodes: it never opens a connection to a
+// node address; each node is a file in $TALOS_SIM_STATE.
+//
+//   $TALOS_SIM_STATE/nodes.json      written by the test: [{ip, role, talosVersion}]
+//   $TALOS_SIM_STATE/node-<ip>.json  {mode: maintenance|configured, config: <yaml text>}
+//   $TALOS_SIM_STATE/bootstrapped    present once `bootstrap` ran
+//   $TALOS_SIM_KUBECONFIG            the harness apiserver's kubeconfig (what `kubeconfig` hands out,
+//                                    and where inline manifests are applied)
+//   $TALOS_SIM_REAL_TALOSCTL         optional real talosctl: `gen secrets`, `gen config` and
+//                                    `validate` are delegated to it; without it they are minimal
+//                                    stand-ins of this simulator (their output is NOT checked by Talos)
+//
+// Inline manifests are applied as the node's Talos version does (see
+// src/lib/talos/INVENTORY.md for the source this follows):
+//   < 1.13  node: create-only.             upgrade-k8s: create or replace, never prune.
+//   >= 1.13 node: create-only, server-side applied (field manager `talos`) with the
+//           `config.k8s.io/owning-inventory` annotation, keys recorded in
+//           kube-system/talos-bootstrap-manifests-inventory (existing objects backfilled).
+//           upgrade-k8s: server-side apply with force, then prune inventory objects that are
+//           no longer in the manifests (unless --manifests-no-prune), inventory policy checked.
+// Only inline manifests are modelled: Talos's own bootstrap manifests (CoreDNS,
+// kube-proxy, flannel) are not applied.
+import {spawnSync} from 'node:child_process'
+import {randomBytes} from 'node:crypto'
+import {copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {parseAllDocuments, stringify} from 'yaml'
+
+const INVENTORY_NAMESPACE = 'kube-system'
+const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory'
+const INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
+const FIELD_MANAGER = 'talos'
+const RBAC_KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'])
+const BOOLEAN_FLAGS = new Set(['insecure', 'force', 'client', 'manifests-no-prune', 'dry-run', 'strict', 'short', 'merge', 'with-docs', 'with-examples', 'manifests-force'])
+const SHORT_FLAGS = {n: 'nodes', e: 'endpoints', o: 'output', i: 'insecure', p: 'patch', m: 'mode', c: 'config'}
+
+class CliError extends Error {}
+
+function fail(message) {
+  throw new CliError(message)
+}
+
+// ---------- argument parsing ----------
+
+function parseArgs(argv) {
+  const positionals = []
+  const flags = {}
+  const add = (name, value) => (flags[name] = [...(flags[name] ?? []), value])
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg.startsWith('--')) {
+      const [rawName, inline] = arg.slice(2).split(/=(.*)/s, 2)
+      if (inline !== undefined) add(rawName, inline)
+      else if (BOOLEAN_FLAGS.has(rawName)) add(rawName, 'true')
+      else add(rawName, argv[++i] ?? fail(`flag needs an argument: --${rawName}`))
+    } else if (arg.startsWith('-') && arg.length === 2) {
+      const name = SHORT_FLAGS[arg[1]] ?? fail(`unknown shorthand flag: '${arg[1]}' in ${arg}`)
+      if (BOOLEAN_FLAGS.has(name)) add(name, 'true')
+      else add(name, argv[++i] ?? fail(`flag needs an argument: ${arg}`))
+    } else positionals.push(arg)
+  }
+  const one = (name) => flags[name]?.at(-1)
+  const bool = (name) => flags[name] !== undefined && one(name) !== 'false'
+  const list = (name) => (flags[name] ?? []).flatMap((v) => v.split(',')).filter(Boolean)
+  return {positionals, flags, one, bool, list}
+}
+
+// ---------- node state ----------
+
+function stateDir() {
+  const dir = process.env.TALOS_SIM_STATE ?? fail('TALOS_SIM_STATE is not set (the simulator keeps its nodes there)')
+  mkdirSync(dir, {recursive: true})
+  return dir
+}
+
+function declaredNodes() {
+  const path = join(stateDir(), 'nodes.json')
+  if (!existsSync(path)) fail(`${path} is missing: the test declares the simulated nodes there`)
+  return JSON.parse(readFileSync(path, 'utf8'))
+}
+
+function connectionRefused(ip, what) {
+  return fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`)
+}
+
+function loadNode(ip, what) {
+  const decl = declaredNodes().find((n) => n.ip === ip)
+  if (!decl) connectionRefused(ip, what)
+  const path = join(stateDir(), `node-${ip}.json`)
+  const saved = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {mode: 'maintenance', config: null, configVersion: 0}
+  return {...decl, ...saved, path}
+}
+
+function saveNode(node) {
+  writeFileSync(node.path, JSON.stringify({mode: node.mode, config: node.config, configVersion: node.configVersion}, null, 2))
+}
+
+function isBootstrapped() {
+  return existsSync(join(stateDir(), 'bootstrapped'))
+}
+
+function requireNode(args, what) {
+  const nodes = args.list('nodes')
+  if (nodes.length === 0) fail(`${what}: nodes are not set for the command: please use \`--nodes\` flag or configuration file to set the nodes to run the command against`)
+  if (nodes.length > 1) fail(`${what}: the simulator addresses one node per call (got ${nodes.join(',')})`)
+  return nodes[0]
+}
+
+function requireTalosconfig(args, ip, what) {
+  const path = args.one('talosconfig') ?? process.env.TALOSCONFIG
+  if (!path || !existsSync(path)) fail(`${what}: failed to determine endpoints (no talosconfig for node ${ip})`)
+}
+
+function requireConfigured(node, args, what) {
+  if (args.bool('insecure')) {
+    if (node.mode === 'configured') fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: certificate required"`)
+    return
+  }
+  requireTalosconfig(args, node.ip, what)
+  if (node.mode !== 'configured') fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`)
+}
+
+function versionAtLeast(version, major, minor) {
+  const m = /^v?(\d+)\.(\d+)/.exec(version ?? '') ?? fail(`bad Talos version "${version}" in nodes.json`)
+  return Number(m[1]) > major || (Number(m[1]) === major && Number(m[2]) >= minor)
+}
+
+// ---------- machine config ----------
+
+const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
+const clone = (v) => structuredClone(v)
+
+function parseDocs(text, what) {
+  const docs = parseAllDocuments(text)
+  for (const d of docs) if (d.errors.length) fail(`${what}: ${d.errors[0].message}`)
+  return docs.map((d) => d.toJS()).filter((d) => d !== null && d !== undefined)
+}
+
+function renderDocs(docs) {
+  return docs.map((d) => stringify(d, {lineWidth: 0})).join('---\n')
+}
+
+const isLegacy = (d) => !d.kind && !d.apiVersion
+
+function machineType(docs) {
+  return docs.find(isLegacy)?.machine?.type
+}
+
+function sameDoc(a, b) {
+  if (isLegacy(a) || isLegacy(b)) return isLegacy(a) && isLegacy(b)
+  return a.apiVersion === b.apiVersion && a.kind === b.kind && (a.name ?? null) === (b.name ?? null)
+}
+
+/** Talos-style strategic merge of a multi-document patch, `$patch: delete` included. */
+function patchDocs(docs, patches) {
+  let out = clone(docs)
+  for (const p of patches) {
+    if (!isObj(p)) fail('a config patch document must be a mapping')
+    if (p.$patch === 'delete') {
+      out = out.filter((d) => !sameDoc(d, p))
+      continue
+    }
+    const target = out.find((d) => sameDoc(d, p))
+    if (target) mergeInto(target, p)
+    else out.push(mergeInto({}, p))
+  }
+  return out
+}
+
+function mergeInto(dst, src) {
+  for (const [k, v] of Object.entries(src)) {
+    if (k === '$patch') continue
+    if (isObj(v) && v.$patch === 'delete') {
+      delete dst[k]
+    } else if (Array.isArray(v)) {
+      let arr = Array.isArray(dst[k]) ? dst[k] : []
+      for (const item of v) {
+        if (isObj(item) && item.$patch === 'delete') {
+          // Talos selects list items by the first key: value of the delete item.
+          const [sk, sv] = Object.entries(item).find(([kk]) => kk !== '$patch') ?? fail(`no key:val found in sequence node for path ${k}`)
+          arr = arr.filter((it) => !(isObj(it) && it[sk] === sv))
+        } else arr = [...arr, clone(item)]
+      }
+      dst[k] = arr
+    } else if (isObj(v)) {
+      dst[k] = mergeInto(isObj(dst[k]) ? dst[k] : {}, v)
+    } else dst[k] = clone(v)
+  }
+  return dst
+}
+
+function readPatchArg(value) {
+  return value.startsWith('@') ? readFileSync(value.slice(1), 'utf8') : value
+}
+
+/** Inline manifests of a config: legacy `cluster.inlineManifests` and v1.14 KubeInlineManifestConfig documents. */
+function inlineManifests(configText) {
+  if (!configText) return []
+  const docs = parseDocs(configText, 'machine config')
+  const out = []
+  for (const d of docs) {
+    if (isLegacy(d)) for (const m of d.cluster?.inlineManifests ?? []) out.push({name: m.name, contents: m.contents ?? ''})
+    if (d.kind === 'KubeInlineManifestConfig') out.push({name: d.name, contents: d.manifest ?? ''})
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+}
+
+function manifestObjects(configText) {
+  const objects = inlineManifests(configText).flatMap((m) => parseDocs(m.contents, `inline manifest ${m.name}`))
+  const rank = (o) => (o.kind === 'Namespace' && o.apiVersion === 'v1' ? 0 : o.kind === 'CustomResourceDefinition' ? 1 : 2)
+  // Namespaces first, then CRDs, the rest in manifest order (a stable sort, as Talos does).
+  return objects.map((o, i) => ({o, i})).sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i).map(({o}) => o)
+}
+
+// ---------- Kubernetes side ----------
+
+// Loaded only by the commands that talk to the apiserver: the client is slow to import.
+let k8s
+let kubeClients
+async function kube() {
+  if (kubeClients) return kubeClients
+  const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
+  k8s = await import('@kubernetes/client-node')
+  const kc = new k8s.KubeConfig()
+  kc.loadFromFile(path)
+  kubeClients = {kc, objects: k8s.KubernetesObjectApi.makeApiClient(kc), core: kc.makeApiClient(k8s.CoreV1Api), apis: kc.makeApiClient(k8s.ApisApi)}
+  return kubeClients
+}
+
+const isNotFound = (e) => e?.code === 404
+
+function groupOf(apiVersion) {
+  return apiVersion.includes('/') ? apiVersion.split('/')[0] : ''
+}
+
+/** cli-utils ObjMetadata.String(): <namespace>_<name>_<group>_<kind>, ":" as "__" in RBAC names. */
+function inventoryKey(obj) {
+  let name = obj.metadata.name
+  const group = groupOf(obj.apiVersion)
+  if (group === 'rbac.authorization.k8s.io' && RBAC_KINDS.has(obj.kind)) name = name.replaceAll(':', '__')
+  return `${obj.metadata.namespace ?? ''}_${name}_${group}_${obj.kind}`
+}
+
+function parseInventoryKey(key) {
+  const first = key.indexOf('_')
+  const last = key.lastIndexOf('_')
+  const beforeLast = key.lastIndexOf('_', last - 1)
+  const kind = key.slice(last + 1)
+  const group = key.slice(beforeLast + 1, last)
+  let name = key.slice(first + 1, beforeLast)
+  if (group === 'rbac.authorization.k8s.io') name = name.replaceAll('__', ':')
+  return {namespace: key.slice(0, first), name, group, kind}
+}
+
+/** Sets the namespace the way Talos does: defaulted for namespaced kinds, dropped for cluster-scoped ones. */
+async function normalizeScope(obj) {
+  const {objects} = await kube()
+  const res = await objects.resource(obj.apiVersion, obj.kind)
+  if (!res) fail(`error creating mapping for object ${obj.apiVersion}/${obj.kind}/${obj.metadata?.name}: no matches for kind "${obj.kind}"`)
+  obj.metadata ??= {}
+  if (res.namespaced) obj.metadata.namespace ||= 'default'
+  else delete obj.metadata.namespace
+  return obj
+}
+
+async function readLive(obj) {
+  try {
+    return await (await kube()).objects.read({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: obj.metadata.namespace}})
+  } catch (e) {
+    if (isNotFound(e)) return undefined
+    throw e
+  }
+}
+
+async function readInventory() {
+  const {core} = await kube()
+  try {
+    const cm = await core.readNamespacedConfigMap({name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE})
+    return new Set(Object.keys(cm.data ?? {}))
+  } catch (e) {
+    if (!isNotFound(e)) throw e
+    await core.createNamespacedConfigMap({namespace: INVENTORY_NAMESPACE, body: {metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}}})
+    return new Set()
+  }
+}
+
+/** A whole-object, unconditional update, as go-kubernetes' configmap inventory writes it. */
+async function writeInventory(keys) {
+  const data = Object.fromEntries([...keys].sort().map((k) => [k, '']))
+  await (await kube()).core.replaceNamespacedConfigMap({
+    name: INVENTORY_NAME,
+    namespace: INVENTORY_NAMESPACE,
+    body: {metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}, data},
+  })
+}
+
+const describe = (o) => `${groupOf(o.apiVersion)}/${o.apiVersion.split('/').at(-1)}/${o.kind}/${o.metadata.name}`
+
+function withInventoryAnnotation(obj) {
+  const annotations = (obj.metadata.annotations ??= {})
+  const current = annotations[INVENTORY_ANNOTATION]
+  if (current !== undefined && current !== INVENTORY_NAME) fail(`object ${describe(obj)} already has an inventory annotation`)
+  annotations[INVENTORY_ANNOTATION] = INVENTORY_NAME
+  return obj
+}
+
+async function serverSideApply(obj) {
+  await (await kube()).objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)
+}
+
+/** What the node's ManifestApplyController does with its control plane's inline manifests. */
+async function nodeApplyManifests(node) {
+  const objects = manifestObjects(node.config)
+  if (!versionAtLeast(node.talosVersion, 1, 13)) {
+    for (const obj of objects) {
+      await normalizeScope(obj)
+      if (await readLive(obj)) continue
+      await (await kube()).objects.create(obj, undefined, undefined, FIELD_MANAGER)
+      log(`created ${describe(obj)}`)
+    }
+    return
+  }
+  const inventory = await readInventory()
+  for (const obj of objects) {
+    await normalizeScope(obj)
+    const key = inventoryKey(obj)
+    if (inventory.has(key)) continue
+    if (await readLive(obj)) {
+      inventory.add(key) // backfill: an existing object is recorded, never touched
+      continue
+    }
+    await serverSideApply(withInventoryAnnotation(obj))
+    inventory.add(key)
+    log(`created ${describe(obj)}`)
+  }
+  await writeInventory(inventory)
+}
+
+/** After a config change on a bootstrapped control plane, Talos runs its manifest controller again. */
+async function afterConfigChange(node) {
+  if (node.mode === 'configured' && isControlPlane(node) && isBootstrapped()) await nodeApplyManifests(node)
+}
+
+const isControlPlane = (node) => node.role === 'controlplane' || node.role === 'init'
+
+function checkInventoryPolicy(live, policy) {
+  const value = live.metadata?.annotations?.[INVENTORY_ANNOTATION]
+  const status = value === undefined ? 'Empty' : value === INVENTORY_NAME ? 'Match' : 'NoMatch'
+  if (status === 'Match' || (status === 'Empty' && policy !== 'MustMatch') || (status === 'NoMatch' && policy === 'AdoptAll')) return
+  fail(`inventory policy check failure for object ${describe(live)}, inventory policy prevented actuation (status: ${status}, policy: ${policy})`)
+}
+
+async function preferredGroupVersion(group) {
+  if (group === '') return 'v1'
+  const list = await (await kube()).apis.getAPIVersions()
+  const g = list.groups.find((x) => x.name === group) ?? fail(`no API group ${group}`)
+  return g.preferredVersion?.groupVersion ?? g.versions[0].groupVersion
+}
+
+async function upgradeK8s(args) {
+  const ip = requireNode(args, 'upgrade-k8s')
+  const node = loadNode(ip, 'error fetching nodes')
+  requireConfigured(node, args, 'upgrade-k8s')
+  if (!isControlPlane(node)) fail(`upgrade-k8s: node ${ip} is not a control plane node`)
+  if (!isBootstrapped()) fail('upgrade-k8s: error building kubernetes client: the cluster is not bootstrapped')
+  const nodes = declaredNodes()
+  const useSSA = nodes.every((n) => versionAtLeast(n.talosVersion, 1, 13))
+  const objects = manifestObjects(node.config)
+  for (const obj of objects) await normalizeScope(obj)
+  log('updating manifests')
+  if (!useSSA) {
+    // Legacy sync (Talos < 1.13 somewhere in the cluster): create or replace, never prune.
+    for (const obj of objects) {
+      const live = await readLive(obj)
+      if (!live) await (await kube()).objects.create(obj)
+      else await (await kube()).objects.replace({...obj, metadata: {...obj.metadata, resourceVersion: live.metadata.resourceVersion}})
+      log(` > apply manifest ${obj.kind} ${obj.metadata.name}`)
+    }
+    return
+  }
+  const policy = args.one('manifests-inventory-policy') ?? 'AdoptIfNoInventory'
+  if (!['MustMatch', 'AdoptIfNoInventory', 'AdoptAll'].includes(policy)) fail(`invalid inventory policy "${policy}"`)
+  const inventory = await readInventory()
+  for (const obj of objects) withInventoryAnnotation(obj)
+  for (const obj of objects) {
+    const live = await readLive(obj)
+    if (live) checkInventoryPolicy(live, policy)
+  }
+  for (const obj of objects) {
+    await serverSideApply(obj)
+    inventory.add(inventoryKey(obj))
+    log(` < apply ${describe(obj)}`)
+  }
+  await writeInventory(inventory)
+  if (args.bool('manifests-no-prune')) return
+  const wanted = new Set(objects.map(inventoryKey))
+  for (const key of [...inventory].filter((k) => !wanted.has(k))) {
+    const ref = parseInventoryKey(key)
+    const apiVersion = await preferredGroupVersion(ref.group)
+    const live = await readLive({apiVersion, kind: ref.kind, metadata: {name: ref.name, namespace: ref.namespace || undefined}})
+    if (!live) {
+      inventory.delete(key)
+      continue
+    }
+    checkInventoryPolicy(live, policy)
+    await (await kube()).objects.delete(live, undefined, undefined, undefined, undefined, 'Background')
+    inventory.delete(key)
+    log(` < deleted ${describe(live)}`)
+  }
+  await writeInventory(inventory)
+}
+
+// ---------- commands ----------
+
+function log(line) {
+  process.stderr.write(`${line}\n`)
+}
+
+function simVersion() {
+  return process.env.TALOS_SIM_CLIENT_VERSION ?? 'v1.14.1'
+}
+
+function version(args) {
+  const client = `Client:\n\tTag:         ${simVersion()} (talosctl simulator)\n`
+  if (args.bool('client')) return void process.stdout.write(client)
+  const ip = requireNode(args, 'error getting version')
+  const node = loadNode(ip, 'error getting version')
+  requireConfigured(node, args, 'error getting version')
+  process.stdout.write(`${client}Server:\n\tNODE:        ${ip}\n\tTag:         v${node.talosVersion.replace(/^v/, '')}\n`)
+}
+
+function applyConfig(args) {
+  const ip = requireNode(args, 'error applying new configuration')
+  const node = loadNode(ip, 'error applying new configuration')
+  const file = args.one('file') ?? fail('apply-config: required flag(s) "file" not set')
+  const text = readFileSync(file, 'utf8')
+  const docs = parseDocs(text, `error applying new configuration: failed to parse config`)
+  const type = machineType(docs) ?? fail('error applying new configuration: the config has no machine.type')
+  if ((type === 'worker') !== (node.role === 'worker')) fail(`error applying new configuration: the simulated node ${ip} is a ${node.role}, the config is for ${type}`)
+  if (args.bool('insecure')) {
+    if (node.mode !== 'maintenance') requireConfigured(node, args, 'error applying new configuration')
+  } else requireConfigured(node, args, 'error applying new configuration')
+  node.mode = 'configured'
+  node.config = text
+  node.configVersion = (node.configVersion ?? 0) + 1
+  saveNode(node)
+  return afterConfigChange(node)
+}
+
+async function bootstrap(args) {
+  const ip = requireNode(args, 'error executing bootstrap')
+  const node = loadNode(ip, 'error executing bootstrap')
+  requireConfigured(node, args, 'error executing bootstrap')
+  if (!isControlPlane(node)) fail('error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap is not available on worker nodes')
+  if (isBootstrapped()) fail('error executing bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
+  writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
+  // Every configured control plane runs the manifest controller once etcd is up.
+  for (const decl of declaredNodes()) {
+    const cp = loadNode(decl.ip, 'bootstrap')
+    if (cp.mode === 'configured' && isControlPlane(cp)) await nodeApplyManifests(cp)
+  }
+}
+
+function kubeconfig(args) {
+  const ip = requireNode(args, 'error fetching kubeconfig')
+  const node = loadNode(ip, 'error fetching kubeconfig')
+  requireConfigured(node, args, 'error fetching kubeconfig')
+  if (!isBootstrapped()) fail('error fetching kubeconfig: rpc error: code = NotFound desc = kubeconfig is not available before bootstrap')
+  const source = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set')
+  let out = args.positionals[1] ?? fail('kubeconfig: the simulator needs an explicit output path')
+  if (existsSync(out) && statSync(out).isDirectory()) out = join(out, 'kubeconfig')
+  if (existsSync(out) && !args.bool('force')) fail(`kubeconfig file already exists, use --force to overwrite: ${out}`)
+  copyFileSync(source, out)
+}
+
+function getMachineConfig(args) {
+  const [, type] = args.positionals
+  if (!['machineconfig', 'machineconfigs', 'mc'].includes(type)) fail(`the simulator only answers \`get machineconfig\` (got ${type})`)
+  const ip = requireNode(args, 'error getting resources')
+  const node = loadNode(ip, 'error getting resources')
+  requireConfigured(node, args, 'error getting resources')
+  if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get machineconfig -o yaml`')
+  process.stdout.write(
+    stringify({
+      node: ip,
+      metadata: {namespace: 'config', type: 'MachineConfigs.config.talos.dev', id: 'v1alpha1', version: node.configVersion, owner: null, phase: 'running'},
+      spec: node.config,
+    }),
+  )
+}
+
+function patchMachineConfig(args) {
+  const [, type] = args.positionals
+  if (!['machineconfig', 'mc'].includes(type)) fail(`the simulator only patches machineconfig (got ${type})`)
+  const ip = requireNode(args, 'error patching')
+  const node = loadNode(ip, 'error patching')
+  requireConfigured(node, args, 'error patching')
+  const mode = args.one('mode') ?? 'auto'
+  if (!['no-reboot', 'auto', 'reboot', 'staged', 'try'].includes(mode)) fail(`invalid mode "${mode}"`)
+  const patches = (args.flags.patch ?? []).flatMap((p) => parseDocs(readPatchArg(p), 'failed to parse patch'))
+  if (patches.length === 0) fail('patch: no patches given (--patch)')
+  const patched = patchDocs(parseDocs(node.config, 'machine config'), patches)
+  node.config = renderDocs(patched)
+  node.configVersion = (node.configVersion ?? 0) + 1
+  saveNode(node)
+  process.stdout.write(`patched MachineConfigs.config.talos.dev/v1alpha1 at the node ${ip}\nApplied configuration without a reboot\n`)
+  return afterConfigChange(node)
+}
+
+// ---------- gen / validate: delegated to the real talosctl when given ----------
+
+function delegateToRealTalosctl(argv) {
+  const real = process.env.TALOS_SIM_REAL_TALOSCTL
+  if (!real) return false
+  const result = spawnSync(real, argv, {stdio: 'inherit'})
+  process.exit(result.status ?? 1)
+}
+
+const fakeB64 = (n = 32) => randomBytes(n).toString('base64')
+const fakeCert = () => ({crt: fakeB64(48), key: fakeB64(32)})
+
+/** Minimal stand-in of `gen secrets` (not Talos's format in full: fake certificates). */
+function genSecrets(args) {
+  const out = args.one('output-file') ?? 'secrets.yaml'
+  if (existsSync(out) && !args.bool('force')) fail(`file "${out}" already exists, use --force to overwrite`)
+  const bundle = {
+    cluster: {id: fakeB64(), secret: fakeB64()},
+    secrets: {bootstraptoken: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`, secretboxencryptionsecret: fakeB64()},
+    trustdinfo: {token: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`},
+    certs: {etcd: fakeCert(), k8s: fakeCert(), k8saggregator: fakeCert(), k8sserviceaccount: {key: fakeB64(32)}, os: fakeCert()},
+  }
+  writeFileSync(out, stringify(bundle))
+}
+
+/** Minimal stand-in of `gen config`: one v1alpha1 document per type, patches applied the Talos way. */
+function genConfig(args) {
+  const [, , clusterName, endpoint] = args.positionals
+  if (!clusterName || !endpoint) fail('gen config: accepts 2 arg(s): cluster name and endpoint')
+  const secretsPath = args.one('with-secrets') ?? fail('gen config: the simulator needs --with-secrets')
+  const secrets = parseDocs(readFileSync(secretsPath, 'utf8'), 'secrets bundle')[0]
+  const outDir = args.one('output') ?? args.one('output-dir') ?? '.'
+  mkdirSync(outDir, {recursive: true})
+  const k8sVersion = (args.one('kubernetes-version') ?? '1.37.0').replace(/^v/, '')
+  const talosVersion = args.one('talos-version') ?? simVersion()
+  const base = (type) => ({
+    version: 'v1alpha1',
+    debug: false,
+    persist: true,
+    machine: {
+      type,
+      token: secrets.trustdinfo.token,
+      ca: {crt: secrets.certs.os.crt, ...(type === 'worker' ? {} : {key: secrets.certs.os.key})},
+      certSANs: [],
+      kubelet: {image: `ghcr.io/siderolabs/kubelet:v${k8sVersion}`},
+      install: {disk: '/dev/sda', image: `ghcr.io/siderolabs/installer:${talosVersion}`},
+    },
+    cluster: {
+      id: secrets.cluster.id,
+      secret: secrets.cluster.secret,
+      controlPlane: {endpoint},
+      clusterName,
+      network: {dnsDomain: 'cluster.local', podSubnets: ['10.244.0.0/16'], serviceSubnets: ['10.96.0.0/12']},
+      token: secrets.secrets.bootstraptoken,
+      ca: {crt: secrets.certs.k8s.crt, ...(type === 'worker' ? {} : {key: secrets.certs.k8s.key})},
+    },
+  })
+  const patchesFor = (names) => names.flatMap((n) => args.flags[n] ?? []).flatMap((p) => parseDocs(readPatchArg(p), 'failed to parse config patch'))
+  const files = {
+    'controlplane.yaml': patchDocs([base('controlplane')], patchesFor(['config-patch', 'config-patch-control-plane'])),
+    'worker.yaml': patchDocs([base('worker')], patchesFor(['config-patch', 'config-patch-worker'])),
+  }
+  for (const [name, docs] of Object.entries(files)) {
+    const path = join(outDir, name)
+    if (existsSync(path) && !args.bool('force')) fail(`file "${path}" already exists, use --force to overwrite`)
+    writeFileSync(path, renderDocs(docs))
+  }
+  const talosconfig = {context: clusterName, contexts: {[clusterName]: {endpoints: [], ca: secrets.certs.os.crt, crt: fakeB64(48), key: fakeB64(32)}}}
+  writeFileSync(join(outDir, 'talosconfig'), stringify(talosconfig))
+}
+
+/** Minimal stand-in of `validate`: structure only, not Talos's validator. */
+function validate(args) {
+  const path = args.one('config') ?? fail('validate: required flag "config" not set')
+  const docs = parseDocs(readFileSync(path, 'utf8'), 'failed to parse config')
+  const problems = []
+  const legacy = docs.find(isLegacy)
+  if (!legacy) problems.push('no v1alpha1 document')
+  else {
+    if (!['controlplane', 'worker', 'init'].includes(legacy.machine?.type)) problems.push(`machine.type "${legacy.machine?.type}" is invalid`)
+    if (!/^https:\/\//.test(legacy.cluster?.controlPlane?.endpoint ?? '')) problems.push('cluster.controlPlane.endpoint must be an https URL')
+  }
+  for (const m of inlineManifests(readFileSync(path, 'utf8'))) {
+    if (!m.name) problems.push('an inline manifest has no name')
+    try {
+      parseDocs(m.contents, `inline manifest ${m.name}`)
+    } catch (e) {
+      problems.push(e.message)
+    }
+  }
+  if (problems.length) fail(`${problems.length} error(s) occurred:\n${problems.map((p) => `\t* ${p}`).join('\n')}`)
+  process.stdout.write(`${path} is valid for ${args.one('mode') ?? 'metal'} mode\n`)
+}
+
+async function main(argv) {
+  const args = parseArgs(argv)
+  const [cmd, sub] = args.positionals
+  switch (cmd) {
+    case 'version':
+      return version(args)
+    case 'gen':
+      delegateToRealTalosctl(argv)
+      if (sub === 'secrets') return genSecrets(args)
+      if (sub === 'config') return genConfig(args)
+      return fail(`the simulator does not implement gen ${sub}`)
+    case 'validate':
+      delegateToRealTalosctl(argv)
+      return validate(args)
+    case 'apply-config':
+    case 'apply':
+      return applyConfig(args)
+    case 'bootstrap':
+      return bootstrap(args)
+    case 'kubeconfig':
+      return kubeconfig(args)
+    case 'get':
+      return getMachineConfig(args)
+    case 'patch':
+      return patchMachineConfig(args)
+    case 'upgrade-k8s':
+      return upgradeK8s(args)
+    default:
+      return fail(`the talosctl simulator does not implement "${argv.join(' ')}"`)
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (error) => {
+    if (error instanceof CliError) process.stderr.write(`${error.message}\n`)
+    else process.stderr.write(`talosctl simulator: ${error?.stack ?? error}\n${error?.body ? JSON.stringify(error.body) : ''}\n`)
+    process.exit(1)
+  },
+)
