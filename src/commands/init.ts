@@ -1,0 +1,71 @@
+import {Flags} from '@oclif/core'
+import {assetFlags, IchorCommand} from '../lib/cli/base.js'
+import {ciliumModeFlags} from '../lib/cli/values-flags.js'
+import {readValuesFile} from '../lib/values/input.js'
+import {checkInitInputs} from '../lib/init/inputs.js'
+import {renderInit} from '../lib/init/render.js'
+import {writeInitDryRun} from '../lib/init/dry-run.js'
+import {IchorError} from '../lib/errors/errors.js'
+
+export default class Init extends IchorCommand {
+  static override summary = 'Turn fresh Talos nodes into a cluster with Cilium, Kokumi and Argo CD.'
+  static override description = `Every step is probed first and skipped when it already holds, so running the same command again after a crash converges.
+With --dry-run --output DIR nothing is contacted: everything is validated and rendered into DIR and the plan is printed.`
+  static override examples = [
+    '<%= config.bin %> init --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --worker 192.0.2.11',
+    '<%= config.bin %> init --dry-run --output ./out --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --mirror ./mirror',
+  ]
+  static override flags = {
+    'cluster-name': Flags.string({description: 'cluster name (DNS-1123 label)', helpValue: 'NAME'}),
+    endpoint: Flags.string({description: 'Kubernetes API endpoint, e.g. https://192.0.2.10:6443', helpValue: 'URL'}),
+    'control-plane': Flags.string({description: 'control-plane node address (repeat for more)', helpValue: 'IP', multiple: true, default: []}),
+    worker: Flags.string({description: 'worker node address (repeat for more)', helpValue: 'IP', multiple: true, default: []}),
+    'talos-version': Flags.string({description: 'Talos version the configs target (default: the version ichor pins)', helpValue: 'vX.Y.Z'}),
+    'kubernetes-version': Flags.string({description: 'Kubernetes version (default: the Talos default)', helpValue: 'X.Y.Z'}),
+    ...ciliumModeFlags,
+    'cilium-values': Flags.string({description: 'YAML file with the user layer of Cilium values', helpValue: 'FILE'}),
+    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
+    'dry-run': Flags.boolean({description: 'change nothing; with --output render everything offline, otherwise probe a live cluster'}),
+    output: Flags.string({char: 'o', description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
+    ...assetFlags,
+  }
+
+  async run() {
+    const {flags} = await this.parse(Init)
+    if (flags.output && !flags['dry-run']) throw new IchorError('--output is only used with --dry-run', {exitCode: 2})
+    const inputs = checkInitInputs(
+      {
+        clusterName: flags['cluster-name'],
+        endpoint: flags.endpoint,
+        controlPlanes: flags['control-plane'],
+        workers: flags.worker,
+        talosVersion: flags['talos-version'],
+        kubernetesVersion: flags['kubernetes-version'],
+        kubeProxy: flags['kube-proxy'],
+        tunnel: flags.tunnel,
+      },
+      {requireNodes: !flags['dry-run']},
+    )
+    const userCiliumValues = flags['cilium-values'] ? readValuesFile(flags['cilium-values'], '--cilium-values') : {}
+    const render = await renderInit(inputs, {
+      sources: {
+        cilium: {override: flags['cilium-chart'], mirror: flags.mirror},
+        argocd: {override: flags['argocd-chart'], mirror: flags.mirror},
+        kokumi: {override: flags['kokumi-manifest'], mirror: flags.mirror},
+      },
+      userCiliumValues,
+      onAsset: (line) => this.note(line),
+    })
+    if (flags['dry-run'] && flags.output) {
+      const out = writeInitDryRun(flags.output, inputs, render)
+      if (!this.jsonEnabled()) {
+        this.log(`Dry run: nothing was contacted. Wrote ${out.files.length} files into ${out.dir}:`)
+        for (const f of out.files) this.log(`  ${f}`)
+        this.log('\nA real run would execute:')
+        out.plan.forEach((s, i) => this.log(`  ${String(i + 1).padStart(2)}. ${s.title}`))
+      }
+      return {dryRun: true, output: out.dir, files: out.files, plan: out.plan, assets: Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))}
+    }
+    throw new IchorError('a live run of ichor init is not available in this build yet; use --dry-run --output DIR', {exitCode: 1})
+  }
+}

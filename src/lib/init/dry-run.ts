@@ -1,0 +1,47 @@
+// The offline dry run's output folder: everything a real run would apply, as files.
+import {mkdirSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {stringify} from 'yaml'
+import type {InitInputs} from './inputs.js'
+import type {InitRender} from './render.js'
+import {INIT_STEPS} from './steps.js'
+
+export interface DryRunOutput {
+  dir: string
+  files: string[]
+  plan: {id: string; title: string}[]
+}
+
+export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender): DryRunOutput {
+  const files: string[] = []
+  const write = (rel: string, content: string) => {
+    const path = join(dir, rel)
+    mkdirSync(join(path, '..'), {recursive: true})
+    writeFileSync(path, content)
+    files.push(rel)
+  }
+  write('talos/controlplane-patch.yaml', render.talos.controlPlane)
+  write('talos/worker-patch.yaml', render.talos.worker)
+  write('cilium/manifest.yaml', render.cilium.manifest)
+  write('cilium/values.effective.yaml', stringify(render.cilium.effective, {sortMapEntries: true}))
+  write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
+  const plan = INIT_STEPS.map(({id, title}) => ({id, title}))
+  write('plan.txt', renderPlanText(inputs, render, plan))
+  return {dir, files, plan}
+}
+
+export function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[]): string {
+  const lines = [
+    `ichor init plan for cluster "${inputs.clusterName}" (${inputs.endpoint})`,
+    `Talos ${inputs.talosVersion.tag}, Kubernetes ${inputs.kubernetesVersion.version}, kube-proxy ${inputs.kubeProxy}, tunnel ${inputs.tunnel}`,
+    `control planes: ${inputs.controlPlanes.join(', ') || '(none given)'}; workers: ${inputs.workers.join(', ') || '(none)'}`,
+    '',
+    'artifacts:',
+    ...Object.values(render.assets).map((a) => `  ${a.id}: ${a.pinned.name} ${a.version} ${a.matchesPin ? '(pinned)' : `(NOT the pin ${a.pinned.version})`} sha256 ${a.sha256}`),
+    '',
+    'steps a real run would execute (each probed first and skipped when it already holds):',
+    ...plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`),
+    '',
+  ]
+  return lines.join('\n')
+}

@@ -1,0 +1,99 @@
+// `ichor init` inputs: every flag checked before anything touches a node, all problems
+// reported together, each naming its flag and what is accepted.
+import {isIP} from 'node:net'
+import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
+import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
+import {
+  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, parseTalosVersion, requireSupportedTalosVersion,
+  type KubernetesVersion, type TalosVersion,
+} from '../talos/versions.js'
+
+export interface InitFlags {
+  clusterName?: string
+  endpoint?: string
+  controlPlanes: string[]
+  workers: string[]
+  talosVersion?: string
+  kubernetesVersion?: string
+  kubeProxy?: string
+  tunnel?: string
+}
+
+export interface InitInputs {
+  clusterName: string
+  endpoint: string
+  controlPlanes: string[]
+  workers: string[]
+  talosVersion: TalosVersion
+  kubernetesVersion: KubernetesVersion
+  kubeProxy: KubeProxyMode
+  tunnel: TunnelProtocol
+}
+
+const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
+const HOSTNAME = /^(?=.{1,253}$)[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*$/
+
+export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean}): InitInputs {
+  const issues: Issue[] = []
+  const issue = (path: string, message: string) => issues.push({path, message})
+
+  if (!flags.clusterName) issue('--cluster-name', 'is required (lower-case letters, digits and "-", at most 63, e.g. homelab)')
+  else if (!CLUSTER_NAME.test(flags.clusterName)) issue('--cluster-name', `"${flags.clusterName}" is not a DNS-1123 label (lower-case letters, digits and "-", at most 63 characters, starting and ending alphanumeric)`)
+
+  let endpoint = ''
+  if (!flags.endpoint) issue('--endpoint', 'is required: the Kubernetes API endpoint, e.g. https://192.0.2.10:6443')
+  else {
+    try {
+      const url = new URL(flags.endpoint)
+      if (url.protocol !== 'https:') issue('--endpoint', `"${flags.endpoint}" must use https:// (the Kubernetes API is served over TLS)`)
+      else if (url.pathname !== '/' || url.search || url.hash) issue('--endpoint', `"${flags.endpoint}" must be scheme://host[:port] with no path`)
+      else endpoint = `https://${url.host}${url.port ? '' : ':6443'}`
+    } catch {
+      issue('--endpoint', `"${flags.endpoint}" is not a URL (expected https://HOST:PORT, e.g. https://192.0.2.10:6443)`)
+    }
+  }
+
+  const seen = new Map<string, string>()
+  for (const [flag, list] of [['--control-plane', flags.controlPlanes], ['--worker', flags.workers]] as const) {
+    for (const node of list) {
+      if (!isIP(node) && (!HOSTNAME.test(node) || /^[\d.]+$/.test(node))) issue(flag, `"${node}" is not an IP address or host name`)
+      else if (seen.has(node)) issue(flag, `"${node}" is given twice (already as ${seen.get(node)})`)
+      else seen.set(node, flag)
+    }
+  }
+  if (opts.requireNodes && flags.controlPlanes.length === 0) issue('--control-plane', 'at least one control-plane node is required (repeat the flag for more)')
+
+  let talosVersion: TalosVersion | undefined
+  let kubernetesVersion: KubernetesVersion | undefined
+  try {
+    talosVersion = requireSupportedTalosVersion(parseTalosVersion(flags.talosVersion ?? DEFAULT_TALOS_VERSION))
+  } catch (error) {
+    issue('--talos-version', stripFlag(error, '--talos-version'))
+  }
+  try {
+    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? DEFAULT_KUBERNETES_VERSION)
+  } catch (error) {
+    issue('--kubernetes-version', stripFlag(error, '--kubernetes-version'))
+  }
+  const kubeProxy = flags.kubeProxy ?? 'replaced'
+  if (!KUBE_PROXY_MODES.includes(kubeProxy as KubeProxyMode)) issue('--kube-proxy', `"${kubeProxy}" is not a mode (accepted: ${KUBE_PROXY_MODES.join(', ')})`)
+  const tunnel = flags.tunnel ?? 'vxlan'
+  if (!TUNNEL_PROTOCOLS.includes(tunnel as TunnelProtocol)) issue('--tunnel', `"${tunnel}" is not a tunnel protocol (accepted: ${TUNNEL_PROTOCOLS.join(', ')})`)
+
+  if (issues.length > 0) throw new ValidationError('ichor init: invalid input', issues)
+  return {
+    clusterName: flags.clusterName!,
+    endpoint,
+    controlPlanes: flags.controlPlanes,
+    workers: flags.workers,
+    talosVersion: talosVersion!,
+    kubernetesVersion: kubernetesVersion!,
+    kubeProxy: kubeProxy as KubeProxyMode,
+    tunnel: tunnel as TunnelProtocol,
+  }
+}
+
+function stripFlag(error: unknown, flag: string): string {
+  if (!(error instanceof IchorError)) throw error
+  return error.message.replace(new RegExp(`^${flag}:\\s*`), '')
+}

@@ -1,0 +1,65 @@
+// Everything `ichor init` renders before it touches a node: artifacts resolved, Cilium
+// values validated and rendered once (that render is also the inline manifest), Talos
+// patches. Pure and offline; used by the dry run and by the real run alike.
+import {describeAsset, resolveAsset, type AssetSources, type ResolvedAsset} from '../assets/resolve.js'
+import type {AssetId} from '../assets/lock.js'
+import {CILIUM_RELEASE, KUBEPRISM_PORT} from '../cilium/defaults.js'
+import {validateCiliumValues, type CiliumValuesReport} from '../cilium/validate.js'
+import {formatIssues, IchorError} from '../errors/errors.js'
+import {addHelmOwnership} from '../talos/ownership.js'
+import {renderTalosPatches, type TalosPatches} from '../talos/patches.js'
+import type {Values} from '../values/path.js'
+import type {InitInputs} from './inputs.js'
+
+export interface InitRender {
+  assets: Record<AssetId, ResolvedAsset>
+  cilium: {
+    report: CiliumValuesReport
+    effective: Values
+    /** The chart render with Helm's ownership metadata on every object: the inline manifest. */
+    manifest: string
+  }
+  talos: TalosPatches
+}
+
+export interface InitRenderOptions {
+  sources: Partial<Record<AssetId, AssetSources>>
+  userCiliumValues: Values
+  /** Called once per artifact with a line saying which file and version is used. */
+  onAsset?: (line: string) => void
+}
+
+/**
+ * What ichor knows about a cluster it is about to create: Talos keeps its default
+ * forwardKubeDNSToHost (true since Talos 1.8), KubePrism is on 7445 because ichor
+ * renders it, and a fresh cluster has no Gateway API CRDs.
+ */
+export function freshClusterFacts(inputs: InitInputs) {
+  return {
+    kubeProxy: inputs.kubeProxy,
+    tunnel: inputs.tunnel,
+    forwardKubeDNSToHost: true,
+    gatewayApiCrds: 'absent' as const,
+    kubePrism: {enabled: true, port: KUBEPRISM_PORT},
+  }
+}
+
+export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): Promise<InitRender> {
+  const assets = {} as Record<AssetId, ResolvedAsset>
+  for (const id of ['cilium', 'argocd', 'kokumi'] as const) {
+    assets[id] = resolveAsset(id, opts.sources[id] ?? {})
+    opts.onAsset?.(describeAsset(assets[id]))
+  }
+  const report = await validateCiliumValues({
+    chartPath: assets.cilium.path,
+    user: opts.userCiliumValues,
+    facts: freshClusterFacts(inputs),
+    kubeVersion: inputs.kubernetesVersion.version,
+  })
+  if (!report.valid || report.rendered === undefined) {
+    throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: 2})
+  }
+  const manifest = addHelmOwnership(report.rendered, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest})
+  return {assets, cilium: {report, effective: report.effective, manifest}, talos}
+}
