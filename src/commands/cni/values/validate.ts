@@ -41,10 +41,8 @@ export default class CniValuesValidate extends IchorCommand {
     })
     const result = {valid: report.valid, chart: report.chart, issues: report.issues, notes: report.notes, effective: report.effective}
     if (this.jsonEnabled()) {
-      if (!report.valid) {
-        this.logJson(result)
-        this.exit(2)
-      }
+      // The JSON document is the answer either way; the exit code says valid or not.
+      if (!report.valid) process.exitCode = 2
       return result
     }
     for (const note of report.notes) this.note(`note: ${note}`)

@@ -1,0 +1,103 @@
+// The built CLI, run as a user runs it (npm test builds first).
+import {execFileSync, spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, existsSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
+
+function ichor(args: string[], input?: string) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', input, env: {...process.env, ICHOR_MIRROR: ''}})
+  return {code: r.status, stdout: r.stdout, stderr: r.stderr}
+}
+
+const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
+
+describe('ichor init --dry-run --output DIR', () => {
+  it('renders patches, manifest, effective values and the plan offline, naming the artifacts used', () => {
+    const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
+    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir])
+    expect(r.stderr).toMatch(/cilium: .*cilium-1\.18\.0\.tgz \(cilium 1\.18\.0, .*\) matches the pin 1\.18\.0/)
+    expect(r.stderr).toMatch(/argocd: .*argo-cd-10\.1\.1\.tgz .*does NOT match the pin 10\.11\.6/)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/Adopt Cilium into Helm release kube-system\/cilium/)
+    const cp = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
+    expect(cp.map((d) => d.kind)).toEqual(['KubeFlannelCNIConfig', 'KubeProxyConfig', 'KubePrismConfig', 'KubeInlineManifestConfig'])
+    const inline = cp.find((d) => d.kind === 'KubeInlineManifestConfig')
+    const objects = parseAllDocuments(inline.manifest as string).map((d) => d.toJS()).filter(Boolean)
+    expect(objects.length).toBeGreaterThan(15)
+    for (const o of objects) {
+      expect(o.metadata.annotations).toMatchObject({'meta.helm.sh/release-name': 'cilium', 'meta.helm.sh/release-namespace': 'kube-system'})
+      expect(o.metadata.labels).toMatchObject({'app.kubernetes.io/managed-by': 'Helm'})
+    }
+    expect(readFileSync(join(out, 'talos', 'worker-patch.yaml'), 'utf8')).not.toMatch(/Inline|cilium/)
+    const effective = JSON.parse(readFileSync(join(out, 'cilium', 'values.effective.json'), 'utf8'))
+    expect(effective).toMatchObject({kubeProxyReplacement: true, k8sServicePort: 7445, tunnelProtocol: 'vxlan', ipam: {mode: 'kubernetes'}})
+  })
+
+  it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', () => {
+    const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
+    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
+    expect(r.code, r.stderr).toBe(0)
+    const [cp] = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
+    expect(cp.cluster.network.cni.name).toBe('none')
+    expect(cp.cluster.proxy).toBeUndefined()
+    expect(cp.cluster.inlineManifests[0].name).toBe('cilium')
+    expect(cp.cluster.inlineManifests[0].contents).toMatch(/tunnel-protocol: "?geneve/)
+  })
+
+  it('refuses invalid Cilium values before writing anything', () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'ichor-dry-')), 'o')
+    const values = join(out, '..', 'v.yaml')
+    writeFileSync(values, 'ipam:\n  mode: cluster-pool\nbpf:\n  masquerade: true\n')
+    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/ipam\.mode: is owned by ichor/)
+    expect(r.stderr).toMatch(/bpf\.masquerade: true breaks CoreDNS/)
+    expect(r.stderr).not.toMatch(/\n\s+at /) // no stack trace
+    expect(existsSync(out)).toBe(false)
+  })
+
+  it('reports every bad flag together, exit 2, no stack trace', () => {
+    const r = ichor(['init', '--dry-run', '--output', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
+    expect(r.code).toBe(2)
+    for (const flag of ['--cluster-name', '--endpoint', '--control-plane', '--talos-version']) expect(r.stderr).toContain(`- ${flag}:`)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  })
+
+  it('a missing artifact is a clear error saying how to get it', () => {
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output', '/tmp/x', ...NODES], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))}})
+    expect(r.status).toBe(1)
+    expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
+    expect(r.stderr).toMatch(/ichor assets fetch/)
+  })
+})
+
+describe('ichor cni values validate', () => {
+  it('exit 0 and a one-line verdict for valid values', () => {
+    const r = ichor(['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/Cilium values are valid for cilium 1\.18\.0/)
+  })
+  it('--json carries every issue with its path, exit 2', () => {
+    const r = ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
+    expect(r.code).toBe(2)
+    const out = JSON.parse(r.stdout)
+    expect(out.valid).toBe(false)
+    expect(out.issues.map((i: {path: string}) => i.path).sort()).toEqual(['hubbel', 'tunnelProtocol'])
+  })
+  it('malformed YAML is a clear error, no stack trace', () => {
+    const r = ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/-f -: not valid YAML at line \d+/)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  })
+  it('--help is fast enough to be generated from the manifest', () => {
+    const out = execFileSync(process.execPath, [BIN, 'cni', 'values', 'validate', '--help'], {encoding: 'utf8'})
+    expect(out).toMatch(/--forward-kube-dns-to-host/)
+  })
+})
