@@ -13,6 +13,7 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   [[ -x /usr/bin/docker-registry ]] || apt_pkgs+=(docker-registry)
   command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
   command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
+  command -v lua5.4 >/dev/null 2>&1 || apt_pkgs+=(lua5.4)
 fi
 if ((${#apt_pkgs[@]})); then
   echo "setup: installing ${apt_pkgs[*]}"

@@ -16,6 +16,8 @@ export interface TemplateOptions {
   includeCrds?: boolean
   /** Render hooks too (helm template includes them unless --no-hooks). */
   noHooks?: boolean
+  /** Cancels the helm process. */
+  signal?: AbortSignal
 }
 
 export class HelmRenderError extends IchorError {
@@ -37,6 +39,7 @@ export async function helmTemplate(opts: TemplateOptions): Promise<string> {
     reject: false,
     maxBuffer: 64 * 1024 * 1024,
     timeout: 120_000,
+    cancelSignal: opts.signal,
   })
   if (result.exitCode !== 0) throw new HelmRenderError(cleanHelmError(result.stderr || result.stdout), opts.chartPath)
   return result.stdout

@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+// `npm run bench`: prints numbers (it asserts nothing). Sections:
+//   values  warm per-call Cilium validation (no helm render) and its heap growth,
+//           cold `ichor cni values validate` wall time, `ichor --help` wall time
+//   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
+//   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
+// `node bench/run.mjs values stack` runs only the sections named.
+import {dirname, join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const upstream = process.env.ICHOR_UPSTREAM ?? resolve(root, '..', 'shared', 'upstream')
+process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
+const wanted = process.argv.slice(2)
+const sections = wanted.length > 0 ? wanted : ['values', 'stack', 'e2e']
+
+const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
+
+for (const name of sections) {
+  const mod = await import(`./${name}.mjs`)
+  console.log(`\n== ${name} ==`)
+  await mod.run(ctx)
+}
