@@ -18,6 +18,8 @@ import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from '.
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
 const FIELD_MANAGER = 'ichor-bootstrap'
+/** Talos's field manager (constants.KubernetesFieldManagerName). */
+export const TALOS_FIELD_MANAGER = 'talos'
 const RBAC_GROUP = 'rbac.authorization.k8s.io'
 
 /** One inventory entry: group and kind, never a version. */
@@ -95,14 +97,14 @@ export interface InventoryRemoval {
 
 /**
  * Takes the release's objects out of Talos's inventory: first the owning-inventory
- * annotation off each object, then their keys out of the ConfigMap (that order, so a run
+ * annotation and the `talos` field manager off each object, then their keys out of the ConfigMap (that order, so a run
  * killed in between still finds them by their keys). Idempotent; no-op without inventory.
  */
 export async function removeReleaseFromTalosInventory(kc: KubeConfig, release: HelmReleaseRef = CILIUM_RELEASE): Promise<InventoryRemoval> {
   const {inventoryExists, entries} = await findReleaseInTalosInventory(kc, release)
   if (!inventoryExists || entries.length === 0) return {inventoryExists, removedEntries: []}
   const live = new LiveObjects(kc)
-  for (const key of entries) await live.removeAnnotation(parseInventoryKey(key), OWNING_INVENTORY_ANNOTATION)
+  for (const key of entries) await live.releaseFromTalos(parseInventoryKey(key), OWNING_INVENTORY_ANNOTATION)
   await removeInventoryKeys(kc, entries)
   return {inventoryExists, removedEntries: entries}
 }
@@ -160,13 +162,27 @@ class LiveObjects {
     }
   }
 
-  async removeAnnotation(ref: InventoryRef, annotation: string): Promise<void> {
+  /**
+   * Drops Talos's claim on an object: the owning-inventory annotation, and the field
+   * manager `talos` from managedFields, so a later server-side `helm upgrade` (Helm 4)
+   * changing a value does not conflict with a manager that no longer applies anything.
+   */
+  async releaseFromTalos(ref: InventoryRef, annotation: string): Promise<void> {
     const apiVersion = await this.apiVersion(ref.group)
     if (!apiVersion) return
+    const live = await this.read(ref)
+    if (!live) return
+    const managedFields = (live.metadata?.managedFields ?? []).filter((f) => f.manager !== TALOS_FIELD_MANAGER)
     const body = {
       apiVersion,
       kind: ref.kind,
-      metadata: {name: ref.name, ...(ref.namespace ? {namespace: ref.namespace} : {}), annotations: {[annotation]: null}},
+      metadata: {
+        name: ref.name,
+        ...(ref.namespace ? {namespace: ref.namespace} : {}),
+        annotations: {[annotation]: null},
+        // A merge patch replaces the list; an empty list would mean "leave as is", so keep at least one entry.
+        ...(managedFields.length > 0 && managedFields.length !== live.metadata?.managedFields?.length ? {managedFields} : {}),
+      },
     }
     try {
       await this.objects.patch(body as unknown as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch)
