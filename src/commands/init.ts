@@ -6,6 +6,8 @@ import {checkInitInputs} from '../lib/init/inputs.js'
 import {renderInit} from '../lib/init/render.js'
 import {writeInitDryRun} from '../lib/init/dry-run.js'
 import {IchorError} from '../lib/errors/errors.js'
+import {generateStackSecrets} from '../lib/stack/prepare.js'
+import type {PromotionMode} from '../lib/stack/orders.js'
 
 export default class Init extends IchorCommand {
   static override summary = 'Turn fresh Talos nodes into a cluster with Cilium, Kokumi and Argo CD.'
@@ -24,6 +26,9 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
     'kubernetes-version': Flags.string({description: 'Kubernetes version (default: the Talos default)', helpValue: 'X.Y.Z'}),
     ...ciliumModeFlags,
     'cilium-values': Flags.string({description: 'YAML file with the user layer of Cilium values', helpValue: 'FILE'}),
+    'argocd-values': Flags.string({description: 'YAML file with the user layer of Argo CD chart values', helpValue: 'FILE'}),
+    'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
+    promotion: Flags.string({description: 'how Kokumi promotes a new bundle', options: ['Automatic', 'Manual'], default: 'Automatic'}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
     'dry-run': Flags.boolean({description: 'change nothing; with --output render everything offline, otherwise probe a live cluster'}),
     output: Flags.string({char: 'o', description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
@@ -54,6 +59,10 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
         kokumi: {override: flags['kokumi-manifest'], mirror: flags.mirror},
       },
       userCiliumValues,
+      argocdValues: flags['argocd-values'] ? readValuesFile(flags['argocd-values'], '--argocd-values') : undefined,
+      kokumiValues: flags['kokumi-values'] ? readValuesFile(flags['kokumi-values'], '--kokumi-values') : undefined,
+      promotion: flags.promotion as PromotionMode,
+      generated: generateStackSecrets(),
       onAsset: (line) => this.note(line),
     })
     if (flags['dry-run'] && flags.output) {
@@ -64,7 +73,8 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
         this.log('\nA real run would execute:')
         out.plan.forEach((s, i) => this.log(`  ${String(i + 1).padStart(2)}. ${s.title}`))
       }
-      return {dryRun: true, output: out.dir, files: out.files, plan: out.plan, assets: Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))}
+      const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
+      return {dryRun: true, output: out.dir, files: out.files, plan: out.plan, bundles, assets: Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))}
     }
     throw new IchorError('a live run of ichor init is not available in this build yet; use --dry-run --output DIR', {exitCode: 1})
   }

@@ -5,6 +5,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
+import {createHash} from 'node:crypto'
+import {untarSync} from '../../src/lib/chart/archive.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
@@ -37,6 +39,28 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(readFileSync(join(out, 'talos', 'worker-patch.yaml'), 'utf8')).not.toMatch(/Inline|cilium/)
     const effective = JSON.parse(readFileSync(join(out, 'cilium', 'values.effective.json'), 'utf8'))
     expect(effective).toMatchObject({kubeProxyReplacement: true, k8sServicePort: 7445, tunnelProtocol: 'vxlan', ipam: {mode: 'kubernetes'}})
+  })
+
+  it('writes byte-identical bundles from two processes, with no Secret in them, and lists Secret names only', () => {
+    const [a, b] = [mkdtempSync(join(tmpdir(), 'ichor-dry-')), mkdtempSync(join(tmpdir(), 'ichor-dry-'))]
+    for (const out of [a, b]) expect(ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir]).code).toBe(0)
+    for (const c of ['argocd', 'kokumi']) {
+      const layer = readFileSync(join(a, 'bundles', `${c}.tar.gz`))
+      expect(layer.equals(readFileSync(join(b, 'bundles', `${c}.tar.gz`)))).toBe(true)
+      const meta = JSON.parse(readFileSync(join(a, 'bundles', `${c}.json`), 'utf8'))
+      expect(meta.tag).toMatch(/^\d+\.\d+\.\d+-[0-9a-f]{12}$/)
+      expect(meta.layerDigest).toBe(`sha256:${createHash('sha256').update(layer).digest('hex')}`)
+      const files = untarSync(layer, c)
+      expect([...files.keys()]).toEqual(['manifest.yaml'])
+      const manifest = files.get('manifest.yaml')!.toString('utf8')
+      expect(manifest).not.toMatch(/^kind: Secret$/m)
+      expect(manifest).toMatch(/^kind: CiliumNetworkPolicy$/m)
+      const order = parseAllDocuments(readFileSync(join(a, 'orders', `${c}.yaml`), 'utf8'))[0]!.toJS()
+      expect(order.spec.source).toEqual({oci: `oci://${meta.repository}`, version: meta.tag})
+    }
+    const secrets = readFileSync(join(a, 'secrets.txt'), 'utf8').trim().split('\n')
+    expect(secrets).toEqual(expect.arrayContaining(['ichor-system/ichor-kokumi-admin', 'kokumi/kokumi-server-auth', 'argocd/argocd-redis']))
+    expect(readFileSync(join(a, 'secrets.txt'), 'utf8')).not.toMatch(/password|:/i)
   })
 
   it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', () => {

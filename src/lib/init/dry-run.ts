@@ -2,6 +2,7 @@
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {stringify} from 'yaml'
+import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
 import {INIT_STEPS} from './steps.js'
@@ -14,7 +15,7 @@ export interface DryRunOutput {
 
 export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender): DryRunOutput {
   const files: string[] = []
-  const write = (rel: string, content: string) => {
+  const write = (rel: string, content: string | Buffer) => {
     const path = join(dir, rel)
     mkdirSync(join(path, '..'), {recursive: true})
     writeFileSync(path, content)
@@ -25,6 +26,14 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
   write('cilium/manifest.yaml', render.cilium.manifest)
   write('cilium/values.effective.yaml', stringify(render.cilium.effective, {sortMapEntries: true}))
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
+  for (const c of Object.values(render.stack.components)) {
+    write(`bundles/${c.component}.tar.gz`, c.bundle.layer)
+    write(`bundles/${c.component}.json`, `${JSON.stringify({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, layerDigest: c.bundle.layerDigest, manifestDigest: c.bundle.artifact.manifestDigest, version: c.rendered.version}, null, 2)}\n`)
+    write(`orders/${c.component}.yaml`, serializeObjects([c.order]))
+    write(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
+  }
+  // Names only: the values are generated in the cluster and never written out.
+  write('secrets.txt', `${render.stack.secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort().join('\n')}\n`)
   const plan = INIT_STEPS.map(({id, title}) => ({id, title}))
   write('plan.txt', renderPlanText(inputs, render, plan))
   return {dir, files, plan}
@@ -38,6 +47,9 @@ export function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id
     '',
     'artifacts:',
     ...Object.values(render.assets).map((a) => `  ${a.id}: ${a.pinned.name} ${a.version} ${a.matchesPin ? '(pinned)' : `(NOT the pin ${a.pinned.version})`} sha256 ${a.sha256}`),
+    '',
+    'bundles:',
+    ...Object.values(render.stack.components).map((c) => `  ${c.component}: ${c.bundle.repository}:${c.bundle.tag} manifest ${c.bundle.artifact.manifestDigest} (${c.bundle.layer.length} bytes gzipped)`),
     '',
     'steps a real run would execute (each probed first and skipped when it already holds):',
     ...plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`),

@@ -9,6 +9,8 @@ import {formatIssues, IchorError} from '../errors/errors.js'
 import {addHelmOwnership} from '../talos/ownership.js'
 import {renderTalosPatches, type TalosPatches} from '../talos/patches.js'
 import type {Values} from '../values/path.js'
+import {prepareStack, type GeneratedStackSecrets, type PreparedStack} from '../stack/prepare.js'
+import type {PromotionMode} from '../stack/orders.js'
 import type {InitInputs} from './inputs.js'
 
 export interface InitRender {
@@ -20,11 +22,18 @@ export interface InitRender {
     manifest: string
   }
   talos: TalosPatches
+  stack: PreparedStack
 }
 
 export interface InitRenderOptions {
   sources: Partial<Record<AssetId, AssetSources>>
   userCiliumValues: Values
+  argocdValues?: Values
+  kokumiValues?: Values
+  promotion?: PromotionMode
+  /** Generated passwords (from the cluster on a rerun; fresh for a first run or a dry run). */
+  generated: GeneratedStackSecrets
+  defaultStorageClass?: boolean
   /** Called once per artifact with a line saying which file and version is used. */
   onAsset?: (line: string) => void
 }
@@ -50,6 +59,18 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     assets[id] = resolveAsset(id, opts.sources[id] ?? {})
     opts.onAsset?.(describeAsset(assets[id]))
   }
+  // The Argo CD render (a helm process) runs alongside the Cilium one.
+  const stack = prepareStack({
+    argocdChartPath: assets.argocd.path,
+    kokumiManifestPath: assets.kokumi.path,
+    kubeVersion: inputs.kubernetesVersion.version,
+    argocdValues: opts.argocdValues,
+    kokumiValues: opts.kokumiValues,
+    promotion: opts.promotion,
+    defaultStorageClass: opts.defaultStorageClass,
+    generated: opts.generated,
+  })
+  stack.catch(() => {}) // awaited below; do not let a Cilium failure leave it unhandled
   const report = await validateCiliumValues({
     chartPath: assets.cilium.path,
     user: opts.userCiliumValues,
@@ -61,5 +82,5 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
   }
   const manifest = addHelmOwnership(report.rendered, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest})
-  return {assets, cilium: {report, effective: report.effective, manifest}, talos}
+  return {assets, cilium: {report, effective: report.effective, manifest}, talos, stack: await stack}
 }

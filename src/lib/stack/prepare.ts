@@ -1,0 +1,135 @@
+// The stack as ichor publishes it: each component rendered (user values through the
+// values engine), split into publishable objects and Secrets, bundled into the exact
+// OCI layer bytes, and its Order. Offline: the same function serves the dry run, the
+// real run and `ichor stack` commands.
+import {randomBytes} from 'node:crypto'
+import {readChartArchive} from '../chart/archive.js'
+import {ValidationError} from '../errors/errors.js'
+import {buildArtifact, type Artifact} from '../oci/artifact.js'
+import {buildBundle, bundleTag} from '../oci/bundle.js'
+import {checkLayeredValues} from '../values/engine.js'
+import type {Values} from '../values/path.js'
+import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS} from './argocd.js'
+import {renderComponent, type RenderedComponent} from './component.js'
+import type {K8sObject} from './objects.js'
+import {buildOrder, COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
+import type {StackComponent} from './policies.js'
+
+/** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
+export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:5000'
+export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
+export const ICHOR_SYSTEM_NAMESPACE = 'ichor-system'
+
+/** Values generated once and kept in ichor-system; never in a bundle, never printed but once. */
+export interface GeneratedStackSecrets {
+  kokumiAdminPassword: string
+  kokumiSigningKey: string
+  argocdRedisPassword: string
+}
+
+export function generateStackSecrets(): GeneratedStackSecrets {
+  const token = (bytes: number) => randomBytes(bytes).toString('base64url')
+  return {kokumiAdminPassword: token(18), kokumiSigningKey: token(32), argocdRedisPassword: token(24)}
+}
+
+/** ichor-system Secrets holding the generated values, so a rerun never regenerates them. */
+export function generatedSecretObjects(g: GeneratedStackSecrets): K8sObject[] {
+  const secret = (name: string, data: Record<string, string>): K8sObject => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {name, namespace: ICHOR_SYSTEM_NAMESPACE, labels: {'app.kubernetes.io/managed-by': 'ichor'}},
+    type: 'Opaque',
+    stringData: data,
+  })
+  return [
+    secret('ichor-kokumi-admin', {username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey}),
+    secret('ichor-argocd-redis', {password: g.argocdRedisPassword}),
+  ]
+}
+
+export interface StackInputs {
+  argocdChartPath: string
+  kokumiManifestPath: string
+  kubeVersion?: string
+  argocdValues?: Values
+  kokumiValues?: Values
+  promotion?: PromotionMode
+  defaultStorageClass?: boolean
+  generated: GeneratedStackSecrets
+  /** Registry host:port as seen from inside the cluster. */
+  registry?: string
+  /** Lower bcrypt cost, for tests only. */
+  bcryptCost?: number
+}
+
+export interface PreparedBundle {
+  repository: string
+  tag: string
+  layer: Buffer
+  layerDigest: string
+  artifact: Artifact
+}
+
+export interface PreparedComponent {
+  component: StackComponent
+  namespace: string
+  rendered: RenderedComponent
+  bundle: PreparedBundle
+  order: K8sObject
+}
+
+export interface PreparedStack {
+  components: Record<StackComponent, PreparedComponent>
+  /** Every Secret a run creates once: the components' and ichor-system's. */
+  secrets: K8sObject[]
+}
+
+/** Effective Argo CD values: ichor defaults ⟶ user ⟶ owned, checked like Cilium's. */
+export function argocdEffectiveValues(chartPath: string, user: Values = {}): Values {
+  const {effective, issues} = checkLayeredValues(
+    {chart: readChartArchive(chartPath), defaults: ARGOCD_DEFAULT_VALUES as Values, owned: {global: {networkPolicy: {create: false}}}, ownedKeys: ARGOCD_OWNED_KEYS},
+    user,
+  )
+  if (issues.length > 0) throw new ValidationError('Argo CD values are invalid', issues)
+  return effective
+}
+
+export async function prepareStack(inputs: StackInputs): Promise<PreparedStack> {
+  const registry = inputs.registry ?? IN_CLUSTER_REGISTRY
+  const argocdValues = argocdEffectiveValues(inputs.argocdChartPath, inputs.argocdValues)
+  const [kokumi, argocd] = await Promise.all([
+    renderComponent('kokumi', {
+      manifestPath: inputs.kokumiManifestPath,
+      defaultStorageClass: inputs.defaultStorageClass ?? false,
+      userValues: inputs.kokumiValues,
+      generated: {adminPassword: inputs.generated.kokumiAdminPassword, signingKey: inputs.generated.kokumiSigningKey},
+      bcryptCost: inputs.bcryptCost,
+    }),
+    renderComponent('argocd', {
+      chartPath: inputs.argocdChartPath,
+      values: argocdValues,
+      redisPassword: inputs.generated.argocdRedisPassword,
+      kubeVersion: inputs.kubeVersion,
+      registryUrl: `oci://${registry}`,
+    }),
+  ])
+  const components = {
+    kokumi: prepareComponent(kokumi, registry, inputs.promotion ?? 'Automatic'),
+    argocd: prepareComponent(argocd, registry, inputs.promotion ?? 'Automatic'),
+  }
+  return {components, secrets: [...generatedSecretObjects(inputs.generated), ...kokumi.secrets, ...argocd.secrets]}
+}
+
+function prepareComponent(rendered: RenderedComponent, registry: string, promotion: PromotionMode): PreparedComponent {
+  const repository = `${registry}/${BUNDLE_REPOSITORY_PREFIX}/${rendered.component}`
+  const tag = bundleTag(rendered.version, rendered.manifest)
+  const {layer, layerDigest} = buildBundle([{path: 'manifest.yaml', content: rendered.manifest}])
+  const artifact = buildArtifact({layer, layerDigest, annotations: {source: `oci://${repository}`, version: tag}})
+  return {
+    component: rendered.component,
+    namespace: COMPONENT_NAMESPACE[rendered.component],
+    rendered,
+    bundle: {repository, tag, layer, layerDigest, artifact},
+    order: buildOrder({component: rendered.component, repository: `oci://${repository}`, tag, promotion}),
+  }
+}
