@@ -155,6 +155,11 @@ export async function renderArgoCd(input: RenderArgoCdInput): Promise<RenderedAr
     kubeVersion: input.kubeVersion,
     includeCrds: true,
   })
+  return postProcessArgoCd(text, chart, input.redisPassword)
+}
+
+/** Everything after the helm subprocess; in-process and deterministic. */
+export function postProcessArgoCd(text: string, chart: {version: string; appVersion?: string}, redisPassword: string): RenderedArgoCd {
   const rendered = parseObjects(text, `Argo CD chart ${chart.version}`)
   refuseOwnedObjects(rendered)
   const dropped: string[] = []
@@ -164,7 +169,7 @@ export async function renderArgoCd(input: RenderArgoCdInput): Promise<RenderedAr
     return !drop
   })
   objects = addKokumiHealthChecks(objects)
-  objects.push(redisSecret(input.redisPassword, objects))
+  objects.push(redisSecret(redisPassword, objects))
   return {version: chart.version, appVersion: chart.appVersion, objects, dropped}
 }
 

@@ -59,6 +59,11 @@ export async function renderComponent(
     all = rendered.objects
     if (a.registryUrl !== undefined) all = [...all, repoCredsSecret(a.registryUrl), defaultAppProject()]
   }
+  return assembleComponent(component, version, all)
+}
+
+/** Splits out the Secrets, sorts, appends the policies and serialises: the in-process tail of a render. */
+export function assembleComponent(component: StackComponent, version: string, all: K8sObject[]): RenderedComponent {
   const {secrets, rest} = splitSecrets(all)
   const objects = sortObjects(rest)
   const policies = policiesFor(component)
