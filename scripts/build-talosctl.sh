@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the real talosctl the Talos tests run (`gen config`, `validate`), from the Go
+# module in test/talosctl (version pinned by its go.mod/go.sum). The binary is cached
+# outside the repo, keyed by version, and only built when missing; the Go build cache
+# makes a rebuild incremental. Prints the binary's path on stdout.
+#
+#   scripts/build-talosctl.sh            # build if missing, print the path
+#   ICHOR_TALOSCTL_FORCE=1 scripts/...   # rebuild even when cached
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mod="$root/test/talosctl"
+
+fail() { echo "build-talosctl: $*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || fail "Go is not installed (need go >= 1.26 on PATH)"
+[[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
+
+# `require github.com/siderolabs/talos vX` on one line, or inside a require block.
+version="$(awk '$1 == "require" && $2 == "github.com/siderolabs/talos" {print $3; exit}
+  $1 == "github.com/siderolabs/talos" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+[[ -n "$version" ]] || fail "cannot read the talos version from $mod/go.mod"
+
+out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/talosctl-${version}"
+bin="$out/talosctl"
+
+if [[ -x "$bin" && -z "${ICHOR_TALOSCTL_FORCE:-}" ]]; then
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$out"
+# Several test files may ask at once: one builds, the others wait and then reuse it.
+exec 9>"$out/.lock"
+flock 9
+if [[ -x "$bin" && -z "${ICHOR_TALOSCTL_FORCE:-}" ]]; then
+  echo "$bin"
+  exit 0
+fi
+
+cd "$mod"
+export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false"
+echo "build-talosctl: building talosctl $version into $out (the first build takes many minutes)" >&2
+start=$SECONDS
+# nice: the first build is long on small machines; keep the rest usable.
+nice -n 10 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/siderolabs/talos/cmd/talosctl \
+  || fail "go build of talosctl $version failed (see the errors above)"
+# Rename last, so an interrupted build never leaves a binary that looks complete.
+mv -f "$bin.tmp" "$bin"
+"$bin" version --client >/dev/null 2>&1 || fail "the built $bin does not run"
+echo "build-talosctl: done in $((SECONDS - start))s" >&2
+echo "$bin"
