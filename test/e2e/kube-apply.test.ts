@@ -158,7 +158,7 @@ describe('serverSideApply', () => {
     expect((await serverSideApply(kube, [crd, widget])).map((r) => r.result)).toEqual(['unchanged', 'unchanged'])
   })
 
-  it('applies the real Kokumi install manifest (CRDs, RBAC, workloads) and finds nothing to change on a rerun', async () => {
+  it('applies the real Kokumi install manifest (CRDs, RBAC, workloads) and then finds nothing to change', async () => {
     const objects = parseAllDocuments(readFileSync(UPSTREAM.kokumiManifest, 'utf8'))
       .map((d) => d.toJSON() as KubeObject | null)
       .filter((o): o is KubeObject => o !== null)
@@ -166,8 +166,12 @@ describe('serverSideApply', () => {
     const first = await serverSideApply(kube, objects)
     expect(first.every((r) => r.result === 'created')).toBe(true)
     expect(first.filter((r) => r.kind === 'CustomResourceDefinition')).toHaveLength(6)
+    // kube-apiserver (seen on 1.36.3) rewrites a PersistentVolumeClaim once on the first
+    // update after its creation even when nothing changed, so its resourceVersion moves once.
     const rerun = await serverSideApply(kube, objects)
-    expect(rerun.filter((r) => r.result !== 'unchanged')).toEqual([])
+    expect(rerun.filter((r) => r.result !== 'unchanged' && r.kind !== 'PersistentVolumeClaim')).toEqual([])
+    const third = await serverSideApply(kube, objects)
+    expect(third.filter((r) => r.result !== 'unchanged')).toEqual([])
     // Its CRDs are served: an Order can be listed.
     await expect(kube.request('GET', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders')).resolves.toBeDefined()
   })

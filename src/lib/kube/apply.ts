@@ -2,7 +2,7 @@
 // that must never be regenerated (generated passwords, Talos secrets).
 import {IchorError} from '../errors/errors.js'
 import {isAlreadyExists, KubeApiError, type Kube} from './client.js'
-import {describeObject, KindNotServedError, type KubeObject, resolvePath} from './objects.js'
+import {describeObject, KindNotServedError, type KubeObject, refOf, resolvePath} from './objects.js'
 import {waitForCrdEstablished, type WaitOptions} from './wait.js'
 
 export const FIELD_MANAGER = 'ichor-bootstrap'
@@ -125,7 +125,7 @@ async function applyOne(
   const label = describeObject(object)
   let path
   try {
-    path = await resolvePath(kube, object)
+    path = await resolvePath(kube, refOf(object))
   } catch (error) {
     const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : ''
     if (error instanceof KindNotServedError && options.dryRun && batchKinds.has(`${group}/${object.kind}`)) {
@@ -188,7 +188,7 @@ export async function createIfAbsent(
   object: KubeObject,
   options: {fieldManager?: string; dryRun?: boolean} = {},
 ): Promise<'created' | 'exists'> {
-  const path = await resolvePath(kube, object)
+  const path = await resolvePath(kube, {...refOf(object), name: undefined})
   try {
     await kube.request('POST', path.collection, {
       body: object,

@@ -224,7 +224,12 @@ function makeKube(config: KubeConfig, context: string, server: string, timeoutMs
       },
       timeout: timeoutMs,
     }
-    await config.applyToHTTPSOptions(reqOptions)
+    try {
+      await config.applyToHTTPSOptions(reqOptions)
+    } catch (error) {
+      // Certificates that cannot be read, a failing exec credential plugin, ...
+      throw new IchorError(`cannot set up credentials of kubeconfig context "${context}": ${(error as Error).message}`, {cause: error})
+    }
     // One agent per connection: its TLS session cache makes later handshakes cheap.
     agent ??= reqOptions.agent
     reqOptions.agent = agent

@@ -241,6 +241,8 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
   }
 
   // Renew by writing renewTime over the version last seen; a 409 means someone else wrote.
+  // The body keeps metadata.uid: Leases allow create-on-update, and the uid precondition is
+  // what stops a renewal from recreating a lease that was broken (deleted) meanwhile.
   const renew = async (): Promise<void> => {
     if (!lease || lostError || released) return
     const write = (base: LeaseObject): Promise<LeaseObject> =>

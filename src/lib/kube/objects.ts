@@ -59,7 +59,7 @@ export class KindNotServedError extends IchorError {
   }
 }
 
-export async function resolvePath(kube: Kube, ref: Omit<ObjectRef, 'name'> & {name?: string}): Promise<ResolvedPath> {
+export async function resolvePath(kube: Kube, ref: Omit<ObjectRef, 'name'> & {name?: string; metadata?: never}): Promise<ResolvedPath> {
   const resource = await kube.resourceFor(ref.apiVersion, ref.kind)
   if (!resource) throw new KindNotServedError(kube, ref.apiVersion, ref.kind)
   const root = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`
