@@ -2,11 +2,16 @@ import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../lib/cli/base.js'
 import {ciliumModeFlags} from '../lib/cli/values-flags.js'
 import {readValuesFile} from '../lib/values/input.js'
-import {checkInitInputs} from '../lib/init/inputs.js'
+import {checkInitInputs, type InitFlags} from '../lib/init/inputs.js'
 import {renderInit} from '../lib/init/render.js'
 import {writeInitDryRun} from '../lib/init/dry-run.js'
 import {IchorError} from '../lib/errors/errors.js'
 import {generateStackSecrets} from '../lib/stack/prepare.js'
+import {localState} from '../lib/state/local.js'
+import {runInit} from '../lib/init/run.js'
+import {renderInitSummary} from '../lib/init/summary.js'
+import {canPrompt, confirm, promptMissingInitFlags} from '../lib/init/prompts.js'
+import {outputModeFor} from '../lib/tasks/engine.js'
 import type {PromotionMode} from '../lib/stack/orders.js'
 
 export default class Init extends IchorCommand {
@@ -31,6 +36,10 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
     promotion: Flags.string({description: 'how Kokumi promotes a new bundle', options: ['Automatic', 'Manual'], default: 'Automatic'}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
     'dry-run': Flags.boolean({description: 'change nothing; with --output render everything offline, otherwise probe a live cluster'}),
+    'state-dir': Flags.string({description: 'local state directory (Talos secrets, configs, kubeconfig) before the cluster holds them; default: $XDG_STATE_HOME/ichor/<cluster>', helpValue: 'DIR'}),
+    kubeconfig: Flags.string({description: 'kubeconfig of an existing cluster, to continue it from a machine without the local state', helpValue: 'FILE'}),
+    'registry-endpoint': Flags.string({description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)", helpValue: 'URL'}),
+    timeout: Flags.integer({description: 'seconds to wait for each readiness step', default: 900, min: 1}),
     output: Flags.string({char: 'o', description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
     ...assetFlags,
   }
@@ -38,20 +47,22 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
   async run() {
     const {flags} = await this.parse(Init)
     if (flags.output && !flags['dry-run']) throw new IchorError('--output is only used with --dry-run', {exitCode: 2})
-    const inputs = checkInitInputs(
-      {
-        clusterName: flags['cluster-name'],
-        endpoint: flags.endpoint,
-        controlPlanes: flags['control-plane'],
-        workers: flags.worker,
-        talosVersion: flags['talos-version'],
-        kubernetesVersion: flags['kubernetes-version'],
-        kubeProxy: flags['kube-proxy'],
-        tunnel: flags.tunnel,
-      },
-      {requireNodes: !flags['dry-run']},
-    )
+    let initFlags: InitFlags = {
+      clusterName: flags['cluster-name'],
+      endpoint: flags.endpoint,
+      controlPlanes: flags['control-plane'],
+      workers: flags.worker,
+      talosVersion: flags['talos-version'],
+      kubernetesVersion: flags['kubernetes-version'],
+      kubeProxy: flags['kube-proxy'],
+      tunnel: flags.tunnel,
+    }
+    if (!flags['dry-run'] && !this.jsonEnabled() && canPrompt()) initFlags = await promptMissingInitFlags(initFlags)
+    const inputs = checkInitInputs(initFlags, {requireNodes: !flags['dry-run']})
     const userCiliumValues = flags['cilium-values'] ? readValuesFile(flags['cilium-values'], '--cilium-values') : {}
+    const argocdValues = flags['argocd-values'] ? readValuesFile(flags['argocd-values'], '--argocd-values') : {}
+    const kokumiValues = flags['kokumi-values'] ? readValuesFile(flags['kokumi-values'], '--kokumi-values') : {}
+    const generated = generateStackSecrets()
     const render = await renderInit(inputs, {
       sources: {
         cilium: {override: flags['cilium-chart'], mirror: flags.mirror},
@@ -59,10 +70,10 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
         kokumi: {override: flags['kokumi-manifest'], mirror: flags.mirror},
       },
       userCiliumValues,
-      argocdValues: flags['argocd-values'] ? readValuesFile(flags['argocd-values'], '--argocd-values') : undefined,
-      kokumiValues: flags['kokumi-values'] ? readValuesFile(flags['kokumi-values'], '--kokumi-values') : undefined,
+      argocdValues,
+      kokumiValues,
       promotion: flags.promotion as PromotionMode,
-      generated: generateStackSecrets(),
+      generated,
       onAsset: (line) => this.note(line),
     })
     if (flags['dry-run'] && flags.output) {
@@ -76,6 +87,25 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
       const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
       return {dryRun: true, output: out.dir, files: out.files, plan: out.plan, bundles, assets: Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))}
     }
-    throw new IchorError('a live run of ichor init is not available in this build yet; use --dry-run --output DIR', {exitCode: 1})
+    const state = localState(inputs.clusterName, flags['state-dir'])
+    if (!flags['dry-run'] && !flags.yes && !this.jsonEnabled() && canPrompt()) {
+      const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
+      if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) throw new IchorError('aborted: nothing was changed', {exitCode: 1})
+    }
+    const result = await runInit({
+      inputs, render, state, generated,
+      userValues: {cilium: userCiliumValues, argocd: argocdValues, kokumi: kokumiValues},
+      registryEndpoint: flags['registry-endpoint'],
+      kubeconfig: flags.kubeconfig,
+      timeoutMs: flags.timeout * 1000,
+      output: outputModeFor({json: this.jsonEnabled()}),
+      dryRun: flags['dry-run'],
+      bcryptCost: process.env.ICHOR_TEST_BCRYPT_COST ? Number(process.env.ICHOR_TEST_BCRYPT_COST) : undefined,
+    })
+    if (!this.jsonEnabled()) {
+      if (flags['dry-run']) this.log(result.changed ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nDry run: nothing would change.')
+      else this.log(renderInitSummary(inputs, result))
+    }
+    return result
   }
 }

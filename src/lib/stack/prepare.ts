@@ -9,7 +9,9 @@ import {buildArtifact, type Artifact} from '../oci/artifact.js'
 import {buildBundle, bundleTag} from '../oci/bundle.js'
 import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS} from './argocd.js'
+import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS, redisSecret} from './argocd.js'
+import {serverAuthSecret} from './kokumi.js'
+import {splitSecrets} from './secrets.js'
 import {renderComponent, type RenderedComponent} from './component.js'
 import type {K8sObject} from './objects.js'
 import {buildOrder, COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
@@ -132,4 +134,17 @@ function prepareComponent(rendered: RenderedComponent, registry: string, promoti
     bundle: {repository, tag, layer, layerDigest, artifact},
     order: buildOrder({component: rendered.component, repository: `oci://${repository}`, tag, promotion}),
   }
+}
+
+/**
+ * The Secrets a run creates once, built from the generated values the cluster holds
+ * (which win over the fresh ones a render used): only the Secrets depend on them, so
+ * nothing published is rendered again.
+ */
+export function stackSecretsWith(prepared: PreparedStack, generated: GeneratedStackSecrets, bcryptCost?: number): K8sObject[] {
+  const kokumi = prepared.components.kokumi.rendered
+  const argocd = prepared.components.argocd.rendered
+  const kokumiSecrets = serverAuthSecret(kokumi.secrets, {adminPassword: generated.kokumiAdminPassword, signingKey: generated.kokumiSigningKey}, bcryptCost)
+  const argocdSecrets = argocd.secrets.map((s) => (s.metadata.name === 'argocd-redis' ? redisSecret(generated.argocdRedisPassword, argocd.objects) : s))
+  return [...generatedSecretObjects(generated), ...splitSecrets([...kokumiSecrets, ...argocdSecrets]).secrets]
 }

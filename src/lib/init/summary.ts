@@ -1,0 +1,19 @@
+// What the operator reads at the end of `ichor init`.
+import type {InitInputs} from './inputs.js'
+import type {InitRunResult} from './run.js'
+
+export function renderInitSummary(inputs: InitInputs, result: InitRunResult): string {
+  const lines = [
+    '',
+    result.changed ? `Cluster "${inputs.clusterName}" is ready.` : `Cluster "${inputs.clusterName}" was already converged: nothing changed.`,
+    `  kubeconfig:  ${result.kubeconfig}   (export KUBECONFIG=${result.kubeconfig})`,
+    `  Cilium:      Helm release kube-system/cilium`,
+    ...result.bundles.map((b) => `  ${b.component.padEnd(11)}  ${b.repository}:${b.tag} (${b.digest.slice(0, 19)})`),
+    '  Argo CD UI:  kubectl -n argocd port-forward svc/argocd-server 8080:80',
+    '  Kokumi UI:   kubectl -n kokumi port-forward svc/kokumi-server 8081:80',
+  ]
+  if (result.kokumiAdminPassword) {
+    lines.push('', `  Kokumi admin password (shown once; kept in ichor-system/ichor-kokumi-admin): ${result.kokumiAdminPassword}`)
+  }
+  return lines.join('\n')
+}
