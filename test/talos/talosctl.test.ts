@@ -161,6 +161,22 @@ describe(`real talosctl ${DEFAULT_TALOS_VERSION}: v1.13 contract (legacy v1alpha
   })
 })
 
+describe('real talosctl: removal patches on a config that no longer has the entry (why callers probe first)', () => {
+  it('v1.14: the document delete is a no-op on a config without the document', async () => {
+    const handedOver = join(work, 'v114-after-handover.yaml')
+    const again = join(work, 'v114-after-second-removal.yaml')
+    await run(['machineconfig', 'patch', handedOver, '--patch', `@${join(work, 'v114-remove.yaml')}`, '--output', again])
+    expect(docs(again)).toEqual(docs(handedOver))
+  })
+
+  it('legacy: the list-element delete FAILS when the entry is absent, so it is sent only to configs that carry it', async () => {
+    const handedOver = join(work, 'v113-after-handover.yaml')
+    const r = await execa(talosctl, ['machineconfig', 'patch', handedOver, '--patch', `@${join(work, 'v113-remove.yaml')}`, '--output', join(work, 'unused.yaml')], {reject: false, all: true})
+    expect(r.exitCode).not.toBe(0)
+    expect(r.all).toMatch(/inlineManifests/)
+  })
+})
+
 describe('real talosctl refuses the mixes the patches avoid (proves the checks are live)', () => {
   it('a legacy cluster.proxy beside KubeProxyConfig on a v1.14 contract fails validation', async () => {
     const bad = join(work, 'mixed.yaml')

@@ -95,7 +95,8 @@ export function removeInlineManifestPatch(talosVersion: TalosVersion | string, n
     return renderDocuments([{apiVersion: API_VERSION, kind: 'KubeInlineManifestConfig', name: entry, $patch: 'delete'}])
   }
   // A sequence element delete: Talos selects the element by the first key:value beside
-  // `$patch`, so `name` must come first.
+  // `$patch`, so `name` must come first. Unlike the document delete it fails ("lookup
+  // failed") on a config without the entry: send it only where a probe found the entry.
   return renderDocuments([{cluster: {inlineManifests: [{name: entry, $patch: 'delete'}]}}])
 }
 
