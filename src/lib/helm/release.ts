@@ -139,6 +139,17 @@ export function upgradeArgs(helm: Pick<HelmBinary, 'major'>, opts: UpgradeOption
   return [...args, ...targetArgs(opts)]
 }
 
+/** Helm's error without its "Error:" prefix, and without Helm 4's structured log lines when words remain. */
+function helmError(result: {stderr: string; stdout: string}): string {
+  const message = cleanHelmError(result.stderr || result.stdout)
+  const words = message
+    .split('\n')
+    .filter((line) => !/^level=\w+ /.test(line))
+    .join('\n')
+    .trim()
+  return words || message
+}
+
 async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, timeoutSeconds: number) {
   const helm = await findHelm()
   const result = await execa(helmInvocationPath(helm.path), args, {
@@ -156,7 +167,7 @@ export async function helmInstall(opts: InstallOptions): Promise<ReleaseStatus> 
   const helm = await findHelm()
   const result = await runHelm('install', opts.release, installArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
   if (result.exitCode !== 0) {
-    throw new HelmReleaseError('install', opts.release, cleanHelmError(result.stderr || result.stdout), {
+    throw new HelmReleaseError('install', opts.release, helmError(result), {
       hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`,
     })
   }
@@ -168,7 +179,7 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
   if (result.exitCode !== 0) {
     const rolledBack = opts.rollbackOnFailure ?? true
-    throw new HelmReleaseError('upgrade', opts.release, cleanHelmError(result.stderr || result.stdout), {
+    throw new HelmReleaseError('upgrade', opts.release, helmError(result), {
       hint: rolledBack
         ? `helm rolled the release back to its previous revision; fix the values and run the command again (helm history ${opts.release} -n ${opts.namespace})`
         : `inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
@@ -177,16 +188,32 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   return statusFromJson(result.stdout, opts)
 }
 
-/** The release's current status, or undefined when helm knows no such release. */
+/**
+ * The release's current status, or undefined when helm knows no such release. Uses
+ * `helm get metadata` (Helm 3.13+): Helm 4's `status -o json` leaves the chart out.
+ */
 export async function helmStatus(opts: ReleaseRef): Promise<ReleaseStatus | undefined> {
-  const args = ['status', opts.release, '--namespace', opts.namespace, '--output', 'json', ...targetArgs(opts)]
+  const args = ['get', 'metadata', opts.release, '--namespace', opts.namespace, '--output', 'json', ...targetArgs(opts)]
   const result = await runHelm('status', opts.release, args, undefined, 60)
   if (result.exitCode !== 0) {
-    const message = cleanHelmError(result.stderr || result.stdout)
+    const message = helmError(result)
     if (/release: not found/.test(message)) return undefined
     throw new HelmReleaseError('status', opts.release, message)
   }
-  return statusFromJson(result.stdout, opts)
+  let meta: {name?: string; namespace?: string; chart?: string; version?: string; revision?: number; status?: string}
+  try {
+    meta = JSON.parse(result.stdout) as typeof meta
+  } catch {
+    throw new IchorError(`helm printed no release metadata for "${opts.release}": ${result.stdout.slice(0, 200)}`)
+  }
+  return {
+    release: meta.name ?? opts.release,
+    namespace: meta.namespace ?? opts.namespace,
+    status: meta.status ?? 'unknown',
+    revision: meta.revision ?? 0,
+    chartName: meta.chart ?? '',
+    chartVersion: meta.version ?? '',
+  }
 }
 
 /** The subset of Helm's release JSON (`-o json`, and the stored record) that ichor reads. */
