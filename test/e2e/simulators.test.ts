@@ -1,0 +1,333 @@
+// The Kokumi/Argo CD status simulator and the Cilium operator simulator, on the real
+// harness apiserver and the real distribution registry, with the real Argo CD CRDs (from the
+// upstream chart, rendered by the real helm) and the Kokumi 0.17 Order CRD test fixture.
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {helmTemplate} from '../../src/lib/helm/template.js'
+import {buildBundle} from '../../src/lib/oci/bundle.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {publishBundle} from '../../src/lib/oci/publish.js'
+import {policiesFor} from '../../src/lib/stack/policies.js'
+import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {createCrdRaw, installCiliumCrdsSimulated, SIMULATED_CILIUM_CRDS, startCiliumOperatorSimulator} from '../harness/cilium-simulator.js'
+import {KOKUMI_017_MANIFEST_FIXTURE_NAME, kokumi017ManifestFixture, kokumi017OrderCrdFixture, ORDER_CRD_NAME} from '../harness/fixtures.js'
+import {createNamespace, loadKubeConfig, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
+import {startRegistry, type RunningRegistry} from '../harness/registry.js'
+import {ALLOWED_ORDER_ANNOTATION, KOKUMI_REGISTRY_HOST, startStackSimulator, type StackSimulator} from '../harness/stack-simulator.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+const ORDERS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'orders'}
+const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
+
+let cp: ControlPlane
+let registry: RunningRegistry
+let kc: KubeConfig
+let custom: CustomObjectsApi
+let sim: StackSimulator
+let fixtureDir: string
+
+type Obj = {metadata: {name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string>; resourceVersion?: string}; spec?: any; status?: any}
+
+beforeAll(async () => {
+  fixtureDir = mkdtempSync(join(tmpdir(), 'ichor-sim-fixture-'))
+  ;[cp, registry] = await Promise.all([startControlPlane(), startRegistry()])
+  kc = loadKubeConfig(cp.kubeconfigPath)
+  custom = kc.makeApiClient(CustomObjectsApi)
+
+  // Argo CD's CRDs as the real chart renders them (they are templates in this chart).
+  const render = await helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}, includeCrds: true})
+  const argoCrds = parseAllDocuments(render)
+    .map((d) => d.toJS() as V1CustomResourceDefinition | null)
+    .filter((o): o is V1CustomResourceDefinition => o?.kind === 'CustomResourceDefinition')
+  expect(argoCrds.map((c) => c.metadata!.name).sort()).toEqual(['applications.argoproj.io', 'applicationsets.argoproj.io', 'appprojects.argoproj.io'])
+  // The Order CRD from the Kokumi 0.17 manifest fixture.
+  const kokumiDocs = parseAllDocuments(readFileSync(kokumi017ManifestFixture(fixtureDir), 'utf8')).map((d) => d.toJS() as V1CustomResourceDefinition)
+  const orderCrd = kokumiDocs.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata?.name === ORDER_CRD_NAME)!
+  for (const crd of [...argoCrds, orderCrd]) await createCrdRaw(kc, crd)
+  for (const crd of [...argoCrds, orderCrd]) await waitForCrdEstablished(kc, crd.metadata!.name!)
+  await createNamespace(kc, 'argocd')
+
+  sim = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint, intervalMs: 100})
+})
+
+afterAll(async () => {
+  await sim?.stop()
+  await Promise.all([cp?.stop(), registry?.stop()])
+  if (fixtureDir) rmSync(fixtureDir, {recursive: true, force: true})
+})
+
+async function pushBundle(repository: string, tag: string, content: string): Promise<string> {
+  const bundle = buildBundle([{path: 'manifest.yaml', content}])
+  const result = await publishBundle(new OciClient(registry.endpoint), {
+    repository,
+    tag,
+    layer: bundle.layer,
+    layerDigest: bundle.layerDigest,
+    annotations: {source: 'https://example.invalid/ichor', version: tag},
+  })
+  return result.manifestDigest
+}
+
+function order(namespace: string, name: string, component: string, version: string, mode: 'Automatic' | 'Manual') {
+  return {
+    apiVersion: 'delivery.kokumi.dev/v1alpha1',
+    kind: 'Order',
+    metadata: {name, namespace},
+    spec: {source: {oci: `oci://${KOKUMI_REGISTRY_HOST}/ichor/${component}`, version}, promotion: {mode}},
+  }
+}
+
+async function getOrder(namespace: string, name: string): Promise<Obj> {
+  return (await custom.getNamespacedCustomObject({...ORDERS, namespace, name})) as Obj
+}
+
+async function getApplication(name: string): Promise<Obj | undefined> {
+  try {
+    return (await custom.getNamespacedCustomObject({...APPLICATIONS, namespace: 'argocd', name})) as Obj
+  } catch (err) {
+    if ((err as {code?: number}).code === 404) return undefined
+    throw err
+  }
+}
+
+async function setOrderVersion(namespace: string, name: string, version: string): Promise<void> {
+  const current = await getOrder(namespace, name)
+  await custom.replaceNamespacedCustomObject({...ORDERS, namespace, name, body: {...current, spec: {...current.spec, source: {...current.spec.source, version}}}})
+}
+
+const readyCondition = (o: Obj) => (o.status?.conditions as any[] | undefined)?.find((c) => c.type === 'Ready')
+
+function waitHealthyAt(name: string, digest: string): Promise<Obj> {
+  return waitUntil(
+    `Application argocd/${name} Synced/Healthy at ${digest}`,
+    async () => {
+      const app = await getApplication(name)
+      const s = app?.status
+      return s?.sync?.status === 'Synced' && s?.health?.status === 'Healthy' && s?.sync?.revision === digest && app
+    },
+    {timeoutMs: 15_000},
+  )
+}
+
+describe('Kokumi 0.17 manifest test fixture', () => {
+  it('is the real 0.14.0 install.yaml with only the Order CRD swapped for the 0.17 fixture', () => {
+    const path = kokumi017ManifestFixture(fixtureDir)
+    expect(path).toBe(join(fixtureDir, KOKUMI_017_MANIFEST_FIXTURE_NAME))
+    const text = readFileSync(path, 'utf8')
+    expect(text.startsWith('# TEST FIXTURE')).toBe(true)
+    const fixture = parseAllDocuments(text).map((d) => d.toJS())
+    const upstream = parseAllDocuments(readFileSync(UPSTREAM.kokumiManifest, 'utf8')).map((d) => d.toJS())
+    expect(fixture).toHaveLength(upstream.length)
+    const at = upstream.findIndex((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === ORDER_CRD_NAME)
+    expect(at).toBeGreaterThan(-1)
+    for (let i = 0; i < upstream.length; i++) {
+      if (i !== at) expect(fixture[i]).toEqual(upstream[i])
+    }
+    const orderCrd = fixture[at]
+    expect(orderCrd).toEqual(parseAllDocuments(kokumi017OrderCrdFixture())[0]!.toJS())
+    const spec = orderCrd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties
+    expect(spec.promotion.properties.mode.enum).toEqual(['Automatic', 'Manual'])
+    expect(spec.autoDeploy).toBeUndefined()
+    expect(upstream[at].spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.autoDeploy).toBeDefined()
+  })
+})
+
+describe('Kokumi/Argo CD status simulator', () => {
+  it('simulator: an Order whose tag is not in the registry gets no Healthy Application and a failed Ready condition', async () => {
+    const ns = await createNamespace(kc, 'sim-missing')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, 'sim-missing', 'sim-missing', '1.0.0-000000000000', 'Automatic')})
+    const failed = await waitUntil('Order Ready=False', async () => {
+      const o = await getOrder(ns, 'sim-missing')
+      return readyCondition(o)?.status === 'False' && o
+    })
+    expect(readyCondition(failed)).toMatchObject({reason: 'ProcessingFailed', observedGeneration: 1})
+    expect(readyCondition(failed).message).toContain('ichor/sim-missing:1.0.0-000000000000')
+    expect(failed.status.latestArtifactDigest).toBeUndefined()
+    await sim.tick()
+    await sim.tick()
+    expect(await getApplication('sim-missing')).toBeUndefined()
+  })
+
+  it('simulator: pushing the tag creates the Application Kokumi would create, Synced/Healthy at the bundle digest; a version move follows', async () => {
+    const ns = await createNamespace(kc, 'argocd-sim')
+    const name = 'argocd-sim'
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '10.1.1-aaaaaaaaaaaa', 'Automatic')})
+    await waitUntil('Order Ready=False', async () => readyCondition(await getOrder(ns, name))?.status === 'False')
+    await sim.tick()
+    expect(await getApplication(name)).toBeUndefined()
+
+    const first = await pushBundle(`ichor/${name}`, '10.1.1-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n')
+    const app = await waitHealthyAt(name, first)
+    expect(app.metadata.annotations).toEqual({[ALLOWED_ORDER_ANNOTATION]: name})
+    expect(app.metadata.labels).toMatchObject({'delivery.kokumi.dev/order': name})
+    expect(app.spec).toEqual({
+      project: 'default',
+      source: {repoURL: `oci://${KOKUMI_REGISTRY_HOST}/preparation/${name}`, targetRevision: first, path: '.'},
+      destination: {server: 'https://kubernetes.default.svc', namespace: ns},
+      syncPolicy: {automated: {prune: true, selfHeal: true}, syncOptions: ['ServerSideApply=true']},
+    })
+    const ready = await getOrder(ns, name)
+    expect(readyCondition(ready)).toMatchObject({status: 'True', reason: 'Ready'})
+    expect(ready.status).toMatchObject({latestArtifactDigest: first, latestPreparationName: `${name}-${first.slice(7, 19)}`, observedGeneration: 1})
+
+    // A rerun that changes nothing leaves the Application alone.
+    const rv = app.metadata.resourceVersion
+    await sim.tick()
+    await sim.tick()
+    expect((await getApplication(name))!.metadata.resourceVersion).toBe(rv)
+
+    // The Order moves to a new tag: the Application follows to the new digest.
+    const second = await pushBundle(`ichor/${name}`, '10.1.1-bbbbbbbbbbbb', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n')
+    expect(second).not.toBe(first)
+    await setOrderVersion(ns, name, '10.1.1-bbbbbbbbbbbb')
+    const moved = await waitHealthyAt(name, second)
+    expect(moved.spec.source.targetRevision).toBe(second)
+    expect(sim.events.filter((e) => e.startsWith(`Application argocd/${name} `))).toEqual(
+      expect.arrayContaining([
+        `Application argocd/${name} created at ${first}`,
+        `Application argocd/${name} updated to ${second}`,
+        expect.stringMatching(new RegExp(`^Application argocd/${name} .* OutOfSync/Progressing at ${first}$`)),
+      ]),
+    )
+    const movedOrder = await getOrder(ns, name)
+    expect(movedOrder.status).toMatchObject({latestArtifactDigest: second, observedGeneration: 2})
+  })
+
+  it('simulator: a version moved to a tag not yet pushed fails the Order and keeps serving the old digest', async () => {
+    const ns = await createNamespace(kc, 'kokumi-sim')
+    const name = 'kokumi-sim'
+    const first = await pushBundle(`ichor/${name}`, '0.17.0-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\n')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '0.17.0-aaaaaaaaaaaa', 'Automatic')})
+    await waitHealthyAt(name, first)
+    await setOrderVersion(ns, name, '0.17.0-cccccccccccc')
+    await waitUntil('Order Ready=False', async () => readyCondition(await getOrder(ns, name))?.status === 'False')
+    await sim.tick()
+    const app = (await getApplication(name))!
+    expect(app.spec.source.targetRevision).toBe(first)
+    expect(app.status.sync.revision).toBe(first)
+    expect((await getOrder(ns, name)).status.latestArtifactDigest).toBe(first)
+  })
+
+  it('simulator: Manual promotion serves nothing until promoted, then only what was promoted', async () => {
+    const ns = await createNamespace(kc, 'manual-sim')
+    const name = 'manual-sim'
+    const first = await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'a: 1\n')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Manual')})
+    await waitUntil('Order Ready=True', async () => readyCondition(await getOrder(ns, name))?.status === 'True')
+    await sim.tick()
+    expect(await getApplication(name)).toBeUndefined()
+    await sim.promote(ns, name)
+    await waitHealthyAt(name, first)
+    const second = await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'a: 2\n')
+    await setOrderVersion(ns, name, '1.0.0-bbbbbbbbbbbb')
+    await waitUntil('Order at the new digest', async () => (await getOrder(ns, name)).status?.latestArtifactDigest === second)
+    await sim.tick()
+    expect((await getApplication(name))!.spec.source.targetRevision).toBe(first)
+  })
+
+  it('simulator: an Application not carrying the allowed-order annotation is never taken over', async () => {
+    const ns = await createNamespace(kc, 'foreign-sim')
+    const name = 'foreign-sim'
+    const foreign = {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'Application',
+      metadata: {name, namespace: 'argocd'},
+      spec: {project: 'default', source: {repoURL: 'https://example.invalid/repo.git', path: 'x'}, destination: {server: 'https://kubernetes.default.svc', namespace: ns}},
+    }
+    await custom.createNamespacedCustomObject({...APPLICATIONS, namespace: 'argocd', body: foreign})
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'b: 1\n')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Automatic')})
+    await waitUntil('refusal', async () => sim.events.some((e) => e.includes(`${name} not updated: it lacks ${ALLOWED_ORDER_ANNOTATION}`)))
+    const app = (await getApplication(name))!
+    expect(app.spec.source).toEqual(foreign.spec.source)
+    expect(app.status).toBeUndefined()
+  })
+
+  it('simulator: an Application whose digest vanished from the registry reads OutOfSync/Missing', async () => {
+    const ns = await createNamespace(kc, 'gone-sim')
+    const name = 'gone-sim'
+    const digest = await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'c: 1\n')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Automatic')})
+    await waitHealthyAt(name, digest)
+    // Deleting the manifest (the harness registry allows deletes) removes the tag and the digest.
+    const del = await fetch(`${registry.endpoint}/v2/ichor/${name}/manifests/${digest}`, {method: 'DELETE'})
+    expect(del.status).toBe(202)
+    const app = await waitUntil('OutOfSync/Missing', async () => {
+      const a = await getApplication(name)
+      return a?.status?.health?.status === 'Missing' && a
+    })
+    expect(app.status.sync.status).toBe('OutOfSync')
+  })
+})
+
+describe('Cilium operator simulator', () => {
+  it('simulator: registers the Cilium policy CRDs, after which ichor CiliumNetworkPolicies apply', async () => {
+    const ciliumApi = {group: 'cilium.io', version: 'v2'}
+    const policies = policiesFor('kokumi')
+    expect(policies.length).toBeGreaterThan(0)
+    await createNamespace(kc, 'kokumi')
+    // Before the operator ran, the kind is not served.
+    await expect(
+      custom.createNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi', body: policies[0]!}),
+    ).rejects.toMatchObject({code: 404})
+
+    await installCiliumCrdsSimulated(cp.kubeconfigPath)
+    await installCiliumCrdsSimulated(cp.kubeconfigPath) // Already there is fine.
+    for (const policy of policies) {
+      await custom.createNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi', body: policy})
+    }
+    const stored = (await custom.listNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi'})) as {items: Obj[]}
+    expect(stored.items.map((p) => p.metadata.name).sort()).toEqual(policies.map((p) => p.metadata.name).sort())
+    // The open schema keeps every field as written.
+    const sample = policies[0]! as unknown as Obj & {specs?: unknown}
+    const first = stored.items.find((p) => p.metadata.name === sample.metadata.name)! as Obj & {specs?: unknown}
+    expect(first.spec ?? first.specs).toEqual(sample.spec ?? sample.specs)
+    await custom.createClusterCustomObject({
+      ...ciliumApi,
+      plural: 'ciliumclusterwidenetworkpolicies',
+      body: {apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: {name: 'sim-ccnp'}, spec: {endpointSelector: {}}},
+    })
+  })
+
+  it('simulator: the operator simulator registers the CRDs once kube-system/cilium-operator exists', async () => {
+    // Its own apiserver: the CRDs must not exist yet.
+    const own = await startControlPlane()
+    try {
+      const ownKc = loadKubeConfig(own.kubeconfigPath)
+      const operator = startCiliumOperatorSimulator({kubeconfigPath: own.kubeconfigPath, intervalMs: 50})
+      let done = false
+      void operator.installed.then(() => (done = true))
+      await new Promise((r) => setTimeout(r, 300))
+      expect(done).toBe(false)
+      await ownKc.makeApiClient(AppsV1Api).createNamespacedDeployment({
+        namespace: 'kube-system',
+        body: {
+          metadata: {name: 'cilium-operator'},
+          spec: {
+            selector: {matchLabels: {app: 'cilium-operator'}},
+            template: {metadata: {labels: {app: 'cilium-operator'}}, spec: {containers: [{name: 'operator', image: 'quay.io/cilium/operator-generic:v1.18.0'}]}},
+          },
+        },
+      })
+      await operator.installed
+      await operator.stop()
+      const ext = ownKc.makeApiClient(ApiextensionsV1Api)
+      for (const crd of SIMULATED_CILIUM_CRDS) {
+        const read = await ext.readCustomResourceDefinition({name: crd.metadata.name})
+        expect(read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')).toBe(true)
+      }
+    } finally {
+      await own.stop()
+    }
+  })
+})
