@@ -177,7 +177,7 @@ describe('Kokumi/Argo CD status simulator', () => {
       syncPolicy: {automated: {prune: true, selfHeal: true}, syncOptions: ['ServerSideApply=true']},
     })
     const ready = await getOrder(ns, name)
-    expect(readyCondition(ready)).toMatchObject({status: 'True', reason: 'Ready'})
+    expect(readyCondition(ready)).toMatchObject({status: 'True', reason: 'Ready', lastTransitionTime: '1970-01-01T00:00:00Z'})
     expect(ready.status).toMatchObject({latestArtifactDigest: first, latestPreparationName: `${name}-${first.slice(7, 19)}`, observedGeneration: 1})
 
     // A rerun that changes nothing leaves the Application alone.
@@ -185,6 +185,7 @@ describe('Kokumi/Argo CD status simulator', () => {
     await sim.tick()
     await sim.tick()
     expect((await getApplication(name))!.metadata.resourceVersion).toBe(rv)
+    expect((await getOrder(ns, name)).metadata.resourceVersion).toBe(ready.metadata.resourceVersion)
 
     // The Order moves to a new tag: the Application follows to the new digest.
     const second = await pushBundle(`ichor/${name}`, '10.1.1-bbbbbbbbbbbb', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n')

@@ -30,6 +30,7 @@ export const SERVING_NAMESPACE_LABEL = 'delivery.kokumi.dev/serving-namespace'
 const ORDERS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'orders'}
 const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
 const ARGOCD_NAMESPACE = 'argocd'
+const FIXED_TIME = new Date(0).toISOString().replace('.000Z', 'Z')
 const MANIFEST_ACCEPT = [
   'application/vnd.oci.image.manifest.v1+json',
   'application/vnd.oci.image.index.v1+json',
@@ -150,7 +151,8 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       reason: want.reason,
       message: want.message,
       observedGeneration: generation,
-      lastTransitionTime: previous?.status === want.ready ? previous.lastTransitionTime : new Date().toISOString(),
+      // A fixed time (as the readiness simulator's) keeps end-state dumps of two runs comparable.
+      lastTransitionTime: previous?.status === want.ready ? previous.lastTransitionTime : FIXED_TIME,
     }
     const status: Record<string, any> = {...current, observedGeneration: generation, conditions: [condition]}
     if (want.digest) {
