@@ -24,6 +24,7 @@ import {
 } from '../../src/lib/helm/release.js'
 import {helmTemplate} from '../../src/lib/helm/template.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {UPSTREAM} from '../support/upstream.js'
 import {startReadinessSimulator, type ReadinessSimulator} from '../harness/readiness-simulator.js'
 
 const CHART_VERSION = '0.3.1'
@@ -155,9 +156,11 @@ async function recordWrites(listPath: string, from: KubernetesObject): Promise<{
 }
 
 /** Renders the chart as ichor's bootstrap does and adds Helm's ownership metadata. */
-async function renderOwned(release: string, namespace: string, values: unknown): Promise<KubernetesObject[]> {
-  const text = await helmTemplate({chartPath, releaseName: release, namespace, values})
-  return parseAllDocuments(text)
+async function renderOwned(release: string, namespace: string, values: unknown, chart = chartPath): Promise<KubernetesObject[]> {
+  const text = await helmTemplate({chartPath: chart, releaseName: release, namespace, values})
+  // YAML 1.1, as helm, kubectl and Talos read manifests: Cilium's `defaultMode: 0400` is
+  // octal (256). Read as YAML 1.2 it would be 400, and helm's apply would then conflict.
+  return parseAllDocuments(text, {version: '1.1'})
     .map((d) => d.toJS() as KubernetesObject | null)
     .filter((o): o is KubernetesObject => !!o)
     .map((o) => ({
@@ -338,6 +341,40 @@ describe('adopting objects created outside helm with --take-ownership', () => {
       expect((await readReleaseRecord(kc, release, namespace))?.config).toEqual(changed)
     })
   }
+})
+
+describe('adopting the real Cilium 1.18.0 render', () => {
+  it('takes over the bootstrap objects as release revision 1 without changing any of them', async () => {
+    // Hubble off keeps the render deterministic without a Job controller: its default TLS
+    // method generates new certificates on every render, and the cronJob method adds a
+    // post-install hook Job that nothing runs here.
+    const values = {hubble: {enabled: false}, kubeProxyReplacement: true, k8sServiceHost: 'localhost', k8sServicePort: 7445}
+    const rendered = await renderOwned('cilium', 'kube-system', values, UPSTREAM.ciliumChart)
+    expect(rendered.map((o) => o.kind)).toContain('DaemonSet')
+    // Namespaces first, as Talos applies them.
+    const ordered = [...rendered.filter((o) => o.kind === 'Namespace'), ...rendered.filter((o) => o.kind !== 'Namespace')]
+    for (const obj of ordered) await objects.create(obj, undefined, undefined, 'talos')
+    for (const d of rendered.filter((o) => o.kind === 'Deployment')) await waitForDeploymentReady(d.metadata!.name!, 'kube-system')
+
+    const read = (o: KubernetesObject) => objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
+    // Let the readiness simulator settle the DaemonSets' status before the snapshot.
+    await sim.tick()
+    const before = await Promise.all(rendered.map(read))
+
+    const installed = await helmInstall({kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values, takeOwnership: true, wait: true, timeoutSeconds: 120})
+    expect(installed).toMatchObject({status: 'deployed', revision: 1, chartName: 'cilium', chartVersion: '1.18.0'})
+
+    const after = await Promise.all(rendered.map(read))
+    for (const [i, obj] of after.entries()) {
+      const name = `${obj.kind}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name}`
+      expect(comparable(obj), name).toEqual(comparable(before[i]!))
+      expect(obj.metadata?.generation, name).toBe(before[i]!.metadata?.generation)
+      expect(managersOf(obj), name).toEqual(expect.arrayContaining(['talos/Update']))
+    }
+    const record = await readReleaseRecord(kc, 'cilium', 'kube-system')
+    expect(record).toMatchObject({revision: 1, status: 'deployed', chartName: 'cilium', chartVersion: '1.18.0', config: values})
+    expect(valuesHash(record!.config)).toBe(valuesHash(values))
+  })
 })
 
 describe('invoking helm as "helm" whatever ICHOR_HELM is called', () => {
