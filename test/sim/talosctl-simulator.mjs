@@ -132,8 +132,10 @@ function versionAtLeast(version, major, minor) {
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 const clone = (v) => structuredClone(v)
 
+// Talos decodes manifests with Kubernetes' YAML reader (YAML 1.1: `0400` is octal 256),
+// as helm does; reading them as YAML 1.2 would change values and fake conflicts.
 function parseDocs(text, what) {
-  const docs = parseAllDocuments(text)
+  const docs = parseAllDocuments(text, {version: '1.1'})
   for (const d of docs) if (d.errors.length) fail(`${what}: ${d.errors[0].message}`)
   return docs.map((d) => d.toJS()).filter((d) => d !== null && d !== undefined)
 }

@@ -1,0 +1,194 @@
+// The Cilium hand-over survives `talosctl upgrade-k8s` (issue 4, product item 2).
+// Real: kube-apiserver + etcd (harness), helm. Simulated: the Talos nodes
+// (test/sim/talosctl-simulator.mjs, applying inline manifests as Talos 1.14 does).
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {CoreV1Api, type KubeConfig, type KubernetesObject} from '@kubernetes/client-node'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {loadKubeConfig} from '../harness/kube.js'
+import {
+  controlPlaneHasInlineManifest,
+  handOverCiliumFromTalos,
+  removeInlineManifestFromControlPlanes,
+  talosHandoverPending,
+} from '../../src/lib/talos/handover.js'
+import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY, isCiliumInTalosInventory} from '../../src/lib/talos/inventory.js'
+import {bootstrap, getMachineConfig} from '../../src/lib/talos/talosctl.js'
+import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
+import {
+  CILIUM_INLINE_MANIFEST,
+  CILIUM_LIKE_REFS,
+  CONTROL_PLANE_IP,
+  OTHER_INLINE_MANIFEST,
+  WORKER_IP,
+  bootstrapSimulatedCluster,
+  helm,
+  readObjects,
+  writeCiliumLikeChart,
+  type BootstrappedCluster,
+} from '../sim/talos-fixtures.js'
+
+const TALOS = 'v1.14.1'
+
+interface Env {
+  cp: ControlPlane
+  sim: SimulatedNodes
+  cluster: BootstrappedCluster
+  kc: KubeConfig
+  chartDir: string
+}
+
+async function setUp(): Promise<Env> {
+  const cp = await startControlPlane()
+  const sim = startSimulatedNodes(
+    [
+      {ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion: TALOS},
+      {ip: WORKER_IP, role: 'worker', talosVersion: TALOS},
+    ],
+    {kubeconfigPath: cp.kubeconfigPath},
+  )
+  const cluster = await bootstrapSimulatedCluster(sim, {
+    talosVersion: TALOS,
+    withWorker: true,
+    manifests: [
+      {name: 'cilium', contents: CILIUM_INLINE_MANIFEST},
+      {name: 'site', contents: OTHER_INLINE_MANIFEST},
+    ],
+  })
+  const chartDir = writeCiliumLikeChart(mkdtempSync(join(tmpdir(), 'ichor-cilium-chart-')))
+  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), chartDir}
+}
+
+async function tearDown(env: Env | undefined): Promise<void> {
+  env?.sim.cleanup()
+  if (env) rmSync(env.chartDir, {recursive: true, force: true})
+  await env?.cp.stop()
+}
+
+async function inventoryKeys(kc: KubeConfig): Promise<string[]> {
+  const cm = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap(TALOS_INVENTORY)
+  return Object.keys(cm.data ?? {}).sort()
+}
+
+async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
+  const r = await env.sim.run(['upgrade-k8s', '--nodes', CONTROL_PLANE_IP, '--endpoints', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, ...extra])
+  expect(r.exitCode, r.stderr).toBe(0)
+}
+
+/** identity and content of each object: uid + resourceVersion change on any write or re-creation. */
+function fingerprint(objs: Array<KubernetesObject | undefined>) {
+  return objs.map((o) => (o ? {kind: o.kind, name: o.metadata?.name, uid: o.metadata?.uid, rv: o.metadata?.resourceVersion} : undefined))
+}
+
+const CILIUM_KEYS = [
+  '_cilium_rbac.authorization.k8s.io_ClusterRole',
+  '_cilium_rbac.authorization.k8s.io_ClusterRoleBinding',
+  'kube-system_cilium-config__ConfigMap',
+  'kube-system_cilium__ServiceAccount',
+  'kube-system_cilium__config-reader_rbac.authorization.k8s.io_Role',
+  'kube-system_cilium_apps_DaemonSet',
+]
+
+describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and helm)', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp()
+  })
+  afterAll(() => tearDown(env))
+
+  it('bootstrap applied both inline manifests through server-side apply and recorded them in the inventory', async () => {
+    expect(await inventoryKeys(env.kc)).toEqual([...CILIUM_KEYS, 'kube-system_site-settings__ConfigMap'].sort())
+    for (const obj of await readObjects(env.kc, CILIUM_LIKE_REFS)) {
+      expect(obj?.metadata?.annotations?.[OWNING_INVENTORY_ANNOTATION]).toBe(TALOS_INVENTORY.name)
+      expect(obj?.metadata?.managedFields?.map((f) => f.manager)).toContain('talos')
+    }
+    // A second bootstrap is what Talos answers with AlreadyExists: success for ichor.
+    expect(await bootstrap({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).toEqual({alreadyBootstrapped: true})
+  })
+
+  it('helm adopts the bootstrapped objects with --take-ownership without changing their content', async () => {
+    const before = await readObjects(env.kc, CILIUM_LIKE_REFS)
+    await helm(['install', 'cilium', env.chartDir, '--namespace', 'kube-system', '--take-ownership'], env.cp.kubeconfigPath)
+    const status = JSON.parse(await helm(['status', 'cilium', '--namespace', 'kube-system', '--output', 'json'], env.cp.kubeconfigPath)) as {info: {status: string}; version: number}
+    expect(status).toMatchObject({info: {status: 'deployed'}, version: 1})
+    const after = await readObjects(env.kc, CILIUM_LIKE_REFS)
+    const content = (o: KubernetesObject | undefined) => {
+      const {metadata, ...rest} = (o ?? {}) as KubernetesObject & Record<string, unknown>
+      return {...rest, labels: metadata?.labels, annotations: metadata?.annotations}
+    }
+    expect(after.map(content)).toEqual(before.map(content))
+  })
+
+  it('the probes report the hand-over pending, then done after it ran; a second run changes nothing', async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
+    expect(await talosHandoverPending(env.kc, access)).toEqual({inlineManifestOn: [CONTROL_PLANE_IP], inInventory: true})
+
+    const result = await handOverCiliumFromTalos(env.kc, access)
+    expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
+    expect(result.inventory.removedEntries.sort()).toEqual(CILIUM_KEYS)
+
+    expect(await talosHandoverPending(env.kc, access)).toEqual({inlineManifestOn: [], inInventory: false})
+    expect(await controlPlaneHasInlineManifest({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig, name: 'site'})).toBe(true)
+    expect(await getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).not.toContain('cilium-config')
+    // Talos keeps its own entries; Cilium's objects no longer claim to be Talos's.
+    expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+    for (const obj of await readObjects(env.kc, CILIUM_LIKE_REFS)) {
+      expect(obj?.metadata?.annotations?.[OWNING_INVENTORY_ANNOTATION]).toBeUndefined()
+      expect(obj?.metadata?.managedFields?.map((f) => f.manager)).not.toContain('talos')
+    }
+
+    const again = await handOverCiliumFromTalos(env.kc, access)
+    expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}})
+  })
+
+  it('talosctl upgrade-k8s with prune leaves every Cilium object exactly as it was', async () => {
+    const before = fingerprint(await readObjects(env.kc, CILIUM_LIKE_REFS))
+    expect(before.every(Boolean)).toBe(true)
+    await upgradeK8s(env)
+    expect(fingerprint(await readObjects(env.kc, CILIUM_LIKE_REFS))).toEqual(before)
+    expect(await isCiliumInTalosInventory(env.kc)).toBe(false)
+    expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+    const status = JSON.parse(await helm(['status', 'cilium', '--namespace', 'kube-system', '--output', 'json'], env.cp.kubeconfigPath)) as {version: number}
+    expect(status.version).toBe(1)
+  })
+
+  it('Helm then owns the values alone: a server-side helm upgrade changes them without a conflict, and upgrade-k8s keeps them', async () => {
+    await helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve'], env.cp.kubeconfigPath)
+    await upgradeK8s(env)
+    const cm = await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
+    expect(cm.data?.['tunnel-protocol']).toBe('geneve')
+  })
+})
+
+describe('the same sequence without the inventory step (control: proves the test above can fail)', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp()
+    await helm(['install', 'cilium', env.chartDir, '--namespace', 'kube-system', '--take-ownership'], env.cp.kubeconfigPath)
+  })
+  afterAll(() => tearDown(env))
+
+  it('keeping the inline entry: upgrade-k8s rolls a Helm values change back to the bootstrap render', async () => {
+    // Talos still co-owns the fields it applied: Helm 4's server-side upgrade conflicts unless forced.
+    await expect(helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve'], env.cp.kubeconfigPath)).rejects.toThrow(/conflict/i)
+    await helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve', '--force-conflicts'], env.cp.kubeconfigPath)
+    const core = env.kc.makeApiClient(CoreV1Api)
+    const changed = await core.readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
+    expect(changed.data?.['tunnel-protocol']).toBe('geneve')
+    await upgradeK8s(env)
+    const cm = await core.readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
+    expect(cm.data?.['tunnel-protocol']).toBe('vxlan')
+  })
+
+  it('removing only the inline entry: upgrade-k8s prunes every Cilium object', async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
+    expect(await removeInlineManifestFromControlPlanes(access)).toEqual([CONTROL_PLANE_IP])
+    expect(await isCiliumInTalosInventory(env.kc)).toBe(true)
+    await upgradeK8s(env)
+    expect(await readObjects(env.kc, CILIUM_LIKE_REFS)).toEqual(CILIUM_LIKE_REFS.map(() => undefined))
+    // ... while --manifests-no-prune would have kept them: nothing left to show, the CNI is gone.
+    expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+  })
+})

@@ -1,0 +1,164 @@
+// The Talos node simulator applies inline manifests the way each Talos version does
+// (src/lib/talos/INVENTORY.md). Real: kube-apiserver + etcd. Simulated: the Talos nodes.
+import {writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {loadKubeConfig} from '../harness/kube.js'
+import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
+import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
+import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
+import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
+import {CONTROL_PLANE_IP, bootstrapSimulatedCluster, inlineManifestsPatch, type BootstrappedCluster} from '../sim/talos-fixtures.js'
+
+const configMap = (name: string, value: string) => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}
+  namespace: kube-system
+data:
+  value: "${value}"
+`
+
+interface Env {
+  cp: ControlPlane
+  sim: SimulatedNodes
+  cluster: BootstrappedCluster
+  kc: KubeConfig
+}
+
+async function setUp(talosVersion: string, contents: string): Promise<Env> {
+  const cp = await startControlPlane()
+  const sim = startSimulatedNodes([{ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion}], {kubeconfigPath: cp.kubeconfigPath})
+  const cluster = await bootstrapSimulatedCluster(sim, {talosVersion, manifests: [{name: 'app', contents}]})
+  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath)}
+}
+
+/** "Edit all control plane machine configurations": the inline manifest replaced by `contents`. */
+async function changeInlineManifest(env: Env, talosVersion: string, contents: string): Promise<void> {
+  const dropOld = talosVersion >= 'v1.14'
+    ? `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+    : `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
+  let r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', dropOld])
+  expect(r.exitCode, r.stderr).toBe(0)
+  const file = join(env.sim.workDir, 'new-manifest.yaml')
+  writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
+  r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
+  expect(r.exitCode, r.stderr).toBe(0)
+}
+
+async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
+  const r = await env.sim.run(['upgrade-k8s', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, ...extra])
+  expect(r.exitCode, r.stderr).toBe(0)
+}
+
+async function readValue(kc: KubeConfig, name: string): Promise<string | undefined> {
+  try {
+    const cm = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name, namespace: 'kube-system'})
+    return cm.data?.value
+  } catch (error) {
+    if ((error as {code?: number}).code === 404) return undefined
+    throw error
+  }
+}
+
+async function inventory(kc: KubeConfig): Promise<string[] | undefined> {
+  try {
+    const cm = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap(TALOS_INVENTORY)
+    return Object.keys(cm.data ?? {}).sort()
+  } catch (error) {
+    if ((error as {code?: number}).code === 404) return undefined
+    throw error
+  }
+}
+
+describe('Talos node simulator, Talos v1.12 (before the inventory): create-only', () => {
+  const V = 'v1.12.11'
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp(V, configMap('one', '1') + '---\n' + configMap('two', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('creates the objects with field manager talos, no inventory, no annotation', async () => {
+    expect(await readValue(env.kc, 'one')).toBe('1')
+    expect(await inventory(env.kc)).toBeUndefined()
+    const cm = await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'one', namespace: 'kube-system'})
+    expect(cm.metadata?.annotations?.[OWNING_INVENTORY_ANNOTATION]).toBeUndefined()
+    expect(cm.metadata?.managedFields?.map((f) => f.manager)).toEqual(['talos'])
+  })
+
+  it('a changed inline manifest does not update the object on the node', async () => {
+    await changeInlineManifest(env, V, configMap('one', '2'))
+    expect(await getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).toContain('"2"')
+    expect(await readValue(env.kc, 'one')).toBe('1')
+  })
+
+  it('upgrade-k8s (legacy sync) updates changed objects but never prunes', async () => {
+    await upgradeK8s(env)
+    expect(await readValue(env.kc, 'one')).toBe('2')
+    expect(await readValue(env.kc, 'two')).toBe('1')
+  })
+
+  it('the hand-over has no inventory step on such a cluster', async () => {
+    const result = await handOverCiliumFromTalos(env.kc, {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], name: 'app'})
+    expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}})
+  })
+})
+
+describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node, upgrade-k8s re-applies and prunes', () => {
+  const V = 'v1.13.0'
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp(V, configMap('one', '1') + '---\n' + configMap('two', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('records each object in the inventory and annotates it', async () => {
+    expect(await inventory(env.kc)).toEqual(['kube-system_one__ConfigMap', 'kube-system_two__ConfigMap'])
+    const cm = await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'one', namespace: 'kube-system'})
+    expect(cm.metadata?.annotations?.[OWNING_INVENTORY_ANNOTATION]).toBe('talos-bootstrap-manifests-inventory')
+    expect(cm.metadata?.managedFields?.find((f) => f.manager === 'talos')?.operation).toBe('Apply')
+  })
+
+  it('a changed inline manifest without "two" changes nothing until upgrade-k8s', async () => {
+    await changeInlineManifest(env, V, configMap('one', '2'))
+    expect(await readValue(env.kc, 'one')).toBe('1')
+    expect(await readValue(env.kc, 'two')).toBe('1')
+  })
+
+  it('upgrade-k8s --manifests-no-prune re-applies but keeps the removed object', async () => {
+    await upgradeK8s(env, ['--manifests-no-prune'])
+    expect(await readValue(env.kc, 'one')).toBe('2')
+    expect(await readValue(env.kc, 'two')).toBe('1')
+    expect(await inventory(env.kc)).toEqual(['kube-system_one__ConfigMap', 'kube-system_two__ConfigMap'])
+  })
+
+  it('upgrade-k8s prunes the object no longer in the inline manifests', async () => {
+    await upgradeK8s(env)
+    expect(await readValue(env.kc, 'two')).toBeUndefined()
+    expect(await readValue(env.kc, 'one')).toBe('2')
+    expect(await inventory(env.kc)).toEqual(['kube-system_one__ConfigMap'])
+  })
+
+  it('an object already there before bootstrap-time apply is backfilled into the inventory, not touched', async () => {
+    const core = env.kc.makeApiClient(CoreV1Api)
+    await core.createNamespacedConfigMap({namespace: 'kube-system', body: {metadata: {name: 'three', namespace: 'kube-system'}, data: {value: 'mine'}}})
+    await changeInlineManifest(env, V, configMap('one', '2') + '---\n' + configMap('three', 'talos'))
+    expect(await readValue(env.kc, 'three')).toBe('mine')
+    expect(await inventory(env.kc)).toEqual(['kube-system_one__ConfigMap', 'kube-system_three__ConfigMap'])
+  })
+
+  it('apply-config with --insecure is refused once the node is configured', async () => {
+    await expect(applyConfig({node: CONTROL_PLANE_IP, file: env.cluster.controlPlaneConfig, insecure: true})).rejects.toThrow(
+      /127\.0\.0\.11.*certificate required/,
+    )
+  })
+})
