@@ -5,7 +5,12 @@
 // Flags differ by major version and we never pass one the detected helm lacks:
 //   rollback on failure   Helm 3: --atomic            Helm 4: --rollback-on-failure
 //   wait for readiness    Helm 3: --wait (bool)       Helm 4: --wait=watcher (kstatus)
-//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts when asked
+//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts on upgrade only
+// On install (the adoption) Helm 4 reports any field whose value differs from what Talos
+// created as a conflict with manager "talos"; we keep that refusal: it means the release
+// render is not the bootstrap render and adopting would change the running CNI. After the
+// adoption Talos still co-owns every field, so each later upgrade must force (observed on
+// the harness with helm 4.1.4: without it the first changed value is a conflict).
 // Values always go in as JSON on stdin (`--values -`), never re-serialised as YAML.
 import {createHash} from 'node:crypto'
 import {mkdtempSync, rmSync, symlinkSync} from 'node:fs'
@@ -83,10 +88,12 @@ export class HelmReleaseError extends IchorError {
 const linked = new Map<string, string>()
 
 /**
- * The path to run helm by. Helm 4 names its server-side-apply field manager after the
- * binary it was invoked as, so a helm at `/opt/helm-4.1.4` would own Cilium's fields as
- * "helm-4.1.4" and the next run through another path would conflict with it. A binary
- * with another basename is therefore called through a symlink named `helm` (made once).
+ * The path to run helm by. Helm's kube client names its field manager after the invoked
+ * binary (filepath.Base(os.Args[0])) unless the program sets kube.ManagedFieldsManager.
+ * The official CLI sets it to "helm" (seen with 4.1.4: a renamed binary still applies as
+ * "helm"), but a repackaged build may not, and then `/opt/helm-4.1.4` would own Cilium's
+ * fields as "helm-4.1.4" and conflict with every other run. So a binary with another
+ * basename is called through a symlink named `helm` (made once per process).
  */
 export function helmInvocationPath(path: string): string {
   if (basename(path) === 'helm') return path
