@@ -1,0 +1,247 @@
+// The harness itself, on the real kube-apiserver + etcd and the real helm binary.
+// Simulated here: workload readiness (readiness simulator), since no kubelet runs.
+import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, VersionApi, type KubeConfig} from '@kubernetes/client-node'
+import {execFile} from 'node:child_process'
+import {existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {envtestBinDir, startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {createNamespace, dumpObjects, loadKubeConfig, uniqueName, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
+import {startReadinessSimulator, type ReadinessSimulator} from '../harness/readiness-simulator.js'
+
+const run = promisify(execFile)
+
+function helmBinary(): string {
+  const helm = process.env.ICHOR_HELM
+  if (!helm || !existsSync(helm)) throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: run node scripts/ensure-helm.mjs`)
+  return helm
+}
+
+function portIsClosed(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({host: '127.0.0.1', port})
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(false)
+    })
+    socket.once('error', () => resolve(true))
+  })
+}
+
+function helmEnv(dir: string): NodeJS.ProcessEnv {
+  return {...process.env, HELM_CACHE_HOME: join(dir, 'helm-cache'), HELM_CONFIG_HOME: join(dir, 'helm-config'), HELM_DATA_HOME: join(dir, 'helm-data')}
+}
+
+function writeTinyChart(dir: string): string {
+  const chart = join(dir, 'tiny')
+  mkdirSync(join(chart, 'templates'), {recursive: true})
+  writeFileSync(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: tiny\nversion: 0.1.0\n')
+  const podSpec = `
+    metadata:
+      labels: {app: tiny}
+    spec:
+      containers:
+        - name: main
+          image: registry.invalid/never-pulled:1`
+  writeFileSync(
+    join(chart, 'templates', 'workloads.yaml'),
+    `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tiny
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: tiny}
+  template:${podSpec}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: tiny-agent
+spec:
+  selector:
+    matchLabels: {app: tiny}
+  template:${podSpec}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tiny-config
+data:
+  release: {{ .Release.Name | quote }}
+`,
+  )
+  return chart
+}
+
+describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', () => {
+  let cp: ControlPlane
+  let kc: KubeConfig
+  let sim: ReadinessSimulator
+  let ns: string
+  const scratch = mkdtempSync(join(tmpdir(), 'ichor-harness-test-'))
+
+  beforeAll(async () => {
+    cp = await startControlPlane()
+    console.log(`control plane ready in ${cp.startMs} ms at ${cp.server}`)
+    kc = loadKubeConfig(cp.kubeconfigPath)
+    ns = await createNamespace(kc, uniqueName('harness'), {defaultServiceAccount: true})
+    // Only `ns` is simulated, so another namespace shows what happens without it.
+    sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 2, namespaces: [ns]})
+  })
+
+  afterAll(async () => {
+    await sim?.stop()
+    await cp?.stop()
+    rmSync(scratch, {recursive: true, force: true})
+  })
+
+  it('fails loudly, naming the build command, when the binaries are missing', async () => {
+    await expect(envtestBinDir(join(scratch, 'nothing-here'))).rejects.toThrow(/scripts\/build-envtest\.sh/)
+  })
+
+  it('serves a verified TLS endpoint as an admin in system:masters, reporting the pinned version', async () => {
+    // build-envtest.sh stamps the version; charts' kubeVersion checks depend on it.
+    const version = await kc.makeApiClient(VersionApi).getCode()
+    expect(version.gitVersion).toMatch(/^v1\.36\.\d+$/)
+    // The kubeconfig carries the CA, not insecure-skip-tls-verify.
+    expect(cp.kubeconfig).toContain('certificate-authority-data')
+    expect(cp.kubeconfig).not.toContain('insecure-skip-tls-verify')
+    const res = await fetch(`${cp.server}/version`).catch((err: Error) => err)
+    expect(res).toBeInstanceOf(Error) // no CA given to fetch: the serving cert is not publicly trusted
+    const {stdout} = await run(helmBinary(), ['version', '--short'])
+    expect(stdout).toMatch(/^v\d+\./)
+  })
+
+  it('has created a namespace, issues service-account tokens and establishes a CRD', async () => {
+    const core = kc.makeApiClient(CoreV1Api)
+    // TokenRequest proves the --service-account-* flags (issuer and signing key) work.
+    const tr = await core.createNamespacedServiceAccountToken({name: 'default', namespace: ns, body: {spec: {audiences: []}}})
+    expect(tr.status?.token?.split('.')).toHaveLength(3)
+
+    const ext = kc.makeApiClient(ApiextensionsV1Api)
+    await ext.createCustomResourceDefinition({
+      body: {
+        metadata: {name: 'widgets.harness.ichor.test'},
+        spec: {
+          group: 'harness.ichor.test',
+          names: {kind: 'Widget', plural: 'widgets', singular: 'widget'},
+          scope: 'Namespaced',
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: {openAPIV3Schema: {type: 'object', properties: {spec: {type: 'object', properties: {size: {type: 'integer'}}}}}},
+            },
+          ],
+        },
+      },
+    })
+    await waitForCrdEstablished(kc, 'widgets.harness.ichor.test')
+    const custom = kc.makeApiClient(CustomObjectsApi)
+    // The new API may take a moment to be served after Established.
+    await waitUntil('Widget creatable', () =>
+      custom
+        .createNamespacedCustomObject({
+          group: 'harness.ichor.test',
+          version: 'v1',
+          namespace: ns,
+          plural: 'widgets',
+          body: {apiVersion: 'harness.ichor.test/v1', kind: 'Widget', metadata: {name: 'w'}, spec: {size: 3}},
+        })
+        .then(() => true),
+    )
+    const dump = await dumpObjects(kc, [{apiVersion: 'harness.ichor.test/v1', kind: 'Widget'}], {namespace: ns})
+    expect(dump).toEqual([
+      {apiVersion: 'harness.ichor.test/v1', kind: 'Widget', metadata: {name: 'w', namespace: ns}, spec: {size: 3}},
+    ])
+  })
+
+  it('the readiness simulator rolls out a Deployment, a StatefulSet and a DaemonSet on 2 nodes', async () => {
+    const apps = kc.makeApiClient(AppsV1Api)
+    const template = {
+      metadata: {labels: {app: 'demo'}},
+      spec: {containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]},
+    }
+    const selector = {matchLabels: {app: 'demo'}}
+    await apps.createNamespacedDeployment({namespace: ns, body: {metadata: {name: 'demo'}, spec: {replicas: 3, selector, template}}})
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {metadata: {name: 'demo-db'}, spec: {replicas: 2, serviceName: 'demo-db', selector, template}},
+    })
+    await apps.createNamespacedDaemonSet({namespace: ns, body: {metadata: {name: 'demo-agent'}, spec: {selector, template}}})
+
+    const d = await waitUntil('Deployment demo rolled out', async () => {
+      const d = await apps.readNamespacedDeploymentStatus({name: 'demo', namespace: ns})
+      return d.status?.observedGeneration === d.metadata?.generation && d.status?.readyReplicas === 3 ? d : undefined
+    })
+    expect(d.status?.conditions?.find((c) => c.type === 'Available')?.status).toBe('True')
+    expect(d.status?.updatedReplicas).toBe(3)
+    const s = await waitUntil('StatefulSet demo-db rolled out', async () => {
+      const s = await apps.readNamespacedStatefulSetStatus({name: 'demo-db', namespace: ns})
+      return s.status?.readyReplicas === 2 ? s : undefined
+    })
+    expect(s.status?.currentRevision).toBe(s.status?.updateRevision)
+    const ds = await waitUntil('DaemonSet demo-agent ready', async () => {
+      const ds = await apps.readNamespacedDaemonSetStatus({name: 'demo-agent', namespace: ns})
+      return ds.status?.numberReady === 2 ? ds : undefined
+    })
+    expect(ds.status).toMatchObject({desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2})
+
+    // A spec change bumps the generation; the simulator follows it like a finished rollout.
+    const cur = await apps.readNamespacedDeployment({name: 'demo', namespace: ns})
+    await apps.replaceNamespacedDeployment({name: 'demo', namespace: ns, body: {...cur, spec: {...cur.spec!, replicas: 5}}})
+    await waitUntil('Deployment demo scaled to 5', async () => {
+      const d = await apps.readNamespacedDeploymentStatus({name: 'demo', namespace: ns})
+      return d.status?.observedGeneration === d.metadata?.generation && d.status?.availableReplicas === 5
+    })
+  })
+
+  it('without the readiness simulator, helm install --wait times out (the wait is real)', async () => {
+    const other = await createNamespace(kc, uniqueName('unsimulated'))
+    const chart = writeTinyChart(scratch)
+    const common = ['--kubeconfig', cp.kubeconfigPath, '--namespace', other]
+    const failed = await run(helmBinary(), ['install', 'tiny', chart, ...common, '--wait', '--timeout', '3s'], {env: helmEnv(scratch)}).catch(
+      (err: Error & {stderr?: string}) => err,
+    )
+    expect(failed).toBeInstanceOf(Error)
+    expect((failed as {stderr?: string}).stderr).toMatch(/context deadline exceeded|timed out|timeout/i)
+    const {stdout} = await run(helmBinary(), ['status', 'tiny', ...common, '-o', 'json'], {env: helmEnv(scratch)})
+    expect((JSON.parse(stdout) as {info: {status: string}}).info.status).toBe('failed')
+  })
+
+  it('helm install --wait of a chart with a Deployment and a DaemonSet finishes and reports deployed', async () => {
+    const helm = helmBinary()
+    const chart = writeTinyChart(scratch)
+    const env = helmEnv(scratch)
+    const common = ['--kubeconfig', cp.kubeconfigPath, '--namespace', ns]
+    const t0 = Date.now()
+    await run(helm, ['install', 'tiny', chart, ...common, '--wait', '--timeout', '60s'], {env})
+    const waited = Date.now() - t0
+    const {stdout} = await run(helm, ['status', 'tiny', ...common, '-o', 'json'], {env})
+    const status = JSON.parse(stdout) as {info: {status: string}; version: number}
+    expect(status.info.status).toBe('deployed')
+    expect(status.version).toBe(1)
+    expect(waited).toBeLessThan(30_000)
+    const apps = kc.makeApiClient(AppsV1Api)
+    const ds = await apps.readNamespacedDaemonSet({name: 'tiny-agent', namespace: ns})
+    expect(ds.status?.numberReady).toBe(2)
+    expect(sim.marked).toEqual(expect.arrayContaining([`Deployment/${ns}/tiny@1`, `DaemonSet/${ns}/tiny-agent@1`]))
+  })
+
+  it('stop() kills etcd and kube-apiserver and closes their ports', async () => {
+    await sim.stop()
+    const {apiServer, etcdClient, etcdPeer} = cp.ports
+    expect(await portIsClosed(apiServer)).toBe(false)
+    await cp.stop()
+    expect(await portIsClosed(apiServer)).toBe(true)
+    expect(await portIsClosed(etcdClient)).toBe(true)
+    expect(await portIsClosed(etcdPeer)).toBe(true)
+    expect(existsSync(cp.kubeconfigPath)).toBe(false)
+  })
+})

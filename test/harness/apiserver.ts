@@ -1,0 +1,300 @@
+// A real Kubernetes control plane for the e2e tests: etcd and kube-apiserver built from
+// Go modules by scripts/build-envtest.sh (as controller-runtime's envtest does), on
+// loopback ports, with throwaway state. What it does NOT run: kube-controller-manager,
+// scheduler and kubelets. So a new namespace gets no ServiceAccount `default` and no
+// kube-root-ca.crt ConfigMap, nothing garbage-collects owned objects, a deleted namespace
+// stays Terminating, and no Pod ever runs. Workload readiness comes from the readiness
+// simulator (readiness-simulator.ts).
+import {spawn, type ChildProcess} from 'node:child_process'
+import {generateKeyPairSync, randomBytes} from 'node:crypto'
+import {createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {request} from 'node:https'
+import {createServer} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {stringify} from 'yaml'
+
+const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
+const BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'build-envtest.sh')
+const BUILD_HINT = `build them with: scripts/build-envtest.sh (or point ICHOR_ENVTEST_DIR at a directory holding kube-apiserver and etcd)`
+
+export interface ControlPlaneOptions {
+  /** Directory with `kube-apiserver` and `etcd`; default ICHOR_ENVTEST_DIR, else scripts/build-envtest.sh. */
+  binDir?: string
+  /** Extra kube-apiserver flags, e.g. `--disable-admission-plugins=ServiceAccount`. */
+  apiServerArgs?: string[]
+  /** How long to wait for /readyz (default 60 s). */
+  startTimeoutMs?: number
+}
+
+export interface ControlPlane {
+  /** Kubeconfig file (context `envtest`, user `admin` in system:masters). */
+  kubeconfigPath: string
+  /** The same kubeconfig, as YAML text. */
+  kubeconfig: string
+  /** https://127.0.0.1:<port> */
+  server: string
+  /** Bearer token of the admin user. */
+  token: string
+  /** PEM of the CA that signed the serving certificate (also in the kubeconfig). */
+  caPem: string
+  /** The loopback ports in use (apiserver, etcd client, etcd peer), so tests can check they close. */
+  ports: {apiServer: number; etcdClient: number; etcdPeer: number}
+  /** Milliseconds from the call to /readyz answering ok. */
+  startMs: number
+  /** Kills both processes and removes every temp file. Safe to call twice. */
+  stop(): Promise<void>
+}
+
+let located: string | undefined
+
+/** The directory holding the envtest binaries; builds them when missing (slow the first time). */
+export async function envtestBinDir(explicit?: string): Promise<string> {
+  const fromEnv = explicit ?? process.env.ICHOR_ENVTEST_DIR
+  if (fromEnv) {
+    assertBinaries(fromEnv)
+    return fromEnv
+  }
+  if (located) return located
+  const dir = await runBuildScript()
+  assertBinaries(dir)
+  located = dir
+  return dir
+}
+
+function assertBinaries(dir: string): void {
+  for (const bin of ['kube-apiserver', 'etcd']) {
+    if (!existsSync(join(dir, bin))) throw new Error(`envtest: ${join(dir, bin)} is missing; ${BUILD_HINT}`)
+  }
+}
+
+function runBuildScript(): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    // stderr is passed through: a cold build takes minutes and says so.
+    const child = spawn('bash', [BUILD_SCRIPT], {stdio: ['ignore', 'pipe', 'inherit']})
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    child.on('error', (err) => reject(new Error(`envtest: cannot run ${BUILD_SCRIPT}: ${err.message}`)))
+    child.on('exit', (code) => {
+      const dir = out.trim().split('\n').pop() ?? ''
+      if (code === 0 && dir) resolvePromise(dir)
+      else reject(new Error(`envtest: scripts/build-envtest.sh failed (exit ${code}); kube-apiserver and etcd are required. ${BUILD_HINT}`))
+    })
+  })
+}
+
+/** A free loopback TCP port (the kernel picks it; closed again before use). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const srv = createServer()
+    srv.unref()
+    srv.on('error', reject)
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address()
+      srv.close(() => (typeof addr === 'object' && addr ? resolvePromise(addr.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+// Children still running when the test process exits are killed, so a crashed test
+// file never leaves an apiserver behind holding ports.
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+
+interface Proc {
+  child: ChildProcess
+  logPath: string
+  exited: Promise<number | null>
+}
+
+function startProcess(bin: string, args: string[], logPath: string): Proc {
+  const log = createWriteStream(logPath)
+  const child = spawn(bin, args, {stdio: ['ignore', 'pipe', 'pipe']})
+  child.stdout?.pipe(log)
+  child.stderr?.pipe(log)
+  running.add(child)
+  const exited = new Promise<number | null>((resolvePromise) => {
+    child.on('exit', (code) => {
+      running.delete(child)
+      resolvePromise(code)
+    })
+    child.on('error', () => {
+      running.delete(child)
+      resolvePromise(-1)
+    })
+  })
+  return {child, logPath, exited}
+}
+
+async function stopProcess(proc: Proc): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return
+  // The state is thrown away, so there is nothing to shut down gracefully for.
+  proc.child.kill('SIGKILL')
+  await proc.exited
+}
+
+function logTail(path: string, lines = 30): string {
+  try {
+    return readFileSync(path, 'utf8').trimEnd().split('\n').slice(-lines).join('\n')
+  } catch {
+    return '(no log)'
+  }
+}
+
+/** GET over TLS without verifying the server (used only before the CA is known). */
+function probe(url: string, token: string, ca?: string): Promise<{status: number; body: string}> {
+  return new Promise((resolvePromise, reject) => {
+    const req = request(
+      url,
+      {headers: {Authorization: `Bearer ${token}`}, ca, rejectUnauthorized: Boolean(ca), timeout: 2000},
+      (res) => {
+        let body = ''
+        res.on('data', (c: Buffer) => (body += c.toString()))
+        res.on('end', () => resolvePromise({status: res.statusCode ?? 0, body}))
+      },
+    )
+    req.on('timeout', () => req.destroy(new Error('timeout')))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+async function waitFor(what: string, proc: Proc, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let exited = false
+  void proc.exited.then(() => (exited = true))
+  for (;;) {
+    if (exited) throw new Error(`envtest: ${what} exited before it was ready:\n${logTail(proc.logPath)}`)
+    if (await check().catch(() => false)) return
+    if (Date.now() > deadline) throw new Error(`envtest: ${what} not ready after ${timeoutMs} ms:\n${logTail(proc.logPath)}`)
+    await sleep(50)
+  }
+}
+
+/** Starts etcd and kube-apiserver on loopback and waits until /readyz answers ok. */
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const t0 = Date.now()
+  const binDir = await envtestBinDir(opts.binDir)
+  const timeoutMs = opts.startTimeoutMs ?? 60_000
+  const dir = mkdtempSync(join(tmpdir(), 'ichor-envtest-'))
+  const procs: Proc[] = []
+  let stopped = false
+  const stop = async (): Promise<void> => {
+    if (stopped) return
+    stopped = true
+    // apiserver first, so it does not log a storm of etcd errors.
+    for (const p of [...procs].reverse()) await stopProcess(p)
+    rmSync(dir, {recursive: true, force: true})
+  }
+
+  try {
+    const [etcdClient, etcdPeer, apiServer] = await distinctFreePorts(3)
+    const etcdUrl = `http://127.0.0.1:${etcdClient}`
+    const peerUrl = `http://127.0.0.1:${etcdPeer}`
+    const etcd = startProcess(
+      join(binDir, 'etcd'),
+      [
+        '--name=envtest',
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=envtest=${peerUrl}`,
+        // Throwaway data: skip fsync, which dominates etcd latency on shared disks.
+        '--unsafe-no-fsync=true',
+        '--log-level=warn',
+      ],
+      join(dir, 'etcd.log'),
+    )
+    procs.push(etcd)
+
+    // Credentials: a static admin token and the service-account signing key.
+    const token = randomBytes(24).toString('hex')
+    writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, {mode: 0o600})
+    const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
+    writeFileSync(join(dir, 'sa.key'), privateKey.export({type: 'pkcs1', format: 'pem'}), {mode: 0o600})
+    writeFileSync(join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
+
+    // The apiserver starts beside etcd and retries until etcd answers; waiting for etcd
+    // first would only add latency.
+    const certDir = join(dir, 'certs')
+    const apiserver = startProcess(
+      join(binDir, 'kube-apiserver'),
+      [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiServer}`,
+        // It generates a self-signed serving cert (and its CA) into this directory.
+        `--cert-dir=${certDir}`,
+        `--token-auth-file=${join(dir, 'tokens.csv')}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        '--allow-privileged=true',
+        '--profiling=false',
+        ...(opts.apiServerArgs ?? []),
+      ],
+      join(dir, 'kube-apiserver.log'),
+    )
+    procs.push(apiserver)
+
+    const server = `https://127.0.0.1:${apiServer}`
+    await waitFor('kube-apiserver', apiserver, timeoutMs, async () => {
+      const res = await probe(`${server}/readyz`, token)
+      return res.status === 200 && res.body.trim() === 'ok'
+    })
+
+    // The generated file holds the serving cert followed by the CA that signed it.
+    const caPem = lastPemCertificate(readFileSync(join(certDir, 'apiserver.crt'), 'utf8'))
+    const kubeconfig = stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{name: 'envtest', cluster: {server, 'certificate-authority-data': Buffer.from(caPem).toString('base64')}}],
+      users: [{name: 'admin', user: {token}}],
+      contexts: [{name: 'envtest', context: {cluster: 'envtest', user: 'admin'}}],
+      'current-context': 'envtest',
+    })
+    const kubeconfigPath = join(dir, 'kubeconfig')
+    writeFileSync(kubeconfigPath, kubeconfig, {mode: 0o600})
+    // Verifying TLS with the CA proves the kubeconfig is usable as written.
+    const verified = await probe(`${server}/version`, token, caPem)
+    if (verified.status !== 200) throw new Error(`envtest: /version answered ${verified.status}: ${verified.body}`)
+
+    return {
+      kubeconfigPath,
+      kubeconfig,
+      server,
+      token,
+      caPem,
+      ports: {apiServer, etcdClient, etcdPeer},
+      startMs: Date.now() - t0,
+      stop,
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+}
+
+async function distinctFreePorts(n: 3): Promise<[number, number, number]> {
+  const ports = new Set<number>()
+  while (ports.size < n) ports.add(await freePort())
+  return [...ports] as [number, number, number]
+}
+
+function lastPemCertificate(bundle: string): string {
+  const certs = bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
+  if (!certs?.length) throw new Error('envtest: no certificate in the generated apiserver.crt')
+  return `${certs[certs.length - 1]}\n`
+}

@@ -1,0 +1,165 @@
+// Readiness simulator: the harness has no kubelets and no workload controllers, so
+// nothing would ever mark a Deployment, StatefulSet or DaemonSet rolled out. This
+// polls them and writes, through the status subresource, the status the real
+// controllers would report once every pod is ready on `nodes` nodes. That is enough
+// for kstatus (helm 4 `--wait`), helm 3's legacy waiter and `kubectl rollout status`.
+// It says nothing about whether the pods would actually run.
+import {AppsV1Api, KubeConfig, type V1DaemonSet, type V1Deployment, type V1StatefulSet} from '@kubernetes/client-node'
+import {isDeepStrictEqual} from 'node:util'
+
+export interface ReadinessSimulatorOptions {
+  kubeconfigPath: string
+  /** Node count: each DaemonSet is reported as scheduled and ready on this many nodes. */
+  nodes: number
+  /** Namespaces to watch; all when absent. */
+  namespaces?: string[]
+  /** Poll interval (default 200 ms). */
+  intervalMs?: number
+}
+
+export interface ReadinessSimulator {
+  /** Stops polling and waits for an in-flight round to finish. */
+  stop(): Promise<void>
+  /** Runs one round now (tests use it to avoid waiting for the timer). */
+  tick(): Promise<void>
+  /** Objects marked ready so far, as `Kind/namespace/name@generation`. */
+  readonly marked: string[]
+}
+
+const FIXED_TIME = new Date(0)
+
+export function startReadinessSimulator(opts: ReadinessSimulatorOptions): ReadinessSimulator {
+  const kc = new KubeConfig()
+  kc.loadFromFile(opts.kubeconfigPath)
+  const apps = kc.makeApiClient(AppsV1Api)
+  const marked: string[] = []
+  let stopped = false
+  let inFlight: Promise<void> = Promise.resolve()
+
+  const round = async (): Promise<void> => {
+    for (const ns of opts.namespaces ?? [undefined]) {
+      const [deployments, statefulSets, daemonSets] = await Promise.all([
+        ns ? apps.listNamespacedDeployment({namespace: ns}) : apps.listDeploymentForAllNamespaces(),
+        ns ? apps.listNamespacedStatefulSet({namespace: ns}) : apps.listStatefulSetForAllNamespaces(),
+        ns ? apps.listNamespacedDaemonSet({namespace: ns}) : apps.listDaemonSetForAllNamespaces(),
+      ])
+      for (const d of deployments.items) {
+        await markReady('Deployment', d, deploymentStatus(d), (body) =>
+          apps.replaceNamespacedDeploymentStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
+        )
+      }
+      for (const s of statefulSets.items) {
+        await markReady('StatefulSet', s, statefulSetStatus(s), (body) =>
+          apps.replaceNamespacedStatefulSetStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
+        )
+      }
+      for (const d of daemonSets.items) {
+        await markReady('DaemonSet', d, daemonSetStatus(d, opts.nodes), (body) =>
+          apps.replaceNamespacedDaemonSetStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
+        )
+      }
+    }
+  }
+
+  async function markReady<T extends V1Deployment | V1StatefulSet | V1DaemonSet>(
+    kind: string,
+    obj: T,
+    status: NonNullable<T['status']>,
+    replace: (body: T) => Promise<unknown>,
+  ): Promise<void> {
+    if (isDeepStrictEqual(normalize(obj.status), normalize(status))) return
+    try {
+      await replace({...obj, status})
+      const m = obj.metadata!
+      marked.push(`${kind}/${m.namespace}/${m.name}@${m.generation}`)
+    } catch (err) {
+      // A conflict (the object changed meanwhile) or a deletion: the next round sees the new state.
+      if (!isTransient(err)) throw err
+    }
+  }
+
+  const tick = (): Promise<void> => {
+    inFlight = inFlight.then(round, round)
+    return inFlight
+  }
+
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      try {
+        await tick()
+      } catch (err) {
+        // The apiserver may be stopping under us at the end of a test; keep quiet then.
+        if (!stopped) console.error(`readiness simulator: ${(err as Error).message}`)
+      }
+      await new Promise((r) => setTimeout(r, opts.intervalMs ?? 200))
+    }
+  }
+  const looping = loop()
+
+  return {
+    marked,
+    tick,
+    async stop() {
+      stopped = true
+      await looping
+    },
+  }
+}
+
+function deploymentStatus(d: V1Deployment): NonNullable<V1Deployment['status']> {
+  const replicas = d.spec?.replicas ?? 1
+  return {
+    observedGeneration: d.metadata?.generation,
+    replicas,
+    updatedReplicas: replicas,
+    readyReplicas: replicas,
+    availableReplicas: replicas,
+    // kstatus requires Progressing=True/NewReplicaSetAvailable as well as Available=True.
+    conditions: [
+      condition('Available', 'MinimumReplicasAvailable', 'Deployment has minimum availability.'),
+      condition('Progressing', 'NewReplicaSetAvailable', 'ReplicaSet has successfully progressed.'),
+    ],
+  }
+}
+
+function statefulSetStatus(s: V1StatefulSet): NonNullable<V1StatefulSet['status']> {
+  const replicas = s.spec?.replicas ?? 1
+  // Rollout waits compare the two revisions; equal means the update finished.
+  const revision = `${s.metadata?.name}-simulated-${s.metadata?.generation}`
+  return {
+    observedGeneration: s.metadata?.generation,
+    replicas,
+    readyReplicas: replicas,
+    currentReplicas: replicas,
+    updatedReplicas: replicas,
+    availableReplicas: replicas,
+    currentRevision: revision,
+    updateRevision: revision,
+  }
+}
+
+function daemonSetStatus(d: V1DaemonSet, nodes: number): NonNullable<V1DaemonSet['status']> {
+  return {
+    observedGeneration: d.metadata?.generation,
+    desiredNumberScheduled: nodes,
+    currentNumberScheduled: nodes,
+    updatedNumberScheduled: nodes,
+    numberReady: nodes,
+    numberAvailable: nodes,
+    numberMisscheduled: 0,
+  }
+}
+
+function condition(type: string, reason: string, message: string) {
+  return {type, status: 'True', reason, message, lastTransitionTime: FIXED_TIME, lastUpdateTime: FIXED_TIME}
+}
+
+// Compares what matters, ignoring how the client deserialized dates and absent zeros.
+function normalize(status: unknown): unknown {
+  return JSON.parse(JSON.stringify(status ?? {}), (_k, v: unknown) => (v === 0 || v === null ? undefined : v))
+}
+
+function isTransient(err: unknown): boolean {
+  const code = (err as {code?: number}).code
+  return code === 409 || code === 404
+}
