@@ -13,7 +13,6 @@ mod="$root/test/envtest"
 
 fail() { echo "build-envtest: $*" >&2; exit 1; }
 
-command -v go >/dev/null 2>&1 || fail "Go is not installed (need go >= 1.26 on PATH)"
 [[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
 
 # The versions come from go.mod, so the cache key follows the pinned modules.
@@ -39,6 +38,7 @@ if have_all && [[ -z "${ICHOR_ENVTEST_FORCE:-}" ]]; then
   exit 0
 fi
 
+command -v go >/dev/null 2>&1 || fail "Go is not installed: need go >= 1.26 on PATH to build $out"
 cd "$mod"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false"
 # nice: the first build takes many minutes on small machines; keep the rest usable.

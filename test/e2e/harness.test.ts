@@ -1,7 +1,7 @@
 // The harness itself, on the real kube-apiserver + etcd and the real helm binary.
 // Simulated here: workload readiness (readiness simulator), since no kubelet runs.
 import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, VersionApi, type KubeConfig} from '@kubernetes/client-node'
-import {execFile} from 'node:child_process'
+import {execFile, spawn} from 'node:child_process'
 import {existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -232,6 +232,29 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     const ds = await apps.readNamespacedDaemonSet({name: 'tiny-agent', namespace: ns})
     expect(ds.status?.numberReady).toBe(2)
     expect(sim.marked).toEqual(expect.arrayContaining([`Deployment/${ns}/tiny@1`, `DaemonSet/${ns}/tiny-agent@1`]))
+  })
+
+  it('a test process killed with SIGKILL leaves no etcd, kube-apiserver or temp dir behind', async () => {
+    const script = join(scratch, 'orphan.mts')
+    writeFileSync(
+      script,
+      `import {startControlPlane} from ${JSON.stringify(new URL('../harness/apiserver.ts', import.meta.url).href)}
+const cp = await startControlPlane()
+console.log(JSON.stringify({...cp.ports, kubeconfigPath: cp.kubeconfigPath}))
+setInterval(() => {}, 1000)
+`,
+    )
+    const child = spawn(process.execPath, ['--import', 'tsx', script], {stdio: ['ignore', 'pipe', 'inherit']})
+    const {kubeconfigPath, ...ports} = await new Promise<ControlPlane['ports'] & {kubeconfigPath: string}>((resolve, reject) => {
+      child.stdout.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()) as ControlPlane['ports'] & {kubeconfigPath: string}))
+      child.once('exit', (code) => reject(new Error(`orphan script exited early (${code})`)))
+    })
+    expect(await portIsClosed(ports.apiServer)).toBe(false)
+    child.kill('SIGKILL')
+    await waitUntil('the orphaned control plane to die', async () => {
+      const closed = await Promise.all(Object.values(ports).map(portIsClosed))
+      return closed.every(Boolean) && !existsSync(kubeconfigPath)
+    }, {timeoutMs: 10_000})
   })
 
   it('stop() kills etcd and kube-apiserver and closes their ports', async () => {

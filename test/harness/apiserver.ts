@@ -97,12 +97,18 @@ export function freePort(): Promise<number> {
   })
 }
 
-// Children still running when the test process exits are killed, so a crashed test
-// file never leaves an apiserver behind holding ports.
-const running = new Set<ChildProcess>()
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL')
-})
+// Each binary runs under a small bash watchdog that holds a pipe from this process:
+// when the pipe closes (stop(), or this process dying in any way, even SIGKILL), the
+// watchdog SIGKILLs the binary and removes the temp dir. So a crashed or killed test
+// run never leaves an apiserver behind holding ports, memory and disk.
+const WATCHDOG = `exec 3<&0
+"$@" </dev/null &
+pid=$!
+{ read -r _ <&3; kill -9 "$pid" 2>/dev/null; rm -rf "$ENVTEST_TMP"; } &
+watch=$!
+wait "$pid"; rc=$?
+kill "$watch" 2>/dev/null
+exit $rc`
 
 interface Proc {
   child: ChildProcess
@@ -110,30 +116,32 @@ interface Proc {
   exited: Promise<number | null>
 }
 
-function startProcess(bin: string, args: string[], logPath: string): Proc {
+function startProcess(bin: string, args: string[], tmp: string, logName: string): Proc {
+  const logPath = join(tmp, logName)
   const log = createWriteStream(logPath)
-  const child = spawn(bin, args, {stdio: ['ignore', 'pipe', 'pipe']})
+  const child = spawn('bash', ['-c', WATCHDOG, 'watchdog', bin, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: {...process.env, ENVTEST_TMP: tmp},
+  })
   child.stdout?.pipe(log)
   child.stderr?.pipe(log)
-  running.add(child)
   const exited = new Promise<number | null>((resolvePromise) => {
-    child.on('exit', (code) => {
-      running.delete(child)
-      resolvePromise(code)
-    })
-    child.on('error', () => {
-      running.delete(child)
-      resolvePromise(-1)
-    })
+    child.on('exit', (code) => resolvePromise(code))
+    child.on('error', () => resolvePromise(-1))
   })
   return {child, logPath, exited}
 }
 
 async function stopProcess(proc: Proc): Promise<void> {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return
-  // The state is thrown away, so there is nothing to shut down gracefully for.
-  proc.child.kill('SIGKILL')
-  await proc.exited
+  // Closing the pipe makes the watchdog SIGKILL the binary (the state is thrown away,
+  // so there is nothing to shut down gracefully); the watchdog exits once it is gone.
+  proc.child.stdin?.end()
+  const killed = await Promise.race([proc.exited.then(() => true), sleep(5000).then(() => false)])
+  if (!killed) {
+    proc.child.kill('SIGKILL')
+    await proc.exited
+  }
 }
 
 function logTail(path: string, lines = 30): string {
@@ -212,7 +220,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         '--unsafe-no-fsync=true',
         '--log-level=warn',
       ],
-      join(dir, 'etcd.log'),
+      dir,
+      'etcd.log',
     )
     procs.push(etcd)
 
@@ -245,7 +254,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         '--profiling=false',
         ...(opts.apiServerArgs ?? []),
       ],
-      join(dir, 'kube-apiserver.log'),
+      dir,
+      'kube-apiserver.log',
     )
     procs.push(apiserver)
 
