@@ -1,7 +1,7 @@
 // Builds the real kube-apiserver and etcd for the test harness (scripts/build-envtest.sh).
 // k8s.io/kubernetes points its staging modules at v0.0.0 with local replaces, so every
 // staging module it requires at v0.0.0 is replaced here by its published v0.36.x twin.
-module github.com/ichor/envtest
+module ichor.test/envtest
 
 go 1.26.0
 
