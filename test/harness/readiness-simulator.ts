@@ -4,7 +4,7 @@
 // controllers would report once every pod is ready on `nodes` nodes. That is enough
 // for kstatus (helm 4 `--wait`), helm 3's legacy waiter and `kubectl rollout status`.
 // It says nothing about whether the pods would actually run.
-import {AppsV1Api, KubeConfig, type V1DaemonSet, type V1Deployment, type V1StatefulSet} from '@kubernetes/client-node'
+import {AppsV1Api, BatchV1Api, KubeConfig, type V1DaemonSet, type V1Deployment, type V1Job, type V1StatefulSet} from '@kubernetes/client-node'
 import {isDeepStrictEqual} from 'node:util'
 
 export interface ReadinessSimulatorOptions {
@@ -32,6 +32,7 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
   const kc = new KubeConfig()
   kc.loadFromFile(opts.kubeconfigPath)
   const apps = kc.makeApiClient(AppsV1Api)
+  const batch = kc.makeApiClient(BatchV1Api)
   const marked: string[] = []
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
@@ -53,6 +54,12 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
           apps.replaceNamespacedStatefulSetStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
         )
       }
+      // Jobs (e.g. Cilium's hubble-generate-certs) run to completion, as the job controller would report.
+      const jobs = ns ? await batch.listNamespacedJob({namespace: ns}) : await batch.listJobForAllNamespaces()
+      for (const j of jobs.items) {
+        if (j.status?.conditions?.some((c) => c.type === 'Complete' && c.status === 'True')) continue
+        await markReady('Job', j, jobStatus(j), (body) => batch.replaceNamespacedJobStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}))
+      }
       for (const d of daemonSets.items) {
         await markReady('DaemonSet', d, daemonSetStatus(d, opts.nodes), (body) =>
           apps.replaceNamespacedDaemonSetStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
@@ -61,7 +68,7 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
     }
   }
 
-  async function markReady<T extends V1Deployment | V1StatefulSet | V1DaemonSet>(
+  async function markReady<T extends V1Deployment | V1StatefulSet | V1DaemonSet | V1Job>(
     kind: string,
     obj: T,
     status: NonNullable<T['status']>,
@@ -135,6 +142,25 @@ function statefulSetStatus(s: V1StatefulSet): NonNullable<V1StatefulSet['status'
     availableReplicas: replicas,
     currentRevision: revision,
     updateRevision: revision,
+  }
+}
+
+function jobStatus(j: V1Job): NonNullable<V1Job['status']> {
+  const completions = j.spec?.completions ?? 1
+  const time = j.metadata?.creationTimestamp ?? FIXED_TIME
+  // The apiserver requires SuccessCriteriaMet before Complete, and both times set.
+  return {
+    startTime: time,
+    completionTime: time,
+    succeeded: completions,
+    active: 0,
+    ready: 0,
+    terminating: 0,
+    uncountedTerminatedPods: {},
+    conditions: [
+      {type: 'SuccessCriteriaMet', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastTransitionTime: time, lastProbeTime: time},
+      {type: 'Complete', status: 'True', reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods', lastTransitionTime: time, lastProbeTime: time},
+    ],
   }
 }
 

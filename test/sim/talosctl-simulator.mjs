@@ -308,8 +308,26 @@ function withInventoryAnnotation(obj) {
   return obj
 }
 
+// Writes go through the real kubectl, not client-node: client-node re-serialises objects
+// through its typed models, which changes some fields (and would fake field conflicts
+// with what helm applies later). kubectl sends the object as given, like Talos does.
+function kubectl(args, obj) {
+  const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
+  const r = spawnSync(process.env.ICHOR_KUBECTL ?? 'kubectl', ['--kubeconfig', path, ...args, '-f', '-'], {input: JSON.stringify(obj), encoding: 'utf8'})
+  if (r.error) fail(`kubectl: ${r.error.message} (install the Debian package kubectl)`)
+  if (r.status !== 0) fail(`applying ${describe(obj)}: ${r.stderr.trim()}`)
+}
+
 async function serverSideApply(obj) {
-  await (await kube()).objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply)
+  kubectl(['apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`], obj)
+}
+
+async function createObject(obj) {
+  kubectl(['create', `--field-manager=${FIELD_MANAGER}`], obj)
+}
+
+async function replaceObject(obj) {
+  kubectl(['replace', `--field-manager=${FIELD_MANAGER}`], obj)
 }
 
 /** What the node's ManifestApplyController does with its control plane's inline manifests. */
@@ -319,7 +337,7 @@ async function nodeApplyManifests(node) {
     for (const obj of objects) {
       await normalizeScope(obj)
       if (await readLive(obj)) continue
-      await (await kube()).objects.create(obj, undefined, undefined, FIELD_MANAGER)
+      await createObject(obj)
       log(`created ${describe(obj)}`)
     }
     return
@@ -376,8 +394,8 @@ async function upgradeK8s(args) {
     // Legacy sync (Talos < 1.13 somewhere in the cluster): create or replace, never prune.
     for (const obj of objects) {
       const live = await readLive(obj)
-      if (!live) await (await kube()).objects.create(obj)
-      else await (await kube()).objects.replace({...obj, metadata: {...obj.metadata, resourceVersion: live.metadata.resourceVersion}})
+      if (!live) await createObject(obj)
+      else await replaceObject({...obj, metadata: {...obj.metadata, resourceVersion: live.metadata.resourceVersion}})
       log(` > apply manifest ${obj.kind} ${obj.metadata.name}`)
     }
     return

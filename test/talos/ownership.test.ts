@@ -124,3 +124,12 @@ describe('addHelmOwnership on the real Cilium 1.18.0 chart (real helm)', () => {
     expect(addHelmOwnership(rendered)).toBe(marked)
   })
 })
+
+describe('YAML 1.1 values keep their meaning', () => {
+  it('keeps an octal file mode as written (0400 is 256, not 400)', async () => {
+    const {parseAllDocuments} = await import('yaml')
+    const out = addHelmOwnership('apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\nspec:\n  defaultMode: 0400\n  readOnly: false\n')
+    expect(out).toMatch(/defaultMode: 0400/)
+    expect((parseAllDocuments(out, {version: '1.1'})[0]!.toJS() as {spec: {defaultMode: number}}).spec.defaultMode).toBe(256)
+  })
+})

@@ -121,7 +121,15 @@ export function installArgs(helm: Pick<HelmBinary, 'major'>, opts: InstallOption
   // No rollback on install: rolling back a failed adoption would uninstall the running
   // objects it adopted (the CNI itself). A failed install is left for a rerun to fix.
   if (opts.wait ?? true) args.push(helm.major >= 4 ? '--wait=watcher' : '--wait')
-  if (opts.takeOwnership) args.push('--take-ownership')
+  if (opts.takeOwnership) {
+    args.push('--take-ownership')
+    // Helm 4 applies server side. The objects it adopts were applied by their previous
+    // owner (Talos applies inline manifests with field manager "talos") with the same
+    // values, yet fields holding a zero value (readOnly: false, initialDelaySeconds: 0,
+    // {}) are dropped from the stored object and then compare as changed: without force
+    // the adoption fails on conflicts with "talos". Taking them over is the adoption.
+    if (helm.major >= 4) args.push('--force-conflicts')
+  }
   if (opts.createNamespace) args.push('--create-namespace')
   return [...args, ...targetArgs(opts)]
 }

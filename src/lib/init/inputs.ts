@@ -4,7 +4,7 @@ import {isIP} from 'node:net'
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
 import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
 import {
-  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, parseTalosVersion, requireSupportedTalosVersion,
+  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, parseTalosVersion, requireCompatibleKubernetesVersion, requireSupportedTalosVersion,
   type KubernetesVersion, type TalosVersion,
 } from '../talos/versions.js'
 
@@ -72,6 +72,7 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   }
   try {
     kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? DEFAULT_KUBERNETES_VERSION)
+    if (talosVersion) kubernetesVersion = requireCompatibleKubernetesVersion(talosVersion, kubernetesVersion)
   } catch (error) {
     issue('--kubernetes-version', stripFlag(error, '--kubernetes-version'))
   }

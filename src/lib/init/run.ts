@@ -72,6 +72,7 @@ export async function runInit(opts: InitRunOptions): Promise<InitRunResult> {
   ensureStateDir(opts.state)
   await checkNodesReachable(ctx)
   try {
+    if (!opts.dryRun && (await apiAnswers(ctx))) ctx.lease = await acquireLease(await kubeOf(ctx), {command: 'init'})
     const result = await runTasks(initTasks(), ctx, {output: opts.output, dryRun: opts.dryRun, stream: opts.stream})
     return {
       ...result,
@@ -339,11 +340,13 @@ function initTasks(): Task<Ctx>[] {
       async probe(ctx) {
         const record = await readReleaseRecord((await kubeOf(ctx)).config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
         if (!record) return WANT_RUN('no Helm release cilium yet')
-        if (record.status !== 'deployed') return WANT_RUN(`release cilium is ${record.status}`)
+        if (record.status !== 'deployed') return WANT_RUN(`release cilium is ${record.status} (revision ${record.revision})`)
         const same = valuesHash(record.config) === valuesHash(ctx.render.cilium.effective)
         return DONE(`release cilium revision ${record.revision} (chart ${record.chartVersion})${same ? '' : '; its values differ from these: use `ichor cni values set` to change them'}`)
       },
-      async run(ctx) {
+      async run(ctx, progress) {
+        const kube = await kubeOf(ctx)
+        if (await clearInterruptedAdoption(ctx, kube, progress)) return
         // No rollback on an adoption: rolling back an install would uninstall a running CNI.
         await helmInstall({
           release: CILIUM_RELEASE.name, namespace: CILIUM_RELEASE.namespace, chartPath: ctx.render.assets.cilium.path,
@@ -489,6 +492,35 @@ function initTasks(): Task<Ctx>[] {
       },
     },
   ]
+}
+
+/**
+ * A run killed during `helm install` leaves a record in pending-install (its helm process
+ * may still be finishing: give it the time to). A record still pending after that, or a
+ * failed one, describes an adoption that never completed; the objects it was adopting
+ * are the bootstrap's and keep running, so the record alone is removed and the
+ * adoption done again.
+ */
+async function clearInterruptedAdoption(ctx: Ctx, kube: Kube, progress: (m: string) => void): Promise<boolean> {
+  let record = await readReleaseRecord(kube.config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  if (!record) return false
+  if (record.status === 'deployed') return true
+  if (record.status.startsWith('pending')) {
+    progress(`release cilium is ${record.status}: waiting for the interrupted helm to finish`)
+    const deadline = Date.now() + Math.min(ctx.timeoutMs, 60_000)
+    while (Date.now() < deadline && record?.status.startsWith('pending')) {
+      await new Promise((r) => setTimeout(r, 1000))
+      record = await readReleaseRecord(kube.config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+    }
+    if (record?.status === 'deployed') return true
+  }
+  if (!record) return false
+  const list = await kube.core.listNamespacedSecret({namespace: CILIUM_RELEASE.namespace, labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
+  for (const s of list.items) {
+    if (s.metadata?.labels?.status !== 'deployed') await kube.core.deleteNamespacedSecret({namespace: CILIUM_RELEASE.namespace, name: s.metadata!.name!})
+  }
+  progress(`removed the record of an adoption that did not finish (${record.status})`)
+  return false
 }
 
 async function desiredStatus(ctx: Ctx): Promise<Record<string, unknown>> {

@@ -17,7 +17,8 @@ const STRINGIFY = {lineWidth: 0, minContentWidth: 0} as const
 
 export function addHelmOwnership(manifest: string, release = 'cilium', namespace = 'kube-system'): string {
   const out: string[] = []
-  parseAllDocuments(manifest).forEach((doc, index) => {
+  // YAML 1.1, as helm and Kubernetes read it: `0400` is octal and must be written back as `0400`.
+  parseAllDocuments(manifest, {version: '1.1'}).forEach((doc, index) => {
     if (doc.errors.length > 0) {
       throw new IchorError(`manifest document ${index + 1} is not valid YAML: ${doc.errors[0]!.message}`)
     }

@@ -1,0 +1,198 @@
+// `ichor init` end to end on the harness: real kube-apiserver + etcd, real registry, real
+// helm and talosctl (gen/validate). Simulated: the Talos nodes, kubelet readiness, Cilium's
+// operator registering its CRDs, and Kokumi/Argo CD turning Orders into Applications.
+import {readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {untarSync} from '../../src/lib/chart/archive.js'
+import {readReleaseRecord} from '../../src/lib/helm/release.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+
+type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>; type?: string}
+
+function events(run: CliRun): Record<string, unknown>[] {
+  return run.stdout.split('\n').flatMap((l) => {
+    try {
+      const e = JSON.parse(l)
+      return e && typeof e === 'object' && 'event' in e ? [e] : []
+    } catch {
+      return []
+    }
+  })
+}
+
+function endEvent(run: CliRun) {
+  return events(run).find((e) => e.event === 'end') as {ok: boolean; changed: boolean; error?: string} | undefined
+}
+
+function nodeConfig(h: HarnessCluster, ip: string): string {
+  return (JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')) as {config?: string}).config ?? ''
+}
+
+/** Everything the end state is made of, minus what is random per cluster (generated passwords, uids, times). */
+async function canonicalDump(kube: Kube, h: HarnessCluster) {
+  const secretNames = async (ns: string) => (await listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns})).filter((s) => !s.metadata.name.startsWith('sh.helm.release')).map((s) => `${ns}/${s.metadata.name}:${Object.keys(s.data ?? {}).sort().join(',')}`)
+  const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+  const orders = await Promise.all(['argocd', 'kokumi'].map((n) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: n, namespace: n})))
+  const release = await readReleaseRecord(kube.config, 'cilium', 'kube-system')
+  const policies = [
+    ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})),
+    ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'argocd'})),
+  ]
+  const inventory = await getObject<Obj & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'talos-bootstrap-manifests-inventory', namespace: 'kube-system'})
+  return {
+    cr: {spec: cr?.spec, status: cr?.status},
+    orders: orders.map((o) => o?.spec),
+    release: release && {revision: release.revision, status: release.status, chart: release.chartVersion, config: release.config},
+    secrets: [...(await secretNames('ichor-system')), ...(await secretNames('kokumi')), ...(await secretNames('argocd'))].sort(),
+    policies: policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).sort(),
+    inventoryKeys: Object.keys(inventory?.data ?? {}).filter((k) => /cilium/i.test(k)),
+    controlPlaneHasCilium: /KubeInlineManifestConfig|inlineManifests/.test(nodeConfig(h, CONTROL_PLANE)),
+  }
+}
+
+async function secretData(kube: Kube, namespace: string, name: string) {
+  return (await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace}))?.data
+}
+
+describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, helm, registry)', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let first: CliRun
+
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    first = await runIchor([...h.initArgs, '--json'], h.env)
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  }, 600_000)
+  afterAll(async () => h?.stop())
+
+  it('reaches the end state: release cilium at revision 1, inline entry gone, Orders at the pushed digests, Applications healthy', async () => {
+    expect(first.code, `${first.stderr}\n${first.stdout.slice(-3000)}`).toBe(0)
+    expect(endEvent(first)).toMatchObject({ok: true, changed: true})
+    const release = await readReleaseRecord(kube.config, 'cilium', 'kube-system')
+    expect(release).toMatchObject({revision: 1, status: 'deployed', chartVersion: '1.18.0'})
+    expect(nodeConfig(h, CONTROL_PLANE)).not.toMatch(/KubeInlineManifestConfig/)
+    expect(nodeConfig(h, CONTROL_PLANE)).toMatch(/KubeProxyConfig/)
+    const client = new OciClient(h.registry.endpoint)
+    for (const c of ['argocd', 'kokumi']) {
+      const order = await getObject<Obj & {spec: {source: {oci: string; version: string}}}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
+      expect(order?.spec.source.oci).toBe(`oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/${c}`)
+      const manifest = await client.getManifest(`ichor/${c}`, order!.spec.source.version)
+      const layer = (manifest.manifest as {layers: {digest: string; mediaType: string}[]}).layers[0]!
+      expect(layer.mediaType).toBe('application/vnd.cncf.flux.content.v1.tar+gzip')
+      const bytes = await client.getBlob(`ichor/${c}`, layer.digest)
+      const text = untarSync(bytes, c).get('manifest.yaml')!.toString('utf8')
+      const kinds = parseAllDocuments(text).map((d) => (d.toJS() as {kind?: string})?.kind)
+      expect(kinds).not.toContain('Secret')
+      expect(kinds).toContain('CiliumNetworkPolicy')
+      // Neither generated value is in the bundle.
+      const admin = Buffer.from((await secretData(kube, 'ichor-system', 'ichor-kokumi-admin'))!.password!, 'base64').toString()
+      const redis = Buffer.from((await secretData(kube, 'ichor-system', 'ichor-argocd-redis'))!.password!, 'base64').toString()
+      expect(text).not.toContain(admin)
+      expect(text).not.toContain(redis)
+      const app = await getObject<Obj & {status: {sync: {status: string}; health: {status: string}}}>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
+      expect(app?.status).toMatchObject({sync: {status: 'Synced'}, health: {status: 'Healthy'}})
+    }
+    const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(cr?.status).toMatchObject({cni: {chartVersion: '1.18.0', releaseRevision: 1}, stack: {argocd: {applicationHealth: 'Healthy'}}})
+    const dump = await canonicalDump(kube, h)
+    expect(dump.inventoryKeys).toEqual([])
+    expect(dump.policies.length).toBeGreaterThan(10)
+  })
+
+  it('shows the Kokumi admin password once, on the run that created it', () => {
+    const result = JSON.parse(first.stdout.slice(first.stdout.lastIndexOf('\n{') + 1)) as {kokumiAdminPassword?: string}
+    expect(result.kokumiAdminPassword).toMatch(/^[\w-]{20,}$/)
+  })
+
+  it('a rerun on the converged cluster changes nothing and is much faster', async () => {
+    const before = await canonicalDump(kube, h)
+    const rvs = async () => {
+      const ids = [
+        {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'},
+        {apiVersion: 'v1', kind: 'Secret', name: 'kokumi-server-auth', namespace: 'kokumi'},
+        {apiVersion: 'v1', kind: 'Secret', name: 'argocd-redis', namespace: 'argocd'},
+        {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'},
+        {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'kokumi', namespace: 'kokumi'},
+        {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'},
+      ]
+      return Promise.all(ids.map(async (id) => (await getObject(kube, id))?.metadata.resourceVersion))
+    }
+    const rvBefore = await rvs()
+    const again = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(again.code, again.stderr).toBe(0)
+    expect(endEvent(again)).toMatchObject({ok: true, changed: false})
+    expect(events(again).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual([])
+    expect(await rvs()).toEqual(rvBefore)
+    expect(await canonicalDump(kube, h)).toEqual(before)
+    expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1)).kokumiAdminPassword).toBeUndefined()
+    expect(again.ms).toBeLessThan(first.ms / 2)
+  })
+
+  it('a second init while one holds the Lease is refused, naming the holder', async () => {
+    let second: CliRun | undefined
+    const firstRun = runIchor([...h.initArgs, '--json'], h.env, {
+      killOn: () => false,
+    })
+    // Start the second one once the first is inside its run (the Lease is taken before the first task on a rerun).
+    await new Promise((r) => setTimeout(r, 1500))
+    second = await runIchor([...h.initArgs], h.env)
+    await firstRun
+    expect(second.code).not.toBe(0)
+    expect(second.stderr).toMatch(/ichor-lock.*held by .*pid \d+/s)
+  })
+})
+
+describe('ichor init refuses bad input before touching any node', () => {
+  let h: HarnessCluster
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+  }, 600_000)
+  afterAll(async () => h?.stop())
+
+  const untouched = () => {
+    for (const ip of [CONTROL_PLANE, '127.0.0.12']) {
+      expect(JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode ?? 'maintenance').toBe('maintenance')
+    }
+  }
+
+  it('an unreachable node', async () => {
+    const args = h.initArgs.map((a) => (a === '127.0.0.12' ? '127.0.0.99' : a))
+    const r = await runIchor(args, h.env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/--worker: 127\.0\.0\.99 does not answer as a Talos node/)
+    untouched()
+  })
+
+  it('invalid Cilium values', async () => {
+    const file = join(h.stateDir, '..', 'bad-values.yaml')
+    writeFileSync(file, 'kubeProxyReplacement: false\nhubble:\n  relay:\n    enabled: yes\n')
+    const r = await runIchor([...h.initArgs, '--cilium-values', file], h.env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/kubeProxyReplacement: is owned by ichor/)
+    expect(r.stderr).toMatch(/hubble\.relay\.enabled: must be boolean \(got string "yes"\)/)
+    untouched()
+  })
+
+  it('a missing artifact', async () => {
+    const args = h.initArgs.map((a) => (a === h.kokumiManifest ? '/nonexistent/install.yaml' : a))
+    const r = await runIchor(args, h.env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/--kokumi-manifest: no such file \/nonexistent\/install\.yaml/)
+    untouched()
+  })
+
+  it('a wrong Talos version string', async () => {
+    const args = h.initArgs.map((a) => (a === 'v1.14.1' ? '1.14' : a))
+    const r = await runIchor(args, h.env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/--talos-version: "1\.14" is not a Talos release version/)
+    untouched()
+  })
+})
+

@@ -1,0 +1,124 @@
+// A whole test "cluster" for `ichor init`: real kube-apiserver + etcd, real registry, real
+// helm and talosctl (gen/validate); simulated Talos nodes, kubelet readiness, Cilium's
+// operator registering its CRDs, and Kokumi/Argo CD turning Orders into healthy
+// Applications. The CLI runs as a subprocess, exactly as an operator runs it.
+import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
+import {mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {startControlPlane, type ControlPlane} from './apiserver.js'
+import {startCiliumOperatorSimulator, type CiliumOperatorSimulator} from './cilium-simulator.js'
+import {kokumi017ManifestFixture} from './fixtures.js'
+import {startReadinessSimulator, type ReadinessSimulator} from './readiness-simulator.js'
+import {startRegistry, type RunningRegistry} from './registry.js'
+import {startStackSimulator, type StackSimulator} from './stack-simulator.js'
+import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+export const CONTROL_PLANE = '127.0.0.11'
+export const WORKER = '127.0.0.12'
+export const TALOS_VERSION = 'v1.14.1'
+
+let realTalosctl: string | undefined
+
+/** The real talosctl built from Go modules; a missing one fails the test loudly. */
+export function realTalosctlPath(): string {
+  realTalosctl ??= process.env.ICHOR_REAL_TALOSCTL ?? execFileSync(join(PROJECT_ROOT, 'scripts', 'build-talosctl.sh'), {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+  return realTalosctl
+}
+
+export interface HarnessCluster {
+  cp: ControlPlane
+  registry: RunningRegistry
+  nodes: SimulatedNodes
+  stateDir: string
+  kokumiManifest: string
+  /** Environment for the CLI subprocess. */
+  env: NodeJS.ProcessEnv
+  /** The `ichor init` arguments for this cluster (add --json etc.). */
+  initArgs: string[]
+  stop(): Promise<void>
+}
+
+export async function startHarnessCluster(opts: {talosVersion?: string} = {}): Promise<HarnessCluster> {
+  const talosVersion = opts.talosVersion ?? TALOS_VERSION
+  process.env.ICHOR_REAL_TALOSCTL = realTalosctlPath()
+  const cp = await startControlPlane()
+  const registry = await startRegistry()
+  const nodes = startSimulatedNodes(
+    [
+      {ip: CONTROL_PLANE, role: 'controlplane', talosVersion},
+      {ip: WORKER, role: 'worker', talosVersion},
+    ],
+    {kubeconfigPath: cp.kubeconfigPath},
+  )
+  const readiness: ReadinessSimulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 2})
+  const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
+  const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
+  const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
+  const stateDir = join(work, 'state')
+  const kokumiManifest = kokumi017ManifestFixture(work)
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ICHOR_TALOSCTL: nodes.talosctl,
+    TALOS_SIM_STATE: nodes.stateDir,
+    TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
+    TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(),
+    ICHOR_TEST_BCRYPT_COST: '4',
+    ICHOR_MIRROR: '',
+  }
+  const initArgs = [
+    'init', '--cluster-name', 'e2e', '--endpoint', `https://${CONTROL_PLANE}:6443`,
+    '--control-plane', CONTROL_PLANE, '--worker', WORKER, '--talos-version', talosVersion,
+    '--state-dir', stateDir, '--registry-endpoint', registry.endpoint, '--yes', '--timeout', '120',
+    '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
+  ]
+  return {
+    cp, registry, nodes, stateDir, kokumiManifest, env, initArgs,
+    async stop() {
+      await stack.stop()
+      await operator.stop()
+      await readiness.stop()
+      nodes.cleanup()
+      await registry.stop()
+      await cp.stop()
+      rmSync(work, {recursive: true, force: true})
+    },
+  }
+}
+
+export interface CliRun {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+  ms: number
+}
+
+/** Runs the built CLI. `killOn` SIGKILLs it when a --json event line matches. */
+export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?: (event: Record<string, unknown>) => boolean; onStart?: (child: ChildProcess) => void} = {}): Promise<CliRun> {
+  const started = performance.now()
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), ...args], {env, stdio: ['ignore', 'pipe', 'pipe']})
+    opts.onStart?.(child)
+    let stdout = ''
+    let stderr = ''
+    let pending = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk
+      if (!opts.killOn) return
+      pending += chunk
+      const lines = pending.split('\n')
+      pending = lines.pop()!
+      for (const line of lines) {
+        try {
+          if (opts.killOn(JSON.parse(line))) child.kill('SIGKILL')
+        } catch {
+          // not a JSON event line
+        }
+      }
+    })
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk))
+    child.on('close', (code, signal) => resolve({code, signal, stdout, stderr, ms: performance.now() - started}))
+  })
+}
