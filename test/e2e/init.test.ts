@@ -1,7 +1,7 @@
 // `ichor init` end to end on the harness: real kube-apiserver + etcd, real registry, real
 // helm and talosctl (gen/validate). Simulated: the Talos nodes, kubelet readiness, Cilium's
 // operator registering its CRDs, and Kokumi/Argo CD turning Orders into Applications.
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
@@ -133,19 +133,6 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1)).kokumiAdminPassword).toBeUndefined()
     expect(again.ms).toBeLessThan(first.ms / 2)
   })
-
-  it('a second init while one holds the Lease is refused, naming the holder', async () => {
-    let second: CliRun | undefined
-    const firstRun = runIchor([...h.initArgs, '--json'], h.env, {
-      killOn: () => false,
-    })
-    // Start the second one once the first is inside its run (the Lease is taken before the first task on a rerun).
-    await new Promise((r) => setTimeout(r, 1500))
-    second = await runIchor([...h.initArgs], h.env)
-    await firstRun
-    expect(second.code).not.toBe(0)
-    expect(second.stderr).toMatch(/ichor-lock.*held by .*pid \d+/s)
-  })
 })
 
 describe('ichor init refuses bad input before touching any node', () => {
@@ -155,10 +142,13 @@ describe('ichor init refuses bad input before touching any node', () => {
   }, 600_000)
   afterAll(async () => h?.stop())
 
+  // The simulator writes a node's file on its first change: no file means untouched.
   const untouched = () => {
     for (const ip of [CONTROL_PLANE, '127.0.0.12']) {
-      expect(JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode ?? 'maintenance').toBe('maintenance')
+      const file = join(h.nodes.stateDir, `node-${ip}.json`)
+      expect(existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')).mode : 'maintenance').toBe('maintenance')
     }
+    expect(existsSync(join(h.nodes.stateDir, 'bootstrapped'))).toBe(false)
   }
 
   it('an unreachable node', async () => {
@@ -194,5 +184,17 @@ describe('ichor init refuses bad input before touching any node', () => {
     expect(r.stderr).toMatch(/--talos-version: "1\.14" is not a Talos release version/)
     untouched()
   })
-})
 
+  it('a second init started while one runs is refused, naming the Lease holder (after the refusals above, on the same fresh cluster)', async () => {
+    // A first run on this fresh cluster; the second starts once the first holds the Lease.
+    let inside!: () => void
+    const firstInside = new Promise<void>((r) => (inside = r))
+    const firstRun = runIchor([...h.initArgs, '--json'], h.env, {killOn: (e) => (e.event === 'task' && e.id === 'lease' && e.status === 'done' && inside(), false)})
+    await firstInside
+    const second = await runIchor([...h.initArgs], h.env)
+    expect((await firstRun).code).toBe(0)
+    expect(second.code).not.toBe(0)
+    expect(second.stderr).toMatch(/holds the lock \(Lease ichor-system\/ichor-lock\): \S+@\S+ pid \d+ \(init\)/)
+    expect(second.stderr).toMatch(/--break-lock/)
+  })
+})

@@ -10,7 +10,7 @@ import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {helmInstall, readReleaseRecord, valuesHash} from '../helm/release.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import {connectKube, type Kube} from '../kube/client.js'
-import {acquireLease, type HeldLease} from '../kube/lease.js'
+import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
 import {getObject, KindNotServedError, type KubeObject} from '../kube/objects.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {waitFor, waitForApiServer, waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
@@ -48,6 +48,8 @@ export interface InitRunOptions {
   stream?: NodeJS.WritableStream
   /** Lower bcrypt cost, tests only. */
   bcryptCost?: number
+  /** --break-lock: delete a Lease left by a command that is gone, then take it. */
+  breakLock?: boolean
 }
 
 export interface InitRunResult extends RunResult {
@@ -72,7 +74,7 @@ export async function runInit(opts: InitRunOptions): Promise<InitRunResult> {
   ensureStateDir(opts.state)
   await checkNodesReachable(ctx)
   try {
-    if (!opts.dryRun && (await apiAnswers(ctx))) ctx.lease = await acquireLease(await kubeOf(ctx), {command: 'init'})
+    if (!opts.dryRun && (await apiAnswers(ctx))) ctx.lease = await takeLease(ctx)
     const result = await runTasks(initTasks(), ctx, {output: opts.output, dryRun: opts.dryRun, stream: opts.stream})
     return {
       ...result,
@@ -95,6 +97,12 @@ async function checkNodesReachable(ctx: Ctx): Promise<void> {
     .filter(({r}) => r.state === 'unreachable')
     .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
+}
+
+async function takeLease(ctx: Ctx): Promise<HeldLease> {
+  const kube = await kubeOf(ctx)
+  if (ctx.breakLock) await breakLease(kube)
+  return acquireLease(kube, {command: 'init'})
 }
 
 function kubeconfigPath(ctx: Ctx): string {
@@ -299,7 +307,7 @@ function initTasks(): Task<Ctx>[] {
         return ctx.lease && !ctx.lease.lost ? DONE(`held by ${ctx.lease.holder}`) : WANT_RUN('not held yet')
       },
       async run(ctx) {
-        ctx.lease = await acquireLease(await kubeOf(ctx), {command: 'init'})
+        ctx.lease = await takeLease(ctx)
       },
     },
     {
