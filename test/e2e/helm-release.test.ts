@@ -425,7 +425,8 @@ describe('helm flags per version', () => {
     expect(up).toEqual(expect.arrayContaining(['--rollback-on-failure', '--wait=watcher', '--force-conflicts', '--reset-values', '--take-ownership', '--values', '-']))
     expect(up).not.toContain('--atomic')
     const inst = installArgs({major: 4}, {...base, takeOwnership: true, kubeContext: 'admin@c'})
-    expect(inst).toEqual(expect.arrayContaining(['--take-ownership', '--wait=watcher', '--kube-context', 'admin@c']))
+    expect(inst).toEqual(expect.arrayContaining(['--take-ownership', '--force-conflicts', '--wait=watcher', '--kube-context', 'admin@c']))
+    expect(installArgs({major: 4}, base)).not.toContain('--force-conflicts')
     expect(inst.filter((a) => /atomic|rollback/.test(a))).toEqual([])
   })
 
@@ -435,6 +436,7 @@ describe('helm flags per version', () => {
     expect(up.filter((a) => /rollback-on-failure|force-conflicts|=watcher/.test(a))).toEqual([])
     expect(upgradeArgs({major: 3}, {...base, rollbackOnFailure: false})).toContain('--wait')
     expect(installArgs({major: 3}, base)).toContain('--wait')
+    expect(installArgs({major: 3}, {...base, takeOwnership: true})).not.toContain('--force-conflicts')
   })
 
   it('every flag it builds exists in the detected helm (checked against `helm <verb> --help`)', async () => {

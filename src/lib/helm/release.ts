@@ -5,12 +5,14 @@
 // Flags differ by major version and we never pass one the detected helm lacks:
 //   rollback on failure   Helm 3: --atomic            Helm 4: --rollback-on-failure
 //   wait for readiness    Helm 3: --wait (bool)       Helm 4: --wait=watcher (kstatus)
-//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts on upgrade only
-// On install (the adoption) Helm 4 reports any field whose value differs from what Talos
-// created as a conflict with manager "talos"; we keep that refusal: it means the release
-// render is not the bootstrap render and adopting would change the running CNI. After the
-// adoption Talos still co-owns every field, so each later upgrade must force (observed on
-// the harness with helm 4.1.4: without it the first changed value is a conflict).
+//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts (adoption and upgrade)
+// Helm 4 reports a field the previous owner ("talos") also set as a conflict whenever the
+// values differ, and fields holding a zero value compare as different after the API server
+// drops them; so the adoption forces (see installArgs). After the adoption Talos still
+// co-owns every field, so each later upgrade forces too (observed on the harness with helm
+// 4.1.4: without it the first changed value is a conflict with "talos"). Forcing means
+// helm never refuses a differing field: that the adoption changes no object is checked by
+// the e2e tests, which compare every adopted object before and after.
 // Values always go in as JSON on stdin (`--values -`), never re-serialised as YAML.
 import {createHash} from 'node:crypto'
 import {mkdtempSync, rmSync, symlinkSync} from 'node:fs'
