@@ -98,3 +98,10 @@ describe('canonical YAML', () => {
     expect(parseObjects(text)[0]).toEqual(cm)
   })
 })
+
+describe('YAML 1.1 octal values, as helm and Kubernetes read them', () => {
+  it('reads defaultMode: 0644 as 420', () => {
+    const [o] = parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\nspec:\n  defaultMode: 0644\n  name: "0644"\n')
+    expect((o as unknown as {spec: {defaultMode: number; name: string}}).spec).toEqual({defaultMode: 420, name: '0644'})
+  })
+})

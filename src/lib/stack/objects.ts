@@ -1,6 +1,7 @@
 // Kubernetes objects as plain data: parse multi-document YAML, find, clone, and write
 // them back as canonical YAML, so a bundle's bytes depend only on its objects.
 import {CORE_SCHEMA, loadAll} from 'js-yaml'
+import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {emitYaml} from './canonical-yaml.js'
 
@@ -25,10 +26,21 @@ export interface K8sObject {
  * an unquoted `2024-01-01` stays a string, never a Date. js-yaml, because it parses the
  * 1.9 MB Argo CD render several times faster than the `yaml` package.
  */
+/** An unquoted integer with a leading zero, which YAML 1.1 reads as octal. */
+const LEGACY_OCTAL = /:[ \t]+[-+]?0[0-7]+[ \t]*(#.*)?$/m
+
 export function parseObjects(text: string, source = 'manifest'): K8sObject[] {
   let docs: unknown[]
   try {
-    docs = loadAll(text, undefined, {schema: CORE_SCHEMA, filename: source})
+    // Kubernetes and helm read YAML 1.1, where `0644` is octal 420; the 1.2 core schema
+    // would read 644. Such values are rare (file modes), so only a manifest holding one
+    // takes the slower YAML 1.1 reader.
+    docs = LEGACY_OCTAL.test(text)
+      ? parseAllDocuments(text, {version: '1.1'}).map((d) => {
+          if (d.errors.length > 0) throw d.errors[0]
+          return d.toJS()
+        })
+      : loadAll(text, undefined, {schema: CORE_SCHEMA, filename: source})
   } catch (error) {
     throw new IchorError(`${source}: YAML does not parse: ${(error as Error).message.split('\n')[0]}`)
   }
