@@ -2,7 +2,8 @@
 // helm and talosctl (gen/validate); simulated Talos nodes, kubelet readiness, Cilium's
 // operator registering its CRDs, and Kokumi/Argo CD turning Orders into healthy
 // Applications. The CLI runs as a subprocess, exactly as an operator runs it.
-import {execFileSync, spawn, type ChildProcess} from 'node:child_process'
+import {spawn, type ChildProcess} from 'node:child_process'
+import {realTalosctlPath} from './talosctl.js'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -19,14 +20,6 @@ export const CONTROL_PLANE = '127.0.0.11'
 export const WORKER = '127.0.0.12'
 export const TALOS_VERSION = 'v1.14.1'
 
-let realTalosctl: string | undefined
-
-/** The real talosctl built from Go modules; a missing one fails the test loudly. */
-export function realTalosctlPath(): string {
-  realTalosctl ??= process.env.ICHOR_REAL_TALOSCTL ?? execFileSync(join(PROJECT_ROOT, 'scripts', 'build-talosctl.sh'), {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
-  return realTalosctl
-}
-
 export interface HarnessCluster {
   cp: ControlPlane
   registry: RunningRegistry
@@ -42,7 +35,6 @@ export interface HarnessCluster {
 
 export async function startHarnessCluster(opts: {talosVersion?: string} = {}): Promise<HarnessCluster> {
   const talosVersion = opts.talosVersion ?? TALOS_VERSION
-  process.env.ICHOR_REAL_TALOSCTL = realTalosctlPath()
   const cp = await startControlPlane()
   const registry = await startRegistry()
   const nodes = startSimulatedNodes(

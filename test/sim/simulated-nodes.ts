@@ -7,6 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {execa} from 'execa'
+import {realTalosctlPath} from '../harness/talosctl.js'
 
 export const SIMULATOR = fileURLToPath(new URL('./talosctl-simulator.mjs', import.meta.url))
 
@@ -46,9 +47,8 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
   process.env.TALOS_SIM_STATE = stateDir
   if (opts.kubeconfigPath) process.env.TALOS_SIM_KUBECONFIG = opts.kubeconfigPath
   else delete process.env.TALOS_SIM_KUBECONFIG
-  // gen/validate go to the real talosctl when the harness built one (ICHOR_REAL_TALOSCTL).
-  if (process.env.ICHOR_REAL_TALOSCTL) process.env.TALOS_SIM_REAL_TALOSCTL = process.env.ICHOR_REAL_TALOSCTL
-  else delete process.env.TALOS_SIM_REAL_TALOSCTL
+  // gen/validate always go to the real talosctl (built from Go modules), never a stand-in.
+  process.env.TALOS_SIM_REAL_TALOSCTL = realTalosctlPath()
 
   return {
     stateDir,
