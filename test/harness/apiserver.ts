@@ -47,7 +47,7 @@ export interface ControlPlane {
   stop(): Promise<void>
 }
 
-let located: string | undefined
+let located: Promise<string> | undefined
 
 /** The directory holding the envtest binaries; builds them when missing (slow the first time). */
 export async function envtestBinDir(explicit?: string): Promise<string> {
@@ -56,11 +56,12 @@ export async function envtestBinDir(explicit?: string): Promise<string> {
     assertBinaries(fromEnv)
     return fromEnv
   }
-  if (located) return located
-  const dir = await runBuildScript()
-  assertBinaries(dir)
-  located = dir
-  return dir
+  // One build for concurrent callers (two clusters started at once).
+  located ??= runBuildScript().then((dir) => {
+    assertBinaries(dir)
+    return dir
+  })
+  return located
 }
 
 function assertBinaries(dir: string): void {
@@ -76,7 +77,8 @@ function runBuildScript(): Promise<string> {
     let out = ''
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     child.on('error', (err) => reject(new Error(`envtest: cannot run ${BUILD_SCRIPT}: ${err.message}`)))
-    child.on('exit', (code) => {
+    // 'close', not 'exit': stdout may still hold the directory when the process exits.
+    child.on('close', (code) => {
       const dir = out.trim().split('\n').pop() ?? ''
       if (code === 0 && dir) resolvePromise(dir)
       else reject(new Error(`envtest: scripts/build-envtest.sh failed (exit ${code}); kube-apiserver and etcd are required. ${BUILD_HINT}`))

@@ -4,7 +4,7 @@ import {isIP} from 'node:net'
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
 import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
 import {
-  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, parseTalosVersion, requireCompatibleKubernetesVersion, requireSupportedTalosVersion,
+  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, KUBERNETES_RANGE_BY_TALOS_MINOR, parseTalosVersion, requireCompatibleKubernetesVersion, requireSupportedTalosVersion,
   type KubernetesVersion, type TalosVersion,
 } from '../talos/versions.js'
 
@@ -71,7 +71,7 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
     issue('--talos-version', stripFlag(error, '--talos-version'))
   }
   try {
-    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? DEFAULT_KUBERNETES_VERSION)
+    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? defaultKubernetesFor(talosVersion))
     if (talosVersion) kubernetesVersion = requireCompatibleKubernetesVersion(talosVersion, kubernetesVersion)
   } catch (error) {
     issue('--kubernetes-version', stripFlag(error, '--kubernetes-version'))
@@ -91,6 +91,17 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
     kubernetesVersion: kubernetesVersion!,
     kubeProxy: kubeProxy as KubeProxyMode,
     tunnel: tunnel as TunnelProtocol,
+  }
+}
+
+/** ichor's default Kubernetes when Talos runs it, else the newest that Talos minor runs (as its own default is). */
+function defaultKubernetesFor(talos: TalosVersion | undefined): string {
+  if (!talos) return DEFAULT_KUBERNETES_VERSION
+  try {
+    return requireCompatibleKubernetesVersion(talos, DEFAULT_KUBERNETES_VERSION).version
+  } catch {
+    const max = KUBERNETES_RANGE_BY_TALOS_MINOR[`${talos.major}.${talos.minor}`]?.max
+    return max ? max.replace(/\.99$/, '.0') : DEFAULT_KUBERNETES_VERSION
   }
 }
 

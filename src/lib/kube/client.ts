@@ -84,6 +84,7 @@ export interface KubeStatus {
     group?: string
     kind?: string
     causes?: Array<{reason?: string; message?: string; field?: string}>
+    retryAfterSeconds?: number
   }
 }
 
@@ -212,7 +213,23 @@ function makeKube(config: KubeConfig, context: string, server: string, timeoutMs
   const base = new URL(server)
   let agent: http.Agent | boolean | undefined
 
+  /**
+   * The API server answers 429 while it is busy or (re)initializing storage for a CRD
+   * just created, with a Retry-After: wait as it says (bounded) and ask again.
+   */
   async function requestRaw<T>(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse<T>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await requestOnce<T>(method, path, options)
+      } catch (error) {
+        if (!(error instanceof KubeApiError) || error.code !== 429 || attempt >= 8) throw error
+        const after = Number(error.status.details?.retryAfterSeconds ?? 1)
+        await new Promise((r) => setTimeout(r, Math.min(Math.max(after, 0.2), 5) * 1000))
+      }
+    }
+  }
+
+  async function requestOnce<T>(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse<T>> {
     const url = new URL(base.pathname.replace(/\/$/, '') + path, base)
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v))
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
