@@ -190,7 +190,7 @@ function firstApplyTask(component: 'kokumi' | 'argocd', waitFor: string[]): Task
       const c = ctx.render.stack.components[component]
       // Once its Order exists, Argo CD owns the component: ichor never applies it directly again.
       if (await orderOf(kube, c)) return DONE(`Order ${c.namespace}/${component} exists: Argo CD manages ${component}`)
-      const diff = await applyWouldChange(kube, c.rendered.objects as KubeObject[])
+      const diff = await applyWouldChange(kube, c.rendered.objects)
       if (diff) return WANT_RUN(diff)
       for (const name of waitFor) {
         const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
@@ -201,7 +201,7 @@ function firstApplyTask(component: 'kokumi' | 'argocd', waitFor: string[]): Task
     async run(ctx, progress) {
       const kube = await kubeOf(ctx)
       const c = ctx.render.stack.components[component]
-      const results = await serverSideApply(kube, c.rendered.objects as KubeObject[], {crdWait: {timeoutMs: ctx.timeoutMs}})
+      const results = await serverSideApply(kube, c.rendered.objects, {crdWait: {timeoutMs: ctx.timeoutMs}})
       progress(`${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects created or changed`)
       for (const name of waitFor) await waitForDeploymentRollout(kube, c.namespace, name, {timeoutMs: ctx.timeoutMs, onProgress: progress})
     },
@@ -325,7 +325,7 @@ function initTasks(): Task<Ctx>[] {
         const kube = await kubeOf(ctx)
         await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: {timeoutMs: ctx.timeoutMs}})
         await serverSideApply(kube, [installationObject(desiredSpec(ctx))])
-        await createIfAbsent(kube, talosSecretObject(ctx) as KubeObject)
+        await createIfAbsent(kube, talosSecretObject(ctx))
       },
     },
     {
@@ -391,13 +391,13 @@ function initTasks(): Task<Ctx>[] {
         await serverSideApply(kube, namespaces)
         const fresh = stackSecretsWith(ctx.render.stack, ctx.generated, ctx.bcryptCost)
         const [kokumiAdmin, redis] = fresh.filter((s) => s.metadata.namespace === ICHOR_SYSTEM)
-        if ((await createIfAbsent(kube, kokumiAdmin as KubeObject)) === 'created') ctx.createdAdminPassword = ctx.generated.kokumiAdminPassword
-        await createIfAbsent(kube, redis as KubeObject)
+        if ((await createIfAbsent(kube, kokumiAdmin!)) === 'created') ctx.createdAdminPassword = ctx.generated.kokumiAdminPassword
+        await createIfAbsent(kube, redis!)
         // The cluster's values win: a crash between two creates must not mix passwords.
         const held = await readGeneratedSecrets(kube)
         const generated = {...ctx.generated, ...Object.fromEntries(Object.entries(held).filter(([, v]) => v))} as GeneratedStackSecrets
         for (const s of stackSecretsWith(ctx.render.stack, generated, ctx.bcryptCost)) {
-          if (s.metadata.namespace !== ICHOR_SYSTEM) await createIfAbsent(kube, s as KubeObject)
+          if (s.metadata.namespace !== ICHOR_SYSTEM) await createIfAbsent(kube, s)
         }
       },
     },
@@ -436,7 +436,7 @@ function initTasks(): Task<Ctx>[] {
       },
       async run(ctx) {
         // ichor owns the Orders (label ichor.maesh.dev/managed): its fields win.
-        const orders = Object.values(ctx.render.stack.components).map((c) => c.order as KubeObject)
+        const orders = Object.values(ctx.render.stack.components).map((c) => c.order)
         await serverSideApply(await kubeOf(ctx), orders, {force: true})
       },
     },
@@ -444,7 +444,7 @@ function initTasks(): Task<Ctx>[] {
       id: 'policies',
       title: 'Apply the CiliumNetworkPolicies last',
       async probe(ctx) {
-        const policies = Object.values(ctx.render.stack.components).flatMap((c) => c.rendered.policies) as KubeObject[]
+        const policies = Object.values(ctx.render.stack.components).flatMap((c) => c.rendered.policies)
         const kube = await kubeOf(ctx)
         for (const p of policies) {
           if (!(await getIfServed(kube, {apiVersion: p.apiVersion, kind: p.kind, name: p.metadata.name, namespace: p.metadata.namespace}))) return WANT_RUN(`${p.kind} ${p.metadata.namespace}/${p.metadata.name} is missing`)
@@ -453,7 +453,7 @@ function initTasks(): Task<Ctx>[] {
         return DONE(`${policies.length} policies in place`)
       },
       async run(ctx) {
-        const policies = Object.values(ctx.render.stack.components).flatMap((c) => c.rendered.policies) as KubeObject[]
+        const policies = Object.values(ctx.render.stack.components).flatMap((c) => c.rendered.policies)
         const kube = await kubeOf(ctx)
         if (!(await kube.resourceFor('cilium.io/v2', 'CiliumNetworkPolicy'))) {
           throw new IchorError('the cluster does not serve cilium.io/v2 CiliumNetworkPolicy: Cilium has not registered its CRDs', {hint: 'check that the cilium-operator Deployment in kube-system is running, then rerun'})

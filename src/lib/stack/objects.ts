@@ -5,20 +5,9 @@ import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {emitYaml} from './canonical-yaml.js'
 
-export interface ObjectMeta {
-  name: string
-  namespace?: string
-  labels?: Record<string, string>
-  annotations?: Record<string, string>
-  [key: string]: unknown
-}
-
-export interface K8sObject {
-  apiVersion: string
-  kind: string
-  metadata: ObjectMeta
-  [key: string]: unknown
-}
+/** The stack's objects are the kube layer's objects: one type from render to apply. */
+export type {KubeObject as K8sObject, ObjectMeta} from '../kube/objects.js'
+import type {KubeObject as K8sObject} from '../kube/objects.js'
 
 /**
  * Parses multi-document YAML into objects, skipping empty documents (helm emits `---` with
