@@ -6,7 +6,8 @@ import {defineConfig} from 'vitest/config'
 export default defineConfig({
   test: {
     // Tests run the real helm binary unpacked by scripts/ensure-helm.mjs.
-    env: {ICHOR_HELM: new URL('./.cache/bin/helm', import.meta.url).pathname},
+    // Real helm on every render in tests (the render cache is tested on its own).
+    env: {ICHOR_HELM: new URL('./.cache/bin/helm', import.meta.url).pathname, ICHOR_RENDER_CACHE: 'off'},
     testTimeout: 120_000,
     hookTimeout: 300_000,
     reporters: ['default', './test/support/summary-reporter.ts'],

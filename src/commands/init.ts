@@ -64,7 +64,7 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
     const argocdValues = flags['argocd-values'] ? readValuesFile(flags['argocd-values'], '--argocd-values') : {}
     const kokumiValues = flags['kokumi-values'] ? readValuesFile(flags['kokumi-values'], '--kokumi-values') : {}
     const generated = generateStackSecrets()
-    const render = await renderInit(inputs, {
+    const rendering = renderInit(inputs, {
       sources: {
         cilium: {override: flags['cilium-chart'], mirror: flags.mirror},
         argocd: {override: flags['argocd-chart'], mirror: flags.mirror},
@@ -78,6 +78,7 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
       onAsset: (line) => this.note(line),
     })
     if (flags['dry-run'] && flags.output) {
+      const render = await rendering
       const out = writeInitDryRun(flags.output, inputs, render)
       if (!this.jsonEnabled()) {
         this.log(`Dry run: nothing was contacted. Wrote ${out.files.length} files into ${out.dir}:`)
@@ -90,11 +91,12 @@ With --dry-run --output DIR nothing is contacted: everything is validated and re
     }
     const state = localState(inputs.clusterName, flags['state-dir'])
     if (!flags['dry-run'] && !flags.yes && !this.jsonEnabled() && canPrompt()) {
+      await rendering // a confirmation is asked only for inputs that render
       const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
       if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) throw new IchorError('aborted: nothing was changed', {exitCode: 1})
     }
     const result = await runInit({
-      inputs, render, state, generated,
+      inputs, render: rendering, state, generated,
       userValues: {cilium: userCiliumValues, argocd: argocdValues, kokumi: kokumiValues},
       registryEndpoint: flags['registry-endpoint'],
       breakLock: flags['break-lock'],

@@ -11,7 +11,7 @@ import {helmInstall, readReleaseRecord, valuesHash} from '../helm/release.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import {connectKube, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
-import {getObject, KindNotServedError, type KubeObject} from '../kube/objects.js'
+import {getObject, KindNotServedError, listObjects, type KubeObject} from '../kube/objects.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {waitFor, waitForApiServer, waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import {OciClient} from '../oci/client.js'
@@ -24,7 +24,7 @@ import {
 } from '../state/installation.js'
 import {ensureStateDir, type LocalState} from '../state/local.js'
 import {handOverCiliumFromTalos, talosHandoverPending} from '../talos/handover.js'
-import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig} from '../talos/talosctl.js'
+import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from '../talos/talosctl.js'
 import {runTasks, type OutputMode, type RunResult, type Task} from '../tasks/engine.js'
 import type {Values} from '../values/path.js'
 import type {InitInputs} from './inputs.js'
@@ -32,7 +32,8 @@ import type {InitRender} from './render.js'
 
 export interface InitRunOptions {
   inputs: InitInputs
-  render: InitRender
+  /** May still be rendering: the nodes are probed meanwhile (read-only). */
+  render: InitRender | Promise<InitRender>
   state: LocalState
   userValues: {cilium: Values; argocd: Values; kokumi: Values}
   /** Fresh values, used only where the cluster holds none yet. */
@@ -59,7 +60,10 @@ export interface InitRunResult extends RunResult {
   bundles: {component: string; repository: string; tag: string; digest: string}[]
 }
 
-interface Ctx extends InitRunOptions {
+interface Ctx extends Omit<InitRunOptions, 'render'> {
+  render: InitRender
+  /** What the pre-check saw, for the first probe of apply-configs (a re-probe asks again). */
+  reachability?: Reachability[]
   kube?: Kube
   lease?: HeldLease
   registry?: RegistryEndpoint
@@ -70,9 +74,13 @@ const WANT_RUN = (reason: string) => ({done: false as const, reason})
 const DONE = (detail?: string) => ({done: true as const, detail})
 
 export async function runInit(opts: InitRunOptions): Promise<InitRunResult> {
-  const ctx: Ctx = {...opts}
   ensureStateDir(opts.state)
-  await checkNodesReachable(ctx)
+  // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once. Nothing
+  // is changed anywhere until both have passed.
+  const [render, reachable] = await Promise.allSettled([opts.render, checkNodesReachable(opts.inputs, opts.state)])
+  if (render.status === 'rejected') throw render.reason
+  if (reachable.status === 'rejected') throw reachable.reason
+  const ctx: Ctx = {...opts, render: render.value, reachability: reachable.value}
   try {
     if (!opts.dryRun && (await apiAnswers(ctx))) ctx.lease = await takeLease(ctx)
     const result = await runTasks(initTasks(), ctx, {output: opts.output, dryRun: opts.dryRun, stream: opts.stream})
@@ -80,7 +88,7 @@ export async function runInit(opts: InitRunOptions): Promise<InitRunResult> {
       ...result,
       kokumiAdminPassword: ctx.createdAdminPassword,
       kubeconfig: kubeconfigPath(ctx),
-      bundles: Object.values(opts.render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
+      bundles: Object.values(ctx.render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
     }
   } finally {
     await ctx.registry?.close()
@@ -89,14 +97,15 @@ export async function runInit(opts: InitRunOptions): Promise<InitRunResult> {
 }
 
 /** Every node must answer (maintenance or configured) before any is touched. */
-async function checkNodesReachable(ctx: Ctx): Promise<void> {
-  const talosconfig = existsSync(ctx.state.talosconfig) ? ctx.state.talosconfig : undefined
-  const nodes = [...ctx.inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...ctx.inputs.workers.map((n) => ['--worker', n] as const)]
+async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promise<Reachability[]> {
+  const talosconfig = existsSync(state.talosconfig) ? state.talosconfig : undefined
+  const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
   const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await isReachable(node, {talosconfig, timeoutMs: 10_000})})))
   const issues: Issue[] = answers
     .filter(({r}) => r.state === 'unreachable')
     .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
+  return answers.map(({r}) => r)
 }
 
 async function takeLease(ctx: Ctx): Promise<HeldLease> {
@@ -269,7 +278,8 @@ function initTasks(): Task<Ctx>[] {
       id: 'apply-configs',
       title: 'Apply machine configs to nodes in maintenance mode',
       async probe(ctx) {
-        const states = await Promise.all([...ctx.inputs.controlPlanes, ...ctx.inputs.workers].map((n) => isReachable(n, {talosconfig: ctx.state.talosconfig})))
+        const states = ctx.reachability ?? (await Promise.all([...ctx.inputs.controlPlanes, ...ctx.inputs.workers].map((n) => isReachable(n, {talosconfig: ctx.state.talosconfig}))))
+        ctx.reachability = undefined
         const waiting = states.filter((s) => s.state !== 'configured').map((s) => s.node)
         return waiting.length === 0 ? DONE('every node is configured') : WANT_RUN(`in maintenance mode: ${waiting.join(', ')}`)
       },
@@ -446,9 +456,13 @@ function initTasks(): Task<Ctx>[] {
       async probe(ctx) {
         const policies = Object.values(ctx.render.stack.components).flatMap((c) => c.rendered.policies)
         const kube = await kubeOf(ctx)
-        for (const p of policies) {
-          if (!(await getIfServed(kube, {apiVersion: p.apiVersion, kind: p.kind, name: p.metadata.name, namespace: p.metadata.namespace}))) return WANT_RUN(`${p.kind} ${p.metadata.namespace}/${p.metadata.name} is missing`)
+        if (!(await kube.resourceFor('cilium.io/v2', 'CiliumNetworkPolicy'))) return WANT_RUN('CiliumNetworkPolicy is not served yet')
+        const present = new Set<string>()
+        for (const ns of new Set(policies.map((p) => p.metadata.namespace!))) {
+          for (const p of await listObjects(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: ns})) present.add(`${ns}/${p.metadata.name}`)
         }
+        const missing = policies.find((p) => !present.has(`${p.metadata.namespace}/${p.metadata.name}`))
+        if (missing) return WANT_RUN(`${missing.kind} ${missing.metadata.namespace}/${missing.metadata.name} is missing`)
         // Present: from here on Argo CD keeps them in line with the bundles.
         return DONE(`${policies.length} policies in place`)
       },
