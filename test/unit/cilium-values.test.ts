@@ -42,6 +42,10 @@ const accepted: [string, Values, Facts?][] = [
   ['geneve tunnel with kube-proxy kept', {}, {kubeProxy: 'kube-proxy', tunnel: 'geneve'}],
   ['a null removes a chart default (helm semantics)', {nodeSelector: null, hubble: {relay: {tolerations: null}}}],
   ['envoy DaemonSet off', {envoy: {enabled: false}}],
+  ['a Kubernetes securityContext handed whole to the pod (with .Values… toYaml .)', {hubble: {relay: {enabled: true, securityContext: {runAsUser: 1000, runAsGroup: 1000}}}}],
+  ['a pod security context field not in values.yaml', {operator: {podSecurityContext: {fsGroup: 1000}}}],
+  ['an update strategy field not in values.yaml', {updateStrategy: {rollingUpdate: {maxSurge: 1}}}],
+  ['operator node affinity', {operator: {affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.kubernetes.io/control-plane', operator: 'Exists'}]}]}}}}}],
 ]
 
 describe('Cilium values accepted (real chart, real helm render)', () => {
@@ -102,6 +106,8 @@ const rejected: [string, Values, Facts, string, RegExp][] = [
   ['a top-level typo, with a suggestion', {hubbel: {enabled: true}}, {}, 'hubbel', /not a key the chart knows.*did you mean hubble\?/],
   ['a nested typo, with a suggestion', {hubble: {relay: {enabeld: true}}}, {}, 'hubble.relay.enabeld', /not a key hubble\.relay knows.*did you mean hubble\.relay\.enabled\?/],
   ['a key that exists nowhere in the chart', {frobnicate: 1}, {}, 'frobnicate', /not a key the chart knows/],
+  ['a probe field the chart does not read (its probes are not passed whole)', {livenessProbe: {timeoutSeconds: 3}}, {}, 'livenessProbe.timeoutSeconds', /not a key livenessProbe knows/],
+  ['a nested typo with a suggestion under hubble.relay', {hubble: {relay: {sevice: {type: 'NodePort'}}}}, {}, 'hubble.relay.sevice', /did you mean hubble\.relay\.service\?/],
   ['a typo under a commented-option block', {loadBalancer: {moode: 'dsr'}}, {}, 'loadBalancer.moode', /did you mean loadBalancer\.mode\?/],
   ['YAML-1.1 "yes" is a string, not a boolean', {bpf: {masquerade: 'yes'}}, {}, 'bpf.masquerade', /must be null or boolean \(got string "yes"\)/],
   ['a string where the schema wants an integer', {operator: {replicas: 'two'}}, {}, 'operator.replicas', /must be integer \(got string "two"\)/],

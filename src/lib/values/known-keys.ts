@@ -97,9 +97,15 @@ function addCommentedKeys(root: KeyNode, text: string): void {
 }
 
 function addTemplateRefs(root: KeyNode, text: string): void {
-  for (const match of text.matchAll(/\$?\.Values((?:\.[A-Za-z0-9_]+)+)/g)) {
-    let node = root
-    for (const key of match[1]!.slice(1).split('.')) node = child(node, key)
+  const nodeAt = (dotted: string) => dotted.slice(1).split('.').reduce((node, key) => child(node, key), root)
+  for (const match of text.matchAll(/\$?\.Values((?:\.[A-Za-z0-9_]+)+)/g)) nodeAt(match[1]!)
+  // A value the chart hands on whole (`toYaml .Values.x`, or `with .Values.x` then
+  // `toYaml .`) is a Kubernetes structure: any of its fields is real, not a typo.
+  for (const match of text.matchAll(/(?:toYaml|toJson)\s+\$?\.Values((?:\.[A-Za-z0-9_]+)+)|\$?\.Values((?:\.[A-Za-z0-9_]+)+)\s*\|\s*(?:toYaml|toJson)/g)) {
+    nodeAt(match[1] ?? match[2]!).freeForm = true
+  }
+  for (const match of text.matchAll(/\{\{-?\s*with\s+\$?\.Values((?:\.[A-Za-z0-9_]+)+)\s*-?\}\}([\s\S]*?)\{\{-?\s*end\b/g)) {
+    if (/(?:toYaml|toJson)\s+\.(?![\w.])/.test(match[2]!)) nodeAt(match[1]!).freeForm = true
   }
   // `index .Values "a" "b"` reads keys that hold characters Go templates cannot dot into
   for (const match of text.matchAll(/index\s+\$?\.Values((?:\s+"[^"]+")+)/g)) {
