@@ -49,7 +49,7 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
   it('reaches the end state: release cilium at revision 1, inline entry gone, Orders at the pushed digests, Applications healthy', async () => {
     expect(first.code, `${first.stderr}\n${first.stdout.slice(-3000)}`).toBe(0)
     expect(endEvent(first)).toMatchObject({ok: true, changed: true})
-    const release = await readReleaseRecord(kube.config, 'cilium', 'kube-system')
+    const release = await readReleaseRecord(kube, 'cilium', 'kube-system')
     expect(release).toMatchObject({revision: 1, status: 'deployed', chartVersion: '1.18.0'})
     expect(nodeConfig(h, CONTROL_PLANE)).not.toMatch(/KubeInlineManifestConfig/)
     expect(nodeConfig(h, CONTROL_PLANE)).toMatch(/KubeProxyConfig/)

@@ -3,7 +3,7 @@
 // pod ever runs and the API server has nowhere to forward to. Tested: the
 // --registry-endpoint override, the "no running registry pod" error, and that the
 // local listener opens and closes.
-import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {tmpdir} from 'node:os'
 import {delimiter, join} from 'node:path'
@@ -96,6 +96,50 @@ describe('connectKube', () => {
     const error = await connectKube({kubeconfig: file}).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeUnreachableError)
     expect((error as Error).message).toMatch(new RegExp(`^cannot reach the Kubernetes API server https://127\\.0\\.0\\.1:${port} \\(context "[^"]+"\\): ECONNREFUSED`))
+  })
+
+  it('authenticates with a tokenFile relative to the kubeconfig', async () => {
+    writeFileSync(join(dir, 'admin-token'), `${cp.token}\n`)
+    const file = variant('token-file', (doc) => {
+      for (const u of doc.users as Array<{user: Record<string, unknown>}>) u.user = {tokenFile: 'admin-token'}
+    })
+    expect((await connectKube({kubeconfig: file})).serverVersion).toMatch(/^v1\./)
+  })
+
+  it('authenticates with an exec credential plugin, and runs it again after a 401 (client-go does too)', async () => {
+    // The plugin's first answer is a token the API server refuses (no expiry, so it would be
+    // cached for good); after the 401 it is asked again and answers the admin token.
+    const plugin = join(dir, 'token-plugin.mjs')
+    const runs = join(dir, 'token-plugin.runs')
+    writeFileSync(
+      plugin,
+      `import {appendFileSync, existsSync} from 'node:fs'
+const first = !existsSync(${JSON.stringify(runs)})
+appendFileSync(${JSON.stringify(runs)}, 'x')
+const token = first ? 'stale-token' : process.env.ADMIN_TOKEN
+console.log(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', status: {token}}))
+`,
+    )
+    const file = variant('exec-plugin', (doc) => {
+      for (const u of doc.users as Array<{user: Record<string, unknown>}>) {
+        u.user = {
+          exec: {apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never', command: process.execPath, args: [plugin], env: [{name: 'ADMIN_TOKEN', value: cp.token}]},
+        }
+      }
+    })
+    const k = await connectKube({kubeconfig: file})
+    expect(k.serverVersion).toMatch(/^v1\./)
+    await k.request('GET', '/api/v1/namespaces/default')
+    expect(readFileSync(runs, 'utf8')).toBe('xx')
+
+    const failing = variant('exec-failing', (doc) => {
+      for (const u of doc.users as Array<{user: Record<string, unknown>}>) {
+        u.user = {exec: {apiVersion: 'client.authentication.k8s.io/v1beta1', command: process.execPath, args: ['-e', 'console.error("login required"); process.exit(1)']}}
+      }
+    })
+    await expect(connectKube({kubeconfig: failing})).rejects.toThrow(
+      `cannot set up credentials of kubeconfig context "${k.context}": exec credential plugin "${process.execPath} -e console.error("login required"); process.exit(1)" of kubeconfig user`,
+    )
   })
 
   it('reports refused credentials with the context and server', async () => {

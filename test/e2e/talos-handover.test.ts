@@ -8,6 +8,7 @@ import {CoreV1Api, type KubeConfig, type KubernetesObject} from '@kubernetes/cli
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {
   controlPlaneHasInlineManifest,
   handOverCiliumFromTalos,
@@ -37,6 +38,8 @@ interface Env {
   sim: SimulatedNodes
   cluster: BootstrappedCluster
   kc: KubeConfig
+  /** src/lib/kube's connection, which the hand-over takes. */
+  kube: Kube
   chartDir: string
 }
 
@@ -58,7 +61,7 @@ async function setUp(): Promise<Env> {
     ],
   })
   const chartDir = writeCiliumLikeChart(mkdtempSync(join(tmpdir(), 'ichor-cilium-chart-')))
-  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), chartDir}
+  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), kube: await connectKube({kubeconfig: cluster.kubeconfigPath}), chartDir}
 }
 
 async function tearDown(env: Env | undefined): Promise<void> {
@@ -123,13 +126,13 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
 
   it('the probes report the hand-over pending, then done after it ran; a second run changes nothing', async () => {
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
-    expect(await talosHandoverPending(env.kc, access)).toEqual({inlineManifestOn: [CONTROL_PLANE_IP], inInventory: true})
+    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [CONTROL_PLANE_IP], inInventory: true})
 
-    const result = await handOverCiliumFromTalos(env.kc, access)
+    const result = await handOverCiliumFromTalos(env.kube, access)
     expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
     expect(result.inventory.removedEntries.sort()).toEqual(CILIUM_KEYS)
 
-    expect(await talosHandoverPending(env.kc, access)).toEqual({inlineManifestOn: [], inInventory: false})
+    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], inInventory: false})
     expect(await controlPlaneHasInlineManifest({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig, name: 'site'})).toBe(true)
     expect(await getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).not.toContain('cilium-config')
     // Talos keeps its own entries; Cilium's objects no longer claim to be Talos's.
@@ -139,7 +142,7 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
       expect(obj?.metadata?.managedFields?.map((f) => f.manager)).not.toContain('talos')
     }
 
-    const again = await handOverCiliumFromTalos(env.kc, access)
+    const again = await handOverCiliumFromTalos(env.kube, access)
     expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}})
   })
 
@@ -148,7 +151,7 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
     expect(before.every(Boolean)).toBe(true)
     await upgradeK8s(env)
     expect(fingerprint(await readObjects(env.kc, CILIUM_LIKE_REFS))).toEqual(before)
-    expect(await isCiliumInTalosInventory(env.kc)).toBe(false)
+    expect(await isCiliumInTalosInventory(env.kube)).toBe(false)
     expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
     const status = JSON.parse(await helm(['status', 'cilium', '--namespace', 'kube-system', '--output', 'json'], env.cp.kubeconfigPath)) as {version: number}
     expect(status.version).toBe(1)
@@ -185,7 +188,7 @@ describe('the same sequence without the inventory step (control: proves the test
   it('removing only the inline entry: upgrade-k8s prunes every Cilium object', async () => {
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
     expect(await removeInlineManifestFromControlPlanes(access)).toEqual([CONTROL_PLANE_IP])
-    expect(await isCiliumInTalosInventory(env.kc)).toBe(true)
+    expect(await isCiliumInTalosInventory(env.kube)).toBe(true)
     await upgradeK8s(env)
     expect(await readObjects(env.kc, CILIUM_LIKE_REFS)).toEqual(CILIUM_LIKE_REFS.map(() => undefined))
     // ... while --manifests-no-prune would have kept them: nothing left to show, the CNI is gone.

@@ -6,6 +6,7 @@ import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
 import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
@@ -26,13 +27,15 @@ interface Env {
   sim: SimulatedNodes
   cluster: BootstrappedCluster
   kc: KubeConfig
+  /** src/lib/kube's connection, which the hand-over takes. */
+  kube: Kube
 }
 
 async function setUp(talosVersion: string, contents: string): Promise<Env> {
   const cp = await startControlPlane()
   const sim = startSimulatedNodes([{ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion}], {kubeconfigPath: cp.kubeconfigPath})
   const cluster = await bootstrapSimulatedCluster(sim, {talosVersion, manifests: [{name: 'app', contents}]})
-  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath)}
+  return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), kube: await connectKube({kubeconfig: cluster.kubeconfigPath})}
 }
 
 /** "Edit all control plane machine configurations": the inline manifest replaced by `contents`. */
@@ -105,7 +108,7 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
   })
 
   it('the hand-over has no inventory step on such a cluster', async () => {
-    const result = await handOverCiliumFromTalos(env.kc, {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], name: 'app'})
+    const result = await handOverCiliumFromTalos(env.kube, {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], name: 'app'})
     expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}})
   })
 })

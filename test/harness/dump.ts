@@ -18,7 +18,7 @@ export async function canonicalDump(kube: Kube, h: HarnessCluster) {
   const secretNames = async (ns: string) => (await listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns})).filter((s) => !s.metadata.name.startsWith('sh.helm.release')).map((s) => `${ns}/${s.metadata.name}:${Object.keys(s.data ?? {}).sort().join(',')}`)
   const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
   const orders = await Promise.all(['argocd', 'kokumi'].map((n) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: n, namespace: n})))
-  const release = await readReleaseRecord(kube.config, 'cilium', 'kube-system')
+  const release = await readReleaseRecord(kube, 'cilium', 'kube-system')
   const policies = [
     ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})),
     ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'argocd'})),

@@ -19,9 +19,9 @@ import {mkdtempSync, rmSync, symlinkSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {basename, join, resolve} from 'node:path'
 import {gunzipSync} from 'node:zlib'
-import {CoreV1Api, KubeConfig, type V1Secret} from '@kubernetes/client-node'
 import {execa} from 'execa'
 import {IchorError} from '../errors/errors.js'
+import type {Kube} from '../kube/client.js'
 import {findHelm, type HelmBinary} from './binary.js'
 import {cleanHelmError} from './template.js'
 
@@ -279,17 +279,11 @@ export interface ReleaseRecord {
   manifest: string
 }
 
-/** A client-node CoreV1Api (e.g. the `core` of src/lib/kube's Kube), a KubeConfig, or a kubeconfig path. */
-export type SecretsSource = {core: CoreV1Api} | KubeConfig | string
-
-function coreApi(source: SecretsSource): CoreV1Api {
-  if (typeof source === 'string') {
-    const kc = new KubeConfig()
-    kc.loadFromFile(source)
-    return kc.makeApiClient(CoreV1Api)
-  }
-  if (source instanceof KubeConfig) return source.makeApiClient(CoreV1Api)
-  return source.core
+/** The parts of a Secret the release record is read from. */
+export interface ReleaseSecret {
+  type?: string
+  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
+  data?: Record<string, string>
 }
 
 /**
@@ -297,9 +291,11 @@ function coreApi(source: SecretsSource): CoreV1Api {
  * helm process): it is how a rerun learns which values are applied without shelling out.
  * Undefined when the release has no record.
  */
-export async function readReleaseRecord(source: SecretsSource, release: string, namespace: string): Promise<ReleaseRecord | undefined> {
-  const list = await coreApi(source).listNamespacedSecret({namespace, labelSelector: `owner=helm,name=${release}`})
-  const records = list.items
+export async function readReleaseRecord(kube: Kube, release: string, namespace: string): Promise<ReleaseRecord | undefined> {
+  const {items} = await kube.request<{items: ReleaseSecret[]}>('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, {
+    query: {labelSelector: `owner=helm,name=${release}`},
+  })
+  const records = items
     .filter((s) => s.type === 'helm.sh/release.v1' && s.metadata?.name?.startsWith(`sh.helm.release.v1.${release}.v`))
     .map((s) => ({secret: s, revision: Number(s.metadata?.labels?.version ?? s.metadata!.name!.split('.v').pop())}))
     .filter((r) => Number.isInteger(r.revision))
@@ -312,7 +308,7 @@ export async function readReleaseRecord(source: SecretsSource, release: string, 
  * Helm's Secret driver stores `data.release` = base64(gzip(JSON)); the API then base64s
  * that again as Secret data, so the field read through the API is base64 of base64.
  */
-export function decodeReleaseSecret(secret: V1Secret): ReleaseRecord {
+export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
   const name = secret.metadata?.name ?? '(unnamed)'
   const field = secret.data?.release
   if (!field) throw new IchorError(`Helm release Secret ${name} has no data.release`)

@@ -11,7 +11,7 @@ import {helmInstall, readReleaseRecord, valuesHash} from '../helm/release.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import {connectKube, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
-import {getObject, KindNotServedError, listObjects, type KubeObject} from '../kube/objects.js'
+import {deleteObject, getObject, KindNotServedError, listObjects, type KubeObject} from '../kube/objects.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {waitFor, waitForApiServer, waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import {OciClient} from '../oci/client.js'
@@ -356,7 +356,7 @@ function initTasks(): Task<Ctx>[] {
       title: 'Adopt Cilium into Helm release kube-system/cilium (--take-ownership)',
       hint: 'the bootstrapped Cilium keeps running; rerun the same command to retry the adoption',
       async probe(ctx) {
-        const record = await readReleaseRecord((await kubeOf(ctx)).config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+        const record = await readReleaseRecord(await kubeOf(ctx), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
         if (!record) return WANT_RUN('no Helm release cilium yet')
         if (record.status !== 'deployed') return WANT_RUN(`release cilium is ${record.status} (revision ${record.revision})`)
         const same = valuesHash(record.config) === valuesHash(ctx.render.cilium.effective)
@@ -376,12 +376,12 @@ function initTasks(): Task<Ctx>[] {
       id: 'talos-handover',
       title: 'Take Cilium out of Talos: inventory and inline-manifest entry',
       async probe(ctx) {
-        const pending = await talosHandoverPending((await kubeOf(ctx)).config, {talosconfig: ctx.state.talosconfig, controlPlanes: ctx.inputs.controlPlanes})
+        const pending = await talosHandoverPending(await kubeOf(ctx), {talosconfig: ctx.state.talosconfig, controlPlanes: ctx.inputs.controlPlanes})
         if (pending.inlineManifestOn.length === 0 && !pending.inInventory) return DONE('Helm alone owns Cilium')
         return WANT_RUN([pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '', pending.inInventory ? "Cilium is in Talos's inventory" : ''].filter(Boolean).join('; '))
       },
       async run(ctx, progress) {
-        const r = await handOverCiliumFromTalos((await kubeOf(ctx)).config, {talosconfig: ctx.state.talosconfig, controlPlanes: ctx.inputs.controlPlanes})
+        const r = await handOverCiliumFromTalos(await kubeOf(ctx), {talosconfig: ctx.state.talosconfig, controlPlanes: ctx.inputs.controlPlanes})
         progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
       },
     },
@@ -524,7 +524,7 @@ function initTasks(): Task<Ctx>[] {
  * adoption done again.
  */
 async function clearInterruptedAdoption(ctx: Ctx, kube: Kube, progress: (m: string) => void): Promise<boolean> {
-  let record = await readReleaseRecord(kube.config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  let record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   if (!record) return false
   if (record.status === 'deployed') return true
   if (record.status.startsWith('pending')) {
@@ -532,14 +532,14 @@ async function clearInterruptedAdoption(ctx: Ctx, kube: Kube, progress: (m: stri
     const deadline = Date.now() + Math.min(ctx.timeoutMs, 60_000)
     while (Date.now() < deadline && record?.status.startsWith('pending')) {
       await new Promise((r) => setTimeout(r, 1000))
-      record = await readReleaseRecord(kube.config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+      record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
     }
     if (record?.status === 'deployed') return true
   }
   if (!record) return false
-  const list = await kube.core.listNamespacedSecret({namespace: CILIUM_RELEASE.namespace, labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
-  for (const s of list.items) {
-    if (s.metadata?.labels?.status !== 'deployed') await kube.core.deleteNamespacedSecret({namespace: CILIUM_RELEASE.namespace, name: s.metadata!.name!})
+  const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace}, {labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
+  for (const s of secrets) {
+    if (s.metadata.labels?.status !== 'deployed') await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: s.metadata.name})
   }
   progress(`removed the record of an adoption that did not finish (${record.status})`)
   return false
@@ -547,7 +547,7 @@ async function clearInterruptedAdoption(ctx: Ctx, kube: Kube, progress: (m: stri
 
 async function desiredStatus(ctx: Ctx): Promise<Record<string, unknown>> {
   const kube = await kubeOf(ctx)
-  const record = await readReleaseRecord(kube.config, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const stack: Record<string, unknown> = {}
   for (const c of Object.values(ctx.render.stack.components)) {
     const app = await applicationState(kube, c.component)

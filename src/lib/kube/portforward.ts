@@ -2,10 +2,13 @@
 // Service is ClusterIP, so by default each local TCP connection is tunnelled to the
 // registry pod through the API server's port-forward; `--registry-endpoint` replaces
 // all of it with a route the user (or a test) already has.
+//
+// The WebSocket tunnel is client-node's PortForward, imported only here, when a tunnel is
+// actually opened: every other run of the CLI never loads client-node.
 import {createServer, type Server, type Socket} from 'node:net'
-import {PortForward} from '@kubernetes/client-node'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from './client.js'
+import {clientNodeKubeConfig} from './credentials.js'
 import {type KubeObject, listObjects} from './objects.js'
 
 /** From Kokumi's install.yaml: Deployment `kokumi-registry` in `kokumi`, pods labelled `app: registry`, port 5000. */
@@ -38,7 +41,7 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
   const port = options.port ?? KOKUMI_REGISTRY.port
   const pod = await findRunningPod(kube, namespace, labelSelector)
 
-  const forwarder = new PortForward(kube.config, true)
+  const forwarder = new (await import('@kubernetes/client-node')).PortForward(await tunnelKubeConfig(kube), true)
   const sockets = new Set<Socket>()
   const server = createServer((socket) => {
     sockets.add(socket)
@@ -68,6 +71,16 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
         server.close(() => resolve())
       }),
   }
+}
+
+/**
+ * client-node's KubeConfig for the tunnel: the same context, with the connection's own
+ * credentials (our exec plugin cache, token file, TLS) put onto the WebSocket's options.
+ */
+async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
+  const kc = await clientNodeKubeConfig(kube.kubeconfig)
+  kc.applyToHTTPSOptions = (options) => kube.authorize(options as import('node:https').RequestOptions)
+  return kc
 }
 
 function normalizeOverride(value: string): string {

@@ -5,9 +5,9 @@
 //      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render.
 // The order matters: a control plane that still carries the entry backfills existing
 // objects into the inventory, undoing step 2 (INVENTORY.md, section 3).
-import type {KubeConfig} from '@kubernetes/client-node'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import type {Kube} from '../kube/client.js'
 import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
 import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
 import {getMachineConfig, patchMachineConfig} from './talosctl.js'
@@ -82,16 +82,16 @@ export interface HandoverResult {
 }
 
 /** Is anything of the hand-over left to do? (read-only; for --dry-run and task probes) */
-export async function talosHandoverPending(kc: KubeConfig, opts: ControlPlaneAccess): Promise<{inlineManifestOn: string[]; inInventory: boolean}> {
+export async function talosHandoverPending(kube: Kube, opts: ControlPlaneAccess): Promise<{inlineManifestOn: string[]; inInventory: boolean}> {
   return {
     inlineManifestOn: await controlPlanesWithInlineManifest(opts),
-    inInventory: await isCiliumInTalosInventory(kc),
+    inInventory: await isCiliumInTalosInventory(kube),
   }
 }
 
 /** Both steps, in the order that keeps Talos from putting Cilium back into its inventory. */
-export async function handOverCiliumFromTalos(kc: KubeConfig, opts: ControlPlaneAccess): Promise<HandoverResult> {
+export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAccess): Promise<HandoverResult> {
   const patchedNodes = await removeInlineManifestFromControlPlanes(opts)
-  const inventory = await removeCiliumFromTalosInventory(kc)
+  const inventory = await removeCiliumFromTalosInventory(kube)
   return {patchedNodes, inventory}
 }

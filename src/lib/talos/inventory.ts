@@ -3,16 +3,9 @@
 // `config.k8s.io/owning-inventory` annotation on each object Talos created.
 // `talosctl upgrade-k8s` prunes every inventory key that is no longer in the manifests,
 // so Cilium must leave the inventory once Helm owns it. See INVENTORY.md for the source.
-import {
-  ApisApi,
-  CoreV1Api,
-  KubeConfig,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type KubernetesObject,
-  type V1ConfigMap,
-} from '@kubernetes/client-node'
 import {IchorError} from '../errors/errors.js'
+import {isConflict, isNotFound, KubeApiError, type Kube} from '../kube/client.js'
+import {type KubeObject, resolvePath} from '../kube/objects.js'
 import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from './ownership.js'
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
@@ -68,11 +61,22 @@ export interface ReleaseInventoryState {
   entries: string[]
 }
 
+interface ConfigMap {
+  apiVersion?: string
+  kind?: string
+  metadata?: {name?: string; namespace?: string; resourceVersion?: string}
+  data?: Record<string, string>
+}
+
+type LiveObject = KubeObject & {metadata: KubeObject['metadata'] & {managedFields?: Array<{manager?: string}>}}
+
+const INVENTORY_PATH = `/api/v1/namespaces/${TALOS_INVENTORY.namespace}/configmaps/${TALOS_INVENTORY.name}`
+
 /** Read-only: which inventory entries belong to the Helm release (by the live objects' annotations). */
-export async function findReleaseInTalosInventory(kc: KubeConfig, release: HelmReleaseRef = CILIUM_RELEASE): Promise<ReleaseInventoryState> {
-  const cm = await readInventory(kc)
+export async function findReleaseInTalosInventory(kube: Kube, release: HelmReleaseRef = CILIUM_RELEASE): Promise<ReleaseInventoryState> {
+  const cm = await readInventory(kube)
   if (!cm) return {inventoryExists: false, entries: []}
-  const live = new LiveObjects(kc)
+  const live = new LiveObjects(kube)
   const entries: string[] = []
   for (const key of Object.keys(cm.data ?? {}).sort()) {
     const obj = await live.read(parseInventoryKey(key))
@@ -85,8 +89,8 @@ export async function findReleaseInTalosInventory(kc: KubeConfig, release: HelmR
 }
 
 /** The probe of the hand-over's inventory step: would `upgrade-k8s` still prune or re-own Cilium? */
-export async function isCiliumInTalosInventory(kc: KubeConfig, release: HelmReleaseRef = CILIUM_RELEASE): Promise<boolean> {
-  return (await findReleaseInTalosInventory(kc, release)).entries.length > 0
+export async function isCiliumInTalosInventory(kube: Kube, release: HelmReleaseRef = CILIUM_RELEASE): Promise<boolean> {
+  return (await findReleaseInTalosInventory(kube, release)).entries.length > 0
 }
 
 export interface InventoryRemoval {
@@ -100,20 +104,20 @@ export interface InventoryRemoval {
  * annotation and the `talos` field manager off each object, then their keys out of the ConfigMap (that order, so a run
  * killed in between still finds them by their keys). Idempotent; no-op without inventory.
  */
-export async function removeReleaseFromTalosInventory(kc: KubeConfig, release: HelmReleaseRef = CILIUM_RELEASE): Promise<InventoryRemoval> {
-  const {inventoryExists, entries} = await findReleaseInTalosInventory(kc, release)
+export async function removeReleaseFromTalosInventory(kube: Kube, release: HelmReleaseRef = CILIUM_RELEASE): Promise<InventoryRemoval> {
+  const {inventoryExists, entries} = await findReleaseInTalosInventory(kube, release)
   if (!inventoryExists || entries.length === 0) return {inventoryExists, removedEntries: []}
-  const live = new LiveObjects(kc)
+  const live = new LiveObjects(kube)
   for (const key of entries) await live.releaseFromTalos(parseInventoryKey(key), OWNING_INVENTORY_ANNOTATION)
-  await removeInventoryKeys(kc, entries)
+  await removeInventoryKeys(kube, entries)
   return {inventoryExists, removedEntries: entries}
 }
 
-export const removeCiliumFromTalosInventory = (kc: KubeConfig): Promise<InventoryRemoval> => removeReleaseFromTalosInventory(kc, CILIUM_RELEASE)
+export const removeCiliumFromTalosInventory = (kube: Kube): Promise<InventoryRemoval> => removeReleaseFromTalosInventory(kube, CILIUM_RELEASE)
 
-async function readInventory(kc: KubeConfig): Promise<V1ConfigMap | undefined> {
+async function readInventory(kube: Kube): Promise<ConfigMap | undefined> {
   try {
-    return await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap(TALOS_INVENTORY)
+    return await kube.request<ConfigMap>('GET', INVENTORY_PATH)
   } catch (error) {
     if (isNotFound(error)) return undefined
     throw kubeError(`reading ${TALOS_INVENTORY.namespace}/${TALOS_INVENTORY.name}`, error)
@@ -125,19 +129,18 @@ async function readInventory(kc: KubeConfig): Promise<V1ConfigMap | undefined> {
  * resourceVersion it read: a concurrent Talos write makes it fail (409) and it is retried
  * on the fresh copy instead of overwriting it.
  */
-async function removeInventoryKeys(kc: KubeConfig, keys: string[]): Promise<void> {
-  const core = kc.makeApiClient(CoreV1Api)
+async function removeInventoryKeys(kube: Kube, keys: string[]): Promise<void> {
   for (let attempt = 1; ; attempt++) {
-    const cm = await readInventory(kc)
+    const cm = await readInventory(kube)
     if (!cm) return
     const data = {...(cm.data ?? {})}
     if (!keys.some((k) => k in data)) return
     for (const k of keys) delete data[k]
     try {
-      await core.replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {...cm, data}})
+      await kube.request('PUT', INVENTORY_PATH, {body: {...cm, data}})
       return
     } catch (error) {
-      if ((error as {code?: number}).code === 409 && attempt < 5) continue
+      if (isConflict(error) && attempt < 5) continue
       throw kubeError(`updating ${TALOS_INVENTORY.namespace}/${TALOS_INVENTORY.name}`, error)
     }
   }
@@ -145,17 +148,14 @@ async function removeInventoryKeys(kc: KubeConfig, keys: string[]): Promise<void
 
 /** Reads objects named only by group/kind (the inventory has no version), via discovery. */
 class LiveObjects {
-  private readonly objects: KubernetesObjectApi
   private versions?: Promise<Map<string, string>>
-  constructor(private readonly kc: KubeConfig) {
-    this.objects = KubernetesObjectApi.makeApiClient(kc)
-  }
+  constructor(private readonly kube: Kube) {}
 
-  async read(ref: InventoryRef): Promise<KubernetesObject | undefined> {
-    const apiVersion = await this.apiVersion(ref.group)
-    if (!apiVersion) return undefined // the group is gone (a CRD deleted): nothing to hand over
+  async read(ref: InventoryRef): Promise<LiveObject | undefined> {
+    const item = await this.itemPath(ref)
+    if (!item) return undefined // the group or kind is gone (a CRD deleted): nothing to hand over
     try {
-      return await this.objects.read({apiVersion, kind: ref.kind, metadata: {name: ref.name, ...(ref.namespace ? {namespace: ref.namespace} : {})}})
+      return await this.kube.request<LiveObject>('GET', item)
     } catch (error) {
       if (isNotFound(error)) return undefined
       throw kubeError(`reading ${describe(ref)}`, error)
@@ -168,35 +168,38 @@ class LiveObjects {
    * changing a value does not conflict with a manager that no longer applies anything.
    */
   async releaseFromTalos(ref: InventoryRef, annotation: string): Promise<void> {
-    const apiVersion = await this.apiVersion(ref.group)
-    if (!apiVersion) return
+    const item = await this.itemPath(ref)
+    if (!item) return
     const live = await this.read(ref)
     if (!live) return
     const managedFields = (live.metadata?.managedFields ?? []).filter((f) => f.manager !== TALOS_FIELD_MANAGER)
     const body = {
-      apiVersion,
-      kind: ref.kind,
       metadata: {
-        name: ref.name,
-        ...(ref.namespace ? {namespace: ref.namespace} : {}),
         annotations: {[annotation]: null},
         // A merge patch replaces the list; an empty list would mean "leave as is", so keep at least one entry.
         ...(managedFields.length > 0 && managedFields.length !== live.metadata?.managedFields?.length ? {managedFields} : {}),
       },
     }
     try {
-      await this.objects.patch(body as unknown as KubernetesObject, undefined, undefined, FIELD_MANAGER, undefined, PatchStrategy.MergePatch)
+      await this.kube.request('PATCH', item, {body, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER}})
     } catch (error) {
       if (isNotFound(error)) return
       throw kubeError(`removing ${annotation} from ${describe(ref)}`, error)
     }
   }
 
+  /** URL of the object, or undefined when the API server no longer serves its group or kind. */
+  private async itemPath(ref: InventoryRef): Promise<string | undefined> {
+    const apiVersion = await this.apiVersion(ref.group)
+    if (!apiVersion) return undefined
+    if (!(await this.kube.resourceFor(apiVersion, ref.kind))) return undefined
+    return (await resolvePath(this.kube, {apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace || undefined})).item
+  }
+
   private async apiVersion(group: string): Promise<string | undefined> {
     if (group === '') return 'v1'
-    this.versions ??= this.kc
-      .makeApiClient(ApisApi)
-      .getAPIVersions()
+    this.versions ??= this.kube
+      .request<{groups: Array<{name: string; preferredVersion?: {groupVersion: string}; versions: Array<{groupVersion: string}>}>}>('GET', '/apis')
       .then((list) => new Map(list.groups.map((g) => [g.name, g.preferredVersion?.groupVersion ?? g.versions[0]!.groupVersion])))
     return (await this.versions).get(group)
   }
@@ -206,19 +209,7 @@ function describe(ref: InventoryRef): string {
   return `${ref.kind}${ref.group ? `.${ref.group}` : ''} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`
 }
 
-function isNotFound(error: unknown): boolean {
-  return (error as {code?: number}).code === 404
-}
-
 function kubeError(action: string, error: unknown): IchorError {
-  const body = (error as {body?: unknown}).body
-  let detail = (error as Error).message
-  if (typeof body === 'string') {
-    try {
-      detail = (JSON.parse(body) as {message?: string}).message ?? detail
-    } catch {
-      // not JSON: keep the client's message
-    }
-  }
+  const detail = error instanceof KubeApiError ? (error.status.message ?? error.message) : (error as Error).message
   return new IchorError(`${action}: ${detail}`, {cause: error})
 }
