@@ -227,12 +227,50 @@ function repositoryPath(c: PreparedComponent): string {
   return c.bundle.repository.slice(c.bundle.repository.indexOf('/') + 1)
 }
 
-async function applicationState(kube: Kube, name: string): Promise<{sync?: string; health?: string} | undefined> {
-  const app = await getIfServed<KubeObject & {status?: {sync?: {status?: string}; health?: {status?: string}}}>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: 'argocd'})
-  return app ? {sync: app.status?.sync?.status, health: app.status?.health?.status} : undefined
+async function applicationState(kube: Kube, name: string): Promise<{sync?: string; health?: string; revision?: string} | undefined> {
+  const app = await getIfServed<KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}}}>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name, namespace: 'argocd'})
+  return app ? {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision} : undefined
+}
+
+type OrderStatus = {conditions?: {type: string; status: string}[]; observedGeneration?: number; latestArtifactDigest?: string}
+
+/**
+ * A component is delivered when its Order has seen its current spec (Ready, observed
+ * generation) and its Application is Synced and Healthy at the artifact that Order
+ * produced: an Application still healthy at the previous revision does not count.
+ */
+async function deliveryState(kube: Kube, c: PreparedComponent): Promise<{done: boolean; state: string}> {
+  const order = (await orderOf(kube, c)) as (KubeObject & {status?: OrderStatus}) | undefined
+  if (!order) return {done: false, state: 'no Order yet'}
+  const ready = order.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false
+  const current = order.status?.observedGeneration === undefined || order.status.observedGeneration === order.metadata.generation
+  if (!ready || !current) return {done: false, state: `Order ${c.namespace}/${c.component} not Ready for its current version yet`}
+  const app = await applicationState(kube, c.component)
+  if (!app) return {done: false, state: `Application argocd/${c.component} not created yet`}
+  const wanted = order.status?.latestArtifactDigest
+  if (wanted && app.revision !== wanted) return {done: false, state: `Application argocd/${c.component} at ${app.revision ?? 'no revision'}, Order serves ${wanted}`}
+  const done = app.sync === 'Synced' && app.health === 'Healthy'
+  return {done, state: `Application argocd/${c.component} ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}`}
+}
+
+/** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */
+function onCluster(task: Task<Ctx>): Task<Ctx> {
+  return {
+    ...task,
+    async probe(ctx) {
+      if (!(await apiAnswers(ctx))) return WANT_RUN('the cluster does not answer yet')
+      return task.probe(ctx)
+    },
+  }
 }
 
 function initTasks(): Task<Ctx>[] {
+  const [local, cluster] = [nodeTasks(), clusterTasks()]
+  return [...local, ...cluster.map(onCluster)]
+}
+
+/** Steps on the local state and the Talos nodes, up to a running API server. */
+function nodeTasks(): Task<Ctx>[] {
   return [
     {
       id: 'talos-secrets',
@@ -309,6 +347,12 @@ function initTasks(): Task<Ctx>[] {
         ctx.kube = undefined
       },
     },
+  ]
+}
+
+/** Steps through the API server, helm and the registry. */
+function clusterTasks(): Task<Ctx>[] {
+  return [
     {
       id: 'lease',
       title: `Take the ${ICHOR_SYSTEM} Lease`,
@@ -481,19 +525,16 @@ function initTasks(): Task<Ctx>[] {
       mutating: false,
       async probe(ctx) {
         const kube = await kubeOf(ctx)
-        for (const name of ['kokumi', 'argocd']) {
-          const s = await applicationState(kube, name)
-          if (s?.sync !== 'Synced' || s.health !== 'Healthy') return WANT_RUN(`Application argocd/${name} is ${s ? `${s.sync ?? 'Unknown'}/${s.health ?? 'Unknown'}` : 'not created yet'}`)
+        for (const c of Object.values(ctx.render.stack.components)) {
+          const s = await deliveryState(kube, c)
+          if (!s.done) return WANT_RUN(s.state)
         }
-        return DONE('argocd and kokumi are Synced and Healthy')
+        return DONE('argocd and kokumi are Synced and Healthy at their Orders\' artifacts')
       },
       async run(ctx, progress) {
         const kube = await kubeOf(ctx)
-        for (const name of ['kokumi', 'argocd']) {
-          await waitFor(`Application argocd/${name} Synced and Healthy`, async () => {
-            const s = await applicationState(kube, name)
-            return {done: s?.sync === 'Synced' && s.health === 'Healthy', state: s ? `${s.sync ?? 'Unknown'}/${s.health ?? 'Unknown'}` : 'not created yet'}
-          }, {timeoutMs: ctx.timeoutMs, onProgress: progress})
+        for (const c of Object.values(ctx.render.stack.components)) {
+          await waitFor(`Application argocd/${c.component} Synced and Healthy`, () => deliveryState(kube, c), {timeoutMs: ctx.timeoutMs, onProgress: progress})
         }
       },
     },

@@ -1,0 +1,58 @@
+// ichor init on an older Talos contract (v1.12: legacy cluster.inlineManifests, create-only
+// manifests, no inventory) with kube-proxy kept, and a live --dry-run that only probes.
+// Harness as in init.test.ts (real apiserver, helm, registry, talosctl; simulated nodes).
+import {existsSync, readFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube} from '../../src/lib/kube/client.js'
+import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {canonicalDump, nodeConfig} from '../harness/dump.js'
+
+function events(run: CliRun): Record<string, unknown>[] {
+  return run.stdout.split('\n').flatMap((l) => {
+    try {
+      const e = JSON.parse(l)
+      return e && typeof e === 'object' && 'event' in e ? [e] : []
+    } catch {
+      return []
+    }
+  })
+}
+
+describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
+  let h: HarnessCluster
+  beforeAll(async () => {
+    h = await startHarnessCluster({talosVersion: 'v1.12.6'})
+  }, 600_000)
+  afterAll(async () => h?.stop())
+
+  it('a live --dry-run on fresh nodes only probes: everything would run, nothing is touched', async () => {
+    const r = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--dry-run', '--json'], h.env)
+    const tasks = events(r).filter((e) => e.event === 'task' && e.title)
+    expect(r.code, r.stderr).toBe(0)
+    expect(tasks.filter((t) => t.status === 'would-run').map((t) => t.id)).toEqual(expect.arrayContaining(['talos-secrets', 'apply-configs', 'bootstrap-etcd', 'adopt-cilium', 'orders']))
+    expect(tasks.filter((t) => t.status === 'done')).toEqual([])
+    expect(existsSync(join(h.nodes.stateDir, 'bootstrapped'))).toBe(false)
+    expect(existsSync(join(h.stateDir, 'secrets.yaml'))).toBe(false)
+  })
+
+  it('converges with the legacy inline-manifest form, removes the entry, and a rerun changes nothing', async () => {
+    const first = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
+    expect(first.code, `${first.stderr}\n${first.stdout.slice(-2000)}`).toBe(0)
+    const config = nodeConfig(h, CONTROL_PLANE)
+    expect(config).not.toMatch(/inlineManifests:\s*\n\s*- name: cilium/)
+    expect(config).not.toMatch(/KubeInlineManifestConfig|KubeProxyConfig/)
+    expect(config).toMatch(/cni:\s*\n\s*name: none/)
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const cm = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'cilium-config', namespace: 'kube-system'})
+    expect(cm?.data['kube-proxy-replacement']).toBe('false')
+    const dump = await canonicalDump(kube, h)
+    expect(dump.release).toMatchObject({revision: 1, status: 'deployed'})
+    expect(dump.inventoryKeys).toEqual([])
+    const again = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
+    expect(events(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
+    expect(await canonicalDump(kube, h)).toEqual(dump)
+    expect(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')).toMatch(/cluster:/)
+  })
+})
