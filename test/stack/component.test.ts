@@ -70,17 +70,15 @@ describe('renderComponent with the real Kokumi manifest and Argo CD chart', () =
     for (const c of [kokumi, argocd]) {
       for (const value of [kokumiGenerated.adminPassword, kokumiGenerated.signingKey, hash, redisPassword]) {
         expect(c.manifest.includes(value), `${c.component} manifest holds a generated value`).toBe(false)
-        expect(c.manifestWithoutPolicies.includes(value)).toBe(false)
       }
     }
     expect((argocd.secrets[0]!.stringData as Record<string, string>).auth).toBe(redisPassword)
   })
 
-  it('appends the policies to the manifest, and leaves them out of manifestWithoutPolicies', () => {
+  it('appends the policies to the manifest; the objects alone (applied first, policies last) hold none', () => {
     for (const c of [kokumi, argocd]) {
       expect(c.manifest).toBe(serializeObjects([...c.objects, ...c.policies]))
-      expect(c.manifestWithoutPolicies).toBe(serializeObjects(c.objects))
-      expect(parseObjects(c.manifestWithoutPolicies).some((o) => o.kind === 'CiliumNetworkPolicy')).toBe(false)
+      expect(c.objects.some((o) => o.kind === 'CiliumNetworkPolicy')).toBe(false)
       expect(parseObjects(c.manifest).filter((o) => o.kind === 'CiliumNetworkPolicy')).toHaveLength(c.policies.length)
     }
     expect(argocd.objects.some((o) => o.kind === 'AppProject' && o.metadata.name === 'default')).toBe(true)

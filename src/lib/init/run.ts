@@ -7,7 +7,7 @@ import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {isDeepStrictEqual} from 'node:util'
 import {CILIUM_RELEASE} from '../cilium/defaults.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
-import {helmInstall, readReleaseRecord, valuesHash} from '../helm/release.js'
+import {helmInstall, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import {connectKube, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
@@ -65,6 +65,8 @@ interface Ctx extends Omit<InitRunOptions, 'render'> {
   /** What the pre-check saw, for the first probe of apply-configs (a re-probe asks again). */
   reachability?: Reachability[]
   kube?: Kube
+  /** The cilium release record, read once per run (it carries the whole chart) until the adoption changes it. */
+  release?: Promise<ReleaseRecord | undefined>
   lease?: HeldLease
   registry?: RegistryEndpoint
   createdAdminPassword?: string
@@ -400,7 +402,7 @@ function clusterTasks(): Task<Ctx>[] {
       title: 'Adopt Cilium into Helm release kube-system/cilium (--take-ownership)',
       hint: 'the bootstrapped Cilium keeps running; rerun the same command to retry the adoption',
       async probe(ctx) {
-        const record = await readReleaseRecord(await kubeOf(ctx), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+        const record = await releaseOf(ctx)
         if (!record) return WANT_RUN('no Helm release cilium yet')
         if (record.status !== 'deployed') return WANT_RUN(`release cilium is ${record.status} (revision ${record.revision})`)
         const same = valuesHash(record.config) === valuesHash(ctx.render.cilium.effective)
@@ -408,6 +410,7 @@ function clusterTasks(): Task<Ctx>[] {
       },
       async run(ctx, progress) {
         const kube = await kubeOf(ctx)
+        ctx.release = undefined
         if (await clearInterruptedAdoption(ctx, kube, progress)) return
         // No rollback on an adoption: rolling back an install would uninstall a running CNI.
         await helmInstall({
@@ -586,9 +589,15 @@ async function clearInterruptedAdoption(ctx: Ctx, kube: Kube, progress: (m: stri
   return false
 }
 
+async function releaseOf(ctx: Ctx): Promise<ReleaseRecord | undefined> {
+  const kube = await kubeOf(ctx)
+  ctx.release ??= readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  return ctx.release
+}
+
 async function desiredStatus(ctx: Ctx): Promise<Record<string, unknown>> {
   const kube = await kubeOf(ctx)
-  const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  const record = await releaseOf(ctx)
   const stack: Record<string, unknown> = {}
   for (const c of Object.values(ctx.render.stack.components)) {
     const app = await applicationState(kube, c.component)

@@ -33,8 +33,6 @@ export interface RenderedComponent {
   policies: K8sObject[]
   /** The bundle's manifest.yaml: serializeObjects(objects + policies). */
   manifest: string
-  /** serializeObjects(objects) alone, for a first apply that applies policies last. */
-  manifestWithoutPolicies: string
 }
 
 export async function renderComponent(component: 'kokumi', inputs: KokumiComponentInputs): Promise<RenderedComponent>
@@ -75,6 +73,5 @@ export function assembleComponent(component: StackComponent, version: string, al
     secrets: sortObjects(secrets),
     policies,
     manifest: serializeObjects([...objects, ...policies]),
-    manifestWithoutPolicies: serializeObjects(objects),
   }
 }
