@@ -81,6 +81,8 @@ const CRD_KIND = 'CustomResourceDefinition'
  * objects. Each result says whether the object was created, changed (its
  * resourceVersion moved) or left unchanged.
  */
+const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
+
 export async function serverSideApply(kube: Kube, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
   const fieldManager = options.fieldManager ?? FIELD_MANAGER
   const results: ApplyResult[] = []
@@ -136,7 +138,9 @@ async function applyOne(
   }
   // Cluster-scoped kinds ignore a namespace in the manifest, as kubectl does.
   const body: KubeObject = path.namespace ? object : {...object, metadata: {...object.metadata, namespace: undefined}}
-  const before = await kube.request<KubeObject>('GET', path.item).catch((error) => {
+  // A real apply only compares resourceVersions: fetch the metadata alone (a CRD's schema
+  // is hundreds of KB); a dry run compares the whole object.
+  const before = await kube.request<KubeObject>('GET', path.item, options.dryRun ? {} : {accept: PARTIAL_METADATA}).catch((error) => {
     if (error instanceof KubeApiError && error.code === 404) return undefined
     throw error
   })
@@ -144,6 +148,7 @@ async function applyOne(
   try {
     after = await kube.request<KubeObject>('PATCH', path.item, {
       body,
+      accept: options.dryRun ? undefined : PARTIAL_METADATA,
       // JSON is YAML, so the apply patch can be sent as JSON text.
       contentType: 'application/apply-patch+yaml',
       query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined},

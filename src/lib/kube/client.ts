@@ -37,6 +37,8 @@ export interface RequestOptions {
   /** Defaults to application/json when a body is given. */
   contentType?: string
   query?: Record<string, string | number | boolean | undefined>
+  /** Defaults to application/json (a PartialObjectMetadata media type asks for metadata only). */
+  accept?: string
 }
 
 export interface Kube {
@@ -174,7 +176,7 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
     const reqOptions: https.RequestOptions = {
       method,
       headers: {
-        Accept: 'application/json',
+        Accept: options.accept ?? 'application/json',
         ...(payload ? {'Content-Type': options.contentType ?? 'application/json', 'Content-Length': payload.length} : {}),
       },
       timeout: timeoutMs,

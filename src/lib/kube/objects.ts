@@ -79,6 +79,26 @@ export async function resolvePath(kube: Kube, ref: Omit<ObjectRef, 'name'> & {na
 }
 
 /** The object, or undefined when it does not exist (or its kind is not served). */
+/**
+ * An object's metadata alone (the API server's PartialObjectMetadata), or undefined when
+ * it or its kind is absent: an existence check that does not fetch a CRD's whole schema.
+ */
+export async function getObjectMetadata(kube: Kube, ref: ObjectRef): Promise<KubeObject | undefined> {
+  let path: ResolvedPath
+  try {
+    path = await resolvePath(kube, ref)
+  } catch (error) {
+    if (error instanceof KindNotServedError) return undefined
+    throw error
+  }
+  try {
+    return await kube.request<KubeObject>('GET', path.item, {accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'})
+  } catch (error) {
+    if (isNotFound(error)) return undefined
+    throw error
+  }
+}
+
 export async function getObject<T extends KubeObject = KubeObject>(kube: Kube, ref: ObjectRef): Promise<T | undefined> {
   let path: ResolvedPath
   try {
