@@ -37,7 +37,7 @@ export async function run(ctx) {
   console.log(`Argo CD render + bundle, in-process part (parse, drop, split, serialise, tar, gzip, manifest), warm (5 runs): median ${fmtMs(median(warm))}, first ${fmtMs(inProcess[0])}   goal <= 500 ms`)
   console.log(`Argo CD helm template subprocess (6 runs): median ${fmtMs(median(helmTimes))}`)
 
-  const stack = await prepareStack({argocdChartPath: chartPath, kokumiManifestPath: join(ctx.upstream, 'kokumi-0.14.0', 'install.yaml'), generated, bcryptCost: 10})
+  const stack = await prepareStack({argocdChartPath: chartPath, kokumiManifestPath: join(ctx.upstream, 'kokumi-0.14.0', 'install.yaml'), generated})
   for (const c of Object.values(stack.components)) {
     console.log(`bundle ${c.component} ${c.bundle.tag}: manifest.yaml ${(Buffer.byteLength(c.rendered.manifest) / 1024 / 1024).toFixed(2)} MB raw, layer ${(c.bundle.layer.length / 1024).toFixed(1)} KB gzipped (${c.rendered.objects.length} objects + ${c.rendered.policies.length} policies)`)
   }

@@ -36,19 +36,19 @@ describe('Argo CD values through the values engine', () => {
 describe('prepareStack', () => {
   it('gives each component a bundle, a tag from its rendered bytes and an Order naming them; Secrets apart', async () => {
     const generated = generateStackSecrets()
-    const stack = await prepareStack({argocdChartPath: UPSTREAM.argocdChart, kokumiManifestPath: UPSTREAM.kokumiManifest, generated, bcryptCost: 4})
+    const stack = await prepareStack({argocdChartPath: UPSTREAM.argocdChart, kokumiManifestPath: UPSTREAM.kokumiManifest, generated})
     for (const c of Object.values(stack.components)) {
       expect(c.bundle.tag.startsWith(`${c.rendered.version}-`)).toBe(true)
       expect(c.order.spec).toEqual({source: {oci: `oci://${c.bundle.repository}`, version: c.bundle.tag}, promotion: {mode: 'Automatic'}})
       expect(c.rendered.manifest).not.toContain(generated.kokumiAdminPassword)
       expect(c.rendered.manifest).not.toContain(generated.argocdRedisPassword)
     }
-    expect(stack.secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort()).toEqual([
+    expect(stack.secretNames).toEqual([
       'argocd/argocd-redis', 'argocd/argocd-secret', 'argocd/ichor-kokumi-registry', 'ichor-system/ichor-argocd-redis', 'ichor-system/ichor-kokumi-admin', 'kokumi/kokumi-server-auth',
     ])
   })
   it("rebuilds the Secrets from the cluster's generated values, not the render's", async () => {
-    const stack = await prepareStack({argocdChartPath: UPSTREAM.argocdChart, kokumiManifestPath: UPSTREAM.kokumiManifest, generated: generateStackSecrets(), bcryptCost: 4})
+    const stack = await prepareStack({argocdChartPath: UPSTREAM.argocdChart, kokumiManifestPath: UPSTREAM.kokumiManifest, generated: generateStackSecrets()})
     const held = generateStackSecrets()
     const secrets = stackSecretsWith(stack, held, 4)
     const auth = secrets.find((s) => s.metadata.name === 'kokumi-server-auth') as unknown as {stringData: Record<string, string>}

@@ -33,7 +33,7 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
     write(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
   }
   // Names only: the values are generated in the cluster and never written out.
-  write('secrets.txt', `${render.stack.secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort().join('\n')}\n`)
+  write('secrets.txt', `${render.stack.secretNames.join('\n')}\n`)
   const plan = INIT_STEPS.map(({id, title}) => ({id, title}))
   write('plan.txt', renderPlanText(inputs, render, plan))
   return {dir, files, plan}

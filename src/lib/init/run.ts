@@ -16,7 +16,7 @@ import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.j
 import {waitFor, waitForApiServer, waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import {OciClient} from '../oci/client.js'
 import {publishBundle} from '../oci/publish.js'
-import {stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent} from '../stack/prepare.js'
+import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent} from '../stack/prepare.js'
 import type {K8sObject} from '../stack/objects.js'
 import {
   ICHOR_SYSTEM, ichorSystemNamespace, installationCrd, installationObject, readGeneratedSecrets, TALOS_SECRETS_SECRET,
@@ -437,8 +437,9 @@ function clusterTasks(): Task<Ctx>[] {
       title: 'Create the generated Secrets once (Kokumi admin, Argo CD redis, repo-creds)',
       async probe(ctx) {
         const kube = await kubeOf(ctx)
-        for (const s of ctx.render.stack.secrets) {
-          if (!(await getObjectMetadata(kube, {apiVersion: 'v1', kind: 'Secret', name: s.metadata.name, namespace: s.metadata.namespace}))) return WANT_RUN(`Secret ${s.metadata.namespace}/${s.metadata.name} is missing`)
+        for (const id of ctx.render.stack.secretNames) {
+          const [namespace, name] = id.split('/') as [string, string]
+          if (!(await getObjectMetadata(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace}))) return WANT_RUN(`Secret ${id} is missing`)
         }
         return DONE('every generated Secret exists (never reset)')
       },
@@ -446,8 +447,7 @@ function clusterTasks(): Task<Ctx>[] {
         const kube = await kubeOf(ctx)
         const namespaces = ['kokumi', 'argocd'].map((name) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name}}))
         await serverSideApply(kube, namespaces)
-        const fresh = stackSecretsWith(ctx.render.stack, ctx.generated, ctx.bcryptCost)
-        const [kokumiAdmin, redis] = fresh.filter((s) => s.metadata.namespace === ICHOR_SYSTEM)
+        const [kokumiAdmin, redis] = generatedSecretObjects(ctx.generated)
         if ((await createIfAbsent(kube, kokumiAdmin!)) === 'created') ctx.createdAdminPassword = ctx.generated.kokumiAdminPassword
         await createIfAbsent(kube, redis!)
         // The cluster's values win: a crash between two creates must not mix passwords.

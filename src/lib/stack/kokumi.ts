@@ -212,7 +212,8 @@ export interface RenderKokumiInput {
   defaultStorageClass: boolean
   /** The user layer of Kokumi values (spec.stack.kokumi.values). */
   userValues?: unknown
-  generated: KokumiGenerated
+  /** Absent: kokumi-server-auth is left as shipped (never to be applied as such). */
+  generated?: KokumiGenerated
   /** bcrypt cost for the admin password hash (tests lower it). */
   bcryptCost?: number
 }
@@ -240,6 +241,8 @@ export function renderKokumi(input: RenderKokumiInput): RenderedKokumi {
   if (registryMemory) objects = setMemoryLimit(objects, KOKUMI_OBJECTS.registryDeployment, registryMemory)
   if (values.controller?.replicas !== undefined) objects = setReplicas(objects, KOKUMI_OBJECTS.controllerDeployment, values.controller.replicas)
   if (values.server?.replicas !== undefined) objects = setReplicas(objects, KOKUMI_OBJECTS.serverDeployment, values.server.replicas)
-  objects = serverAuthSecret(objects, input.generated, input.bcryptCost)
+  // Without generated values the Secret stays as shipped: a caller that only needs the
+  // publishable objects (and the Secrets' names) does not pay for a bcrypt hash.
+  if (input.generated) objects = serverAuthSecret(objects, input.generated, input.bcryptCost)
   return {version, objects}
 }

@@ -60,8 +60,6 @@ export interface StackInputs {
   generated: GeneratedStackSecrets
   /** Registry host:port as seen from inside the cluster. */
   registry?: string
-  /** Lower bcrypt cost, for tests only. */
-  bcryptCost?: number
 }
 
 export interface PreparedBundle {
@@ -82,8 +80,8 @@ export interface PreparedComponent {
 
 export interface PreparedStack {
   components: Record<StackComponent, PreparedComponent>
-  /** Every Secret a run creates once: the components' and ichor-system's. */
-  secrets: K8sObject[]
+  /** `namespace/name` of every Secret a run creates once (stackSecretsWith builds them). */
+  secretNames: string[]
 }
 
 /** Effective Argo CD values: ichor defaults ⟶ user ⟶ owned, checked like Cilium's. */
@@ -104,8 +102,7 @@ export async function prepareStack(inputs: StackInputs): Promise<PreparedStack> 
       manifestPath: inputs.kokumiManifestPath,
       defaultStorageClass: inputs.defaultStorageClass ?? false,
       userValues: inputs.kokumiValues,
-      generated: {adminPassword: inputs.generated.kokumiAdminPassword, signingKey: inputs.generated.kokumiSigningKey},
-      bcryptCost: inputs.bcryptCost,
+      // no generated values: the Secrets are built by stackSecretsWith with the cluster's
     }),
     renderComponent('argocd', {
       chartPath: inputs.argocdChartPath,
@@ -119,7 +116,8 @@ export async function prepareStack(inputs: StackInputs): Promise<PreparedStack> 
     kokumi: prepareComponent(kokumi, registry, inputs.promotion ?? 'Automatic'),
     argocd: prepareComponent(argocd, registry, inputs.promotion ?? 'Automatic'),
   }
-  return {components, secrets: [...generatedSecretObjects(inputs.generated), ...kokumi.secrets, ...argocd.secrets]}
+  const secrets = [...generatedSecretObjects(inputs.generated), ...kokumi.secrets, ...argocd.secrets]
+  return {components, secretNames: secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort()}
 }
 
 function prepareComponent(rendered: RenderedComponent, registry: string, promotion: PromotionMode): PreparedComponent {
