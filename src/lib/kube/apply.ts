@@ -81,6 +81,11 @@ const CRD_KIND = 'CustomResourceDefinition'
  * objects. Each result says whether the object was created, changed (its
  * resourceVersion moved) or left unchanged.
  */
+/** What a dry-run apply of a CRD can change, read from its metadata. */
+function crdMeta(o: KubeObject) {
+  return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
+}
+
 const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
 
 export async function serverSideApply(kube: Kube, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
@@ -140,7 +145,9 @@ async function applyOne(
   const body: KubeObject = path.namespace ? object : {...object, metadata: {...object.metadata, namespace: undefined}}
   // A real apply only compares resourceVersions: fetch the metadata alone (a CRD's schema
   // is hundreds of KB); a dry run compares the whole object.
-  const before = await kube.request<KubeObject>('GET', path.item, options.dryRun ? {} : {accept: PARTIAL_METADATA}).catch((error) => {
+  // A CRD's spec change moves its generation, so even a dry run compares only metadata.
+  const metadataOnly = !options.dryRun || object.kind === CRD_KIND
+  const before = await kube.request<KubeObject>('GET', path.item, metadataOnly ? {accept: PARTIAL_METADATA} : {}).catch((error) => {
     if (error instanceof KubeApiError && error.code === 404) return undefined
     throw error
   })
@@ -148,7 +155,7 @@ async function applyOne(
   try {
     after = await kube.request<KubeObject>('PATCH', path.item, {
       body,
-      accept: options.dryRun ? undefined : PARTIAL_METADATA,
+      accept: metadataOnly ? PARTIAL_METADATA : undefined,
       // JSON is YAML, so the apply patch can be sent as JSON text.
       contentType: 'application/apply-patch+yaml',
       query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined},
@@ -164,9 +171,11 @@ async function applyOne(
     throw error
   }
   if (!before) return resultOf(body, path.namespace, 'created')
-  const moved = options.dryRun
-    ? JSON.stringify(withoutVersion(before)) !== JSON.stringify(withoutVersion(after))
-    : before.metadata.resourceVersion !== after.metadata.resourceVersion
+  const moved = !options.dryRun
+    ? before.metadata.resourceVersion !== after.metadata.resourceVersion
+    : object.kind === CRD_KIND
+      ? JSON.stringify(crdMeta(before)) !== JSON.stringify(crdMeta(after))
+      : JSON.stringify(withoutVersion(before)) !== JSON.stringify(withoutVersion(after))
   return resultOf(body, path.namespace, moved ? 'configured' : 'unchanged')
 }
 
