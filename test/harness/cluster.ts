@@ -91,7 +91,7 @@ export interface CliRun {
 export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?: (event: Record<string, unknown>) => boolean; onStart?: (child: ChildProcess) => void} = {}): Promise<CliRun> {
   const started = performance.now()
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), ...args], {env, stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), args, {env, stdio: ['ignore', 'pipe', 'pipe']})
     opts.onStart?.(child)
     let stdout = ''
     let stderr = ''
