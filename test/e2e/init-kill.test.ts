@@ -4,21 +4,11 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
-import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump} from '../harness/dump.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
 
-function parseEvents(run: CliRun): Event[] {
-  return run.stdout.split('\n').flatMap((l) => {
-    try {
-      const e = JSON.parse(l) as Event
-      return e && typeof e === 'object' && 'event' in e ? [e] : []
-    } catch {
-      return []
-    }
-  })
-}
 
 async function secretValues(kube: Kube, namespace: string, name: string) {
   return (await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace}))?.data
@@ -35,7 +25,7 @@ describe('ichor init killed at every task boundary converges to the uninterrupte
   it('kills, reruns, and compares canonical dumps; passwords are never regenerated', async () => {
     const whole = await runIchor([...reference.initArgs, '--json'], reference.env)
     expect(whole.code, whole.stderr).toBe(0)
-    const taskIds = parseEvents(whole).find((e) => e.event === 'start')!.tasks!.map((t) => t.id)
+    const taskIds = (jsonEvents(whole).find((e) => e.event === 'start') as Event).tasks!.map((t) => t.id)
     expect(taskIds.length).toBeGreaterThan(15)
     const expected = await canonicalDump(await connectKube({kubeconfig: reference.cp.kubeconfigPath}), reference)
 
@@ -51,7 +41,7 @@ describe('ichor init killed at every task boundary converges to the uninterrupte
       if (admin && !firstPasswords) firstPasswords = admin
       if (k === taskIds.indexOf('adopt-cilium')) {
         // Once inside a long task: helm install --take-ownership is running.
-        let child: {kill(s: string): void} | undefined
+        let child: {kill(signal: NodeJS.Signals): boolean} | undefined
         const inside = await runIchor([...killed.initArgs, '--json'], killed.env, {
           onStart: (c) => (child = c),
           killOn: (e) => {
@@ -71,6 +61,6 @@ describe('ichor init killed at every task boundary converges to the uninterrupte
     expect(await secretValues(kube, 'ichor-system', 'ichor-kokumi-admin')).toEqual(firstPasswords)
     // And one more rerun changes nothing.
     const again = await runIchor([...killed.initArgs, '--json'], killed.env)
-    expect(parseEvents(again).find((e) => e.event === 'end')?.changed).toBe(false)
+    expect(jsonEvents(again).find((e) => e.event === 'end')?.changed).toBe(false)
   }, 900_000)
 })

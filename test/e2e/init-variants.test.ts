@@ -6,19 +6,9 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
-import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
-function events(run: CliRun): Record<string, unknown>[] {
-  return run.stdout.split('\n').flatMap((l) => {
-    try {
-      const e = JSON.parse(l)
-      return e && typeof e === 'object' && 'event' in e ? [e] : []
-    } catch {
-      return []
-    }
-  })
-}
 
 describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
   let h: HarnessCluster
@@ -29,7 +19,7 @@ describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
 
   it('a live --dry-run on fresh nodes only probes: everything would run, nothing is touched', async () => {
     const r = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--dry-run', '--json'], h.env)
-    const tasks = events(r).filter((e) => e.event === 'task' && e.title)
+    const tasks = jsonEvents(r).filter((e) => e.event === 'task' && e.title)
     expect(r.code, r.stderr).toBe(0)
     expect(tasks.filter((t) => t.status === 'would-run').map((t) => t.id)).toEqual(expect.arrayContaining(['talos-secrets', 'apply-configs', 'bootstrap-etcd', 'adopt-cilium', 'orders']))
     expect(tasks.filter((t) => t.status === 'done')).toEqual([])
@@ -51,7 +41,7 @@ describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
     expect(dump.release).toMatchObject({revision: 1, status: 'deployed'})
     expect(dump.inventoryKeys).toEqual([])
     const again = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
-    expect(events(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
+    expect(jsonEvents(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
     expect(await canonicalDump(kube, h)).toEqual(dump)
     expect(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')).toMatch(/cluster:/)
   })

@@ -10,24 +10,14 @@ import {readReleaseRecord} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {OciClient} from '../../src/lib/oci/client.js'
-import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>; type?: string}
 
-function events(run: CliRun): Record<string, unknown>[] {
-  return run.stdout.split('\n').flatMap((l) => {
-    try {
-      const e = JSON.parse(l)
-      return e && typeof e === 'object' && 'event' in e ? [e] : []
-    } catch {
-      return []
-    }
-  })
-}
 
 function endEvent(run: CliRun) {
-  return events(run).find((e) => e.event === 'end') as {ok: boolean; changed: boolean; error?: string} | undefined
+  return jsonEvents(run).find((e) => e.event === 'end') as {ok: boolean; changed: boolean; error?: string} | undefined
 }
 
 async function secretData(kube: Kube, namespace: string, name: string) {
@@ -102,7 +92,7 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     const again = await runIchor([...h.initArgs, '--json'], h.env)
     expect(again.code, again.stderr).toBe(0)
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})
-    expect(events(again).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual([])
+    expect(jsonEvents(again).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual([])
     expect(await rvs()).toEqual(rvBefore)
     expect(await canonicalDump(kube, h)).toEqual(before)
     expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1)).kokumiAdminPassword).toBeUndefined()

@@ -114,3 +114,15 @@ export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?:
     child.on('close', (code, signal) => resolve({code, signal, stdout, stderr, ms: performance.now() - started}))
   })
 }
+
+/** The --json event lines of a run (other lines, e.g. the final result document, are skipped). */
+export function jsonEvents(run: CliRun): Record<string, unknown>[] {
+  return run.stdout.split('\n').flatMap((line) => {
+    try {
+      const e = JSON.parse(line) as unknown
+      return e && typeof e === 'object' && 'event' in e ? [e as Record<string, unknown>] : []
+    } catch {
+      return []
+    }
+  })
+}

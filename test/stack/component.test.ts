@@ -28,7 +28,7 @@ function pods(objects: K8sObject[]): Pod[] {
 
 /** Cilium's selector semantics for pod labels; io.kubernetes.pod.namespace is the pod's namespace, else the policy's. */
 function matches(sel: Selector, pod: Pod, policyNamespace: string): boolean {
-  const labels = {...pod.labels, 'io.kubernetes.pod.namespace': pod.namespace}
+  const labels: Record<string, string> = {...pod.labels, 'io.kubernetes.pod.namespace': pod.namespace}
   const wantNs = sel.matchLabels?.['io.kubernetes.pod.namespace'] ?? policyNamespace
   if (pod.namespace !== wantNs) return false
   for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false

@@ -11,7 +11,7 @@ import {helmInstall, readReleaseRecord, valuesHash, type ReleaseRecord} from '..
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import {connectKube, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
-import {deleteObject, getObject, getObjectMetadata, KindNotServedError, listObjects, type KubeObject} from '../kube/objects.js'
+import {deleteObject, getObject, KindNotServedError, listObjects, type KubeObject} from '../kube/objects.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {waitFor, waitForApiServer, waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import {OciClient} from '../oci/client.js'
@@ -149,7 +149,7 @@ async function getIfServed<T extends KubeObject>(kube: Kube, ref: Parameters<typ
 /** Would a server-side apply change anything? (a dry-run apply; nothing is persisted) */
 async function applyWouldChange(kube: Kube, objects: KubeObject[]): Promise<string | undefined> {
   for (const obj of objects) {
-    const existing = await getObjectMetadata(kube, {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace})
+    const existing = await getObject(kube, {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace}, {metadataOnly: true})
     if (!existing) return `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name} is missing`
   }
   const results = await serverSideApply(kube, objects, {dryRun: true})
@@ -439,7 +439,7 @@ function clusterTasks(): Task<Ctx>[] {
         const kube = await kubeOf(ctx)
         for (const id of ctx.render.stack.secretNames) {
           const [namespace, name] = id.split('/') as [string, string]
-          if (!(await getObjectMetadata(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace}))) return WANT_RUN(`Secret ${id} is missing`)
+          if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace}, {metadataOnly: true}))) return WANT_RUN(`Secret ${id} is missing`)
         }
         return DONE('every generated Secret exists (never reset)')
       },

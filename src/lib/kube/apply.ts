@@ -2,7 +2,7 @@
 // that must never be regenerated (generated passwords, Talos secrets).
 import {IchorError} from '../errors/errors.js'
 import {isAlreadyExists, KubeApiError, type Kube} from './client.js'
-import {describeObject, KindNotServedError, type KubeObject, refOf, resolvePath} from './objects.js'
+import {describeObject, KindNotServedError, PARTIAL_OBJECT_METADATA, type KubeObject, refOf, resolvePath} from './objects.js'
 import {waitForCrdEstablished, type WaitOptions} from './wait.js'
 
 export const FIELD_MANAGER = 'ichor-bootstrap'
@@ -86,7 +86,6 @@ function crdMeta(o: KubeObject) {
   return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
 }
 
-const PARTIAL_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
 
 export async function serverSideApply(kube: Kube, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
   const fieldManager = options.fieldManager ?? FIELD_MANAGER
@@ -147,7 +146,7 @@ async function applyOne(
   // is hundreds of KB); a dry run compares the whole object.
   // A CRD's spec change moves its generation, so even a dry run compares only metadata.
   const metadataOnly = !options.dryRun || object.kind === CRD_KIND
-  const before = await kube.request<KubeObject>('GET', path.item, metadataOnly ? {accept: PARTIAL_METADATA} : {}).catch((error) => {
+  const before = await kube.request<KubeObject>('GET', path.item, metadataOnly ? {accept: PARTIAL_OBJECT_METADATA} : {}).catch((error) => {
     if (error instanceof KubeApiError && error.code === 404) return undefined
     throw error
   })
@@ -155,7 +154,7 @@ async function applyOne(
   try {
     after = await kube.request<KubeObject>('PATCH', path.item, {
       body,
-      accept: metadataOnly ? PARTIAL_METADATA : undefined,
+      accept: metadataOnly ? PARTIAL_OBJECT_METADATA : undefined,
       // JSON is YAML, so the apply patch can be sent as JSON text.
       contentType: 'application/apply-patch+yaml',
       query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined},

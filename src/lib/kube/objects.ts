@@ -80,10 +80,11 @@ export async function resolvePath(kube: Kube, ref: Omit<ObjectRef, 'name'> & {na
 
 /** The object, or undefined when it does not exist (or its kind is not served). */
 /**
- * An object's metadata alone (the API server's PartialObjectMetadata), or undefined when
- * it or its kind is absent: an existence check that does not fetch a CRD's whole schema.
+ * The object, or undefined when it or its kind is absent. With `metadataOnly` the API
+ * server answers with PartialObjectMetadata: an existence or version check that does
+ * not fetch a CRD's whole schema.
  */
-export async function getObjectMetadata(kube: Kube, ref: ObjectRef): Promise<KubeObject | undefined> {
+export async function getObject<T extends KubeObject = KubeObject>(kube: Kube, ref: ObjectRef, options: {metadataOnly?: boolean} = {}): Promise<T | undefined> {
   let path: ResolvedPath
   try {
     path = await resolvePath(kube, ref)
@@ -92,28 +93,14 @@ export async function getObjectMetadata(kube: Kube, ref: ObjectRef): Promise<Kub
     throw error
   }
   try {
-    return await kube.request<KubeObject>('GET', path.item, {accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'})
+    return await kube.request<T>('GET', path.item, options.metadataOnly ? {accept: PARTIAL_OBJECT_METADATA} : {})
   } catch (error) {
     if (isNotFound(error)) return undefined
     throw error
   }
 }
 
-export async function getObject<T extends KubeObject = KubeObject>(kube: Kube, ref: ObjectRef): Promise<T | undefined> {
-  let path: ResolvedPath
-  try {
-    path = await resolvePath(kube, ref)
-  } catch (error) {
-    if (error instanceof KindNotServedError) return undefined
-    throw error
-  }
-  try {
-    return await kube.request<T>('GET', path.item)
-  } catch (error) {
-    if (isNotFound(error)) return undefined
-    throw error
-  }
-}
+export const PARTIAL_OBJECT_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
 
 export async function listObjects<T extends KubeObject = KubeObject>(
   kube: Kube,
