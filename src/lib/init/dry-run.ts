@@ -5,7 +5,7 @@ import {stringify} from 'yaml'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
-import {INIT_STEPS} from './steps.js'
+import {initPlan} from './run.js'
 
 export interface DryRunOutput {
   dir: string
@@ -34,7 +34,7 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
   }
   // Names only: the values are generated in the cluster and never written out.
   write('secrets.txt', `${render.stack.secretNames.join('\n')}\n`)
-  const plan = INIT_STEPS.map(({id, title}) => ({id, title}))
+  const plan = initPlan()
   write('plan.txt', renderPlanText(inputs, render, plan))
   return {dir, files, plan}
 }

@@ -266,6 +266,11 @@ function onCluster(task: Task<Ctx>): Task<Ctx> {
   }
 }
 
+/** The steps of a real run, in order: what the offline dry run prints as its plan. */
+export function initPlan(): {id: string; title: string}[] {
+  return [{id: 'validate', title: 'Validate inputs, artifacts and Cilium values; probe the nodes (read-only)'}, ...initTasks().map(({id, title}) => ({id, title}))]
+}
+
 function initTasks(): Task<Ctx>[] {
   const [local, cluster] = [nodeTasks(), clusterTasks()]
   return [...local, ...cluster.map(onCluster)]
