@@ -1,3 +1,4 @@
+import {formatPath} from '../../src/lib/values/path.js'
 import {execFileSync} from 'node:child_process'
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -8,7 +9,6 @@ import {
   ARGOCD_DEFAULT_VALUES,
   ARGOCD_HEALTH_CHECKS,
   ARGOCD_OWNED_KEYS,
-  formatValuesPath,
   healthCheckKey,
   renderArgoCd,
   type RenderedArgoCd,
@@ -99,13 +99,13 @@ describe('renderArgoCd with the real chart', () => {
 
 describe('Argo CD owned keys and defaults', () => {
   it('name the repository credentials, repositories, health checks and NetworkPolicies, each with a reason', () => {
-    const paths = ARGOCD_OWNED_KEYS.map((k) => formatValuesPath(k.path))
+    const paths = ARGOCD_OWNED_KEYS.map((k) => formatPath(k.path))
     expect(paths).toEqual([
       'configs.credentialTemplates',
       'configs.repositories',
-      'configs.cm."resource.customizations.health.delivery.kokumi.dev_Order"',
-      'configs.cm."resource.customizations.health.delivery.kokumi.dev_Preparation"',
-      'configs.cm."resource.customizations.health.delivery.kokumi.dev_Serving"',
+      'configs.cm["resource.customizations.health.delivery.kokumi.dev_Order"]',
+      'configs.cm["resource.customizations.health.delivery.kokumi.dev_Preparation"]',
+      'configs.cm["resource.customizations.health.delivery.kokumi.dev_Serving"]',
       'global.networkPolicy.create',
     ])
     for (const k of ARGOCD_OWNED_KEYS) expect(k.reason.length).toBeGreaterThan(20)

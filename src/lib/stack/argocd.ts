@@ -2,6 +2,7 @@
 // keys Ichor owns, and the post-render steps the chart has no switch for.
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
+import type {OwnedKey} from '../values/engine.js'
 import {parse as parseYaml} from 'yaml'
 import {readChartArchive} from '../chart/archive.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
@@ -77,12 +78,6 @@ export const ARGOCD_HEALTH_CHECKS: Readonly<Record<string, string>> = Object.fro
   KOKUMI_HEALTH_KINDS.map((kind) => [healthCheckKey(kind), kokumiHealthLua(kind)]),
 )
 
-export interface OwnedKey {
-  /** Path segments in the values tree (a segment may itself hold dots, as argocd-cm keys do). */
-  path: readonly string[]
-  reason: string
-}
-
 /** Values users may not set for Argo CD; the values engine refuses them naming the key and the reason. */
 export const ARGOCD_OWNED_KEYS: readonly OwnedKey[] = [
   {
@@ -109,11 +104,6 @@ export const ARGOCD_OWNED_OBJECTS: ReadonlyArray<{kind: string; name: string; re
   {kind: 'Secret', name: 'argocd-redis', reason: 'Ichor generates the redis password and keeps it in ichor-system'},
   {kind: 'Secret', name: 'ichor-kokumi-registry', reason: "Ichor creates the repo-creds Secret for Kokumi's registry"},
 ]
-
-/** `configs.cm."resource.customizations.health.delivery.kokumi.dev_Order"`: a path as users write it. */
-export function formatValuesPath(path: readonly string[]): string {
-  return path.map((seg) => (/^[A-Za-z0-9_-]+$/.test(seg) ? seg : JSON.stringify(seg))).join('.')
-}
 
 export interface RenderArgoCdInput {
   /** The chart archive (.tgz) or an unpacked chart directory. */

@@ -10,14 +10,12 @@
 // the legacy `.cluster.proxy` / `.cluster.network` fields, so the two forms never mix.
 // Field names and kinds are verified against the Talos source (README.md beside this file).
 import {stringify} from 'yaml'
+import {KUBEPRISM_PORT, type KubeProxyMode} from '../cilium/defaults.js'
 import {IchorError} from '../errors/errors.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
 
-/** KubePrism's port, which Cilium's k8sServicePort points at when kube-proxy is replaced. */
-export const KUBEPRISM_PORT = 7445
 export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
 
-export type KubeProxyMode = 'replaced' | 'kube-proxy'
 
 export interface TalosPatchInput {
   talosVersion: TalosVersion | string
@@ -40,6 +38,9 @@ type Doc = Record<string, unknown>
 // `v1alpha1` is the apiVersion of every multi-document kind used here
 // (meta.Meta MetaAPIVersion in each New...V1Alpha1 constructor).
 const API_VERSION = 'v1alpha1'
+
+// KubePrism's port and the kube-proxy modes are the values engine's (Cilium's k8sServicePort points there).
+export {KUBEPRISM_PORT, type KubeProxyMode}
 
 export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
   const version = requireSupportedTalosVersion(input.talosVersion)
