@@ -3,9 +3,8 @@
 import {readChartArchive, type ChartArchive} from '../chart/archive.js'
 import type {Issue} from '../errors/errors.js'
 import {helmTemplate, HelmRenderError} from '../helm/template.js'
-import {checkLayeredValues} from '../values/engine.js'
+import {checkLayeredValues, layeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {deepMerge} from '../values/merge.js'
 import {ciliumDefaults, ciliumOwnedValues, CILIUM_OWNED_KEYS, CILIUM_RELEASE, type TunnelProtocol} from './defaults.js'
 import {checkCiliumGuards, type CiliumFacts} from './guards.js'
 
@@ -27,10 +26,14 @@ export interface CiliumValuesReport {
   rendered?: string
 }
 
+function ciliumLayers(input: CiliumValuesInput) {
+  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy: input.facts.kubeProxy, tunnel: input.facts.tunnel})}
+}
+
 /** Everything but the helm render: merge, owned keys, unknown keys, schema, size, guards. */
 export function checkCiliumValues(input: CiliumValuesInput, chart: ChartArchive = readChartArchive(input.chartPath)) {
   const {effective, issues} = checkLayeredValues(
-    {chart, defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy: input.facts.kubeProxy, tunnel: input.facts.tunnel}), ownedKeys: CILIUM_OWNED_KEYS},
+    {chart, ...ciliumLayers(input), ownedKeys: CILIUM_OWNED_KEYS},
     input.user,
   )
   const guards = checkCiliumGuards(effective, input.facts)
@@ -76,7 +79,7 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
 
 /** The effective values alone (defaults ⟶ user ⟶ owned), without any check. */
 export function ciliumEffectiveValues(input: CiliumValuesInput): Values {
-  return deepMerge(deepMerge(ciliumDefaults(), input.user), ciliumOwnedValues({kubeProxy: input.facts.kubeProxy, tunnel: input.facts.tunnel}))
+  return layeredValues(ciliumLayers(input), input.user)
 }
 
 export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal): Promise<string> {

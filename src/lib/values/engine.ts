@@ -36,7 +36,7 @@ export function checkLayeredValues(spec: LayeredValuesSpec, user: Values): Layer
   issues.push(...ownedKeyIssues(spec.ownedKeys, user))
   const ownedPaths = spec.ownedKeys.map((k) => formatPath(k.path))
   issues.push(...unknownKeyIssues(knownKeys(spec.chart), user, [], ownedPaths))
-  const effective = deepMerge(deepMerge(spec.defaults, user), spec.owned)
+  const effective = layeredValues(spec, user)
   const max = spec.maxBytes ?? DEFAULT_MAX_VALUES_BYTES
   const size = Buffer.byteLength(JSON.stringify(effective))
   if (size > max) {
@@ -44,6 +44,11 @@ export function checkLayeredValues(spec: LayeredValuesSpec, user: Values): Layer
   }
   issues.push(...validateAgainstSchema(spec.chart, effective))
   return {effective, issues}
+}
+
+/** The merge order, alone: ichor defaults ⟶ user values ⟶ ichor-owned values. */
+export function layeredValues(spec: Pick<LayeredValuesSpec, 'defaults' | 'owned'>, user: Values): Values {
+  return deepMerge(deepMerge(spec.defaults, user), spec.owned)
 }
 
 function ownedKeyIssues(owned: readonly OwnedKey[], user: Values): Issue[] {
