@@ -15,7 +15,7 @@ if (!existsSync(mirror)) {
   process.exit(1)
 }
 const args = [
-  join(root, 'bin', 'run.js'), 'init', '--dry-run', '--output', out,
+  join(root, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out,
   '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443',
   '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
   '--mirror', mirror, ...process.argv.slice(2),

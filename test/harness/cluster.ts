@@ -56,7 +56,6 @@ export async function startHarnessCluster(opts: {talosVersion?: string} = {}): P
     TALOS_SIM_STATE: nodes.stateDir,
     TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
     TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(),
-    ICHOR_TEST_BCRYPT_COST: '4',
     ICHOR_MIRROR: '',
   }
   const initArgs = [

@@ -43,7 +43,7 @@ describe('prepareStack', () => {
       expect(c.rendered.manifest).not.toContain(generated.kokumiAdminPassword)
       expect(c.rendered.manifest).not.toContain(generated.argocdRedisPassword)
     }
-    expect(stack.secretNames).toEqual([
+    expect(stack.secretRefs.map((r) => `${r.namespace}/${r.name}`)).toEqual([
       'argocd/argocd-redis', 'argocd/argocd-secret', 'argocd/ichor-kokumi-registry', 'ichor-system/ichor-argocd-redis', 'ichor-system/ichor-kokumi-admin', 'kokumi/kokumi-server-auth',
     ])
   })

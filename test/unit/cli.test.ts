@@ -22,7 +22,7 @@ const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:64
 describe('ichor init --dry-run --output DIR', () => {
   it('renders patches, manifest, effective values and the plan offline, naming the artifacts used', () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir])
+    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])
     expect(r.stderr).toMatch(/cilium: .*cilium-1\.18\.0\.tgz \(cilium 1\.18\.0, .*\) matches the pin 1\.18\.0/)
     expect(r.stderr).toMatch(/argocd: .*argo-cd-10\.1\.1\.tgz .*does NOT match the pin 10\.11\.6/)
     expect(r.code, r.stderr).toBe(0)
@@ -43,7 +43,7 @@ describe('ichor init --dry-run --output DIR', () => {
 
   it('writes byte-identical bundles from two processes, with no Secret in them, and lists Secret names only', () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'ichor-dry-')), mkdtempSync(join(tmpdir(), 'ichor-dry-'))]
-    for (const out of [a, b]) expect(ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir]).code).toBe(0)
+    for (const out of [a, b]) expect(ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir]).code).toBe(0)
     for (const c of ['argocd', 'kokumi']) {
       const layer = readFileSync(join(a, 'bundles', `${c}.tar.gz`))
       expect(layer.equals(readFileSync(join(b, 'bundles', `${c}.tar.gz`)))).toBe(true)
@@ -65,7 +65,7 @@ describe('ichor init --dry-run --output DIR', () => {
 
   it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
+    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
     expect(r.code, r.stderr).toBe(0)
     const [cp] = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
     expect(cp.cluster.network.cni.name).toBe('none')
@@ -78,7 +78,7 @@ describe('ichor init --dry-run --output DIR', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ichor-dry-')), 'o')
     const values = join(out, '..', 'v.yaml')
     writeFileSync(values, 'ipam:\n  mode: cluster-pool\nbpf:\n  masquerade: true\n')
-    const r = ichor(['init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
+    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/ipam\.mode: is owned by ichor/)
     expect(r.stderr).toMatch(/bpf\.masquerade: true breaks CoreDNS/)
@@ -87,14 +87,14 @@ describe('ichor init --dry-run --output DIR', () => {
   })
 
   it('reports every bad flag together, exit 2, no stack trace', () => {
-    const r = ichor(['init', '--dry-run', '--output', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
+    const r = ichor(['init', '--dry-run', '--output-dir', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
     expect(r.code).toBe(2)
     for (const flag of ['--cluster-name', '--endpoint', '--control-plane', '--talos-version']) expect(r.stderr).toContain(`- ${flag}:`)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   })
 
   it('a missing artifact is a clear error saying how to get it', () => {
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output', '/tmp/x', ...NODES], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))}})
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))}})
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
     expect(r.stderr).toMatch(/ichor assets fetch/)

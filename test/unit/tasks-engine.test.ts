@@ -3,6 +3,7 @@
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
 import {runTasks, TaskFailedError, type Task} from '../../src/lib/tasks/engine.js'
+import {bindTasks, type WorldTask} from '../support/context-tasks.js'
 import type {RunResult, TaskRenderer} from '../../src/lib/tasks/types.js'
 
 /** A toy cluster: a set of facts that tasks make true. */
@@ -16,7 +17,7 @@ function world(...facts: string[]): World {
 }
 
 /** A task that makes `fact` true, unless told to break. */
-function ensure(fact: string, opts: {mutating?: boolean; actionForgets?: boolean; actionThrows?: Error; probeThrows?: Error; hint?: string} = {}): Task<World> {
+function ensure(fact: string, opts: {mutating?: boolean; actionForgets?: boolean; actionThrows?: Error; probeThrows?: Error; hint?: string} = {}): WorldTask<World> {
   return {
     id: `ensure-${fact}`,
     title: `Ensure ${fact}`,
@@ -45,7 +46,7 @@ const silent: TaskRenderer = {
   async end() {},
 }
 
-const run = (tasks: Task<World>[], w: World, dryRun = false) => runTasks(tasks, w, {output: 'plain', dryRun, renderer: silent})
+const run = (tasks: WorldTask<World>[], w: World, dryRun = false) => runTasks(bindTasks(tasks, w), {output: 'plain', dryRun, renderer: silent})
 
 async function failureOf(promise: Promise<unknown>): Promise<TaskFailedError> {
   const error = await promise.then(
@@ -167,7 +168,7 @@ describe('runTasks', () => {
     let late: ((m: string) => void) | undefined
     const seen: string[] = []
     const renderer: TaskRenderer = {...silent, progress: (_t, _i, m) => void seen.push(m)}
-    const task: Task<World> = {
+    const task: WorldTask<World> = {
       id: 't',
       title: 'T',
       probe: async (w) => (w.facts.has('t') ? {done: true} : {done: false, reason: 'no t'}),
@@ -177,7 +178,7 @@ describe('runTasks', () => {
         w.facts.add('t')
       },
     }
-    await runTasks([task], world(), {output: 'plain', dryRun: false, renderer})
+    await runTasks(bindTasks([task], world()), {output: 'plain', dryRun: false, renderer})
     late!('late')
     expect(seen).toEqual(['early'])
   })
@@ -185,7 +186,7 @@ describe('runTasks', () => {
   it('always ends the renderer, also on failure, with the error', async () => {
     const ends: Array<[RunResult, Error | undefined]> = []
     const renderer: TaskRenderer = {...silent, end: async (r, e) => void ends.push([r, e])}
-    await expect(runTasks([ensure('a', {actionThrows: new Error('boom')})], world(), {output: 'plain', dryRun: false, renderer})).rejects.toThrow(
+    await expect(runTasks(bindTasks([ensure('a', {actionThrows: new Error('boom')})], world()), {output: 'plain', dryRun: false, renderer})).rejects.toThrow(
       /boom/,
     )
     expect(ends).toHaveLength(1)
@@ -194,5 +195,38 @@ describe('runTasks', () => {
 
   it('refuses a task list with a repeated id', async () => {
     await expect(run([ensure('a'), ensure('a')], world())).rejects.toThrow(/used twice/)
+  })
+
+  it('given a guard, when a mutating step is about to act, then the guard runs first and a failing guard stops the run before the action', async () => {
+    const w = world('a')
+    const calls: string[] = []
+    const lost = new IchorError('lost the lock (Lease ichor-system/ichor-lock): it is now held by bob@other pid 7 (init)', {exitCode: 3})
+    const guard = async () => {
+      calls.push(`guard before ${w.log.length} entries`)
+      if (w.facts.has('b')) throw lost
+    }
+    const tasks = [ensure('a'), ensure('b'), ensure('wait', {mutating: false}), ensure('c')]
+    const error = await failureOf(runTasks(bindTasks(tasks, w), {output: 'plain', dryRun: false, renderer: silent, guard}))
+    // a held: no guard; b acted after a guard; the read-only wait step needs none; c refused before acting
+    expect(w.log).toEqual(['probe a', 'probe b', 'run b', 'probe b', 'probe wait', 'run wait', 'probe wait', 'probe c'])
+    expect(calls).toHaveLength(2)
+    expect(error.taskId).toBe('ensure-c')
+    expect(error.exitCode).toBe(3)
+    expect(error.message).toMatch(/held by bob@other/)
+    expect(w.facts.has('c')).toBe(false)
+  })
+
+  it('given a dry run, the guard is never called', async () => {
+    let called = false
+    await run([ensure('a')], world())
+    await runTasks(bindTasks([ensure('a')], world()), {output: 'plain', dryRun: true, renderer: silent, guard: async () => void (called = true)})
+    expect(called).toBe(false)
+  })
+
+  it('reports a failing check step with its own message, not as a failed probe', async () => {
+    const check: WorldTask<World> = {...ensure('inputs', {probeThrows: new IchorError('--worker: 127.0.0.99 does not answer', {exitCode: 2})}), check: true}
+    const error = await failureOf(run([check, ensure('b')], world()))
+    expect(error.reason).toBe('--worker: 127.0.0.99 does not answer')
+    expect(error.exitCode).toBe(2)
   })
 })

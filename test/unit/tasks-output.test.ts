@@ -3,6 +3,7 @@
 import {PassThrough} from 'node:stream'
 import {describe, expect, it} from 'vitest'
 import {outputModeFor, runTasks, type Task, type OutputMode} from '../../src/lib/tasks/engine.js'
+import {bindTasks, type WorldTask} from '../support/context-tasks.js'
 import {formatDuration} from '../../src/lib/tasks/renderers.js'
 
 function capture(): {stream: PassThrough; text: () => string} {
@@ -20,7 +21,7 @@ function fakeClock(): () => number {
 
 type Facts = Set<string>
 
-function step(id: string, title: string, opts: {fails?: string; progress?: string[]} = {}): Task<Facts> {
+function step(id: string, title: string, opts: {fails?: string; progress?: string[]} = {}): WorldTask<Facts> {
   return {
     id,
     title,
@@ -33,11 +34,11 @@ function step(id: string, title: string, opts: {fails?: string; progress?: strin
   }
 }
 
-async function render(output: OutputMode, tasks: Task<Facts>[], facts: Facts, dryRun = false) {
+async function render(output: OutputMode, tasks: WorldTask<Facts>[], facts: Facts, dryRun = false) {
   const out = capture()
   let error: unknown
   try {
-    await runTasks(tasks, facts, {output, dryRun, stream: out.stream, now: fakeClock()})
+    await runTasks(bindTasks(tasks, facts), {output, dryRun, stream: out.stream, now: fakeClock()})
   } catch (e) {
     error = e
   }
@@ -140,7 +141,7 @@ describe('tty output (listr2)', () => {
   })
 
   it('finishes a dry run with a failing probe without hanging', async () => {
-    const broken: Task<Facts> = {id: 'x', title: 'Broken probe', probe: async () => Promise.reject(new Error('forbidden')), run: async () => {}}
+    const broken: WorldTask<Facts> = {id: 'x', title: 'Broken probe', probe: async () => Promise.reject(new Error('forbidden')), run: async () => {}}
     const {text, error} = await render('tty', [broken, step('b', 'Second')], new Set(), true)
     expect(error).toBeInstanceOf(Error)
     expect(text).toContain('Second')

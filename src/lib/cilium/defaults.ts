@@ -11,7 +11,7 @@ export const TUNNEL_PROTOCOLS: readonly TunnelProtocol[] = ['vxlan', 'geneve']
 
 export const KUBEPRISM_PORT = 7445
 export const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
-export const CILIUM_RELEASE = {name: 'cilium', namespace: 'kube-system'} as const
+export {CILIUM_RELEASE} from '../constants.js'
 
 /** The Talos guide's capability sets: no SYS_MODULE (Talos forbids loading kernel modules). */
 const CILIUM_AGENT_CAPABILITIES = ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID']

@@ -5,7 +5,7 @@ import {stringify} from 'yaml'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
-import {initPlan} from './run.js'
+import {initPlanSteps} from '../plans/init.js'
 
 export interface DryRunOutput {
   dir: string
@@ -33,8 +33,8 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
     write(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
   }
   // Names only: the values are generated in the cluster and never written out.
-  write('secrets.txt', `${render.stack.secretNames.join('\n')}\n`)
-  const plan = initPlan()
+  write('secrets.txt', `${render.stack.secretRefs.map((r) => `${r.namespace}/${r.name}`).join('\n')}\n`)
+  const plan = initPlanSteps()
   write('plan.txt', renderPlanText(inputs, render, plan))
   return {dir, files, plan}
 }

@@ -1,8 +1,8 @@
 // What the operator reads at the end of `ichor init`.
 import type {InitInputs} from './inputs.js'
-import type {InitRunResult} from './run.js'
+import type {InitResult} from '../plans/init.js'
 
-export function renderInitSummary(inputs: InitInputs, result: InitRunResult): string {
+export function renderInitSummary(inputs: InitInputs, result: InitResult): string {
   const lines = [
     '',
     result.changed ? `Cluster "${inputs.clusterName}" is ready.` : `Cluster "${inputs.clusterName}" was already converged: nothing changed.`,

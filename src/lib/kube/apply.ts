@@ -1,11 +1,12 @@
 // Server-side apply under ichor's field manager, and create-only writes for objects
 // that must never be regenerated (generated passwords, Talos secrets).
+import {FIELD_MANAGER} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {isAlreadyExists, KubeApiError, type Kube} from './client.js'
 import {describeObject, KindNotServedError, PARTIAL_OBJECT_METADATA, type KubeObject, refOf, resolvePath} from './objects.js'
 import {waitForCrdEstablished, type WaitOptions} from './wait.js'
 
-export const FIELD_MANAGER = 'ichor-bootstrap'
+export {FIELD_MANAGER}
 
 export type ApplyOutcome = 'created' | 'configured' | 'unchanged'
 

@@ -4,12 +4,14 @@
 // server's clock (estimated from its Date header) so two laptops with skewed clocks
 // agree on when a lease expired.
 import {hostname, userInfo} from 'node:os'
+import {LOCK} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import {isAlreadyExists, isConflict, isNotFound, type Kube} from './client.js'
 import {createIfAbsent} from './apply.js'
 
-export const LEASE_NAMESPACE = 'ichor-system'
-export const LEASE_NAME = 'ichor-lock'
+const LEASE_NAMESPACE = LOCK.namespace
+const LEASE_NAME = LOCK.name
 export const LEASE_TTL_SECONDS = 30
 
 export interface LeaseRef {
@@ -33,6 +35,12 @@ export interface HeldLease {
   readonly lost: boolean
   /** Throws if the lease was lost; call between steps that must not run unlocked. */
   assertHeld(): void
+  /**
+   * Asks the API server whether the lease is still this command's (not deleted by
+   * --break-lock, not taken over after this process was paused past its TTL), renewing
+   * it; throws LeaseLostError naming the new holder otherwise. Call before each change.
+   */
+  verify(): Promise<void>
   /** Stops renewing and frees the lease. Never throws: an unreleased lease expires after its TTL. */
   release(): Promise<void>
 }
@@ -71,6 +79,7 @@ export class LeaseHeldError extends IchorError {
         `acquired ${when(state.acquiredAt, now)}, last renewed ${when(state.renewedAt, now)}` +
         (state.expiresAt ? `, expires ${Math.max(0, Math.ceil((state.expiresAt.getTime() - now) / 1000))} s after that unless renewed` : ''),
       {
+        exitCode: EXIT.lease,
         hint:
           'wait for that command to finish and run again. If it is no longer running (its machine went away), ' +
           'the lock expires on its own once it stops being renewed; to take it now run again with --break-lock ' +
@@ -82,6 +91,17 @@ export class LeaseHeldError extends IchorError {
     this.acquiredAt = state.acquiredAt
     this.renewedAt = state.renewedAt
     this.expiresAt = state.expiresAt
+  }
+}
+
+/** The lease was broken or taken over while this command held it. */
+export class LeaseLostError extends IchorError {
+  constructor(ref: Required<LeaseRef>, why: string, readonly newHolder?: string) {
+    super(`lost the lock (Lease ${ref.namespace}/${ref.name}): ${why}`, {
+      exitCode: EXIT.lease,
+      hint: 'another ichor command may now be changing the cluster; nothing more was changed by this one: check the other command, then run this one again',
+    })
+    this.name = 'LeaseLostError'
   }
 }
 
@@ -227,15 +247,13 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
   }
   if (!lease) throw new IchorError(`could not take Lease ${ref.namespace}/${ref.name}: it kept changing while being taken`)
 
-  let lostError: IchorError | undefined
+  let lostError: LeaseLostError | undefined
   let inflight: Promise<void> = Promise.resolve()
   let released = false
 
-  const markLost = (why: string): void => {
+  const markLost = (why: string, newHolder?: string): void => {
     if (lostError) return
-    lostError = new IchorError(`lost the lock (Lease ${ref.namespace}/${ref.name}): ${why}`, {
-      hint: 'another ichor command may now be changing the cluster; check it, then run this command again',
-    })
+    lostError = new LeaseLostError(ref, why, newHolder)
     clearInterval(timer)
     options.onLost?.(lostError)
   }
@@ -254,7 +272,7 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
       if (!isConflict(error)) return // transient: try again next tick, the TTL leaves room
       try {
         const current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
-        if (current.spec?.holderIdentity !== holder) return markLost(`it is now held by ${current.spec?.holderIdentity || 'nobody'}`)
+        if (current.spec?.holderIdentity !== holder) return markLost(`it is now held by ${current.spec?.holderIdentity || 'nobody'}`, current.spec?.holderIdentity)
         lease = await write(current)
       } catch (inner) {
         if (isNotFound(inner)) markLost('it was deleted (broken with --break-lock?)')
@@ -277,6 +295,32 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
     },
     assertHeld() {
       if (lostError) throw lostError
+    },
+    async verify() {
+      // Wait for a renewal under way so two writes do not race each other.
+      await inflight
+      if (lostError) throw lostError
+      let current: LeaseObject
+      try {
+        current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
+      } catch (error) {
+        if (!isNotFound(error)) throw error
+        markLost('it was deleted (broken with --break-lock?)')
+        throw lostError!
+      }
+      const now = current.spec?.holderIdentity
+      if (now !== holder) {
+        markLost(`it is now held by ${now || 'nobody'}`, now)
+        throw lostError!
+      }
+      try {
+        lease = await call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {...current, spec: {...current.spec, renewTime: microTime(clock.now())}})
+      } catch (error) {
+        if (!isConflict(error) && !isNotFound(error)) throw error
+        const after = await readLease(kube, ref)
+        markLost(`it is now held by ${after?.holder || 'nobody'}`, after?.holder)
+        throw lostError!
+      }
     },
     async release() {
       if (released) return

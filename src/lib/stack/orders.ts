@@ -6,6 +6,10 @@ import type {K8sObject} from './objects.js'
 import type {StackComponent} from './policies.js'
 
 export const MANAGED_LABEL = 'ichor.maesh.dev/managed'
+export const ORDER_API_VERSION = 'delivery.kokumi.dev/v1alpha1'
+export const APPLICATION_API_VERSION = 'argoproj.io/v1alpha1'
+/** Kokumi creates each Order's Application in Argo CD's namespace, named after the Order. */
+export const APPLICATION_NAMESPACE = 'argocd'
 export type PromotionMode = 'Automatic' | 'Manual'
 
 export const COMPONENT_NAMESPACE: Readonly<Record<StackComponent, string>> = {argocd: 'argocd', kokumi: 'kokumi'}
@@ -43,7 +47,7 @@ export function buildOrder(input: OrderInput): K8sObject {
   if (input.promotion !== 'Automatic' && input.promotion !== 'Manual') issues.push({path: 'promotion', message: 'must be Automatic or Manual'})
   if (issues.length > 0) throw new ValidationError(`Order ${input.component}`, issues)
   return {
-    apiVersion: 'delivery.kokumi.dev/v1alpha1',
+    apiVersion: ORDER_API_VERSION,
     kind: 'Order',
     metadata: {
       name: input.component,

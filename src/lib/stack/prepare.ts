@@ -4,6 +4,7 @@
 // real run and `ichor stack` commands.
 import {randomBytes} from 'node:crypto'
 import {readChartArchive} from '../chart/archive.js'
+import {ICHOR_SYSTEM, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {ValidationError} from '../errors/errors.js'
 import {buildArtifact, type Artifact} from '../oci/artifact.js'
 import {buildBundle, bundleTag} from '../oci/bundle.js'
@@ -20,7 +21,6 @@ import type {StackComponent} from './policies.js'
 /** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
 export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:5000'
 export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
-export const ICHOR_SYSTEM_NAMESPACE = 'ichor-system'
 
 /** Values generated once and kept in ichor-system; never in a bundle, never printed but once. */
 export interface GeneratedStackSecrets {
@@ -39,13 +39,13 @@ export function generatedSecretObjects(g: GeneratedStackSecrets): K8sObject[] {
   const secret = (name: string, data: Record<string, string>): K8sObject => ({
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: {name, namespace: ICHOR_SYSTEM_NAMESPACE, labels: {'app.kubernetes.io/managed-by': 'ichor'}},
+    metadata: {name, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}},
     type: 'Opaque',
     stringData: data,
   })
   return [
-    secret('ichor-kokumi-admin', {username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey}),
-    secret('ichor-argocd-redis', {password: g.argocdRedisPassword}),
+    secret(STATE_SECRETS.kokumiAdmin, {username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey}),
+    secret(STATE_SECRETS.argocdRedis, {password: g.argocdRedisPassword}),
   ]
 }
 
@@ -80,8 +80,10 @@ export interface PreparedComponent {
 
 export interface PreparedStack {
   components: Record<StackComponent, PreparedComponent>
-  /** `namespace/name` of every Secret a run creates once (stackSecretsWith builds them). */
-  secretNames: string[]
+  /** How Kokumi promotes a new bundle, as the Orders say. */
+  promotion: PromotionMode
+  /** Every Secret a run creates once (stackSecretsWith builds them), sorted by namespace and name. */
+  secretRefs: {namespace: string; name: string}[]
 }
 
 /** Effective Argo CD values: ichor defaults ⟶ user ⟶ owned, checked like Cilium's. */
@@ -112,12 +114,16 @@ export async function prepareStack(inputs: StackInputs): Promise<PreparedStack> 
       registryUrl: `oci://${registry}`,
     }),
   ])
+  const promotion = inputs.promotion ?? 'Automatic'
   const components = {
-    kokumi: prepareComponent(kokumi, registry, inputs.promotion ?? 'Automatic'),
-    argocd: prepareComponent(argocd, registry, inputs.promotion ?? 'Automatic'),
+    kokumi: prepareComponent(kokumi, registry, promotion),
+    argocd: prepareComponent(argocd, registry, promotion),
   }
   const secrets = [...generatedSecretObjects(inputs.generated), ...kokumi.secrets, ...argocd.secrets]
-  return {components, secretNames: secrets.map((s) => `${s.metadata.namespace}/${s.metadata.name}`).sort()}
+  const secretRefs = secrets
+    .map((s) => ({namespace: s.metadata.namespace!, name: s.metadata.name}))
+    .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name))
+  return {components, promotion, secretRefs}
 }
 
 function prepareComponent(rendered: RenderedComponent, registry: string, promotion: PromotionMode): PreparedComponent {

@@ -1,21 +1,20 @@
-// The IchorInstallation singleton: desired state written by the CLI, status of what it
-// applied. Plus the Secrets in ichor-system that hold what must never be regenerated.
+// The IchorInstallation singleton: the desired state the CLI writes (spec) and what it
+// last applied (status), as types with their read and write functions. Plus the Secrets
+// in ichor-system that hold what must never be regenerated.
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {PACKAGE_ROOT} from '../assets/lock.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
+import {serverSideApply} from '../kube/apply.js'
 import type {Kube} from '../kube/client.js'
-import type {KubeObject} from '../kube/objects.js'
-import {getObject} from '../kube/objects.js'
+import {getObject, type KubeObject} from '../kube/objects.js'
+import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
+import type {StackComponent} from '../stack/policies.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import type {Values} from '../values/path.js'
-
-export const ICHOR_GROUP = 'ichor.maesh.dev'
-export const INSTALLATION = {apiVersion: `${ICHOR_GROUP}/v1alpha1`, kind: 'IchorInstallation', name: 'ichor'} as const
-export const ICHOR_SYSTEM = 'ichor-system'
-export const TALOS_SECRETS_SECRET = 'ichor-talos'
 
 export interface InstallationSpec {
   talos: {clusterName: string; endpoint: string; talosVersion: string; kubernetesVersion: string; controlPlanes: string[]; workers: string[]}
@@ -23,31 +22,90 @@ export interface InstallationSpec {
   stack: {promotion: PromotionMode; argocd: {values: Values}; kokumi: {values: Values}}
 }
 
+/** What the Cilium release holds, as last recorded. Empty before the adoption. */
+export interface CniStatus {
+  chartVersion?: string
+  appliedValuesHash?: string
+  releaseRevision?: number
+}
+
+export interface ComponentStatus {
+  publishedTag: string
+  digest: string
+  orderReady: boolean
+  applicationSync: string
+  applicationHealth: string
+}
+
+export interface InstallationStatus {
+  cni: CniStatus
+  stack: Partial<Record<StackComponent, ComponentStatus>>
+}
+
+export interface Installation {
+  metadata: KubeObject['metadata']
+  spec: InstallationSpec
+  status?: InstallationStatus
+}
+
 export function installationCrd(): KubeObject {
   return parseYaml(readFileSync(join(PACKAGE_ROOT, 'assets', 'crds', 'ichorinstallation.yaml'), 'utf8')) as KubeObject
 }
 
-export function installationObject(spec: InstallationSpec): KubeObject {
-  return {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec} as KubeObject
-}
-
 export function ichorSystemNamespace(): KubeObject {
-  return {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ICHOR_SYSTEM, labels: {'app.kubernetes.io/managed-by': 'ichor'}}}
+  return {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ICHOR_SYSTEM, labels: {...MANAGED_BY}}}
 }
 
-export async function readInstallation(kube: Kube): Promise<(KubeObject & {spec?: InstallationSpec; status?: Record<string, unknown>}) | undefined> {
-  const crd = await getObject(kube, {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: `ichorinstallations.${ICHOR_GROUP}`})
-  if (!crd) return undefined
-  return getObject(kube, {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, name: INSTALLATION.name})
+/** The singleton, or undefined when the cluster has none (or does not serve the kind yet). */
+export async function readInstallation(kube: Kube): Promise<Installation | undefined> {
+  return getObject<KubeObject & Installation>(kube, {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, name: INSTALLATION.name})
+}
+
+/** Installs the CRD (and ichor-system) when needed and writes the desired state. */
+export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions} = {}): Promise<void> {
+  await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
+  await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
+}
+
+/** Replaces the status (ichor owns every status field; server-side apply on the status subresource). */
+export async function writeInstallationStatus(kube: Kube, status: InstallationStatus): Promise<void> {
+  const body = {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, status}
+  await kube.request('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}/status`, {
+    body, contentType: 'application/apply-patch+yaml', query: {fieldManager: FIELD_MANAGER, force: true},
+  })
+}
+
+async function secretStrings(kube: Kube, name: string): Promise<Record<string, string> | undefined> {
+  const s = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace: ICHOR_SYSTEM})
+  return s && Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
 }
 
 /** The generated passwords as the cluster holds them, or undefined for those not created yet. */
 export async function readGeneratedSecrets(kube: Kube): Promise<Partial<GeneratedStackSecrets>> {
-  const read = async (name: string) => {
-    const s = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace: ICHOR_SYSTEM})
-    return Object.fromEntries(Object.entries(s?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
-  }
-  const kokumi = await read('ichor-kokumi-admin')
-  const redis = await read('ichor-argocd-redis')
+  const kokumi = (await secretStrings(kube, STATE_SECRETS.kokumiAdmin)) ?? {}
+  const redis = (await secretStrings(kube, STATE_SECRETS.argocdRedis)) ?? {}
   return {kokumiAdminPassword: kokumi.password, kokumiSigningKey: kokumi['signing-key'], argocdRedisPassword: redis.password}
+}
+
+/** The Talos secrets bundle and talosconfig another machine continues with. */
+export interface TalosBundle {
+  secretsYaml: Buffer
+  talosconfig: Buffer
+}
+
+export function talosBundleSecret(bundle: TalosBundle): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}},
+    type: 'Opaque',
+    data: {'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')},
+  }
+}
+
+export async function readTalosBundle(kube: Kube): Promise<TalosBundle | undefined> {
+  const s = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM})
+  const data = s?.data
+  if (!data?.['secrets.yaml'] || !data.talosconfig) return undefined
+  return {secretsYaml: Buffer.from(data['secrets.yaml'], 'base64'), talosconfig: Buffer.from(data.talosconfig, 'base64')}
 }

@@ -6,11 +6,11 @@
 import {IchorError} from '../errors/errors.js'
 import {isConflict, isNotFound, KubeApiError, type Kube} from '../kube/client.js'
 import {type KubeObject, resolvePath} from '../kube/objects.js'
+import {CILIUM_RELEASE as CILIUM, FIELD_MANAGER} from '../constants.js'
 import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from './ownership.js'
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
-const FIELD_MANAGER = 'ichor-bootstrap'
 /** Talos's field manager (constants.KubernetesFieldManagerName). */
 export const TALOS_FIELD_MANAGER = 'talos'
 const RBAC_GROUP = 'rbac.authorization.k8s.io'
@@ -52,7 +52,7 @@ export interface HelmReleaseRef {
   namespace: string
 }
 
-const CILIUM_RELEASE: HelmReleaseRef = {release: 'cilium', namespace: 'kube-system'}
+const CILIUM_RELEASE: HelmReleaseRef = {release: CILIUM.name, namespace: CILIUM.namespace}
 
 export interface ReleaseInventoryState {
   /** False on a cluster bootstrapped by Talos < 1.13 (nothing to hand over there). */

@@ -6,7 +6,7 @@ import {IchorError} from '../errors/errors.js'
 import {createRenderer} from './renderers.js'
 import type {OutputMode, RunResult, Task, TaskInfo, TaskRenderer, TaskReport} from './types.js'
 
-export type {OutputMode, ProbeResult, RunResult, Task, TaskInfo, TaskRenderer, TaskReport, TaskStatus} from './types.js'
+export type {Later, OutputMode, ProbeResult, RunResult, Task, TaskInfo, TaskRenderer, TaskReport, TaskStatus} from './types.js'
 
 export interface RunOptions {
   output: OutputMode
@@ -18,6 +18,11 @@ export interface RunOptions {
   renderer?: TaskRenderer
   /** Clock in milliseconds, for tests. */
   now?: () => number
+  /**
+   * Called before every mutating action (after its probe said it is needed): the session's
+   * Lease check, so a command whose lock was broken or taken over changes nothing more.
+   */
+  guard?: () => Promise<void>
 }
 
 const RERUN_ADVICE = 'fix the cause above and run the same command again; the steps already done are skipped'
@@ -43,7 +48,7 @@ export function outputModeFor(opts: {json?: boolean; stream?: NodeJS.WritableStr
   return stream.isTTY ? 'tty' : 'plain'
 }
 
-export async function runTasks<C>(tasks: readonly Task<C>[], ctx: C, opts: RunOptions): Promise<RunResult> {
+export async function runTasks(tasks: readonly Task[], opts: RunOptions): Promise<RunResult> {
   assertUniqueIds(tasks)
   const now = opts.now ?? (() => performance.now())
   const renderer = opts.renderer ?? createRenderer(opts.output, opts.stream ?? process.stdout)
@@ -57,7 +62,7 @@ export async function runTasks<C>(tasks: readonly Task<C>[], ctx: C, opts: RunOp
       const info = infos[index]!
       const started = now()
       renderer.taskStarted(info, index)
-      const outcome = await runOne(task, info, index, ctx, opts.dryRun, renderer)
+      const outcome = await runOne(task, info, index, opts, renderer)
       const report: TaskReport = {id: task.id, title: task.title, status: outcome.status, ms: Math.round(now() - started)}
       if (outcome.detail !== undefined) report.detail = outcome.detail
       result.tasks.push(report)
@@ -88,15 +93,22 @@ interface Outcome {
   exitCode?: number
 }
 
-async function runOne<C>(task: Task<C>, info: TaskInfo, index: number, ctx: C, dryRun: boolean, renderer: TaskRenderer): Promise<Outcome> {
+async function runOne(task: Task, info: TaskInfo, index: number, opts: RunOptions, renderer: TaskRenderer): Promise<Outcome> {
   let probe
   try {
-    probe = await task.probe(ctx)
+    probe = await task.probe()
   } catch (error) {
-    return failed('checking whether it is needed failed: ', error)
+    return failed(task.check ? '' : 'checking whether it is needed failed: ', error)
   }
   if (probe.done) return probe.detail === undefined ? {status: 'skipped'} : {status: 'skipped', detail: probe.detail}
-  if (dryRun) return {status: 'would-run', detail: probe.reason}
+  if (opts.dryRun) return {status: 'would-run', detail: probe.reason}
+  if (info.mutating && opts.guard) {
+    try {
+      await opts.guard()
+    } catch (error) {
+      return failed('', error)
+    }
+  }
 
   renderer.taskRunning(info, index, probe.reason)
   let finished = false
@@ -104,7 +116,7 @@ async function runOne<C>(task: Task<C>, info: TaskInfo, index: number, ctx: C, d
     if (!finished) renderer.progress(info, index, msg)
   }
   try {
-    await task.run(ctx, progress)
+    await task.run(progress)
   } catch (error) {
     return failed('', error)
   } finally {
@@ -113,7 +125,7 @@ async function runOne<C>(task: Task<C>, info: TaskInfo, index: number, ctx: C, d
 
   let after
   try {
-    after = await task.probe(ctx)
+    after = await task.probe()
   } catch (error) {
     return failed('the action finished but checking its result failed: ', error)
   }
@@ -133,7 +145,7 @@ function failed(prefix: string, error: unknown): Outcome {
   return outcome
 }
 
-function assertUniqueIds(tasks: readonly Task<unknown>[]): void {
+function assertUniqueIds(tasks: readonly Task[]): void {
   const seen = new Set<string>()
   for (const task of tasks) {
     if (seen.has(task.id)) throw new Error(`task id "${task.id}" is used twice`)

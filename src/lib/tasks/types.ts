@@ -4,7 +4,7 @@
 
 export type ProbeResult = {done: true; detail?: string} | {done: false; reason: string}
 
-export interface Task<C> {
+export interface Task {
   /** Stable machine name, used in --json events and by tests (`adopt-cilium-release`). */
   id: string
   /** What the step achieves, shown to the operator (`Adopt Cilium into a Helm release`). */
@@ -14,12 +14,24 @@ export interface Task<C> {
    * running them does not count as changing the cluster. Default `true`.
    */
   mutating?: boolean
+  /**
+   * A pure check (input validation): the probe is the whole step and its failure is
+   * reported as the check's own error, not as "checking whether it is needed failed".
+   */
+  check?: boolean
   /** What the operator should do when this step fails; overrides the generic advice. */
   hint?: string
   /** Read-only: must not change anything, and is run again after `run` to confirm it. */
-  probe(ctx: C): Promise<ProbeResult>
-  run(ctx: C, progress: (msg: string) => void): Promise<void>
+  probe(): Promise<ProbeResult>
+  run(progress: (msg: string) => void): Promise<void>
 }
+
+/**
+ * Data a plan's earlier step resolves (the render, the nodes' answers) that a later step's
+ * factory closes over: read when the step runs, never before, so a plan stopped at its
+ * validation leaves no promise behind.
+ */
+export type Later<T> = () => Promise<T>
 
 export type TaskStatus = 'skipped' | 'done' | 'would-run' | 'failed'
 

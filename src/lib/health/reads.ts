@@ -1,0 +1,96 @@
+// Read-only health reads shared by the probes of every plan and by the status commands:
+// the Cilium release record, a component's Order and Application, a DaemonSet's readiness.
+// Nothing here writes; each read is one or two GETs.
+import {CILIUM_RELEASE} from '../constants.js'
+import {readReleaseRecord, type ReleaseRecord} from '../helm/release.js'
+import type {Kube} from '../kube/client.js'
+import {getObject, type KubeObject} from '../kube/objects.js'
+import {APPLICATION_API_VERSION, APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from '../stack/orders.js'
+import type {StackComponent} from '../stack/policies.js'
+
+export function readCiliumRelease(kube: Kube): Promise<ReleaseRecord | undefined> {
+  return readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+}
+
+export interface DaemonSetReadiness {
+  desired: number
+  ready: number
+}
+
+/** Undefined when the DaemonSet does not exist. */
+export async function readDaemonSetReadiness(kube: Kube, namespace: string, name: string): Promise<DaemonSetReadiness | undefined> {
+  const ds = await getObject<KubeObject & {status?: {numberReady?: number; desiredNumberScheduled?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', name, namespace})
+  return ds && {desired: ds.status?.desiredNumberScheduled ?? 0, ready: ds.status?.numberReady ?? 0}
+}
+
+export function daemonSetReady(r: DaemonSetReadiness | undefined): r is DaemonSetReadiness {
+  return r !== undefined && r.desired > 0 && r.ready === r.desired
+}
+
+export interface OrderState {
+  generation?: number
+  ready: boolean
+  /** The Order's status has seen its current spec. */
+  current: boolean
+  latestArtifactDigest?: string
+  spec?: unknown
+}
+
+type OrderObject = KubeObject & {
+  spec?: unknown
+  status?: {conditions?: {type: string; status: string}[]; observedGeneration?: number; latestArtifactDigest?: string}
+}
+
+/** The component's Order, or undefined when it (or Kokumi's CRD) does not exist. */
+export async function readOrder(kube: Kube, component: StackComponent): Promise<OrderState | undefined> {
+  const order = await getObject<OrderObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: component, namespace: COMPONENT_NAMESPACE[component]})
+  if (!order) return undefined
+  const status = order.status
+  return {
+    generation: order.metadata.generation,
+    ready: status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
+    current: status?.observedGeneration === undefined || status.observedGeneration === order.metadata.generation,
+    latestArtifactDigest: status?.latestArtifactDigest,
+    spec: order.spec,
+  }
+}
+
+export interface ApplicationState {
+  sync?: string
+  health?: string
+  revision?: string
+}
+
+/** The Application Kokumi made for the component, or undefined (or Argo CD's CRD) when absent. */
+export async function readApplication(kube: Kube, component: StackComponent): Promise<ApplicationState | undefined> {
+  type App = KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}}}
+  const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: APPLICATION_NAMESPACE})
+  return app && {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision}
+}
+
+export interface DeliveryState {
+  done: boolean
+  state: string
+  order?: OrderState
+  application?: ApplicationState
+}
+
+/**
+ * A component is delivered when its Order has seen its current spec (Ready, observed
+ * generation) and its Application is Synced and Healthy at the artifact that Order
+ * produced: an Application still healthy at the previous revision does not count.
+ */
+export async function readDelivery(kube: Kube, component: StackComponent): Promise<DeliveryState> {
+  const ns = COMPONENT_NAMESPACE[component]
+  const order = await readOrder(kube, component)
+  if (!order) return {done: false, state: 'no Order yet'}
+  if (!order.ready || !order.current) return {done: false, state: `Order ${ns}/${component} not Ready for its current version yet`, order}
+  const application = await readApplication(kube, component)
+  if (!application) return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} not created yet`, order}
+  const wanted = order.latestArtifactDigest
+  if (wanted && application.revision !== wanted) {
+    return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`, order, application}
+  }
+  const done = application.sync === 'Synced' && application.health === 'Healthy'
+  return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}`, order, application}
+}

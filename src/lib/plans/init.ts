@@ -1,0 +1,174 @@
+// `ichor init` as one plan (DESIGN.md "The flow of ichor init"): the steps in order, top to
+// bottom, each made by the factory of its concern. Every step has a read-only probe beside
+// its action, so a rerun after a crash, from another machine or in a script converges to
+// the same end state without regenerating what must not change.
+import {existsSync} from 'node:fs'
+import {adoptCiliumTask, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
+import {ValidationError, type Issue} from '../errors/errors.js'
+import type {InitInputs} from '../init/inputs.js'
+import type {InitRender} from '../init/render.js'
+import {openSession, type Session} from '../session/session.js'
+import {leaseTask} from '../session/tasks.js'
+import type {GeneratedStackSecrets} from '../stack/prepare.js'
+import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
+import type {InstallationSpec} from '../state/installation.js'
+import type {LocalState} from '../state/local.js'
+import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
+import {isReachable, type Reachability} from '../talos/talosctl.js'
+import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
+import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
+import {holds, missing} from '../tasks/probe.js'
+import type {Later, Task} from '../tasks/types.js'
+import type {Values} from '../values/path.js'
+
+export interface InitOptions {
+  inputs: InitInputs
+  /** May still be rendering: the nodes are probed meanwhile (read-only). */
+  render: Promise<InitRender>
+  state: LocalState
+  userValues: {cilium: Values; argocd: Values; kokumi: Values}
+  /** Fresh values, used only where the cluster holds none yet. */
+  generated: GeneratedStackSecrets
+  /** --registry-endpoint: reach the registry here instead of a port-forward. */
+  registryEndpoint?: string
+  /** --kubeconfig: continue a cluster from a machine without the local state. */
+  kubeconfig?: string
+  /** --context of that kubeconfig. */
+  context?: string
+  /** Per wait, in milliseconds. */
+  timeoutMs: number
+  output: OutputMode
+  dryRun: boolean
+  stream?: NodeJS.WritableStream
+  /** --break-lock: delete a Lease left by a command that is gone, then take it. */
+  breakLock?: boolean
+}
+
+export interface InitResult extends RunResult {
+  /** The Kokumi admin password, present only on the run that created it (shown once). */
+  kokumiAdminPassword?: string
+  kubeconfig: string
+  bundles: {component: string; repository: string; tag: string; digest: string}[]
+}
+
+/** Everything a step may need, resolved before the plan is built or resolved by its first step. */
+interface PlanData {
+  session: Session
+  options: InitOptions
+  render: Later<InitRender>
+  nodes: Later<Reachability[]>
+  secrets: StackSecretsOutcome
+}
+
+/** The steps of `ichor init`, in order. */
+function initSteps(d: PlanData): Task[] {
+  const {session, options: o, render} = d
+  const stack = async () => (await render()).stack
+  const release = ciliumReleaseView(session)
+  const {state, inputs, timeoutMs} = o
+  const cluster = (task: Task) => onCluster(session, task)
+  return [
+    validateTask(d),
+    talosSecretsTask({state, session, continueCluster: o.kubeconfig !== undefined}),
+    machineConfigsTask({state, inputs, render}),
+    applyConfigsTask({state, inputs, seen: d.nodes}),
+    bootstrapTask({state, inputs, session, timeoutMs}),
+    cluster(leaseTask({session, breakLock: o.breakLock})),
+    cluster(storeDesiredStateTask({session, state, timeoutMs, spec: async () => desiredSpec(o, await render())})),
+    cluster(waitCiliumTask({session, timeoutMs})),
+    cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
+    cluster(talosHandoverTask({session, talosconfig: state.talosconfig, controlPlanes: inputs.controlPlanes})),
+    cluster(stackSecretsTask({session, stack, generated: o.generated, outcome: d.secrets})),
+    cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
+    cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
+    cluster(publishBundlesTask({session, stack})),
+    cluster(ordersTask({session, stack})),
+    cluster(policiesTask({session, stack})),
+    cluster(waitApplicationsTask({session, stack, timeoutMs})),
+    cluster(recordStatusTask({session, release, stack})),
+  ]
+}
+
+export async function runInitPlan(options: InitOptions): Promise<InitResult> {
+  const session = openSession({
+    command: 'init', kubeconfig: options.kubeconfig, context: options.context, ownKubeconfig: options.state.kubeconfig, registryEndpoint: options.registryEndpoint,
+  })
+  // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
+  const render = options.render
+  const nodes = checkNodesReachable(options.inputs, options.state)
+  for (const p of [render, nodes]) p.catch(() => undefined) // awaited by the validate step
+  const secrets: StackSecretsOutcome = {}
+  try {
+    // A cluster named with --kubeconfig must answer (else exit 2, nothing written); on an
+    // existing cluster every step, node steps included, runs under the Lease.
+    const answers = await session.clusterAnswers()
+    if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
+    const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
+    const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
+    const {stack} = await render
+    return {
+      ...result,
+      kokumiAdminPassword: secrets.kokumiAdminPassword,
+      kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
+      bundles: Object.values(stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
+    }
+  } finally {
+    await session.close()
+  }
+}
+
+/** The steps of a real run, for the offline dry run's plan: built, never run. */
+export function initPlanSteps(): {id: string; title: string}[] {
+  const never = () => Promise.reject(new Error('the offline plan is never run'))
+  const stub = {inputs: {controlPlanes: [], workers: []}, state: {}} as unknown as InitOptions
+  const session = {} as Session
+  return initSteps({session, options: stub, render: never, nodes: never, secrets: {}}).map(({id, title}) => ({id, title}))
+}
+
+/** Inputs, artifacts and values were checked by the render; every node must answer before any is touched. */
+function validateTask(d: PlanData): Task {
+  return {
+    id: 'validate',
+    title: 'Validate inputs, artifacts and Cilium values; probe the nodes (read-only)',
+    mutating: false,
+    check: true,
+    async probe() {
+      const [render, nodes] = await Promise.all([d.render(), d.nodes()])
+      const maintenance = nodes.filter((n) => n.state === 'maintenance').length
+      return holds(`values valid (Cilium ${render.assets.cilium.version}); ${nodes.length} node(s) answer, ${maintenance} in maintenance mode`)
+    },
+    async run() {},
+  }
+}
+
+/** Every node must answer (maintenance or configured) before any is touched. */
+async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promise<Reachability[]> {
+  const talosconfig = existsSync(state.talosconfig) ? state.talosconfig : undefined
+  const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
+  const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await isReachable(node, {talosconfig, timeoutMs: 10_000})})))
+  const issues: Issue[] = answers
+    .filter(({r}) => r.state === 'unreachable')
+    .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
+  if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
+  return answers.map(({r}) => r)
+}
+
+/** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */
+function onCluster(session: Session, task: Task): Task {
+  return {
+    ...task,
+    async probe() {
+      if (!(await session.clusterAnswers())) return missing('the cluster does not answer yet')
+      return task.probe()
+    },
+  }
+}
+
+function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
+  const i = o.inputs
+  return {
+    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers},
+    cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
+    stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
+  }
+}

@@ -1,0 +1,151 @@
+// One cluster session per command: the kubeconfig and context it was opened with, a Kube
+// client made on first use, the registry endpoint (a tunnel or --registry-endpoint), the
+// Lease, and close() that frees them all on every exit path, signals included.
+import {existsSync} from 'node:fs'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import type {HelmTarget} from '../helm/release.js'
+import {connectKube, type Kube} from '../kube/client.js'
+import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
+import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
+import {OciClient} from '../oci/client.js'
+import {onInterrupt} from './interrupt.js'
+
+export interface SessionOptions {
+  /** The command, as the Lease names its holder (`init`, `cni values set`). */
+  command: string
+  /** --kubeconfig: named by the operator, so it must be readable and its server must answer. */
+  kubeconfig?: string
+  /** --context: a context of that kubeconfig instead of its current-context. */
+  context?: string
+  /**
+   * A kubeconfig ichor keeps itself (init's state directory), used when none was named:
+   * until it exists and answers, the cluster simply is not there yet.
+   */
+  ownKubeconfig?: string
+  /** --registry-endpoint: reach Kokumi's registry here instead of through a tunnel. */
+  registryEndpoint?: string
+}
+
+export class Session {
+  private client?: Promise<Kube>
+  private registryEndpoint?: Promise<RegistryEndpoint>
+  private held?: HeldLease
+  private readonly removeInterruptHandler: () => void
+  private closed = false
+
+  constructor(private readonly options: SessionOptions) {
+    this.removeInterruptHandler = onInterrupt(() => this.close())
+  }
+
+  /** The kubeconfig file in use (helm gets the same), undefined for kubectl's default lookup. */
+  get kubeconfigPath(): string | undefined {
+    return this.options.kubeconfig ?? this.options.ownKubeconfig
+  }
+
+  get context(): string | undefined {
+    return this.options.context
+  }
+
+  /** Did the operator name the cluster (then it must answer), or is it ichor's own kubeconfig? */
+  private get named(): boolean {
+    return this.options.kubeconfig !== undefined || this.options.ownKubeconfig === undefined
+  }
+
+  /** The client, connected (the server answered /version) on first use. */
+  kube(): Promise<Kube> {
+    this.client ??= connectKube({kubeconfig: this.kubeconfigPath, context: this.options.context}).catch((error: unknown) => {
+      this.client = undefined
+      throw this.named ? namedClusterError(this.describe(), error) : error
+    })
+    return this.client
+  }
+
+  /**
+   * Whether the cluster answers. A cluster the operator named that does not is an error
+   * (exit 2), never "no cluster yet"; ichor's own kubeconfig may not exist yet.
+   */
+  async clusterAnswers(): Promise<boolean> {
+    if (!this.named && !existsSync(this.options.ownKubeconfig!)) return false
+    try {
+      await this.kube()
+      return true
+    } catch (error) {
+      if (this.named) throw error
+      return false
+    }
+  }
+
+  /** The exact kubeconfig file and context helm must use: the ones this session talks to. */
+  async helmTarget(): Promise<HelmTarget> {
+    const kube = await this.kube()
+    const files = this.kubeconfigPath ? [this.kubeconfigPath] : kube.kubeconfig.files
+    if (files.length !== 1) {
+      throw new IchorError(`helm takes one kubeconfig file, and ${this.describe()} merges ${files.length}`, {exitCode: EXIT.usage, hint: 'pass --kubeconfig FILE (and --context NAME)'})
+    }
+    return {kubeconfig: files[0]!, kubeContext: kube.context}
+  }
+
+  /** Forget the client, e.g. once bootstrap wrote the kubeconfig the next call must read. */
+  reconnect(): void {
+    this.client = undefined
+  }
+
+  /** An OCI client for Kokumi's registry; the tunnel stays open until closeRegistry() or close(). */
+  async registry(): Promise<OciClient> {
+    this.registryEndpoint ??= this.kube().then((kube) => openRegistryEndpoint(kube, {override: this.options.registryEndpoint}))
+    this.registryEndpoint.catch(() => (this.registryEndpoint = undefined))
+    return new OciClient((await this.registryEndpoint).endpoint)
+  }
+
+  async closeRegistry(): Promise<void> {
+    const endpoint = this.registryEndpoint
+    this.registryEndpoint = undefined
+    await endpoint?.then((e) => e.close(), () => undefined)
+  }
+
+  get lease(): HeldLease | undefined {
+    return this.held
+  }
+
+  /** Takes the ichor-system Lease (once per session); --break-lock deletes a stale one first. */
+  async takeLease(options: {breakLock?: boolean} = {}): Promise<HeldLease> {
+    if (this.held && !this.held.lost) return this.held
+    const kube = await this.kube()
+    if (options.breakLock) await breakLease(kube)
+    this.held = await acquireLease(kube, {command: this.options.command})
+    return this.held
+  }
+
+  /** Before each change: the Lease, when held, must still be this command's (exit 3 otherwise). */
+  async guard(): Promise<void> {
+    await this.held?.verify()
+  }
+
+  /** Frees the tunnel and the Lease. Idempotent; never throws. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.removeInterruptHandler()
+    await this.closeRegistry()
+    await this.held?.release()
+  }
+
+  private describe(): string {
+    const source = this.options.kubeconfig ? `--kubeconfig ${this.options.kubeconfig}` : process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config'
+    return this.options.context ? `${source} --context ${this.options.context}` : source
+  }
+}
+
+function namedClusterError(source: string, error: unknown): IchorError {
+  const message = error instanceof Error ? error.message : String(error)
+  return new IchorError(`the cluster of ${source} cannot be used: ${message}`, {
+    exitCode: EXIT.usage,
+    hint: error instanceof IchorError && error.hint ? error.hint : 'check the kubeconfig and context, and that the API server answers (kubectl version)',
+    cause: error,
+  })
+}
+
+export function openSession(options: SessionOptions): Session {
+  return new Session(options)
+}

@@ -1,0 +1,208 @@
+// Steps that install and hand over the stack: the generated Secrets, the first apply of
+// Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
+// wait for Argo CD to deliver both.
+import {ICHOR_SYSTEM} from '../constants.js'
+import {IchorError} from '../errors/errors.js'
+import {readDelivery, readOrder} from '../health/reads.js'
+import {createIfAbsent, serverSideApply} from '../kube/apply.js'
+import type {Kube} from '../kube/client.js'
+import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
+import {waitFor, waitForDeploymentRollout} from '../kube/wait.js'
+import {publishBundle} from '../oci/publish.js'
+import type {Session} from '../session/session.js'
+import {readGeneratedSecrets} from '../state/installation.js'
+import {holds, missing} from '../tasks/probe.js'
+import type {Later, Task} from '../tasks/types.js'
+import {isDeepStrictEqual} from 'node:util'
+import type {StackComponent} from './policies.js'
+import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
+
+const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
+
+/** What the Secrets step learnt that the summary shows: the password, on the run that created it. */
+export interface StackSecretsOutcome {
+  kokumiAdminPassword?: string
+}
+
+export function stackSecretsTask(p: {
+  session: Session
+  stack: Later<PreparedStack>
+  /** Fresh values, used only where the cluster holds none yet. */
+  generated: GeneratedStackSecrets
+  /** Lower bcrypt cost: tests inject it. */
+  bcryptCost?: number
+  outcome: StackSecretsOutcome
+}): Task {
+  return {
+    id: 'stack-secrets',
+    title: 'Create the generated Secrets once (Kokumi admin, Argo CD redis, repo-creds)',
+    async probe() {
+      const kube = await p.session.kube()
+      for (const ref of (await p.stack()).secretRefs) {
+        if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', ...ref}, {metadataOnly: true}))) return missing(`Secret ${ref.namespace}/${ref.name} is missing`)
+      }
+      return holds('every generated Secret exists (never reset)')
+    },
+    async run() {
+      const kube = await p.session.kube()
+      const stack = await p.stack()
+      const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
+      await serverSideApply(kube, namespaces)
+      const [kokumiAdmin, redis] = generatedSecretObjects(p.generated)
+      if ((await createIfAbsent(kube, kokumiAdmin!)) === 'created') p.outcome.kokumiAdminPassword = p.generated.kokumiAdminPassword
+      await createIfAbsent(kube, redis!)
+      // The cluster's values win: a crash between two creates must not mix passwords.
+      const held = await readGeneratedSecrets(kube)
+      const generated = {...p.generated, ...Object.fromEntries(Object.entries(held).filter(([, v]) => v))} as GeneratedStackSecrets
+      for (const s of stackSecretsWith(stack, generated, p.bcryptCost)) {
+        if (s.metadata.namespace !== ICHOR_SYSTEM) await createIfAbsent(kube, s)
+      }
+    },
+  }
+}
+
+/** Would a server-side apply change anything? (a dry-run apply; nothing is persisted) */
+async function applyWouldChange(kube: Kube, objects: KubeObject[]): Promise<string | undefined> {
+  for (const obj of objects) {
+    const existing = await getObject(kube, {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace}, {metadataOnly: true})
+    if (!existing) return `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name} is missing`
+  }
+  const results = await serverSideApply(kube, objects, {dryRun: true})
+  const changed = results.filter((r) => r.result !== 'unchanged')
+  return changed.length > 0 ? `${changed.length} object(s) differ, e.g. ${changed[0]!.kind} ${changed[0]!.name}` : undefined
+}
+
+const FIRST_APPLY: Record<StackComponent, {title: string; deployments: string[]}> = {
+  kokumi: {title: 'Apply Kokumi (first install only) and wait for its registry', deployments: ['kokumi-registry']},
+  argocd: {title: 'Apply Argo CD (first install only) and wait for server and repo-server', deployments: ['argocd-server', 'argocd-repo-server']},
+}
+
+/** The first install of a component; once its Order exists Argo CD owns it and ichor never applies it again. */
+export function firstApplyTask(p: {session: Session; component: StackComponent; stack: Later<PreparedStack>; timeoutMs: number}): Task {
+  const {title, deployments} = FIRST_APPLY[p.component]
+  const prepared = async () => (await p.stack()).components[p.component]
+  return {
+    id: `${p.component}-apply`,
+    title,
+    async probe() {
+      const kube = await p.session.kube()
+      const c = await prepared()
+      if (await readOrder(kube, p.component)) return holds(`Order ${c.namespace}/${p.component} exists: Argo CD manages ${p.component}`)
+      const diff = await applyWouldChange(kube, c.rendered.objects)
+      if (diff) return missing(diff)
+      for (const name of deployments) {
+        const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
+        if (!d?.status?.readyReplicas) return missing(`Deployment ${c.namespace}/${name} is not ready`)
+      }
+      return holds('applied and ready')
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      const c = await prepared()
+      const results = await serverSideApply(kube, c.rendered.objects, {crdWait: {timeoutMs: p.timeoutMs}})
+      progress(`${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects created or changed`)
+      for (const name of deployments) await waitForDeploymentRollout(kube, c.namespace, name, {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
+}
+
+/** The path of a bundle inside the registry: the repository minus the in-cluster host. */
+function repositoryPath(c: PreparedComponent): string {
+  return c.bundle.repository.slice(c.bundle.repository.indexOf('/') + 1)
+}
+
+export function publishBundlesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
+  return {
+    id: 'publish-bundles',
+    title: 'Publish the kokumi and argocd bundles to the in-cluster registry',
+    async probe() {
+      const client = await p.session.registry()
+      for (const c of await components(p.stack)) {
+        const head = await client.headManifest(repositoryPath(c), c.bundle.tag)
+        if (head?.digest !== c.bundle.artifact.manifestDigest) return missing(`${c.component} ${c.bundle.tag} is not in the registry`)
+      }
+      return holds('both bundles are in the registry at their digests')
+    },
+    async run(progress) {
+      const client = await p.session.registry()
+      for (const c of await components(p.stack)) {
+        const annotations = {source: `oci://${c.bundle.repository}`, version: c.bundle.tag}
+        const r = await publishBundle(client, {repository: repositoryPath(c), tag: c.bundle.tag, layer: c.bundle.layer, layerDigest: c.bundle.layerDigest, annotations})
+        progress(`${c.component} ${c.bundle.tag} ${r.pushed ? `pushed (${r.uploadedBlobs} blobs)` : 'already there'}`)
+      }
+    },
+  }
+}
+
+export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
+  return {
+    id: 'orders',
+    title: 'Create or move the Kokumi Orders',
+    async probe() {
+      const kube = await p.session.kube()
+      for (const c of await components(p.stack)) {
+        const order = await readOrder(kube, c.component)
+        if (!order) return missing(`no Order ${c.namespace}/${c.component}`)
+        if (!isDeepStrictEqual(order.spec, c.order.spec)) return missing(`Order ${c.namespace}/${c.component} points elsewhere`)
+      }
+      return holds('both Orders point at the published bundles')
+    },
+    async run() {
+      // ichor owns the Orders (label ichor.maesh.dev/managed): its fields win.
+      const orders = (await components(p.stack)).map((c) => c.order)
+      await serverSideApply(await p.session.kube(), orders, {force: true})
+    },
+  }
+}
+
+const POLICY = {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy'} as const
+
+export function policiesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
+  const policies = async () => (await components(p.stack)).flatMap((c) => c.rendered.policies)
+  return {
+    id: 'policies',
+    title: 'Apply the CiliumNetworkPolicies last',
+    async probe() {
+      const kube = await p.session.kube()
+      if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) return missing('CiliumNetworkPolicy is not served yet')
+      const wanted = await policies()
+      const present = new Set<string>()
+      for (const ns of new Set(wanted.map((x) => x.metadata.namespace!))) {
+        for (const x of await listObjects(kube, {...POLICY, namespace: ns})) present.add(`${ns}/${x.metadata.name}`)
+      }
+      const absent = wanted.find((x) => !present.has(`${x.metadata.namespace}/${x.metadata.name}`))
+      if (absent) return missing(`${absent.kind} ${absent.metadata.namespace}/${absent.metadata.name} is missing`)
+      // Present: from here on Argo CD keeps them in line with the bundles.
+      return holds(`${wanted.length} policies in place`)
+    },
+    async run() {
+      const kube = await p.session.kube()
+      if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) {
+        throw new IchorError('the cluster does not serve cilium.io/v2 CiliumNetworkPolicy: Cilium has not registered its CRDs', {hint: 'check that the cilium-operator Deployment in kube-system is running, then rerun'})
+      }
+      await serverSideApply(kube, await policies())
+    },
+  }
+}
+
+export function waitApplicationsTask(p: {session: Session; stack: Later<PreparedStack>; timeoutMs: number}): Task {
+  return {
+    id: 'wait-applications',
+    title: 'Wait until both Applications are Synced and Healthy',
+    mutating: false,
+    async probe() {
+      const kube = await p.session.kube()
+      for (const c of await components(p.stack)) {
+        const s = await readDelivery(kube, c.component)
+        if (!s.done) return missing(s.state)
+      }
+      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts")
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const c of await components(p.stack)) {
+        await waitFor(`Application argocd/${c.component} Synced and Healthy`, () => readDelivery(kube, c.component), {timeoutMs: p.timeoutMs, onProgress: progress})
+      }
+    },
+  }
+}

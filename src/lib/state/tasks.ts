@@ -1,0 +1,70 @@
+// Steps that write ichor's own state into the cluster: the desired state with the Talos
+// bundle (so another machine can continue), and at the end the status of what was applied.
+import {readFileSync} from 'node:fs'
+import {isDeepStrictEqual} from 'node:util'
+import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
+import {readApplication, readOrder} from '../health/reads.js'
+import {valuesHash} from '../helm/release.js'
+import {createIfAbsent} from '../kube/apply.js'
+import {getObject} from '../kube/objects.js'
+import type {CiliumReleaseView} from '../cilium/tasks.js'
+import type {Session} from '../session/session.js'
+import type {PreparedStack} from '../stack/prepare.js'
+import {holds, missing} from '../tasks/probe.js'
+import type {Later, Task} from '../tasks/types.js'
+import {readInstallation, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
+import type {LocalState} from './local.js'
+
+export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; timeoutMs: number}): Task {
+  return {
+    id: 'state-in-cluster',
+    title: 'Install the IchorInstallation CRD and store the desired state and Talos secrets',
+    async probe() {
+      const kube = await p.session.kube()
+      const cr = await readInstallation(kube)
+      if (!cr) return missing('no IchorInstallation yet')
+      if (!isDeepStrictEqual(cr.spec, await p.spec())) return missing('the desired state differs from the stored one')
+      const secret = await getObject(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM}, {metadataOnly: true})
+      return secret ? holds('stored') : missing('the Talos secrets are not in the cluster yet')
+    },
+    async run() {
+      const kube = await p.session.kube()
+      await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
+      await createIfAbsent(kube, talosBundleSecret({secretsYaml: readFileSync(p.state.secrets), talosconfig: readFileSync(p.state.talosconfig)}))
+    },
+  }
+}
+
+async function observedStatus(session: Session, release: CiliumReleaseView, stack: PreparedStack): Promise<InstallationStatus> {
+  const kube = await session.kube()
+  const record = await release.get()
+  const status: InstallationStatus = {
+    cni: record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {},
+    stack: {},
+  }
+  for (const c of Object.values(stack.components)) {
+    const [app, order] = await Promise.all([readApplication(kube, c.component), readOrder(kube, c.component)])
+    status.stack[c.component] = {
+      publishedTag: c.bundle.tag,
+      digest: c.bundle.artifact.manifestDigest,
+      orderReady: order?.ready ?? false,
+      applicationSync: app?.sync ?? 'Unknown',
+      applicationHealth: app?.health ?? 'Unknown',
+    }
+  }
+  return status
+}
+
+export function recordStatusTask(p: {session: Session; release: CiliumReleaseView; stack: Later<PreparedStack>}): Task {
+  return {
+    id: 'record-status',
+    title: 'Record what was applied in the IchorInstallation status',
+    async probe() {
+      const cr = await readInstallation(await p.session.kube())
+      return isDeepStrictEqual(cr?.status, await observedStatus(p.session, p.release, await p.stack())) ? holds('status is current') : missing('status is out of date')
+    },
+    async run() {
+      await writeInstallationStatus(await p.session.kube(), await observedStatus(p.session, p.release, await p.stack()))
+    },
+  }
+}

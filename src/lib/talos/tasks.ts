@@ -1,0 +1,140 @@
+// Steps on the local state and the Talos nodes, up to a running API server, and the
+// hand-over of Cilium from Talos to Helm. Each factory closes over what it needs.
+import {createHash} from 'node:crypto'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import type {InitInputs} from '../init/inputs.js'
+import type {InitRender} from '../init/render.js'
+import {connectKube} from '../kube/client.js'
+import {waitForApiServer} from '../kube/wait.js'
+import type {Session} from '../session/session.js'
+import {readTalosBundle} from '../state/installation.js'
+import {ensureStateDir, type LocalState} from '../state/local.js'
+import {holds, missing} from '../tasks/probe.js'
+import type {Later, Task} from '../tasks/types.js'
+import {handOverCiliumFromTalos, talosHandoverPending} from './handover.js'
+import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
+
+/** The secrets bundle: reused when present, else restored from the cluster (another machine), else generated. */
+export function talosSecretsTask(p: {state: LocalState; session: Session; continueCluster: boolean}): Task {
+  return {
+    id: 'talos-secrets',
+    title: 'Generate or reuse the Talos secrets bundle',
+    async probe() {
+      return existsSync(p.state.secrets) ? holds(`reusing ${p.state.secrets}`) : missing('no Talos secrets bundle yet')
+    },
+    async run(progress) {
+      ensureStateDir(p.state)
+      // Another machine continuing this cluster takes the bundle the cluster keeps.
+      if (p.continueCluster && (await p.session.clusterAnswers())) {
+        const bundle = await readTalosBundle(await p.session.kube())
+        if (bundle) {
+          writeFileSync(p.state.secrets, bundle.secretsYaml, {mode: 0o600})
+          writeFileSync(p.state.talosconfig, bundle.talosconfig, {mode: 0o600})
+          progress('restored from the cluster')
+          return
+        }
+      }
+      await genSecrets(p.state.secrets)
+    },
+  }
+}
+
+function configsInputHash(inputs: InitInputs, render: InitRender): string {
+  const i = inputs
+  const key = JSON.stringify([i.clusterName, i.endpoint, i.talosVersion.tag, i.kubernetesVersion.version, render.talos.controlPlane, render.talos.worker])
+  return createHash('sha256').update(key).digest('hex')
+}
+
+/** talosctl gen config with the patches, checked by talosctl validate; regenerated when its inputs change. */
+export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; render: Later<InitRender>}): Task {
+  return {
+    id: 'talos-configs',
+    title: 'Render machine configs with the Cilium inline manifest',
+    mutating: false,
+    async probe() {
+      const hash = configsInputHash(p.inputs, await p.render())
+      const fresh = existsSync(p.state.configsHash) && readFileSync(p.state.configsHash, 'utf8').trim() === hash
+      return fresh && existsSync(p.state.controlPlaneConfig) && existsSync(p.state.talosconfig) ? holds('machine configs are current') : missing('machine configs are missing or stale')
+    },
+    async run() {
+      const i = p.inputs
+      const render = await p.render()
+      // talosctl gen config also writes a talosconfig; a restored one is the same CA.
+      await genConfig({
+        clusterName: i.clusterName, endpoint: i.endpoint, secretsPath: p.state.secrets, talosVersion: i.talosVersion.tag,
+        kubernetesVersion: i.kubernetesVersion.version, controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker, outDir: p.state.dir,
+      })
+      await validateConfig(p.state.controlPlaneConfig)
+      if (i.workers.length > 0) await validateConfig(p.state.workerConfig)
+      writeFileSync(p.state.configsHash, `${configsInputHash(i, render)}\n`)
+    },
+  }
+}
+
+/**
+ * Applies the configs to nodes still in maintenance mode. `seen` is what the read-only
+ * pre-check found, used for the first probe only (a re-probe asks the nodes again).
+ */
+export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen?: Later<Reachability[]>}): Task {
+  let seen = p.seen
+  const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers]
+  return {
+    id: 'apply-configs',
+    title: 'Apply machine configs to nodes in maintenance mode',
+    async probe() {
+      const states = seen ? await seen() : await Promise.all(nodes.map((n) => isReachable(n, {talosconfig: p.state.talosconfig})))
+      seen = undefined
+      const waiting = states.filter((s) => s.state !== 'configured').map((s) => s.node)
+      return waiting.length === 0 ? holds('every node is configured') : missing(`in maintenance mode: ${waiting.join(', ')}`)
+    },
+    async run(progress) {
+      const roles = [['control plane', p.inputs.controlPlanes, p.state.controlPlaneConfig], ['worker', p.inputs.workers, p.state.workerConfig]] as const
+      for (const [role, list, file] of roles) {
+        for (const node of list) {
+          const {state} = await isReachable(node, {talosconfig: p.state.talosconfig})
+          if (state !== 'maintenance') continue
+          await applyConfig({node, file, insecure: true})
+          progress(`${role} ${node} configured`)
+        }
+      }
+    },
+  }
+}
+
+/** Bootstraps etcd once (AlreadyExists is success), fetches the kubeconfig, waits for the API server. */
+export function bootstrapTask(p: {state: LocalState; inputs: InitInputs; session: Session; timeoutMs: number}): Task {
+  const node = p.inputs.controlPlanes[0]!
+  return {
+    id: 'bootstrap-etcd',
+    title: 'Bootstrap etcd on the first control plane',
+    async probe() {
+      return (await p.session.clusterAnswers()) ? holds('the API server answers') : missing('the cluster is not bootstrapped yet')
+    },
+    async run(progress) {
+      const {alreadyBootstrapped} = await bootstrap({node, talosconfig: p.state.talosconfig})
+      if (alreadyBootstrapped) progress('etcd was already bootstrapped')
+      await fetchKubeconfig({node, talosconfig: p.state.talosconfig, outPath: p.state.kubeconfig})
+      p.session.reconnect()
+      await waitForApiServer(await connectKube({kubeconfig: p.state.kubeconfig, probe: false}), {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
+}
+
+/** Takes Cilium out of Talos: the inline entry on every control plane, then Talos's inventory. */
+export function talosHandoverTask(p: {session: Session; talosconfig: string; controlPlanes: string[]}): Task {
+  const access = {talosconfig: p.talosconfig, controlPlanes: p.controlPlanes}
+  return {
+    id: 'talos-handover',
+    title: 'Take Cilium out of Talos: inventory and inline-manifest entry',
+    async probe() {
+      const pending = await talosHandoverPending(await p.session.kube(), access)
+      if (pending.inlineManifestOn.length === 0 && !pending.inInventory) return holds('Helm alone owns Cilium')
+      const left = [pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '', pending.inInventory ? "Cilium is in Talos's inventory" : '']
+      return missing(left.filter(Boolean).join('; '))
+    },
+    async run(progress) {
+      const r = await handOverCiliumFromTalos(await p.session.kube(), access)
+      progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
+    },
+  }
+}
