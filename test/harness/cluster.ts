@@ -86,42 +86,50 @@ export interface CliRun {
   ms: number
 }
 
-/** Runs the built CLI. `killOn` SIGKILLs it when a --json event line matches. */
+/** Runs the built CLI. `killOn` SIGKILLs it when a --json event line (stderr, or stdout) matches. */
 export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?: (event: Record<string, unknown>) => boolean; onStart?: (child: ChildProcess) => void} = {}): Promise<CliRun> {
   const started = performance.now()
   return new Promise((resolve) => {
     const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), args, {env, stdio: ['ignore', 'pipe', 'pipe']})
     opts.onStart?.(child)
-    let stdout = ''
-    let stderr = ''
-    let pending = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk
-      if (!opts.killOn) return
-      pending += chunk
-      const lines = pending.split('\n')
-      pending = lines.pop()!
-      for (const line of lines) {
-        try {
-          if (opts.killOn(JSON.parse(line))) child.kill('SIGKILL')
-        } catch {
-          // not a JSON event line
+    const out = {stdout: '', stderr: ''}
+    const pending = {stdout: '', stderr: ''}
+    for (const name of ['stdout', 'stderr'] as const) {
+      child[name].on('data', (chunk: Buffer) => {
+        out[name] += chunk
+        if (!opts.killOn) return
+        pending[name] += chunk
+        const lines = pending[name].split('\n')
+        pending[name] = lines.pop()!
+        for (const line of lines) {
+          const event = parseEvent(line)
+          if (event && opts.killOn(event)) child.kill('SIGKILL')
         }
-      }
-    })
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk))
-    child.on('close', (code, signal) => resolve({code, signal, stdout, stderr, ms: performance.now() - started}))
+      })
+    }
+    child.on('close', (code, signal) => resolve({code, signal, stdout: out.stdout, stderr: out.stderr, ms: performance.now() - started}))
   })
 }
 
-/** The --json event lines of a run (other lines, e.g. the final result document, are skipped). */
+function parseEvent(line: string): Record<string, unknown> | undefined {
+  try {
+    const e = JSON.parse(line) as unknown
+    return e && typeof e === 'object' && 'event' in e ? (e as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The --json event lines of a run (progress goes to stderr; anything else, e.g. the result document, is skipped). */
 export function jsonEvents(run: CliRun): Record<string, unknown>[] {
-  return run.stdout.split('\n').flatMap((line) => {
-    try {
-      const e = JSON.parse(line) as unknown
-      return e && typeof e === 'object' && 'event' in e ? [e as Record<string, unknown>] : []
-    } catch {
-      return []
-    }
+  return [...run.stderr.split('\n'), ...run.stdout.split('\n')].flatMap((line) => {
+    const event = parseEvent(line)
+    return event ? [event] : []
   })
+}
+
+/** The command's result: the one JSON document on stdout that is not an event line. */
+export function jsonResult<T = Record<string, unknown>>(run: CliRun): T {
+  const rest = run.stdout.split('\n').filter((l) => !parseEvent(l)).join('\n')
+  return JSON.parse(rest.slice(rest.indexOf('{'))) as T
 }
