@@ -1,7 +1,8 @@
 import {describe, expect, it} from 'vitest'
-import {parseObjects, serializeObjects, sortObjects, type K8sObject} from '../../src/lib/stack/objects.js'
+import {parseObjects, serializeObjects, sortObjects} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 
-const obj = (kind: string, name: string, namespace?: string, apiVersion = 'v1'): K8sObject => ({
+const obj = (kind: string, name: string, namespace?: string, apiVersion = 'v1'): KubeObject => ({
   apiVersion,
   kind,
   metadata: namespace ? {name, namespace} : {name},
@@ -55,7 +56,7 @@ describe('serializeObjects', () => {
   })
 
   it('quotes strings a YAML 1.1 reader (kubectl, Argo CD) would take for booleans or numbers', () => {
-    const cm: K8sObject = {...obj('ConfigMap', 'c', 'n'), data: {a: 'yes', b: 'on', c: 'true', d: '0777', e: 'plain', f: 'two\nlines\n'}}
+    const cm: KubeObject = {...obj('ConfigMap', 'c', 'n'), data: {a: 'yes', b: 'on', c: 'true', d: '0777', e: 'plain', f: 'two\nlines\n'}}
     const text = serializeObjects([cm])
     expect(text).toContain('a: "yes"')
     expect(text).toContain('b: "on"')
@@ -90,7 +91,7 @@ describe('canonical YAML', () => {
       data[`k${i}`] = s
       data[s === '' ? 'empty-key' : s] = i
     })
-    const cm: K8sObject = {...obj('ConfigMap', 'c', 'n'), data, list: tricky, nested: [[1, 'a'], [], {}, [{a: [{}]}], {b: [true, false, null, 1.5, -2, 1e21]}]}
+    const cm: KubeObject = {...obj('ConfigMap', 'c', 'n'), data, list: tricky, nested: [[1, 'a'], [], {}, [{a: [{}]}], {b: [true, false, null, 1.5, -2, 1e21]}]}
     const text = serializeObjects([cm])
     expect(parse(text.slice(4))).toEqual(cm)
     expect(parse(text.slice(4), {version: '1.1', schema: 'yaml-1.1', customTags: (tags) => tags.filter((t) => !String((t as {tag?: string}).tag).includes('timestamp'))})).toEqual(cm)
