@@ -67,6 +67,13 @@ describe('serializeObjects', () => {
     expect(parseObjects(text)[0]!.data).toEqual(cm.data)
   })
 
+  it('writes keys in sorted order: objects that differ only in key order give the same bytes', () => {
+    const a: KubeObject = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {namespace: 'ns', name: 'c'}, data: {b: '1', a: '2'}}
+    const b: KubeObject = {data: {a: '2', b: '1'}, metadata: {name: 'c', namespace: 'ns'}, kind: 'ConfigMap', apiVersion: 'v1'}
+    expect(serializeObjects([a])).toBe('---\napiVersion: v1\ndata:\n  a: "2"\n  b: "1"\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns\n')
+    expect(serializeObjects([b])).toBe(serializeObjects([a]))
+  })
+
   it('refuses two objects with the same identity', () => {
     expect(() => serializeObjects([obj('ConfigMap', 'a', 'n'), obj('ConfigMap', 'a', 'n')])).toThrow(/ConfigMap n\/a/)
   })
