@@ -76,18 +76,17 @@ function parseConflicts(error: KubeApiError): FieldConflict[] {
 
 const CRD_KIND = 'CustomResourceDefinition'
 
+/** What a dry-run apply of a CRD can change, read from its metadata. */
+function crdMeta(o: KubeObject) {
+  return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
+}
+
 /**
  * Server-side applies each object in order. A CRD applied here is waited for
  * (Established) before the next non-CRD object, so a batch may hold a CRD and its
  * objects. Each result says whether the object was created, changed (its
  * resourceVersion moved) or left unchanged.
  */
-/** What a dry-run apply of a CRD can change, read from its metadata. */
-function crdMeta(o: KubeObject) {
-  return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
-}
-
-
 export async function serverSideApply(kube: Kube, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
   const fieldManager = options.fieldManager ?? FIELD_MANAGER
   const results: ApplyResult[] = []
