@@ -3,6 +3,7 @@
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
 //   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
+//   yaml    parse and emit of the Argo CD render per YAML library (the choice of library)
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'

@@ -2,7 +2,8 @@ import {readFileSync} from 'node:fs'
 import {beforeAll, describe, expect, it} from 'vitest'
 import {ARGOCD_DEFAULT_VALUES} from '../../src/lib/stack/argocd.js'
 import {renderComponent, type RenderedComponent} from '../../src/lib/stack/component.js'
-import {parseObjects, serializeObjects, type K8sObject} from '../../src/lib/stack/objects.js'
+import {parseObjects, serializeObjects} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 const kokumiGenerated = {adminPassword: 'kokumi-admin-generated-Xy7Qp2', signingKey: 'kokumi-signing-key-generated-5d8f0a1c2b3e4f60718293a4'}
@@ -17,7 +18,7 @@ const renderArgo = () =>
 type Selector = {matchLabels?: Record<string, string>; matchExpressions?: Array<{key: string; operator: string; values?: string[]}>}
 interface Pod {namespace: string; workload: string; labels: Record<string, string>; containers: any[]}
 
-function pods(objects: K8sObject[]): Pod[] {
+function pods(objects: KubeObject[]): Pod[] {
   return objects
     .filter((o) => ['Deployment', 'StatefulSet', 'DaemonSet'].includes(o.kind))
     .map((o) => {

@@ -13,18 +13,19 @@ import {
   setReplicas,
   validateKokumiValues,
 } from '../../src/lib/stack/kokumi.js'
-import {findObject, parseObjects, type K8sObject} from '../../src/lib/stack/objects.js'
+import {findObject, parseObjects} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 const manifestText = readFileSync(UPSTREAM.kokumiManifest, 'utf8')
 const parsed = parseObjects(manifestText)
-const upstream = (): K8sObject[] => structuredClone(parsed)
+const upstream = (): KubeObject[] => structuredClone(parsed)
 const generated = {adminPassword: 'Zq3-generated-password-9x', signingKey: 'c2lnbmluZy1rZXktZ2VuZXJhdGVkLWZvci10ZXN0cw=='}
 
 type Spec = Record<string, any>
-const spec = (objects: K8sObject[], kind: string, name: string): Spec => findObject(objects, kind, name)!.spec as Spec
-const container = (objects: K8sObject[], name: string): Spec => spec(objects, 'Deployment', name).template.spec.containers[0]
-const without = (objects: K8sObject[], kind: string, name: string) => objects.filter((o) => !(o.kind === kind && o.metadata.name === name))
+const spec = (objects: KubeObject[], kind: string, name: string): Spec => findObject(objects, kind, name)!.spec as Spec
+const container = (objects: KubeObject[], name: string): Spec => spec(objects, 'Deployment', name).template.spec.containers[0]
+const without = (objects: KubeObject[], kind: string, name: string) => objects.filter((o) => !(o.kind === kind && o.metadata.name === name))
 
 describe('Kokumi transformations on the real 0.14.0 install.yaml', () => {
   it('reads the manifest version from the controller image', () => {

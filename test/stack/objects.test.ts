@@ -1,7 +1,8 @@
 import {describe, expect, it} from 'vitest'
-import {parseObjects, serializeObjects, sortObjects, type K8sObject} from '../../src/lib/stack/objects.js'
+import {parseObjects, serializeObjects, sortObjects} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 
-const obj = (kind: string, name: string, namespace?: string, apiVersion = 'v1'): K8sObject => ({
+const obj = (kind: string, name: string, namespace?: string, apiVersion = 'v1'): KubeObject => ({
   apiVersion,
   kind,
   metadata: namespace ? {name, namespace} : {name},
@@ -55,7 +56,7 @@ describe('serializeObjects', () => {
   })
 
   it('quotes strings a YAML 1.1 reader (kubectl, Argo CD) would take for booleans or numbers', () => {
-    const cm: K8sObject = {...obj('ConfigMap', 'c', 'n'), data: {a: 'yes', b: 'on', c: 'true', d: '0777', e: 'plain', f: 'two\nlines\n'}}
+    const cm: KubeObject = {...obj('ConfigMap', 'c', 'n'), data: {a: 'yes', b: 'on', c: 'true', d: '0777', e: 'plain', f: 'two\nlines\n'}}
     const text = serializeObjects([cm])
     expect(text).toContain('a: "yes"')
     expect(text).toContain('b: "on"')
@@ -64,6 +65,13 @@ describe('serializeObjects', () => {
     expect(text).toContain('e: plain')
     expect(text).toContain('f: |\n')
     expect(parseObjects(text)[0]!.data).toEqual(cm.data)
+  })
+
+  it('writes keys in sorted order: objects that differ only in key order give the same bytes', () => {
+    const a: KubeObject = {apiVersion: 'v1', kind: 'ConfigMap', metadata: {namespace: 'ns', name: 'c'}, data: {b: '1', a: '2'}}
+    const b: KubeObject = {data: {a: '2', b: '1'}, metadata: {name: 'c', namespace: 'ns'}, kind: 'ConfigMap', apiVersion: 'v1'}
+    expect(serializeObjects([a])).toBe('---\napiVersion: v1\ndata:\n  a: "2"\n  b: "1"\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns\n')
+    expect(serializeObjects([b])).toBe(serializeObjects([a]))
   })
 
   it('refuses two objects with the same identity', () => {
@@ -90,7 +98,7 @@ describe('canonical YAML', () => {
       data[`k${i}`] = s
       data[s === '' ? 'empty-key' : s] = i
     })
-    const cm: K8sObject = {...obj('ConfigMap', 'c', 'n'), data, list: tricky, nested: [[1, 'a'], [], {}, [{a: [{}]}], {b: [true, false, null, 1.5, -2, 1e21]}]}
+    const cm: KubeObject = {...obj('ConfigMap', 'c', 'n'), data, list: tricky, nested: [[1, 'a'], [], {}, [{a: [{}]}], {b: [true, false, null, 1.5, -2, 1e21]}]}
     const text = serializeObjects([cm])
     expect(parse(text.slice(4))).toEqual(cm)
     expect(parse(text.slice(4), {version: '1.1', schema: 'yaml-1.1', customTags: (tags) => tags.filter((t) => !String((t as {tag?: string}).tag).includes('timestamp'))})).toEqual(cm)

@@ -2,7 +2,7 @@ import {readFileSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
 import {policiesFor, policiesPath, type StackComponent} from '../../src/lib/stack/policies.js'
-import type {K8sObject} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 
 type Selector = {matchLabels?: Record<string, string>; matchExpressions?: Array<{key: string; operator: string; values?: string[]}>}
 type Ports = Array<{ports: Array<{port: string; protocol: string}>; rules?: unknown}>
@@ -20,7 +20,7 @@ const sel = (s: Selector): string => {
 const ports = (p?: Ports): string => (p ?? []).flatMap((tp) => tp.ports.map((x) => `${x.port}/${x.protocol}`)).sort().join('+') || 'any'
 
 /** Every allow as `subject <- peer : ports` (ingress) or `subject -> peer : ports` (egress). */
-function allows(policies: K8sObject[], direction: 'ingress' | 'egress'): string[] {
+function allows(policies: KubeObject[], direction: 'ingress' | 'egress'): string[] {
   const out: string[] = []
   for (const p of policies) {
     const spec = p.spec as Spec

@@ -1,9 +1,9 @@
 import {describe, expect, it} from 'vitest'
-import type {K8sObject} from '../../src/lib/stack/objects.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {splitSecrets} from '../../src/lib/stack/secrets.js'
 
 describe('splitSecrets', () => {
-  const objects: K8sObject[] = [
+  const objects: KubeObject[] = [
     {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'c', namespace: 'n'}},
     {apiVersion: 'v1', kind: 'Secret', metadata: {name: 's', namespace: 'n', annotations: {keep: 'me'}}, stringData: {k: 'v'}},
     {apiVersion: 'v1', kind: 'Secret', metadata: {name: 't', namespace: 'n'}},

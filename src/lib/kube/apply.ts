@@ -2,7 +2,7 @@
 // that must never be regenerated (generated passwords, Talos secrets).
 import {FIELD_MANAGER} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
-import {isAlreadyExists, KubeApiError, type Kube} from './client.js'
+import {isAlreadyExists, isConflict, isNotFound, KubeApiError, type Kube} from './client.js'
 import {describeObject, KindNotServedError, PARTIAL_OBJECT_METADATA, type KubeObject, refOf, resolvePath} from './objects.js'
 import {waitForCrdEstablished, type WaitOptions} from './wait.js'
 
@@ -76,18 +76,17 @@ function parseConflicts(error: KubeApiError): FieldConflict[] {
 
 const CRD_KIND = 'CustomResourceDefinition'
 
+/** What a dry-run apply of a CRD can change, read from its metadata. */
+function crdMeta(o: KubeObject) {
+  return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
+}
+
 /**
  * Server-side applies each object in order. A CRD applied here is waited for
  * (Established) before the next non-CRD object, so a batch may hold a CRD and its
  * objects. Each result says whether the object was created, changed (its
  * resourceVersion moved) or left unchanged.
  */
-/** What a dry-run apply of a CRD can change, read from its metadata. */
-function crdMeta(o: KubeObject) {
-  return {generation: o.metadata.generation, labels: o.metadata.labels ?? {}, annotations: o.metadata.annotations ?? {}}
-}
-
-
 export async function serverSideApply(kube: Kube, objects: KubeObject[], options: ApplyOptions = {}): Promise<ApplyResult[]> {
   const fieldManager = options.fieldManager ?? FIELD_MANAGER
   const results: ApplyResult[] = []
@@ -148,7 +147,7 @@ async function applyOne(
   // A CRD's spec change moves its generation, so even a dry run compares only metadata.
   const metadataOnly = !options.dryRun || object.kind === CRD_KIND
   const before = await kube.request<KubeObject>('GET', path.item, metadataOnly ? {accept: PARTIAL_OBJECT_METADATA} : {}).catch((error) => {
-    if (error instanceof KubeApiError && error.code === 404) return undefined
+    if (isNotFound(error)) return undefined
     throw error
   })
   let after: KubeObject
@@ -161,8 +160,8 @@ async function applyOne(
       query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined},
     })
   } catch (error) {
-    if (error instanceof KubeApiError && error.code === 409 && error.reason === 'Conflict') {
-      const conflicts = parseConflicts(error)
+    if (isConflict(error)) {
+      const conflicts = parseConflicts(error as KubeApiError)
       if (conflicts.length > 0) throw new FieldConflictError(label, fieldManager, conflicts, error)
     }
     if (error instanceof KubeApiError) {

@@ -78,20 +78,24 @@ export async function resolvePath(kube: Kube, ref: Omit<ObjectRef, 'name'> & {na
   return {resource, namespace, collection, item}
 }
 
-/** The object, or undefined when it does not exist (or its kind is not served). */
+/** The object's paths, or undefined when its kind is not served (so no such object can exist). */
+async function resolveServedPath(kube: Kube, ref: ObjectRef): Promise<ResolvedPath | undefined> {
+  try {
+    return await resolvePath(kube, ref)
+  } catch (error) {
+    if (error instanceof KindNotServedError) return undefined
+    throw error
+  }
+}
+
 /**
  * The object, or undefined when it or its kind is absent. With `metadataOnly` the API
  * server answers with PartialObjectMetadata: an existence or version check that does
  * not fetch a CRD's whole schema.
  */
 export async function getObject<T extends KubeObject = KubeObject>(kube: Kube, ref: ObjectRef, options: {metadataOnly?: boolean} = {}): Promise<T | undefined> {
-  let path: ResolvedPath
-  try {
-    path = await resolvePath(kube, ref)
-  } catch (error) {
-    if (error instanceof KindNotServedError) return undefined
-    throw error
-  }
+  const path = await resolveServedPath(kube, ref)
+  if (!path) return undefined
   try {
     return await kube.request<T>('GET', path.item, options.metadataOnly ? {accept: PARTIAL_OBJECT_METADATA} : {})
   } catch (error) {
@@ -124,13 +128,8 @@ export interface DeleteOptions {
 
 /** Deletes the object; 'absent' when it was not there. */
 export async function deleteObject(kube: Kube, ref: ObjectRef, options: DeleteOptions = {}): Promise<'deleted' | 'absent'> {
-  let path: ResolvedPath
-  try {
-    path = await resolvePath(kube, ref)
-  } catch (error) {
-    if (error instanceof KindNotServedError) return 'absent'
-    throw error
-  }
+  const path = await resolveServedPath(kube, ref)
+  if (!path) return 'absent'
   try {
     await kube.request('DELETE', path.item, {
       query: {dryRun: options.dryRun ? 'All' : undefined},

@@ -7,7 +7,8 @@ import {parse as parseYaml} from 'yaml'
 import {readChartArchive} from '../chart/archive.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {helmTemplate} from '../helm/template.js'
-import {cloneObjects, objectId, parseObjects, requireObject, type K8sObject} from './objects.js'
+import {cloneObjects, objectId, parseObjects, requireObject} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 
 export const ARGOCD_NAMESPACE = 'argocd'
 export const ARGOCD_RELEASE = 'argocd'
@@ -121,7 +122,7 @@ export interface RenderedArgoCd {
   version: string
   appVersion?: string
   /** Every object, Secrets included (split them with splitSecrets). */
-  objects: K8sObject[]
+  objects: KubeObject[]
   /** `Kind name` of each object the post-render steps removed. */
   dropped: string[]
 }
@@ -173,12 +174,12 @@ function chartMetadata(chartPath: string): {version: string; appVersion?: string
   return {version: archive.version, appVersion: archive.appVersion}
 }
 
-export function isHook(obj: K8sObject): boolean {
+export function isHook(obj: KubeObject): boolean {
   return obj.metadata.annotations?.['helm.sh/hook'] !== undefined
 }
 
 /** The chart has no switch for the ApplicationSet controller; its CRD stays (Argo CD's own types need it). */
-export function isApplicationSetController(obj: K8sObject): boolean {
+export function isApplicationSetController(obj: KubeObject): boolean {
   if (obj.kind === 'CustomResourceDefinition') return false
   return (
     obj.metadata.labels?.['app.kubernetes.io/component'] === 'applicationset-controller' ||
@@ -186,11 +187,11 @@ export function isApplicationSetController(obj: K8sObject): boolean {
   )
 }
 
-export function isChartNetworkPolicy(obj: K8sObject): boolean {
+export function isChartNetworkPolicy(obj: KubeObject): boolean {
   return obj.kind === 'NetworkPolicy' && obj.apiVersion.startsWith('networking.k8s.io/')
 }
 
-function refuseOwnedObjects(objects: K8sObject[]): void {
+function refuseOwnedObjects(objects: KubeObject[]): void {
   const issues = ARGOCD_OWNED_OBJECTS.flatMap((owned) =>
     objects.some((o) => o.kind === owned.kind && o.metadata.name === owned.name)
       ? [{path: 'extraObjects', message: `renders ${owned.kind} ${owned.name}, which Ichor owns: ${owned.reason}`}]
@@ -200,7 +201,7 @@ function refuseOwnedObjects(objects: K8sObject[]): void {
 }
 
 /** argocd-cm gains the Lua health checks; a differing value already there means an owned key got through. */
-export function addKokumiHealthChecks(objects: K8sObject[]): K8sObject[] {
+export function addKokumiHealthChecks(objects: KubeObject[]): KubeObject[] {
   const out = cloneObjects(objects)
   const cm = requireObject(out, 'ConfigMap', 'argocd-cm', 'Argo CD render')
   const data = {...((cm.data as Record<string, string> | undefined) ?? {})}
@@ -217,7 +218,7 @@ export function addKokumiHealthChecks(objects: K8sObject[]): K8sObject[] {
  * redis-initial-password`): name argocd-redis, key `auth`, which the redis Deployment and
  * the Argo CD components read through secretKeyRef.
  */
-export function redisSecret(password: string, objects: K8sObject[] = []): K8sObject {
+export function redisSecret(password: string, objects: KubeObject[] = []): KubeObject {
   const redis = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'argocd-redis')
   const partOf = redis?.metadata.labels?.['app.kubernetes.io/part-of'] ?? 'argocd'
   return {

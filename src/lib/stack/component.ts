@@ -4,7 +4,8 @@
 import {readFileSync} from 'node:fs'
 import {renderArgoCd, type RenderArgoCdInput} from './argocd.js'
 import {renderKokumi, type RenderKokumiInput} from './kokumi.js'
-import {serializeObjects, sortObjects, type K8sObject} from './objects.js'
+import {serializeObjects, sortObjects} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 import {COMPONENT_NAMESPACE, defaultAppProject, repoCredsSecret} from './orders.js'
 import {policiesFor, type StackComponent} from './policies.js'
 import {splitSecrets} from './secrets.js'
@@ -26,11 +27,11 @@ export interface RenderedComponent {
   /** The chart version (Argo CD) or the install manifest's version (Kokumi). */
   version: string
   /** Everything that may be published, sorted; never a Secret. */
-  objects: K8sObject[]
+  objects: KubeObject[]
   /** Created once in the cluster (create-if-absent), never published. */
-  secrets: K8sObject[]
+  secrets: KubeObject[]
   /** The component's CiliumNetworkPolicies. */
-  policies: K8sObject[]
+  policies: KubeObject[]
   /** The bundle's manifest.yaml: serializeObjects(objects + policies). */
   manifest: string
 }
@@ -42,7 +43,7 @@ export async function renderComponent(
   inputs: KokumiComponentInputs | ArgoCdComponentInputs,
 ): Promise<RenderedComponent> {
   let version: string
-  let all: K8sObject[]
+  let all: KubeObject[]
   if (component === 'kokumi') {
     const k = inputs as KokumiComponentInputs
     const manifestText = k.manifestText ?? (k.manifestPath ? readFileSync(k.manifestPath, 'utf8') : undefined)
@@ -61,7 +62,7 @@ export async function renderComponent(
 }
 
 /** Splits out the Secrets, sorts, appends the policies and serialises: the in-process tail of a render. */
-export function assembleComponent(component: StackComponent, version: string, all: K8sObject[]): RenderedComponent {
+export function assembleComponent(component: StackComponent, version: string, all: KubeObject[]): RenderedComponent {
   const {secrets, rest} = splitSecrets(all)
   const objects = sortObjects(rest)
   const policies = policiesFor(component)

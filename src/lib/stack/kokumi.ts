@@ -3,7 +3,8 @@
 // fails naming the object it expected when the manifest does not have it.
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {bcryptHash, deriveSalt} from './bcrypt.js'
-import {cloneObjects, parseObjects, requireObject, type K8sObject} from './objects.js'
+import {cloneObjects, parseObjects, requireObject} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 
 export const KOKUMI_NAMESPACE = 'kokumi'
 const SOURCE = 'Kokumi manifest'
@@ -39,7 +40,7 @@ interface PodTemplate {
   [key: string]: unknown
 }
 
-function deploymentSpec(objects: K8sObject[], name: string): {replicas?: number; template: PodTemplate} {
+function deploymentSpec(objects: KubeObject[], name: string): {replicas?: number; template: PodTemplate} {
   const dep = requireObject(objects, 'Deployment', name, SOURCE)
   const spec = dep.spec as {replicas?: number; template?: PodTemplate} | undefined
   if (!spec?.template?.spec?.containers) throw new IchorError(`Deployment ${name} in the ${SOURCE} has no pod template`)
@@ -47,7 +48,7 @@ function deploymentSpec(objects: K8sObject[], name: string): {replicas?: number;
 }
 
 /** The Deployment's only container, or the one with that name when it has several. */
-function mainContainer(objects: K8sObject[], deployment: string): Container {
+function mainContainer(objects: KubeObject[], deployment: string): Container {
   const {containers} = deploymentSpec(objects, deployment).template.spec
   if (containers.length === 1) return containers[0]!
   throw new IchorError(`Deployment ${deployment} in the ${SOURCE} has ${containers.length} containers; expected one`)
@@ -58,7 +59,7 @@ function mainContainer(objects: K8sObject[], deployment: string): Container {
  * shipped NodePort 30050 would expose an anonymous, writable registry on every node) and to
  * the server UI (NodePort 30051); both are reached by port-forward instead.
  */
-export function serviceToClusterIP(objects: K8sObject[], name: string): K8sObject[] {
+export function serviceToClusterIP(objects: KubeObject[], name: string): KubeObject[] {
   const out = cloneObjects(objects)
   const svc = requireObject(out, 'Service', name, SOURCE)
   const spec = (svc.spec ?? {}) as {type?: string; ports?: Array<Record<string, unknown>>; externalTrafficPolicy?: unknown}
@@ -74,7 +75,7 @@ export function serviceToClusterIP(objects: K8sObject[], name: string): K8sObjec
  * ships none), so the volume becomes an emptyDir with a size limit and the PVC goes away.
  * With one, the PVC stays as shipped.
  */
-export function registryStorage(objects: K8sObject[], opts: {defaultStorageClass: boolean; sizeLimit: string}): K8sObject[] {
+export function registryStorage(objects: KubeObject[], opts: {defaultStorageClass: boolean; sizeLimit: string}): KubeObject[] {
   const out = cloneObjects(objects)
   const pvc = requireObject(out, 'PersistentVolumeClaim', KOKUMI_OBJECTS.registryPvc, SOURCE)
   const {template} = deploymentSpec(out, KOKUMI_OBJECTS.registryDeployment)
@@ -89,7 +90,7 @@ export function registryStorage(objects: K8sObject[], opts: {defaultStorageClass
 }
 
 /** Sets the memory limit of a Deployment's container (Kokumi ships 128Mi, too little for a render). */
-export function setMemoryLimit(objects: K8sObject[], deployment: string, memory: string): K8sObject[] {
+export function setMemoryLimit(objects: KubeObject[], deployment: string, memory: string): KubeObject[] {
   const out = cloneObjects(objects)
   const container = mainContainer(out, deployment)
   container.resources ??= {}
@@ -97,7 +98,7 @@ export function setMemoryLimit(objects: K8sObject[], deployment: string, memory:
   return out
 }
 
-export function setReplicas(objects: K8sObject[], deployment: string, replicas: number): K8sObject[] {
+export function setReplicas(objects: KubeObject[], deployment: string, replicas: number): KubeObject[] {
   const out = cloneObjects(objects)
   deploymentSpec(out, deployment).replicas = replicas
   return out
@@ -115,7 +116,7 @@ export interface KokumiGenerated {
  * the keys `username`, `password-hash` (bcrypt) and `signing-key`; the shipped Secret has
  * exactly those, and a manifest whose Secret lacks one fails here rather than at login.
  */
-export function serverAuthSecret(objects: K8sObject[], generated: KokumiGenerated, bcryptCost = 10): K8sObject[] {
+export function serverAuthSecret(objects: KubeObject[], generated: KokumiGenerated, bcryptCost = 10): KubeObject[] {
   const issues: Issue[] = []
   if (generated.adminPassword.length < 16) issues.push({path: 'adminPassword', message: 'must be at least 16 characters (a generated password)'})
   if (generated.adminPassword.trim().toLowerCase() === 'admin') issues.push({path: 'adminPassword', message: 'must not be "admin"'})
@@ -138,7 +139,7 @@ export function serverAuthSecret(objects: K8sObject[], generated: KokumiGenerate
 }
 
 /** The Kokumi version the manifest installs: the tag of the controller's image. */
-export function kokumiManifestVersion(objects: K8sObject[]): string {
+export function kokumiManifestVersion(objects: KubeObject[]): string {
   const image = mainContainer(objects, KOKUMI_OBJECTS.controllerDeployment).image ?? ''
   const tag = /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
   if (!tag) throw new IchorError(`Deployment ${KOKUMI_OBJECTS.controllerDeployment} in the ${SOURCE} has no image tag to read the Kokumi version from (${image || 'no image'})`)
@@ -221,7 +222,7 @@ export interface RenderKokumiInput {
 export interface RenderedKokumi {
   version: string
   /** Every object, Secrets included (split them with splitSecrets). */
-  objects: K8sObject[]
+  objects: KubeObject[]
 }
 
 /** install.yaml with every transformation of ADR-0099 decision 6 and the user's values applied. */

@@ -3,22 +3,19 @@
 import {CORE_SCHEMA, loadAll} from 'js-yaml'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
-import {emitYaml} from './canonical-yaml.js'
+import type {KubeObject} from '../kube/objects.js'
+import {toYaml} from '../yaml/emit.js'
 
-/** The stack's objects are the kube layer's objects: one type from render to apply. */
-export type {KubeObject as K8sObject, ObjectMeta} from '../kube/objects.js'
-import type {KubeObject as K8sObject} from '../kube/objects.js'
+/** An unquoted integer with a leading zero, which YAML 1.1 reads as octal. */
+const LEGACY_OCTAL = /:[ \t]+[-+]?0[0-7]+[ \t]*(#.*)?$/m
 
 /**
  * Parses multi-document YAML into objects, skipping empty documents (helm emits `---` with
  * only a `# Source:` comment for templates that render nothing). The YAML 1.2 core schema:
  * an unquoted `2024-01-01` stays a string, never a Date. js-yaml, because it parses the
- * 1.9 MB Argo CD render several times faster than the `yaml` package.
+ * 1.9 MB Argo CD render about five times faster than the `yaml` package (bench/yaml.mjs).
  */
-/** An unquoted integer with a leading zero, which YAML 1.1 reads as octal. */
-const LEGACY_OCTAL = /:[ \t]+[-+]?0[0-7]+[ \t]*(#.*)?$/m
-
-export function parseObjects(text: string, source = 'manifest'): K8sObject[] {
+export function parseObjects(text: string, source = 'manifest'): KubeObject[] {
   let docs: unknown[]
   try {
     // Kubernetes and helm read YAML 1.1, where `0644` is octal 420; the 1.2 core schema
@@ -33,17 +30,17 @@ export function parseObjects(text: string, source = 'manifest'): K8sObject[] {
   } catch (error) {
     throw new IchorError(`${source}: YAML does not parse: ${(error as Error).message.split('\n')[0]}`)
   }
-  const out: K8sObject[] = []
+  const out: KubeObject[] = []
   for (const [index, value] of docs.entries()) {
     if (value === null || value === undefined) continue
     if (typeof value !== 'object' || Array.isArray(value)) {
       throw new IchorError(`${source}: YAML document ${index + 1} is not a Kubernetes object`)
     }
-    const obj = value as Partial<K8sObject>
+    const obj = value as Partial<KubeObject>
     if (typeof obj.apiVersion !== 'string' || typeof obj.kind !== 'string' || typeof obj.metadata?.name !== 'string') {
       throw new IchorError(`${source}: YAML document ${index + 1} has no apiVersion, kind or metadata.name`)
     }
-    out.push(obj as K8sObject)
+    out.push(obj as KubeObject)
   }
   return out
 }
@@ -90,7 +87,7 @@ const KIND_RANK = new Map(KIND_ORDER.map((k, i) => [k, i]))
  * kind name; within a kind by namespace (cluster-scoped first), name, then apiVersion.
  * A total order on (kind, namespace, name, apiVersion), so any input order gives one output.
  */
-export function compareObjects(a: K8sObject, b: K8sObject): number {
+export function compareObjects(a: KubeObject, b: KubeObject): number {
   const ra = KIND_RANK.get(a.kind) ?? KIND_ORDER.length
   const rb = KIND_RANK.get(b.kind) ?? KIND_ORDER.length
   if (ra !== rb) return ra - rb
@@ -106,37 +103,37 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
-export function sortObjects(objects: readonly K8sObject[]): K8sObject[] {
+export function sortObjects(objects: readonly KubeObject[]): KubeObject[] {
   return [...objects].sort(compareObjects)
 }
 
 /**
- * Canonical multi-document YAML: sorted objects, keys in the order they have, each document
- * opened by `---` (see canonical-yaml.ts for the scalar rules). Same objects, same bytes.
+ * Canonical multi-document YAML: sorted objects, sorted keys, each document opened by `---`
+ * (see yaml/emit.ts for the scalar rules). Same objects, same bytes.
  */
-export function serializeObjects(objects: readonly K8sObject[]): string {
+export function serializeObjects(objects: readonly KubeObject[]): string {
   const seen = new Set<string>()
   const docs: string[] = []
   for (const obj of sortObjects(objects)) {
     const id = objectId(obj)
     if (seen.has(id)) throw new IchorError(`two objects with the same identity in one manifest: ${id}`)
     seen.add(id)
-    docs.push(`---\n${emitYaml(obj)}`)
+    docs.push(`---\n${toYaml(obj)}`)
   }
   return docs.join('')
 }
 
 /** `Kind namespace/name` (or `Kind name` when cluster-scoped), for messages and identity. */
-export function objectId(obj: Pick<K8sObject, 'kind' | 'metadata'>): string {
+export function objectId(obj: Pick<KubeObject, 'kind' | 'metadata'>): string {
   return obj.metadata.namespace ? `${obj.kind} ${obj.metadata.namespace}/${obj.metadata.name}` : `${obj.kind} ${obj.metadata.name}`
 }
 
-export function findObject(objects: readonly K8sObject[], kind: string, name: string, namespace?: string): K8sObject | undefined {
+export function findObject(objects: readonly KubeObject[], kind: string, name: string, namespace?: string): KubeObject | undefined {
   return objects.find((o) => o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace))
 }
 
 /** The object, or an error that names what the manifest lacks ("no Service kokumi-registry in the Kokumi manifest"). */
-export function requireObject(objects: readonly K8sObject[], kind: string, name: string, source: string): K8sObject {
+export function requireObject(objects: readonly KubeObject[], kind: string, name: string, source: string): KubeObject {
   const found = findObject(objects, kind, name)
   if (!found) throw new IchorError(`no ${kind} ${name} in the ${source}`)
   return found

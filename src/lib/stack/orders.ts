@@ -2,7 +2,7 @@
 // one Kokumi Order per component, Argo CD's repo-creds Secret for Kokumi's registry, and
 // the default AppProject every Kokumi-made Application uses.
 import {ValidationError, type Issue} from '../errors/errors.js'
-import type {K8sObject} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 import type {StackComponent} from './policies.js'
 
 export const MANAGED_LABEL = 'ichor.maesh.dev/managed'
@@ -41,7 +41,7 @@ export interface OrderInput {
 }
 
 /** Order `<component>` in the component's namespace: source = repository + tag, no render (a pre-rendered bundle). */
-export function buildOrder(input: OrderInput): K8sObject {
+export function buildOrder(input: OrderInput): KubeObject {
   const issues: Issue[] = []
   if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(input.tag)) issues.push({path: 'tag', message: `${JSON.stringify(input.tag)} is not an OCI tag`})
   if (input.promotion !== 'Automatic' && input.promotion !== 'Manual') issues.push({path: 'promotion', message: 'must be Automatic or Manual'})
@@ -67,7 +67,7 @@ export const REPO_CREDS_SECRET_NAME = 'ichor-kokumi-registry'
  * Argo CD's credential template for every repository under Kokumi's registry: OCI over plain
  * HTTP, no credential (the registry is anonymous; the network policies restrict who reaches it).
  */
-export function repoCredsSecret(registryUrl: string): K8sObject {
+export function repoCredsSecret(registryUrl: string): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -82,7 +82,7 @@ export function repoCredsSecret(registryUrl: string): K8sObject {
 }
 
 /** The `default` AppProject as Argo CD creates it itself: any source, any destination, any kind. */
-export function defaultAppProject(): K8sObject {
+export function defaultAppProject(): KubeObject {
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'AppProject',

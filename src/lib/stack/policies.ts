@@ -5,7 +5,8 @@ import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {PACKAGE_ROOT} from '../assets/lock.js'
 import {IchorError} from '../errors/errors.js'
-import {parseObjects, type K8sObject} from './objects.js'
+import {parseObjects} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 
 export type StackComponent = 'kokumi' | 'argocd'
 export const STACK_COMPONENTS: readonly StackComponent[] = ['kokumi', 'argocd']
@@ -15,7 +16,7 @@ export function policiesPath(component: StackComponent): string {
 }
 
 /** The component's policies, checked to be CiliumNetworkPolicies in the component's namespace. */
-export function policiesFor(component: StackComponent): K8sObject[] {
+export function policiesFor(component: StackComponent): KubeObject[] {
   const path = policiesPath(component)
   let text: string
   try {

@@ -14,7 +14,7 @@ import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS, redisSecret} from './argocd.js
 import {serverAuthSecret} from './kokumi.js'
 import {splitSecrets} from './secrets.js'
 import {renderComponent, type RenderedComponent} from './component.js'
-import type {K8sObject} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 import {buildOrder, COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
 import type {StackComponent} from './policies.js'
 
@@ -35,8 +35,8 @@ export function generateStackSecrets(): GeneratedStackSecrets {
 }
 
 /** ichor-system Secrets holding the generated values, so a rerun never regenerates them. */
-export function generatedSecretObjects(g: GeneratedStackSecrets): K8sObject[] {
-  const secret = (name: string, data: Record<string, string>): K8sObject => ({
+export function generatedSecretObjects(g: GeneratedStackSecrets): KubeObject[] {
+  const secret = (name: string, data: Record<string, string>): KubeObject => ({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {name, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}},
@@ -75,7 +75,7 @@ export interface PreparedComponent {
   namespace: string
   rendered: RenderedComponent
   bundle: PreparedBundle
-  order: K8sObject
+  order: KubeObject
 }
 
 export interface PreparedStack {
@@ -145,7 +145,7 @@ function prepareComponent(rendered: RenderedComponent, registry: string, promoti
  * (which win over the fresh ones a render used): only the Secrets depend on them, so
  * nothing published is rendered again.
  */
-export function stackSecretsWith(prepared: PreparedStack, generated: GeneratedStackSecrets, bcryptCost?: number): K8sObject[] {
+export function stackSecretsWith(prepared: PreparedStack, generated: GeneratedStackSecrets, bcryptCost?: number): KubeObject[] {
   const kokumi = prepared.components.kokumi.rendered
   const argocd = prepared.components.argocd.rendered
   const kokumiSecrets = serverAuthSecret(kokumi.secrets, {adminPassword: generated.kokumiAdminPassword, signingKey: generated.kokumiSigningKey}, bcryptCost)

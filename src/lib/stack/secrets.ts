@@ -1,7 +1,8 @@
 // No Secret is ever published (ADR-0099, amendment "no Secret in a bundle"): Kokumi's
 // registry is anonymous, so a Secret in a bundle is readable by any pod that reaches it.
 // Secrets are split out of a rendered component and created once in the cluster instead.
-import {cloneObjects, type K8sObject} from './objects.js'
+import {cloneObjects} from './objects.js'
+import type {KubeObject} from '../kube/objects.js'
 
 /**
  * Second line of defence for Secrets created outside any bundle: Argo CD never prunes them
@@ -13,9 +14,9 @@ export const SECRET_ARGOCD_ANNOTATIONS: Readonly<Record<string, string>> = {
 }
 
 /** Splits every `kind: Secret` out (whatever its apiVersion), annotated, leaving the objects that may be published. */
-export function splitSecrets(objects: readonly K8sObject[]): {secrets: K8sObject[]; rest: K8sObject[]} {
-  const secrets: K8sObject[] = []
-  const rest: K8sObject[] = []
+export function splitSecrets(objects: readonly KubeObject[]): {secrets: KubeObject[]; rest: KubeObject[]} {
+  const secrets: KubeObject[] = []
+  const rest: KubeObject[] = []
   for (const obj of objects) {
     if (obj.kind !== 'Secret') {
       rest.push(obj)

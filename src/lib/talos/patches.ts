@@ -9,9 +9,9 @@
 // Kubernetes settings are their own documents and Talos refuses a config that also sets
 // the legacy `.cluster.proxy` / `.cluster.network` fields, so the two forms never mix.
 // Field names and kinds are verified against the Talos source (README.md beside this file).
-import {stringify} from 'yaml'
 import {KUBEPRISM_PORT, type KubeProxyMode} from '../cilium/defaults.js'
 import {IchorError} from '../errors/errors.js'
+import {toYaml} from '../yaml/emit.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
 
 export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
@@ -131,7 +131,7 @@ function inlineManifestName(name: string | undefined): string {
   return value
 }
 
-/** Documents joined by `---`, fixed options so the same input always gives the same bytes. */
+/** Documents joined by `---`, keys in the order written here (apiVersion and kind first, as Talos documents read). */
 function renderDocuments(docs: Doc[]): string {
-  return docs.map((doc) => stringify(doc, {lineWidth: 0, minContentWidth: 0, blockQuote: 'literal'})).join('---\n')
+  return docs.map((doc) => toYaml(doc, {sortKeys: false})).join('---\n')
 }

@@ -38,27 +38,22 @@ export const SUPPORTED_TALOS = {oldest: 'v1.10.0', newestMinor: 'v1.14'} as cons
 const SEMVER = /^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
 
 export function parseTalosVersion(input: string): TalosVersion {
-  const m = SEMVER.exec(input.trim())
-  if (!m) {
-    throw new IchorError(
-      `--talos-version: "${input}" is not a Talos release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${DEFAULT_TALOS_VERSION})`,
-      {exitCode: 2},
-    )
-  }
-  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const {major, minor, patch} = parseReleaseVersion(input, '--talos-version', 'Talos', DEFAULT_TALOS_VERSION)
   return {major, minor, patch, tag: `v${major}.${minor}.${patch}`}
 }
 
 export function parseKubernetesVersion(input: string): KubernetesVersion {
+  const {major, minor, patch} = parseReleaseVersion(input, '--kubernetes-version', 'Kubernetes', DEFAULT_KUBERNETES_VERSION)
+  return {major, minor, patch, version: `${major}.${minor}.${patch}`}
+}
+
+/** MAJOR.MINOR.PATCH with or without a leading `v`, or an error naming the flag (exit 2). */
+function parseReleaseVersion(input: string, flag: string, product: string, example: string): {major: number; minor: number; patch: number} {
   const m = SEMVER.exec(input.trim())
   if (!m) {
-    throw new IchorError(
-      `--kubernetes-version: "${input}" is not a Kubernetes release version (accepted: MAJOR.MINOR.PATCH or vMAJOR.MINOR.PATCH, e.g. ${DEFAULT_KUBERNETES_VERSION})`,
-      {exitCode: 2},
-    )
+    throw new IchorError(`${flag}: "${input}" is not a ${product} release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${example})`, {exitCode: 2})
   }
-  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])]
-  return {major, minor, patch, version: `${major}.${minor}.${patch}`}
+  return {major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3])}
 }
 
 /** Accepts a parsed version or the flag's text. */
