@@ -1,7 +1,7 @@
 // The offline dry run's output folder: everything a real run would apply, as files.
 import {mkdirSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {stringify} from 'yaml'
+import {toYaml} from '../yaml/emit.js'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
@@ -24,7 +24,7 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
   write('talos/controlplane-patch.yaml', render.talos.controlPlane)
   write('talos/worker-patch.yaml', render.talos.worker)
   write('cilium/manifest.yaml', render.cilium.manifest)
-  write('cilium/values.effective.yaml', stringify(render.cilium.effective, {sortMapEntries: true}))
+  write('cilium/values.effective.yaml', toYaml(render.cilium.effective))
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
   for (const c of Object.values(render.stack.components)) {
     write(`bundles/${c.component}.tar.gz`, c.bundle.layer)
