@@ -190,11 +190,11 @@ describe('ichor init refuses bad input before touching any node', () => {
     const r = await run
     await other.release()
     expect(r.code, r.stderr).toBe(3)
-    expect(r.stderr).toMatch(/lost the lock \(Lease ichor-system\/ichor-lock\): it is now held by \S+ pid \d+ \(other laptop\)/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/lost the lock \(Lease ichor-system\/ichor-lock\): it is now held by \S+ pid \d+ \(other laptop\)/)
     // Events after the pause: no action started (a step already acting may finish; none begins).
     const after = jsonEvents(r).slice(eventsAtPause)
     expect(after.filter((e) => e.event === 'task' && e.status === 'running')).toEqual([])
-  })
+  }, 600_000)
 
   it('SIGINT during a run frees the Lease: exit 130, and the next run starts at once without --break-lock', async () => {
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
@@ -205,7 +205,7 @@ describe('ichor init refuses bad input before touching any node', () => {
     })
     expect(r.code, r.stderr).toBe(130)
     expect((await readLease(kube))?.holder).toBeUndefined()
-  })
+  }, 600_000)
 
   it('a second init started while one runs is refused, naming the Lease holder (after the refusals above, on the same fresh cluster)', async () => {
     // A first run on this fresh cluster; the second starts once the first holds the Lease.
@@ -218,5 +218,5 @@ describe('ichor init refuses bad input before touching any node', () => {
     expect(second.code).toBe(3)
     expect(second.stderr).toMatch(/holds the lock \(Lease ichor-system\/ichor-lock\): \S+@\S+ pid \d+ \(init\)/)
     expect(second.stderr).toMatch(/--break-lock/)
-  })
+  }, 600_000)
 })
