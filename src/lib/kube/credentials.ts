@@ -211,7 +211,9 @@ async function runExecPlugin(exec: ExecPluginConfig, cluster: KubeconfigCluster,
   try {
     credential = JSON.parse(stdout)
   } catch {
-    throw new IchorError(`${what} did not print an ExecCredential as JSON (got ${JSON.stringify(stdout.trim().slice(0, 200))})`)
+    // Never the output itself: it may hold the token, and the JSON parser quotes the input
+    // in its message. kubectl likewise says only "decoding stdout" and the decoder's error.
+    throw new IchorError(`${what} did not print an ExecCredential: decoding stdout: not valid JSON (${Buffer.byteLength(stdout)} bytes, not shown)`)
   }
   if (credential?.kind !== 'ExecCredential' || credential.apiVersion !== exec.apiVersion) {
     throw new IchorError(`${what} printed ${credential?.kind ?? 'no kind'} ${credential?.apiVersion ?? 'without apiVersion'}, expected ExecCredential ${exec.apiVersion}`)
