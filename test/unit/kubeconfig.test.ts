@@ -226,6 +226,19 @@ describe('request credentials', () => {
     )
   })
 
+  it('refuses a CA together with insecure-skip-tls-verify, and a quoted "true", as kubectl does', () => {
+    const both = kubeconfigFile(config({cluster: {'certificate-authority-data': 'Zm9v', 'insecure-skip-tls-verify': true}}))
+    expect(() => loadKubeconfig({kubeconfig: both})).toThrow(
+      `cannot read kubeconfig (--kubeconfig ${both}): clusters "dev": specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority-data)`,
+    )
+    const caFile = kubeconfigFile(config({cluster: {'certificate-authority': 'ca.pem', 'insecure-skip-tls-verify': true}}))
+    expect(() => loadKubeconfig({kubeconfig: caFile})).toThrow('specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority)')
+    const quoted = kubeconfigFile(config({cluster: {'insecure-skip-tls-verify': 'true'}}))
+    expect(() => loadKubeconfig({kubeconfig: quoted})).toThrow('clusters "dev": insecure-skip-tls-verify must be a boolean (true or false without quotes), got the string "true"')
+    // false with a CA is fine
+    expect(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority-data': 'Zm9v', 'insecure-skip-tls-verify': false}}))}).cluster?.insecureSkipTlsVerify).toBe(false)
+  })
+
   it('hands auth-provider users (oidc) to client-node', async () => {
     const payload = Buffer.from(JSON.stringify({exp: Math.floor(Date.now() / 1000) + 3600, sub: 'jane'})).toString('base64url')
     const idToken = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${payload}.sig`
@@ -340,6 +353,43 @@ console.log(JSON.stringify({apiVersion: info.apiVersion, kind: 'ExecCredential',
     await expect(applied(loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser(empty.command)}))}))).rejects.toThrow(
       'printed neither a token nor a client certificate and key',
     )
+  })
+
+  it('never echoes what a plugin printed when it is not JSON (it may hold the token), as kubectl', async () => {
+    const leaky = plugin('leaky', `{}`, `process.stdout.write('token: s3cr3t-t0ken-value\\n'); process.exit(0)`)
+    const error = (await applied(loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser(leaky.command)}))})).catch((e: unknown) => e)) as Error
+    expect(error.message).toBe(
+      `exec credential plugin "${leaky.command}" of kubeconfig user "dev" did not print an ExecCredential: decoding stdout: not valid JSON (26 bytes, not shown)`,
+    )
+    expect(JSON.stringify({message: error.message, cause: String(error.cause ?? '')})).not.toContain('s3cr3t')
+  })
+
+  it('looks a bare plugin name up on PATH like kubectl, refusing a match relative to the working directory', async () => {
+    const p = plugin('on-path', `{token: 'from-path'}`)
+    const pathDir = join(dir, 'path-bin')
+    mkdirSync(pathDir, {recursive: true})
+    writeFileSync(join(pathDir, 'ichor-test-plugin'), readFileSync(p.command))
+    chmodSync(join(pathDir, 'ichor-test-plugin'), 0o755)
+    const saved = process.env.PATH
+    try {
+      process.env.PATH = `${pathDir}${delimiter}${saved}`
+      const kc = loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser('ichor-test-plugin')}))})
+      expect((await applied(kc)).headers.Authorization).toBe('Bearer from-path')
+      // Only found through "." on PATH: Go's exec.ErrDot, kubectl refuses it.
+      writeFileSync(join(pathDir, 'ichor-test-plugin-dot'), readFileSync(p.command))
+      chmodSync(join(pathDir, 'ichor-test-plugin-dot'), 0o755)
+      process.env.PATH = `.${delimiter}${saved}`
+      const cwd = process.cwd()
+      process.chdir(pathDir)
+      try {
+        const relative = loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser('ichor-test-plugin-dot')}))})
+        await expect(applied(relative)).rejects.toThrow('cannot be run (found only as ichor-test-plugin-dot, relative to the working directory, which is refused)')
+      } finally {
+        process.chdir(cwd)
+      }
+    } finally {
+      process.env.PATH = saved
+    }
   })
 
   it('checks the exec entry when loading: apiVersion, and interactiveMode required from v1 on', () => {

@@ -1,13 +1,16 @@
-// Locates the helm binary (ICHOR_HELM or `helm` on PATH) and checks its version once.
-// Helm 3.18+ and Helm 4 are supported: --take-ownership patches adopted objects
-// properly only from 3.18.
-import {existsSync} from 'node:fs'
+// Locates the helm binary and checks its version once. Helm 3.18+ and Helm 4 are
+// supported: --take-ownership patches adopted objects properly only from 3.18.
+// The binary is resolved on disk first (ICHOR_HELM, then `helm` on PATH, then the helm
+// `npm run setup` unpacks into .cache/bin): absence never shows up as a failed spawn.
 import {join} from 'node:path'
-import {execa} from 'execa'
 import {PACKAGE_ROOT} from '../assets/lock.js'
 import {IchorError} from '../errors/errors.js'
+import {resolveBinary} from '../exec/resolve.js'
+import {runProcess, startError} from '../exec/run.js'
+import {helmEnv} from './env.js'
 
 export interface HelmBinary {
+  /** Absolute path. */
   path: string
   version: string
   major: number
@@ -16,36 +19,44 @@ export interface HelmBinary {
 
 export const MIN_HELM = {major: 3, minor: 18}
 
-let detected: Promise<HelmBinary> | undefined
+const HINT = 'install Helm 3.18 or newer, or set ICHOR_HELM to its path'
 
+let detected: {key: string; promise: Promise<HelmBinary>} | undefined
+
+/** The absolute path of the helm ichor runs; throws when there is none. */
 export function helmPath(): string {
-  return process.env.ICHOR_HELM || 'helm'
+  return resolveBinary({name: 'helm', envVar: 'ICHOR_HELM', fallbacks: [join(PACKAGE_ROOT, '.cache', 'bin', 'helm')], hint: HINT})
 }
 
-/** The helm `npm run setup` unpacks into the project's .cache, used only when none is configured or on PATH. */
-const SETUP_HELM = join(PACKAGE_ROOT, '.cache', 'bin', 'helm')
-
+/** The resolved helm and its version, checked once per process (per resolved path). */
 export function findHelm(): Promise<HelmBinary> {
-  detected ??= detect(helmPath()).catch((error: unknown) => {
-    if (!process.env.ICHOR_HELM && existsSync(SETUP_HELM)) return detect(SETUP_HELM)
-    throw error
-  })
-  return detected
+  let path: string
+  try {
+    path = helmPath()
+  } catch (error) {
+    return Promise.reject(error)
+  }
+  if (detected?.key !== path) {
+    const promise = detect(path)
+    detected = {key: path, promise}
+    promise.catch(() => {
+      if (detected?.promise === promise) detected = undefined // a later call retries after a fix
+    })
+  }
+  return detected.promise
 }
 
 async function detect(path: string): Promise<HelmBinary> {
-  let out: string
+  let result
   try {
-    const result = await execa(path, ['version', '--template', '{{.Version}}'], {timeout: 20_000})
-    out = result.stdout.trim()
+    result = await runProcess(path, ['version', '--template', '{{.Version}}'], {timeoutMs: 20_000, env: helmEnv()})
   } catch (error) {
-    const code = (error as {code?: string}).code
-    throw new IchorError(
-      code === 'ENOENT'
-        ? `helm not found (looked for "${path}")`
-        : `cannot run helm at "${path}": ${(error as Error).message.split('\n')[0]}`,
-      {hint: 'install Helm 3.18 or newer, or set ICHOR_HELM to its path'},
-    )
+    throw startError('helm', path, error, HINT)
+  }
+  const out = result.stdout.trim()
+  if (result.exitCode !== 0) {
+    const why = result.timedOut ? 'no answer within 20s' : (result.stderr || result.stdout).trim().split('\n')[0]
+    throw new IchorError(`cannot run helm at "${path}": ${why}`, {hint: HINT})
   }
   const match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(out)
   if (!match) throw new IchorError(`cannot read helm's version from "${out}" (${path})`)

@@ -19,10 +19,11 @@ import {mkdtempSync, rmSync, symlinkSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {basename, join, resolve} from 'node:path'
 import {gunzipSync} from 'node:zlib'
-import {execa} from 'execa'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
+import {runProcess, startError} from '../exec/run.js'
 import {findHelm, type HelmBinary} from './binary.js'
+import {helmEnv} from './env.js'
 import {cleanHelmError} from './template.js'
 
 export interface HelmTarget {
@@ -169,14 +170,18 @@ function helmError(result: {stderr: string; stdout: string}): string {
 
 async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, timeoutSeconds: number) {
   const helm = await findHelm()
-  const result = await execa(helmInvocationPath(helm.path), args, {
+  const path = helmInvocationPath(helm.path)
+  const result = await runProcess(path, args, {
     input: values === undefined ? undefined : JSON.stringify(values ?? {}),
-    reject: false,
+    env: helmEnv(),
     maxBuffer: 256 * 1024 * 1024,
     // helm enforces --timeout per operation; this only guards against a hung process.
-    timeout: (timeoutSeconds + 120) * 1000,
+    timeoutMs: (timeoutSeconds + 120) * 1000,
+  }).catch((error: unknown) => {
+    throw startError('helm', path, error)
   })
   if (result.timedOut) throw new HelmReleaseError(verb, release, `helm did not finish within ${timeoutSeconds + 120}s`)
+  if (result.overflowed) throw new HelmReleaseError(verb, release, 'helm printed more than 256 MiB')
   return result
 }
 

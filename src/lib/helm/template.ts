@@ -4,9 +4,10 @@ import {createHash} from 'node:crypto'
 import {mkdirSync, readFileSync, renameSync, statSync, writeFileSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
-import {execa} from 'execa'
 import {IchorError} from '../errors/errors.js'
+import {runProcess, startError} from '../exec/run.js'
 import {findHelm} from './binary.js'
+import {helmEnv} from './env.js'
 
 export interface TemplateOptions {
   chartPath: string
@@ -45,13 +46,12 @@ export async function helmTemplate(opts: TemplateOptions): Promise<string> {
   const cache = renderCache(helm.version, opts.chartPath, args, input)
   const hit = cache?.read()
   if (hit !== undefined) return hit
-  const result = await execa(helm.path, args, {
-    input,
-    reject: false,
-    maxBuffer: 64 * 1024 * 1024,
-    timeout: 120_000,
-    cancelSignal: opts.signal,
+  const result = await runProcess(helm.path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: opts.signal}).catch((error: unknown) => {
+    throw startError('helm', helm.path, error)
   })
+  if (result.canceled) throw new HelmRenderError('the render was cancelled', opts.chartPath)
+  if (result.timedOut) throw new HelmRenderError('helm did not finish within 120s', opts.chartPath)
+  if (result.overflowed) throw new HelmRenderError('the rendered output is larger than 64 MiB', opts.chartPath)
   if (result.exitCode !== 0) throw new HelmRenderError(cleanHelmError(result.stderr || result.stdout), opts.chartPath)
   cache?.write(result.stdout)
   return result.stdout

@@ -5,11 +5,12 @@
 //
 // `auth-provider` (oidc, gcp, azure) and `proxy-url` are left to client-node, imported
 // only for such a connection, so every other user never pays for loading it.
-import {spawn} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 import {IchorError} from '../errors/errors.js'
+import {describeMiss, lookPath} from '../exec/resolve.js'
+import {runProcess} from '../exec/run.js'
 import type {ExecPluginConfig, Kubeconfig, KubeconfigCluster} from './kubeconfig.js'
 
 export interface RequestAuth {
@@ -188,21 +189,21 @@ async function runExecPlugin(exec: ExecPluginConfig, cluster: KubeconfigCluster,
   }
   const env = {...process.env, ...Object.fromEntries(exec.env.map((e) => [e.name, e.value])), KUBERNETES_EXEC_INFO: JSON.stringify(info)}
 
-  const {code, stdout, stderr} = await new Promise<{code: number | null; stdout: string; stderr: string}>((resolve, reject) => {
-    // An interactive plugin talks to the user on the terminal; otherwise its stderr goes into our error.
-    const child = spawn(exec.command, exec.args, {env, stdio: [interactive ? 'inherit' : 'ignore', 'pipe', interactive ? 'inherit' : 'pipe']})
-    let out = ''
-    let err = ''
-    child.stdout!.on('data', (c: Buffer) => (out += c))
-    child.stderr?.on('data', (c: Buffer) => (err += c))
-    child.on('error', reject)
-    child.on('close', (exitCode) => resolve({code: exitCode, stdout: out, stderr: err}))
-  }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') {
-      throw new IchorError(`${what} was not found (${exec.command})`, {hint: exec.installHint ?? 'install it or fix the command in the kubeconfig', cause: error})
-    }
-    throw new IchorError(`${what} could not be started: ${error.message}`, {cause: error})
+  // Found on disk first, with the lookup kubectl uses (Go's exec.LookPath on ichor's own
+  // PATH): a missing plugin is reported without a failed spawn.
+  const found = lookPath(exec.command)
+  if (!found.found) {
+    throw new IchorError(found.reason === 'not-found' && !found.path ? `${what} was not found (${exec.command})` : `${what} cannot be run ${describeMiss(found)}`, {
+      hint: exec.installHint ?? 'install it or fix the command in the kubeconfig',
+    })
+  }
+  // An interactive plugin talks to the user on the terminal; otherwise its stderr goes into our error.
+  const result = await runProcess(found.path, exec.args, {env, inheritStdinStderr: interactive, maxBuffer: 1024 * 1024}).catch((error: NodeJS.ErrnoException) => {
+    throw new IchorError(`${what} could not be started: ${error.code ?? error.message}`, {cause: error})
   })
+  if (result.overflowed) throw new IchorError(`${what} printed more than 1 MiB`)
+  const {stdout, stderr} = result
+  const code = result.exitCode ?? result.signal
   const lastLines = stderr.trim().split('\n').slice(-5).join('\n')
   if (code !== 0) throw new IchorError(`${what} exited with code ${code}${lastLines ? `: ${lastLines}` : ''}`)
 
@@ -210,7 +211,9 @@ async function runExecPlugin(exec: ExecPluginConfig, cluster: KubeconfigCluster,
   try {
     credential = JSON.parse(stdout)
   } catch {
-    throw new IchorError(`${what} did not print an ExecCredential as JSON (got ${JSON.stringify(stdout.trim().slice(0, 200))})`)
+    // Never the output itself: it may hold the token, and the JSON parser quotes the input
+    // in its message. kubectl likewise says only "decoding stdout" and the decoder's error.
+    throw new IchorError(`${what} did not print an ExecCredential: decoding stdout: not valid JSON (${Buffer.byteLength(stdout)} bytes, not shown)`)
   }
   if (credential?.kind !== 'ExecCredential' || credential.apiVersion !== exec.apiVersion) {
     throw new IchorError(`${what} printed ${credential?.kind ?? 'no kind'} ${credential?.apiVersion ?? 'without apiVersion'}, expected ExecCredential ${exec.apiVersion}`)

@@ -241,12 +241,22 @@ function mergeFirstWins(into: Entries, from: Entries): Entries {
 
 function clusterOf(name: string, c: Raw): KubeconfigCluster {
   const extensions = Array.isArray(c.extensions) ? (c.extensions as Raw[]) : []
+  const insecureSkipTlsVerify = bool(c['insecure-skip-tls-verify'], `clusters "${name}": insecure-skip-tls-verify`)
+  const certificateAuthority = str(c['certificate-authority'])
+  const certificateAuthorityData = str(c['certificate-authority-data'])
+  // client-go's TLS config refuses this pair with these words, and so kubectl does: a CA
+  // the operator gave must never be silently ignored.
+  if (insecureSkipTlsVerify && (certificateAuthority || certificateAuthorityData)) {
+    throw new Error(
+      `clusters "${name}": specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority${certificateAuthorityData ? '-data' : ''})`,
+    )
+  }
   return {
     name,
     server: str(c.server),
-    certificateAuthority: str(c['certificate-authority']),
-    certificateAuthorityData: str(c['certificate-authority-data']),
-    insecureSkipTlsVerify: bool(c['insecure-skip-tls-verify']),
+    certificateAuthority,
+    certificateAuthorityData,
+    insecureSkipTlsVerify,
     tlsServerName: str(c['tls-server-name']),
     proxyUrl: str(c['proxy-url']),
     execExtension: extensions.find((e) => e?.name === 'client.authentication.k8s.io/exec')?.extension,
@@ -299,7 +309,7 @@ function execOf(user: string, e: Raw): ExecPluginConfig {
     args: Array.isArray(e.args) ? (e.args as unknown[]).map(String) : [],
     env: Array.isArray(e.env) ? (e.env as Raw[]).map((v) => ({name: String(v?.name ?? ''), value: String(v?.value ?? '')})) : [],
     installHint: str(e.installHint),
-    provideClusterInfo: bool(e.provideClusterInfo),
+    provideClusterInfo: bool(e.provideClusterInfo, `users "${user}": exec provideClusterInfo`),
     interactiveMode: mode,
   }
 }
@@ -309,6 +319,13 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : String(v)
 }
 
-function bool(v: unknown): boolean {
-  return v === true || v === 'true'
+/**
+ * A YAML boolean. kubectl decodes the kubeconfig into typed Go fields and refuses any
+ * other type, the string "true" included ("ReadBool: expect t or f"); so does ichor,
+ * rather than guess what a quoted value meant.
+ */
+function bool(v: unknown, field: string): boolean {
+  if (v === undefined || v === null) return false
+  if (typeof v === 'boolean') return v
+  throw new Error(`${field} must be a boolean (true or false without quotes), got ${typeof v === 'string' ? `the string ${JSON.stringify(v)}` : JSON.stringify(v)}`)
 }

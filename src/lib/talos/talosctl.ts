@@ -1,12 +1,14 @@
-// Thin wrapper of the `talosctl` binary (ICHOR_TALOSCTL or `talosctl` on PATH).
+// Thin wrapper of the `talosctl` binary (ICHOR_TALOSCTL or `talosctl` on PATH, resolved to an
+// absolute path on disk before anything runs).
 // Every node-facing call names the node and carries talosctl's own message, so an
 // operator can rerun the same talosctl command by hand.
 import {mkdtemp, rm, writeFile, access} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {execa} from 'execa'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import {resolveBinary} from '../exec/resolve.js'
+import {runProcess, startError, type RunResult} from '../exec/run.js'
 
 export class TalosctlError extends IchorError {
   constructor(
@@ -19,33 +21,54 @@ export class TalosctlError extends IchorError {
   }
 }
 
+const HINT = 'install talosctl matching your Talos version, or set ICHOR_TALOSCTL to its path'
+
+/** The absolute path of the talosctl ichor runs; throws when there is none. */
 export function talosctlPath(): string {
-  return process.env.ICHOR_TALOSCTL || 'talosctl'
+  return resolveBinary({name: 'talosctl', envVar: 'ICHOR_TALOSCTL', hint: HINT})
+}
+
+/**
+ * Variables talosctl (or its client library) reads its target from: the client config file
+ * and its context, endpoints and nodes. ichor always names the node, the endpoint and the
+ * talosconfig on the command line, so an operator's own settings must not complete or
+ * override them; they are stripped from talosctl's environment.
+ */
+export const TALOS_TARGET_VARIABLES = ['TALOSCONFIG', 'TALOS_HOME', 'TALOS_CONTEXT', 'TALOS_ENDPOINTS', 'TALOS_NODES']
+
+export function talosctlEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(base).filter(([name]) => !TALOS_TARGET_VARIABLES.includes(name)))
 }
 
 let checked: {path: string; promise: Promise<string>} | undefined
 
-/** Checks once (per binary path) that talosctl runs; resolves to its path. */
+/** Checks once (per resolved path) that talosctl runs; resolves to its absolute path. */
 export function findTalosctl(): Promise<string> {
-  const path = talosctlPath()
+  let path: string
+  try {
+    path = talosctlPath()
+  } catch (error) {
+    return Promise.reject(error)
+  }
   if (checked?.path !== path) checked = {path, promise: check(path)}
   return checked.promise
 }
 
 async function check(path: string): Promise<string> {
-  try {
-    await execa(path, ['version', '--client'], {timeout: 20_000})
-    return path
-  } catch (error) {
+  const result = await exec(path, ['version', '--client'], 20_000)
+  if (result.exitCode !== 0 || result.timedOut) {
     if (checked?.path === path) checked = undefined // let a later call retry after a fix
-    const code = (error as {code?: string}).code
-    throw new IchorError(
-      code === 'ENOENT'
-        ? `talosctl not found (looked for "${path}")`
-        : `cannot run talosctl at "${path}": ${firstLine((error as Error).message)}`,
-      {hint: 'install talosctl matching your Talos version, or set ICHOR_TALOSCTL to its path'},
-    )
+    const why = result.timedOut ? 'no answer within 20s' : firstLine((result.stderr || result.stdout).trim())
+    throw new IchorError(`cannot run talosctl at "${path}": ${why}`, {hint: HINT})
   }
+  return path
+}
+
+function exec(bin: string, args: string[], timeoutMs: number): Promise<RunResult> {
+  return runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024}).catch((error: unknown) => {
+    if (checked?.path === bin) checked = undefined
+    throw startError('talosctl', bin, error, HINT)
+  })
 }
 
 interface RunOptions {
@@ -56,7 +79,7 @@ interface RunOptions {
 
 async function run(args: string[], opts: RunOptions): Promise<string> {
   const bin = await findTalosctl()
-  const result = await execa(bin, args, {reject: false, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024})
+  const result = await exec(bin, args, opts.timeoutMs ?? 120_000)
   if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
   if (result.exitCode !== 0) throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
   return result.stdout
@@ -165,11 +188,11 @@ export interface Reachability {
 export async function isReachable(node: string, opts: {talosconfig?: string; timeoutMs?: number} = {}): Promise<Reachability> {
   const bin = await findTalosctl()
   const timeout = opts.timeoutMs ?? 10_000
-  const insecure = await execa(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], {reject: false, timeout})
+  const insecure = await exec(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], timeout)
   if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
   const insecureMessage = insecure.timedOut ? `no answer within ${timeout / 1000}s` : talosctlMessage(insecure.stderr)
   if (opts.talosconfig) {
-    const secure = await execa(bin, ['version', ...nodeFlags(node, opts.talosconfig)], {reject: false, timeout})
+    const secure = await exec(bin, ['version', ...nodeFlags(node, opts.talosconfig)], timeout)
     if (secure.exitCode === 0 && !secure.timedOut) return {node, state: 'configured'}
   }
   if (/certificate required|PermissionDenied|Unauthenticated|not authorized/i.test(insecureMessage)) {

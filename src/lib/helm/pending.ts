@@ -1,0 +1,57 @@
+// A helm that outlived the ichor run that started it (ichor was SIGKILLed; Node cannot set
+// a parent-death signal) finishes its install or upgrade on its own: ichor deliberately
+// does not kill it, since a helm killed mid-operation leaves the release pending-* for
+// good and every later helm operation then refuses ("another operation is in progress").
+// So before any helm install or upgrade, the next run waits here until the release record
+// says no operation is in progress. The record is read from its Secret, without helm.
+import {IchorError} from '../errors/errors.js'
+import type {Kube} from '../kube/client.js'
+import {readReleaseRecord, type ReleaseRecord} from './release.js'
+
+/** Helm's statuses of an operation in progress (pkg/release/status.go). */
+export const PENDING_STATUSES = ['pending-install', 'pending-upgrade', 'pending-rollback'] as const
+
+export function isPending(status: string): boolean {
+  return (PENDING_STATUSES as readonly string[]).includes(status)
+}
+
+/** The release stayed pending-* for the whole wait: its helm died, or is still busy. */
+export class ReleasePendingError extends IchorError {
+  constructor(readonly record: ReleaseRecord, waitedMs: number) {
+    super(
+      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: another helm is working on it, or one was killed mid-operation`,
+      {
+        hint: `if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
+      },
+    )
+    this.name = 'ReleasePendingError'
+  }
+}
+
+export interface SettleOptions {
+  /** How long to wait for a pending operation to end. Default 5 minutes (helm's default --timeout). */
+  timeoutMs?: number
+  /** Poll interval. Default 1 s. */
+  intervalMs?: number
+  onProgress?: (message: string) => void
+}
+
+/**
+ * Waits while the release's newest record is pending-*; resolves to the record once it is
+ * not (deployed, failed, ...) or to undefined when the release has no record. Throws
+ * ReleasePendingError when it is still pending after `timeoutMs`.
+ */
+export async function waitForSettledRelease(kube: Kube, release: string, namespace: string, options: SettleOptions = {}): Promise<ReleaseRecord | undefined> {
+  const timeoutMs = options.timeoutMs ?? 300_000
+  const started = Date.now()
+  let record = await readReleaseRecord(kube, release, namespace)
+  if (record && isPending(record.status)) {
+    options.onProgress?.(`release ${namespace}/${release} is ${record.status}: waiting for the helm working on it to finish`)
+  }
+  while (record && isPending(record.status)) {
+    if (Date.now() - started >= timeoutMs) throw new ReleasePendingError(record, Date.now() - started)
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 1000))
+    record = await readReleaseRecord(kube, release, namespace)
+  }
+  return record
+}
