@@ -1,7 +1,8 @@
 // Steps on the Cilium release: wait for the bootstrapped DaemonSet, adopt it into Helm.
 import {CILIUM_RELEASE} from '../constants.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness} from '../health/reads.js'
-import {helmInstall, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
+import {ReleasePendingError, waitForSettledRelease} from '../helm/pending.js'
+import {helmInstall, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
 import {waitForDaemonSetReady} from '../kube/wait.js'
@@ -87,20 +88,15 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
  * adoption done again. True when the release turned out deployed.
  */
 async function clearInterruptedAdoption(kube: Kube, timeoutMs: number, progress: (m: string) => void): Promise<boolean> {
-  const read = () => readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-  let record = await read()
-  if (!record) return false
-  if (record.status === 'deployed') return true
-  if (record.status.startsWith('pending')) {
-    progress(`release ${CILIUM_RELEASE.name} is ${record.status}: waiting for the interrupted helm to finish`)
-    const deadline = Date.now() + Math.min(timeoutMs, 60_000)
-    while (Date.now() < deadline && record?.status.startsWith('pending')) {
-      await new Promise((r) => setTimeout(r, 1000))
-      record = await read()
-    }
-    if (record?.status === 'deployed') return true
+  let record: ReleaseRecord | undefined
+  try {
+    record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {timeoutMs: Math.min(timeoutMs, 60_000), onProgress: progress})
+  } catch (error) {
+    if (!(error instanceof ReleasePendingError)) throw error
+    record = error.record
   }
   if (!record) return false
+  if (record.status === 'deployed') return true
   const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace}, {labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
   for (const s of secrets) {
     if (s.metadata.labels?.status !== 'deployed') await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: s.metadata.name})

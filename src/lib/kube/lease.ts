@@ -134,7 +134,7 @@ function isDeadLocalHolder(holder: string): boolean {
   if (!m) return false
   const [, user, host, pidText] = m
   const pid = Number(pidText)
-  if (host !== hostname() || pid === process.pid) return false
+  if (host !== hostname() || pid === process.pid || !(pid > 0)) return false
   if (user !== holderIdentity('').split('@')[0]) return false
   try {
     process.kill(pid, 0)
