@@ -102,6 +102,7 @@ describe('holdsSecretData', () => {
     expect(holdsSecretData('kind: Secret\nmetadata: {name: a}\ndata:\n  k: dg==\n')).toBe(true)
     expect(holdsSecretData('---\nkind: ConfigMap\n---\n"kind": "Secret"\nstringData: {p: x}\n')).toBe(true)
     expect(holdsSecretData('kind: List\nitems:\n- kind: Secret\n  data: {k: dg==}\n')).toBe(true)
+    expect(holdsSecretData('kind: KubeInlineManifestConfig\nmanifest: |\n  kind: Secret\n  data: {k: dg==}\n')).toBe(true)
     expect(holdsSecretData('kind: ConfigMap\ndata:\n  key: "-----BEGIN RSA PRIVATE KEY-----"\n')).toBe(true)
     expect(holdsSecretData('kind: Secret\ndata: {k: [\n')).toBe(true) // unparsable counts
     expect(holdsSecretData('kind: Secret\nmetadata: {name: argocd-secret}\ntype: Opaque\n---\nkind: Secret\nstringData:\n')).toBe(false)

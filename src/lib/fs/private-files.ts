@@ -41,10 +41,11 @@ export interface EnsurePrivateDirOptions {
   createParents?: boolean
   /**
    * An existing folder that others can read or enter: 'fix' sets it to 0700 and reports
-   * the change, 'refuse' throws naming the folder. One that anyone can write in (or a
+   * the change, 'refuse' throws naming the folder, 'keep' leaves it (a folder the user
+   * chose for files that are private on their own). One that anyone can write in (or a
    * sticky one like /tmp) is always refused.
    */
-  loose?: 'fix' | 'refuse'
+  loose?: 'fix' | 'refuse' | 'keep'
 }
 
 /**
@@ -83,7 +84,7 @@ export function ensurePrivateDir(dir: string, opts: EnsurePrivateDirOptions = {}
     // every new folder so.)
     throw new PrivatePathError(dir, `others can write in this folder (permissions ${octal(mode)}), so they could have replaced what is in it; use a folder of its own`, {label})
   }
-  if ((mode & 0o077) !== 0) {
+  if ((mode & 0o077) !== 0 && opts.loose !== 'keep') {
     if (opts.loose === 'refuse') {
       throw new PrivatePathError(dir, `others can read or enter this folder (permissions ${octal(mode)}); use a folder of its own with permissions 0700`, {label})
     }

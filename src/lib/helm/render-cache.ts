@@ -105,10 +105,11 @@ const MENTIONS_SECRET = /(?:^|[{,\s])["']?kind["']?\s*:\s*["']?Secret["']?\s*(?:
 
 /**
  * Whether a rendered manifest holds secret material: a Secret (at any depth, a List's
- * items included) with non-empty data or stringData, or a PEM private key anywhere.
+ * items and a manifest inside a string included) with non-empty data or stringData, or a
+ * PEM private key anywhere.
  * Only the documents that mention a Secret are parsed; one that cannot be parsed counts.
  */
-export function holdsSecretData(text: string): boolean {
+export function holdsSecretData(text: string, depth = 0): boolean {
   if (/PRIVATE KEY-----/.test(text)) return true
   for (const doc of text.split(/^---[ \t]*$/m)) {
     if (!MENTIONS_SECRET.test(doc)) continue
@@ -118,17 +119,19 @@ export function holdsSecretData(text: string): boolean {
     } catch {
       return true
     }
-    if (hasSecretWithData(parsed)) return true
+    if (hasSecretWithData(parsed, depth)) return true
   }
   return false
 }
 
-function hasSecretWithData(node: unknown): boolean {
-  if (Array.isArray(node)) return node.some(hasSecretWithData)
+function hasSecretWithData(node: unknown, depth = 0): boolean {
+  // A string can hold a manifest of its own (a Talos inline manifest): look inside once.
+  if (typeof node === 'string') return depth < 2 && MENTIONS_SECRET.test(node) && holdsSecretData(node, depth + 1)
+  if (Array.isArray(node)) return node.some((n) => hasSecretWithData(n, depth))
   if (typeof node !== 'object' || node === null) return false
   const obj = node as Record<string, unknown>
   if (obj.kind === 'Secret' && (nonEmpty(obj.data) || nonEmpty(obj.stringData))) return true
-  return Object.values(obj).some(hasSecretWithData)
+  return Object.values(obj).some((n) => hasSecretWithData(n, depth))
 }
 
 function nonEmpty(v: unknown): boolean {
