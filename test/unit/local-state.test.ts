@@ -10,7 +10,7 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {stringify} from 'yaml'
 import {PrivatePathError} from '../../src/lib/fs/private-files.js'
 import {
-  CorruptStateFileError, localState, prepareStateDir, readStateFile, requireStateFile, secureStateFiles, writeStateFile, type StateFile,
+  commitStateFile, CorruptStateFileError, localState, prepareStateDir, readStateFile, requireStateFile, secureStateFiles, writeStateFile, type StateFile,
 } from '../../src/lib/state/local.js'
 import {NOBODY, nobodyCanList, nobodyCanRead, scriptResult, tsxCommand, withTmpfs} from '../support/other-user.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
@@ -199,6 +199,19 @@ describe('state files: atomic writes, corruption found on read (issue 12 point 1
     expect(() => writeStateFile(state, 'secrets', good.slice(0, 900))).toThrow(/secrets\.yaml is corrupt \(.*\); it was not written/)
     expect(() => writeStateFile(state, 'configsHash', '')).toThrow(/configs\.sha256 is corrupt \(the content is empty\)/)
     expect(readFileSync(state.secrets, 'utf8')).toBe(good)
+  })
+
+  it('commits a file talosctl wrote under a temp name only when it is whole: 0600 in place, or removed and reported', () => {
+    const tmp = join(state.dir, '.secrets.yaml.talosctl')
+    const text = secretsBundle()
+    writeFileSync(tmp, text.slice(0, 1000), {mode: 0o644})
+    expect(() => commitStateFile(state, 'secrets', tmp)).toThrow(new RegExp(`^${tmp} is corrupt \\(.*\\); it was removed$`))
+    expect(existsSync(tmp)).toBe(false)
+    expect(readStateFile(state, 'secrets').status).toBe('absent')
+    writeFileSync(tmp, text, {mode: 0o644})
+    commitStateFile(state, 'secrets', tmp)
+    expect(readStateFile(state, 'secrets')).toMatchObject({status: 'ok', text})
+    expect(modeOf(state.secrets)).toBe(0o600)
   })
 
   it('replaces a 0644 file by a 0600 one, whatever the umask', () => {

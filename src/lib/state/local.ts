@@ -3,6 +3,7 @@
 // secrets and talosconfig are also stored in ichor-system, so another machine can go on.
 // Every file here holds a root secret of the cluster: 0600 in a 0700 folder, written
 // atomically, and checked when read (a truncated bundle must never be reused).
+import {closeSync, fsyncSync, openSync, renameSync, rmSync} from 'node:fs'
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {parse as parseYaml, parseAllDocuments} from 'yaml'
@@ -109,6 +110,28 @@ export function writeStateFile(state: LocalState, file: StateFile, content: stri
   const reason = text.trim() === '' ? 'the content is empty' : STATE_FILE_CHECKS[file](text)
   if (reason !== undefined) throw new CorruptStateFileError(state[file], file, reason, 'not written')
   writePrivateFileAtomic(state[file], content)
+}
+
+/**
+ * Moves a file another program wrote (say `talosctl gen secrets --output-file` into a temp
+ * name in the state folder) into place as a state file: checked like a read, set 0600,
+ * fsynced, renamed. A corrupt one (the disk filled while talosctl wrote it) is removed and
+ * reported, so a cut-short bundle never becomes the cluster's secrets.
+ */
+export function commitStateFile(state: LocalState, file: StateFile, writtenPath: string): void {
+  const read = readCheckedFile(writtenPath, STATE_FILE_CHECKS[file])
+  if (read.status !== 'ok') {
+    rmSync(writtenPath, {force: true})
+    throw new CorruptStateFileError(writtenPath, file, read.status === 'corrupt' ? read.reason : 'it was not written', 'removed')
+  }
+  securePrivateFiles([writtenPath])
+  const fd = openSync(writtenPath, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  renameSync(writtenPath, state[file])
 }
 
 export class CorruptStateFileError extends IchorError {
