@@ -240,7 +240,8 @@ function base64Problem(path: string, value: unknown): string[] {
   if (typeof value !== 'string' || value === '') return [`${path} is missing`]
   if (value.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return [`${path} is not valid base64 (cut short?)`]
   const decoded = Buffer.from(value, 'base64').toString('latin1')
-  if (decoded.startsWith('-----BEGIN ')) {
+  // A value cut right after its first characters decodes to a mere start of a PEM header.
+  if (decoded.startsWith('-----') || '-----BEGIN '.startsWith(decoded)) {
     const block = /^-----BEGIN ([A-Z0-9 ]+)-----\r?\n[\s\S]*?\r?\n-----END \1-----\s*$/.exec(decoded)
     if (!block) return [`${path} holds an incomplete PEM block`]
   }
