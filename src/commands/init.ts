@@ -53,8 +53,9 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
   }
 }
 
-function renderOfflineDryRun(r: {output: string; files: string[]; plan: {title: string}[]}): string {
-  return [`Dry run: nothing was contacted. Wrote ${r.files.length} files into ${r.output}:`, ...r.files.map((f) => `  ${f}`), '', 'A real run would execute:', ...r.plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`)].join('\n')
+function renderOfflineDryRun(r: {output: string; files: string[]; redacted: string[]; plan: {title: string}[]}): string {
+  const redacted = r.redacted.length > 0 ? ['', `Left out ${r.redacted.length} Secret value(s) a real run generates or reads (listed in redacted.txt).`] : []
+  return [`Dry run: nothing was contacted. Wrote ${r.files.length} files into ${r.output}:`, ...r.files.map((f) => `  ${f}`), ...redacted, '', 'A real run would execute:', ...r.plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`)].join('\n')
 }
 
 function dryRunClosing(changed: boolean): string {

@@ -1,7 +1,13 @@
-// The offline dry run's output folder: everything a real run would apply, as files.
-import {mkdirSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+// The offline dry run's output folder: everything a real run would apply, as files,
+// minus secret values. Secret data (say Cilium's generated CA when
+// hubble.tls.auto.method=helm, in the manifest and inside the Talos patch) is replaced
+// by a placeholder and listed in redacted.txt. Files are 0600 and the folders ichor
+// creates 0700: the effective values may carry what a user put in a values file.
+import {dirname, join} from 'node:path'
+import {parseDocument, visit, isScalar} from 'yaml'
 import {toYaml} from '../yaml/emit.js'
+import {ensurePrivateDir, writePrivateFileAtomic} from '../fs/private-files.js'
+import {holdsSecretData} from '../helm/render-cache.js'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
@@ -11,32 +17,101 @@ export interface DryRunOutput {
   dir: string
   files: string[]
   plan: {id: string; title: string}[]
+  /** `file: Secret namespace/name (keys)` for every Secret whose values were left out. */
+  redacted: string[]
 }
 
 export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender): DryRunOutput {
   const files: string[] = []
+  const redacted: string[] = []
+  ensurePrivateDir(dir, {label: '--output', createParents: true, loose: 'keep'})
   const write = (rel: string, content: string | Buffer) => {
     const path = join(dir, rel)
-    mkdirSync(join(path, '..'), {recursive: true})
-    writeFileSync(path, content)
+    // Folders ichor makes are 0700 (an earlier run's too); one owned by someone else is refused.
+    const subs: string[] = []
+    for (let sub = dirname(rel); sub !== '.'; sub = dirname(sub)) subs.unshift(sub)
+    for (const sub of subs) ensurePrivateDir(join(dir, sub), {label: '--output', loose: 'fix'})
+    writePrivateFileAtomic(path, content)
     files.push(rel)
   }
-  write('talos/controlplane-patch.yaml', render.talos.controlPlane)
-  write('talos/worker-patch.yaml', render.talos.worker)
-  write('cilium/manifest.yaml', render.cilium.manifest)
+  const writeManifest = (rel: string, text: string) => {
+    const r = redactSecretData(text)
+    redacted.push(...r.redacted.map((what) => `${rel}: ${what}`))
+    write(rel, r.text)
+  }
+  writeManifest('talos/controlplane-patch.yaml', render.talos.controlPlane)
+  writeManifest('talos/worker-patch.yaml', render.talos.worker)
+  writeManifest('cilium/manifest.yaml', render.cilium.manifest)
   write('cilium/values.effective.yaml', toYaml(render.cilium.effective))
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
   for (const c of Object.values(render.stack.components)) {
     write(`bundles/${c.component}.tar.gz`, c.bundle.layer)
     write(`bundles/${c.component}.json`, `${JSON.stringify({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, layerDigest: c.bundle.layerDigest, manifestDigest: c.bundle.artifact.manifestDigest, version: c.rendered.version}, null, 2)}\n`)
     write(`orders/${c.component}.yaml`, serializeObjects([c.order]))
-    write(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
+    writeManifest(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
   }
   // Names only: the values are generated in the cluster and never written out.
   write('secrets.txt', `${render.stack.secretRefs.map((r) => `${r.namespace}/${r.name}`).join('\n')}\n`)
+  if (redacted.length > 0) {
+    write('redacted.txt', `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`)
+  }
   const plan = initPlanSteps()
   write('plan.txt', renderPlanText(inputs, render, plan))
-  return {dir, files, plan}
+  return {dir, files, plan, redacted}
+}
+
+const PLACEHOLDER = (bytes: number) => `<left out by ichor --dry-run: ${bytes} bytes>`
+
+/**
+ * The manifest (one or more YAML documents) with the value of every key of every Secret's
+ * data/stringData replaced by a placeholder, also inside string fields that hold a manifest
+ * themselves (a Talos inline manifest). Documents without Secret data stay byte for byte.
+ */
+export function redactSecretData(manifest: string, depth = 0): {text: string; redacted: string[]} {
+  const redacted: string[] = []
+  if (!holdsSecretData(manifest)) return {text: manifest, redacted}
+  const parts = manifest.split(/(^---[ \t]*$)/m) // separators kept, so join('') is the input
+  for (let i = 0; i < parts.length; i += 2) {
+    const part = parts[i]!
+    if (!holdsSecretData(part)) continue
+    const doc = parseDocument(part)
+    const js = doc.toJS() as {kind?: string; metadata?: {name?: string; namespace?: string}} | null
+    if (js?.kind === 'Secret') {
+      const keys: string[] = []
+      for (const field of ['data', 'stringData']) {
+        const map = doc.get(field, true)
+        if (map === undefined || map === null) continue
+        visit(map as never, {
+          Pair(_, pair) {
+            if (isScalar(pair.key) && isScalar(pair.value)) {
+              keys.push(String(pair.key.value))
+              pair.value.value = PLACEHOLDER(String(pair.value.value ?? '').length)
+            }
+          },
+        })
+      }
+      redacted.push(`Secret ${js.metadata?.namespace ?? '(default)'}/${js.metadata?.name ?? '?'} (${keys.sort().join(', ')})`)
+    }
+    // A manifest inside a string (Talos's inline manifest): redact it in place.
+    visit(doc, {
+      Scalar(_, node) {
+        if (typeof node.value !== 'string' || !holdsSecretData(node.value)) return
+        // a nested manifest is a mapping document of its own: one level deep is all Talos has
+        const inner = depth < 2 && node !== doc.contents && /^kind:/m.test(node.value) ? redactSecretData(node.value, depth + 1) : undefined
+        if (inner && inner.redacted.length > 0 && !/PRIVATE KEY-----/.test(inner.text)) {
+          node.value = inner.text
+          redacted.push(...inner.redacted)
+        } else {
+          // a private key outside any Secret: the whole value goes
+          node.value = PLACEHOLDER(node.value.length)
+          redacted.push(`${js?.kind ?? 'object'} ${js?.metadata?.namespace ?? '(default)'}/${js?.metadata?.name ?? '?'} (a private key)`)
+        }
+      },
+    })
+    const lead = /^\s*/.exec(part)![0].includes('\n') ? '\n' : ''
+    parts[i] = `${lead}${doc.toString({lineWidth: 0})}`
+  }
+  return {text: parts.join(''), redacted}
 }
 
 export function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[]): string {

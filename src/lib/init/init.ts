@@ -41,6 +41,8 @@ export interface OfflineDryRunResult {
   output: string
   files: string[]
   plan: {id: string; title: string}[]
+  /** Secret values left out of the written files (where, what). */
+  redacted: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
 }
@@ -79,7 +81,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     const out = writeInitDryRun(req.outputDir, inputs, render)
     const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
     const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-    return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, bundles, assets}}
+    return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
   }
 
   if (interactive) {
@@ -102,6 +104,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     timeoutMs: req.timeoutMs,
     output: req.output,
     dryRun: req.dryRun,
+    note: req.note,
   })
   return {kind: 'plan', result, render: await rendering, inputs}
 }

@@ -12,7 +12,7 @@ import {leaseTask} from '../session/tasks.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec} from '../state/installation.js'
-import type {LocalState} from '../state/local.js'
+import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {isReachable, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
@@ -42,6 +42,8 @@ export interface InitOptions {
   stream?: NodeJS.WritableStream
   /** --break-lock: delete a Lease left by a command that is gone, then take it. */
   breakLock?: boolean
+  /** Notes for the operator (what was fixed in the state folder). */
+  note?: (line: string) => void
 }
 
 export interface InitResult extends RunResult {
@@ -69,7 +71,7 @@ function initSteps(d: PlanData): Task[] {
   const cluster = (task: Task) => onCluster(session, task)
   return [
     validateTask(d),
-    talosSecretsTask({state, session, continueCluster: o.kubeconfig !== undefined}),
+    talosSecretsTask({state, session}),
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes}),
     bootstrapTask({state, inputs, session, timeoutMs}),
@@ -102,6 +104,9 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
     // A cluster named with --kubeconfig must answer (else exit 2, nothing written); on an
     // existing cluster every step, node steps included, runs under the Lease.
     const answers = await session.clusterAnswers()
+    // The state folder is made private (or refused, exit 2) before anything is written into
+    // it; a dry run creates nothing but still closes a folder others can read.
+    if (!options.dryRun || existsSync(options.state.dir)) for (const line of prepareStateDir(options.state).fixed) options.note?.(line)
     if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
     const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
     const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
@@ -143,7 +148,7 @@ function validateTask(d: PlanData): Task {
 
 /** Every node must answer (maintenance or configured) before any is touched. */
 async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promise<Reachability[]> {
-  const talosconfig = existsSync(state.talosconfig) ? state.talosconfig : undefined
+  const talosconfig = readStateFile(state, 'talosconfig').status === 'ok' ? state.talosconfig : undefined
   const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
   const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await isReachable(node, {talosconfig, timeoutMs: 10_000})})))
   const issues: Issue[] = answers

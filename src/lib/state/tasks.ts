@@ -1,6 +1,5 @@
 // Steps that write ichor's own state into the cluster: the desired state with the Talos
 // bundle (so another machine can continue), and at the end the status of what was applied.
-import {readFileSync} from 'node:fs'
 import {isDeepStrictEqual} from 'node:util'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {readApplication, readOrder} from '../health/reads.js'
@@ -13,7 +12,7 @@ import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {readInstallation, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
-import type {LocalState} from './local.js'
+import {requireStateFile, type LocalState} from './local.js'
 
 export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; timeoutMs: number}): Task {
   return {
@@ -30,7 +29,9 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
     async run() {
       const kube = await p.session.kube()
       await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
-      await createIfAbsent(kube, talosBundleSecret({secretsYaml: readFileSync(p.state.secrets), talosconfig: readFileSync(p.state.talosconfig)}))
+      // Never a cut-short bundle into the cluster: another machine would restore it.
+      const bundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
+      await createIfAbsent(kube, talosBundleSecret(bundle))
     },
   }
 }

@@ -2,11 +2,11 @@
 // absolute path on disk before anything runs).
 // Every node-facing call names the node and carries talosctl's own message, so an
 // operator can rerun the same talosctl command by hand.
-import {mkdtemp, rm, writeFile, access} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
+import {writeFile, access} from 'node:fs/promises'
 import {join} from 'node:path'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import {withPrivateTempDir} from '../fs/private-files.js'
 import {resolveBinary} from '../exec/resolve.js'
 import {runProcess, startError, type RunResult} from '../exec/run.js'
 
@@ -134,8 +134,8 @@ export interface GeneratedConfigs {
 }
 
 export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfigs> {
-  const dir = await mkdtemp(join(tmpdir(), 'ichor-talos-patch-'))
-  try {
+  // The patches carry the Cilium manifest: a 0700 folder removed on every exit path.
+  await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
     const args = [
       'gen', 'config', opts.clusterName, opts.endpoint,
       '--with-secrets', opts.secretsPath,
@@ -147,18 +147,16 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
     ]
     if (opts.controlPlanePatch) {
       const file = join(dir, 'controlplane-patch.yaml')
-      await writeFile(file, opts.controlPlanePatch)
+      await writeFile(file, opts.controlPlanePatch, {mode: 0o600})
       args.push('--config-patch-control-plane', `@${file}`)
     }
     if (opts.workerPatch) {
       const file = join(dir, 'worker-patch.yaml')
-      await writeFile(file, opts.workerPatch)
+      await writeFile(file, opts.workerPatch, {mode: 0o600})
       args.push('--config-patch-worker', `@${file}`)
     }
     await run(args, {action: 'talosctl gen config'})
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
+  })
   return {
     controlPlane: join(opts.outDir, 'controlplane.yaml'),
     worker: join(opts.outDir, 'worker.yaml'),
@@ -268,17 +266,14 @@ export interface PatchMachineConfigOptions {
 }
 
 export async function patchMachineConfig(opts: PatchMachineConfigOptions): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'ichor-talos-patch-'))
-  try {
+  await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
     const file = join(dir, 'patch.yaml')
-    await writeFile(file, opts.patch)
+    await writeFile(file, opts.patch, {mode: 0o600})
     await run(['patch', 'machineconfig', '--patch', `@${file}`, '--mode', opts.mode, ...nodeFlags(opts.node, opts.talosconfig)], {
       node: opts.node,
       action: 'talosctl patch machineconfig',
     })
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
+  })
 }
 
 async function exists(path: string): Promise<boolean> {

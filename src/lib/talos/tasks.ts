@@ -1,40 +1,45 @@
 // Steps on the local state and the Talos nodes, up to a running API server, and the
 // hand-over of Cilium from Talos to Helm. Each factory closes over what it needs.
 import {createHash} from 'node:crypto'
-import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {connectKube} from '../kube/client.js'
 import {waitForApiServer} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {readTalosBundle} from '../state/installation.js'
-import {ensureStateDir, type LocalState} from '../state/local.js'
+import {CorruptStateFileError, prepareStateDir, readStateFile, secureStateFiles, writeStateFile, type LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {handOverCiliumFromTalos, talosHandoverPending} from './handover.js'
 import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
-/** The secrets bundle: reused when present, else restored from the cluster (another machine), else generated. */
-export function talosSecretsTask(p: {state: LocalState; session: Session; continueCluster: boolean}): Task {
+/**
+ * The secrets bundle: reused when present and whole; else restored from the cluster when
+ * it answers (another machine, or a local copy cut short by a full disk); else generated
+ * — never over a corrupt one, which configured nodes would no longer accept.
+ */
+export function talosSecretsTask(p: {state: LocalState; session: Session}): Task {
   return {
     id: 'talos-secrets',
     title: 'Generate or reuse the Talos secrets bundle',
     async probe() {
-      return existsSync(p.state.secrets) ? holds(`reusing ${p.state.secrets}`) : missing('no Talos secrets bundle yet')
+      const read = readStateFile(p.state, 'secrets')
+      if (read.status === 'ok') return holds(`reusing ${p.state.secrets}`)
+      return missing(read.status === 'corrupt' ? `${read.path} is corrupt (${read.reason})` : 'no Talos secrets bundle yet')
     },
     async run(progress) {
-      ensureStateDir(p.state)
-      // Another machine continuing this cluster takes the bundle the cluster keeps.
-      if (p.continueCluster && (await p.session.clusterAnswers())) {
-        const bundle = await readTalosBundle(await p.session.kube())
-        if (bundle) {
-          writeFileSync(p.state.secrets, bundle.secretsYaml, {mode: 0o600})
-          writeFileSync(p.state.talosconfig, bundle.talosconfig, {mode: 0o600})
-          progress('restored from the cluster')
-          return
-        }
+      prepareStateDir(p.state)
+      const local = readStateFile(p.state, 'secrets')
+      const bundle = (await p.session.clusterAnswers()) ? await readTalosBundle(await p.session.kube()) : undefined
+      if (bundle) {
+        writeStateFile(p.state, 'secrets', bundle.secretsYaml)
+        writeStateFile(p.state, 'talosconfig', bundle.talosconfig)
+        progress('restored from the cluster')
+        return
       }
+      if (local.status === 'corrupt') throw new CorruptStateFileError(local.path, 'secrets', local.reason)
       await genSecrets(p.state.secrets)
+      secureStateFiles(p.state)
     },
   }
 }
@@ -53,8 +58,10 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
     mutating: false,
     async probe() {
       const hash = configsInputHash(p.inputs, await p.render())
-      const fresh = existsSync(p.state.configsHash) && readFileSync(p.state.configsHash, 'utf8').trim() === hash
-      return fresh && existsSync(p.state.controlPlaneConfig) && existsSync(p.state.talosconfig) ? holds('machine configs are current') : missing('machine configs are missing or stale')
+      const recorded = readStateFile(p.state, 'configsHash')
+      const fresh = recorded.status === 'ok' && recorded.text.trim() === hash
+      const whole = (['controlPlaneConfig', 'talosconfig'] as const).every((f) => readStateFile(p.state, f).status === 'ok')
+      return fresh && whole ? holds('machine configs are current') : missing('machine configs are missing or stale')
     },
     async run() {
       const i = p.inputs
@@ -64,9 +71,10 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
         clusterName: i.clusterName, endpoint: i.endpoint, secretsPath: p.state.secrets, talosVersion: i.talosVersion.tag,
         kubernetesVersion: i.kubernetesVersion.version, controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker, outDir: p.state.dir,
       })
+      secureStateFiles(p.state) // talosctl writes them 0644
       await validateConfig(p.state.controlPlaneConfig)
       if (i.workers.length > 0) await validateConfig(p.state.workerConfig)
-      writeFileSync(p.state.configsHash, `${configsInputHash(i, render)}\n`)
+      writeStateFile(p.state, 'configsHash', `${configsInputHash(i, render)}\n`)
     },
   }
 }
@@ -114,6 +122,7 @@ export function bootstrapTask(p: {state: LocalState; inputs: InitInputs; session
       const {alreadyBootstrapped} = await bootstrap({node, talosconfig: p.state.talosconfig})
       if (alreadyBootstrapped) progress('etcd was already bootstrapped')
       await fetchKubeconfig({node, talosconfig: p.state.talosconfig, outPath: p.state.kubeconfig})
+      secureStateFiles(p.state)
       p.session.reconnect()
       await waitForApiServer(await connectKube({kubeconfig: p.state.kubeconfig, probe: false}), {timeoutMs: p.timeoutMs, onProgress: progress})
     },
