@@ -144,11 +144,11 @@ describe('no signal ever reaches a pid-less child, pid 0 or a process group (iss
     expect(report.results.map((r) => r.code)).toEqual([...Array.from({length: 50}, (_, i) => fileOf(i).code), 0])
   }, 600_000)
 
-  it('init --dry-run --output DIR, with helm absent from PATH and with it present', async () => {
+  it('init --dry-run --output-dir DIR, with helm absent from PATH and with it present', async () => {
     const out = join(work, 'dry-run')
     const report = await fromSameGroupCaller([
-      {args: ['init', '--dry-run', '--output', join(out, 'a'), ...NODES], binariesOnPath: false},
-      {args: ['init', '--dry-run', '--output', join(out, 'b'), ...NODES], binariesOnPath: true},
+      {args: ['init', '--dry-run', '--output-dir', join(out, 'a'), ...NODES], binariesOnPath: false},
+      {args: ['init', '--dry-run', '--output-dir', join(out, 'b'), ...NODES], binariesOnPath: true},
     ])
     expect(forbidden(report.kills)).toEqual([])
     expect({code: report.code, signal: report.signal, survived: report.survived}).toEqual({code: 0, signal: null, survived: true})

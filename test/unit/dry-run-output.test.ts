@@ -15,7 +15,7 @@ if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Er
 
 const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
 function dryRun(out: string, extra: string[] = []) {
-  const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output', out, ...NODES, '--mirror', UPSTREAM.dir, ...extra], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+  const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, ...extra], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
   expect(r.status, r.stderr).toBe(0)
 }
 /** A folder nobody can walk into, so only the modes under it decide what nobody reads. */
@@ -33,8 +33,8 @@ function walk(dir: string): {path: string; dir: boolean}[] {
 const modeOf = (path: string) => statSync(path).mode & 0o7777
 const secrets = (text: string) => parseAllDocuments(text).map((d) => d.toJS()).filter((o) => o?.kind === 'Secret')
 
-describe('ichor init --dry-run --output: modes and content of the files', () => {
-  it('Given a new --output folder, Then it and its subfolders are 0700, every file 0600, another user reads none, and ichor\'s defaults need no redaction', () => {
+describe('ichor init --dry-run --output-dir: modes and content of the files', () => {
+  it('Given a new --output-dir folder, Then it and its subfolders are 0700, every file 0600, another user reads none, and ichor\'s defaults need no redaction', () => {
     const out = join(openRoot(), 'a', 'out')
     dryRun(out)
     expect(existsSync(join(out, 'redacted.txt'))).toBe(false)
@@ -47,7 +47,7 @@ describe('ichor init --dry-run --output: modes and content of the files', () => 
     for (const e of entries.filter((x) => !x.dir)) expect(nobodyCanRead(e.path), e.path).toBe(false)
   })
 
-  it('Given an existing 0755 --output folder holding 0644 files of an earlier run, Then the folder is left as chosen and the files are 0600', () => {
+  it('Given an existing 0755 --output-dir folder holding 0644 files of an earlier run, Then the folder is left as chosen and the files are 0600', () => {
     const out = join(openRoot(), 'out')
     mkdirSync(join(out, 'cilium'), {recursive: true})
     chmodSync(out, 0o755)

@@ -24,13 +24,13 @@ export interface DryRunOutput {
 export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender): DryRunOutput {
   const files: string[] = []
   const redacted: string[] = []
-  ensurePrivateDir(dir, {label: '--output', createParents: true, loose: 'keep'})
+  ensurePrivateDir(dir, {label: '--output-dir', createParents: true, loose: 'keep'})
   const write = (rel: string, content: string | Buffer) => {
     const path = join(dir, rel)
     // Folders ichor makes are 0700 (an earlier run's too); one owned by someone else is refused.
     const subs: string[] = []
     for (let sub = dirname(rel); sub !== '.'; sub = dirname(sub)) subs.unshift(sub)
-    for (const sub of subs) ensurePrivateDir(join(dir, sub), {label: '--output', loose: 'fix'})
+    for (const sub of subs) ensurePrivateDir(join(dir, sub), {label: '--output-dir', loose: 'fix'})
     writePrivateFileAtomic(path, content)
     files.push(rel)
   }
