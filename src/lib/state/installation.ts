@@ -1,9 +1,7 @@
 // The IchorInstallation singleton: desired state written by the CLI, status of what it
 // applied. Plus the Secrets in ichor-system that hold what must never be regenerated.
-import {readFileSync} from 'node:fs'
-import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
-import {PACKAGE_ROOT} from '../assets/lock.js'
+import {readPackagedAsset} from '../assets/packaged.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import type {Kube} from '../kube/client.js'
 import type {KubeObject} from '../kube/objects.js'
@@ -24,7 +22,7 @@ export interface InstallationSpec {
 }
 
 export function installationCrd(): KubeObject {
-  return parseYaml(readFileSync(join(PACKAGE_ROOT, 'assets', 'crds', 'ichorinstallation.yaml'), 'utf8')) as KubeObject
+  return parseYaml(readPackagedAsset('crds/ichorinstallation.yaml').toString('utf8')) as KubeObject
 }
 
 export function installationObject(spec: InstallationSpec): KubeObject {
