@@ -44,7 +44,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     const outcome = await init({
       flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel},
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
-      sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror},
+      sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
       promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], outputDir: f['output-dir'], stateDir: f['state-dir'], kubeconfig: f.kubeconfig, context: f.context,
       registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout * 1000, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })

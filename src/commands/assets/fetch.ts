@@ -9,11 +9,12 @@ export default class AssetsFetch extends IchorCommand {
   static override flags = {
     from: Flags.string({description: 'copy from a local mirror directory instead of downloading', helpValue: 'DIR'}),
     only: Flags.string({description: 'fetch only this artifact', options: [...ASSET_IDS], multiple: true}),
+    'assets-dir': Flags.string({description: 'store them here instead of $XDG_CACHE_HOME/ichor/assets (or ICHOR_ASSETS_DIR)', helpValue: 'DIR'}),
   }
 
   async run(): Promise<{assets: FetchResult[]}> {
     const {flags} = await this.parse(AssetsFetch)
-    const assets = await fetchAssets({from: flags.from, only: flags.only as AssetId[] | undefined})
+    const assets = await fetchAssets({from: flags.from, only: flags.only as AssetId[] | undefined, assetsDir: flags['assets-dir']})
     for (const a of assets) this.log(`${a.id} ${a.version}: ${a.status} ${a.path} (sha256 ${a.sha256.slice(0, 12)}, from ${a.source})`)
     return {assets}
   }

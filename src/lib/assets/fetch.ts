@@ -1,5 +1,6 @@
 // `ichor assets fetch`: downloads (or copies from a mirror) each pinned artifact,
-// refuses any size or digest mismatch, and writes it atomically into the assets folder.
+// refuses any size or digest mismatch, and writes it atomically into the assets folder
+// ($XDG_CACHE_HOME/ichor/assets unless --assets-dir / ICHOR_ASSETS_DIR say otherwise).
 import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {basename, dirname, join} from 'node:path'
@@ -19,6 +20,8 @@ export interface FetchResult {
 export interface FetchOptions {
   from?: string
   only?: AssetId[]
+  /** Where to store them (--assets-dir); default assetsDir(). */
+  assetsDir?: string
   fetchImpl?: typeof fetch
 }
 
@@ -41,7 +44,7 @@ export async function fetchAssets(opts: FetchOptions = {}): Promise<FetchResult[
 }
 
 async function fetchOne(pin: PinnedAsset, opts: FetchOptions): Promise<FetchResult> {
-  const target = join(assetsDir(), pin.file)
+  const target = join(assetsDir(opts.assetsDir), pin.file)
   if (existsSync(target) && digest(readFileSync(target)) === pin.sha256) {
     return {id: pin.id, path: target, version: pin.version, sha256: pin.sha256, status: 'present', source: target}
   }

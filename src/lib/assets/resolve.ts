@@ -1,14 +1,15 @@
 // Finds the artifact a command will use and says plainly which file and version it is
 // and whether it is the pinned one. Order: explicit flag, then the fetched assets
-// folder, then a mirror directory (--mirror / ICHOR_MIRROR).
+// folder, then what the single binary embeds, then a mirror directory (--mirror / ICHOR_MIRROR).
 import {createHash} from 'node:crypto'
 import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {readChartArchive} from '../chart/archive.js'
-import {assetsDir, pinnedAssets, type AssetId, type PinnedAsset} from './lock.js'
+import {assetsDir, cacheHome, pinnedAssets, type AssetId, type PinnedAsset} from './lock.js'
+import {embeddedArtifactFile} from './packaged.js'
 
-export type AssetOrigin = 'flag' | 'assets' | 'mirror'
+export type AssetOrigin = 'flag' | 'assets' | 'embedded' | 'mirror'
 
 export interface ResolvedAsset {
   id: AssetId
@@ -26,6 +27,8 @@ export interface AssetSources {
   override?: string
   /** A local mirror directory to search when nothing was fetched. */
   mirror?: string
+  /** The fetched assets folder (--assets-dir); default assetsDir(). */
+  assetsDir?: string
 }
 
 export const OVERRIDE_FLAG: Record<AssetId, string> = {
@@ -44,8 +47,10 @@ export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedA
     if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: 2})
     return describeFile(id, sources.override, 'flag')
   }
-  const fetched = join(assetsDir(), pinned.file)
+  const fetched = join(assetsDir(sources.assetsDir), pinned.file)
   if (existsSync(fetched)) return describeFile(id, fetched, 'assets')
+  const embedded = embeddedArtifactFile(id, join(cacheHome(), 'ichor'))
+  if (embedded) return describeFile(id, embedded.path, 'embedded')
   const mirror = sources.mirror ?? process.env.ICHOR_MIRROR
   if (mirror) {
     const found = findInMirror(id, mirror)

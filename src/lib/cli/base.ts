@@ -37,4 +37,5 @@ export const assetFlags = {
   'argocd-chart': Flags.string({description: 'Argo CD chart .tgz to use instead of the pinned, fetched one', helpValue: 'FILE'}),
   'kokumi-manifest': Flags.string({description: "Kokumi install.yaml to use instead of the pinned, fetched one", helpValue: 'FILE'}),
   mirror: Flags.string({description: 'local mirror directory to take artifacts from when none was fetched (also ICHOR_MIRROR)', helpValue: 'DIR'}),
+  'assets-dir': Flags.string({description: 'where `ichor assets fetch` put the artifacts (also ICHOR_ASSETS_DIR; default $XDG_CACHE_HOME/ichor/assets)', helpValue: 'DIR'}),
 }

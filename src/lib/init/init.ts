@@ -17,7 +17,7 @@ import {renderInit, type InitRender} from './render.js'
 export interface InitRequest {
   flags: InitFlags
   values: {cilium?: string; argocd?: string; kokumi?: string}
-  sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string}
+  sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
   promotion: PromotionMode
   dryRun: boolean
   /** With dryRun: render offline into this folder, contact nothing. */
@@ -63,9 +63,9 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const s = req.sources
   const rendering = renderInit(inputs, {
     sources: {
-      cilium: {override: s.ciliumChart, mirror: s.mirror},
-      argocd: {override: s.argocdChart, mirror: s.mirror},
-      kokumi: {override: s.kokumiManifest, mirror: s.mirror},
+      cilium: {override: s.ciliumChart, mirror: s.mirror, assetsDir: s.assetsDir},
+      argocd: {override: s.argocdChart, mirror: s.mirror, assetsDir: s.assetsDir},
+      kokumi: {override: s.kokumiManifest, mirror: s.mirror, assetsDir: s.assetsDir},
     },
     userCiliumValues: userValues.cilium,
     argocdValues: userValues.argocd,

@@ -1,9 +1,9 @@
 // The CiliumNetworkPolicies of each stack component (ADR-0099 decision 10), shipped as
 // assets/policies/<component>.yaml in the package: appended to the component's bundle, and
 // returned on their own for the "policies last" step of the first apply.
-import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {PACKAGE_ROOT} from '../assets/lock.js'
+import {readPackagedAsset} from '../assets/packaged.js'
 import {IchorError} from '../errors/errors.js'
 import {parseObjects} from './objects.js'
 import type {KubeObject} from '../kube/objects.js'
@@ -20,7 +20,8 @@ export function policiesFor(component: StackComponent): KubeObject[] {
   const path = policiesPath(component)
   let text: string
   try {
-    text = readFileSync(path, 'utf8')
+    // Embedded in the single binary, else the package's file at `path`.
+    text = readPackagedAsset(`policies/${component}.yaml`).toString('utf8')
   } catch (error) {
     throw new IchorError(`cannot read the ${component} network policies at ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }

@@ -1,10 +1,8 @@
 // The IchorInstallation singleton: the desired state the CLI writes (spec) and what it
 // last applied (status), as types with their read and write functions. Plus the Secrets
 // in ichor-system that hold what must never be regenerated.
-import {readFileSync} from 'node:fs'
-import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
-import {PACKAGE_ROOT} from '../assets/lock.js'
+import {readPackagedAsset} from '../assets/packaged.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {serverSideApply} from '../kube/apply.js'
@@ -49,7 +47,7 @@ export interface Installation {
 }
 
 export function installationCrd(): KubeObject {
-  return parseYaml(readFileSync(join(PACKAGE_ROOT, 'assets', 'crds', 'ichorinstallation.yaml'), 'utf8')) as KubeObject
+  return parseYaml(readPackagedAsset('crds/ichorinstallation.yaml').toString('utf8')) as KubeObject
 }
 
 export function ichorSystemNamespace(): KubeObject {

@@ -26,7 +26,7 @@ export default class CniValuesValidate extends IchorCommand {
 
   async run() {
     const {flags} = await this.parse(CniValuesValidate)
-    const chart = resolveAsset('cilium', {override: flags['cilium-chart'], mirror: flags.mirror})
+    const chart = resolveAsset('cilium', {override: flags['cilium-chart'], mirror: flags.mirror, assetsDir: flags['assets-dir']})
     this.note(describeAsset(chart))
     const user = loadUserValues(flags.values, flags.set)
     const report = await validateCiliumValues({

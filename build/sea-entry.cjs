@@ -1,0 +1,89 @@
+// Entry of the single binary (scripts/build-binary.mjs bundles it with esbuild into the
+// CommonJS main script of a Node single executable application).
+//
+// oclif normally reads package.json, its manifest and each command's file from disk; a
+// binary has none of them. So oclif gets its root plugin ready-made: package.json and the
+// manifest are bundled in, and the commands live in a second bundle (the SEA asset
+// "commands.cjs") that is compiled only when a command runs: `--help` and topic listings
+// compile and run oclif alone. That bundle shares this oclif instance (its require of
+// "@oclif/core" is answered with it), so settings and caches are one.
+const {dirname} = require('node:path')
+const sea = require('node:sea')
+const vm = require('node:vm')
+const oclif = require('@oclif/core')
+const {manifest, pjson} = require('ichor:bundle')
+
+const COMMAND_MODULE_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname']
+let commandModules
+
+/** The commands bundle's exports: command id -> command class. */
+function commands() {
+  if (!commandModules) {
+    const code = sea.getAsset('commands.cjs', 'utf8')
+    const fn = vm.compileFunction(code, COMMAND_MODULE_PARAMS, {filename: 'ichor/commands.cjs'})
+    const module = {exports: {}}
+    const requireShared = (id) => (id === '@oclif/core' ? oclif : require(id))
+    fn.call(module.exports, module.exports, requireShared, module, process.execPath, dirname(process.execPath))
+    commandModules = module.exports
+  }
+  return commandModules
+}
+
+/** pjson.oclif.topics as oclif's own plugin lists them: nested topics named "parent:child". */
+function topicList(topics, base = '') {
+  return Object.entries(topics ?? {}).flatMap(([name, topic]) => [
+    {...topic, name: `${base}${name}`},
+    ...topicList(topic.subtopics, `${base}${name}:`),
+  ])
+}
+
+/** oclif's Plugin interface, served from the bundle instead of the file system. */
+class BundledPlugin {
+  constructor(root) {
+    this.root = root
+    this.pjson = pjson
+    this.name = pjson.name
+    this.alias = pjson.name
+    this.version = pjson.version
+    this._base = `${pjson.name}@${pjson.version}`
+    this.isRoot = true
+    this.type = 'core'
+    this.valid = true
+    this.moduleType = 'commonjs'
+    this.hasManifest = true
+    this.commandsDir = undefined
+    this.hooks = {}
+    this.options = {root, isRoot: true, pjson}
+    this.commands = Object.entries(manifest.commands)
+      .map(([id, cached]) => ({...cached, pluginAlias: this.alias, pluginType: 'core', load: () => this.findCommand(id, {must: true})}))
+      .sort((a, b) => a.id.localeCompare(b.id))
+  }
+
+  get commandIDs() {
+    return Object.keys(manifest.commands)
+  }
+
+  get topics() {
+    return topicList(pjson.oclif.topics)
+  }
+
+  async load() {}
+
+  async findCommand(id, opts = {}) {
+    const cmd = commands()[id]
+    if (!cmd) {
+      if (opts.must) throw new Error(`command ${id} not found`)
+      return undefined
+    }
+    cmd.id = id
+    cmd.plugin = this
+    return cmd
+  }
+}
+
+const root = process.execPath
+void oclif.execute({
+  // A single executable application repeats the executable as argv[1].
+  args: process.argv.slice(2),
+  loadOptions: {root, pjson, plugins: new Map([[pjson.name, new BundledPlugin(root)]])},
+})

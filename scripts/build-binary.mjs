@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+// `npm run build:binary`: one executable for this platform (linux-x64 here) that runs
+// without Node installed, built with Node's single executable applications (SEA): the
+// built CLI (dist/) bundled by esbuild into one CommonJS file, Node's code cache, and as
+// SEA assets the files ichor ships (assets/lock.json, policies, CRDs) plus the Cilium
+// chart, Argo CD chart and Kokumi manifest, each checked against assets/lock.json here.
+//
+//   npm run build:binary                          artifacts from the fetched assets folder
+//   npm run build:binary -- --from DIR            ...else from a local mirror
+//   npm run build:binary -- --pinned-only         refuse any artifact that is not the pinned one
+//   npm run build:binary -- --out FILE            default out/ichor
+//
+// A binary built from artifacts that are not the pinned ones says so (embeddedAssets(),
+// printed by `ichor version`).
+import {execFileSync} from 'node:child_process'
+import {chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
+import {tmpdir} from 'node:os'
+import {basename, dirname, join, relative, resolve} from 'node:path'
+import {fileURLToPath, pathToFileURL} from 'node:url'
+import {parseArgs} from 'node:util'
+import {build} from 'esbuild'
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+// The fuse Node's SEA support looks for in the node binary (Node's documentation, "Single executable applications").
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
+
+function fail(message) {
+  console.error(`build-binary: ${message}`)
+  process.exit(2)
+}
+
+let flags
+try {
+  flags = parseArgs({
+    options: {
+      from: {type: 'string'},
+      'assets-dir': {type: 'string'},
+      'pinned-only': {type: 'boolean', default: false},
+      out: {type: 'string', default: join(root, 'out', 'ichor')},
+    },
+  }).values
+} catch (error) {
+  fail(`${error.message}; accepted: --from DIR, --assets-dir DIR, --pinned-only, --out FILE`)
+}
+if (flags.from && !(existsSync(flags.from) && statSync(flags.from).isDirectory())) fail(`--from: ${flags.from} is not a directory`)
+if (!existsSync(join(root, 'dist', 'commands')) || !existsSync(join(root, 'oclif.manifest.json'))) {
+  fail('dist/ or oclif.manifest.json is missing: run `npm run build` first (npm run build:binary does)')
+}
+
+// The built code decides what the pinned artifacts are and where they are found.
+const dist = (p) => pathToFileURL(join(root, 'dist', 'lib', 'assets', p)).href
+const {ASSET_IDS, pinnedAssets} = await import(dist('lock.js'))
+const {describeAsset, resolveAsset} = await import(dist('resolve.js'))
+
+// Scratch space of this build only (bundles, SEA config and blob), removed at the end.
+const work = mkdtempSync(join(tmpdir(), 'ichor-sea-'))
+process.on('exit', () => rmSync(work, {recursive: true, force: true}))
+
+// --- the artifacts, verified against assets/lock.json -------------------------------
+const seaAssets = {}
+const embedded = []
+for (const id of ASSET_IDS) {
+  const pin = pinnedAssets()[id]
+  let found
+  try {
+    found = resolveAsset(id, {assetsDir: flags['assets-dir'], mirror: flags.from})
+  } catch (error) {
+    fail(`${error.message}${flags.from ? '' : ' (offline: pass --from DIR with a local mirror)'}`)
+  }
+  const size = statSync(found.path).size
+  const matchesPin = found.matchesPin && size === pin.size
+  console.error(`build-binary: ${describeAsset(found)}`)
+  if (!matchesPin && flags['pinned-only']) fail(`--pinned-only: ${found.path} is not the pinned ${pin.description} ${pin.version}`)
+  const key = `artifacts/${id}/${basename(found.path)}`
+  seaAssets[key] = found.path
+  embedded.push({id, key, file: basename(found.path), version: found.version, sha256: found.sha256, size, matchesPin})
+}
+const index = join(work, 'embedded.json')
+writeFileSync(index, `${JSON.stringify(embedded, null, 2)}\n`)
+seaAssets['embedded.json'] = index
+
+// --- the files ichor ships: everything under assets/ but the fetch targets ----------
+function* shipped(dir) {
+  for (const entry of readdirSync(dir, {withFileTypes: true})) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) yield* shipped(path)
+    else if (entry.isFile() && !entry.name.startsWith('.')) yield path
+  }
+}
+const assetsRoot = join(root, 'assets')
+const gitIgnored = /^(charts\/.*\.tgz|kokumi\/.*\.yaml)$/
+for (const file of shipped(assetsRoot)) {
+  const rel = relative(assetsRoot, file).split('\\').join('/')
+  if (!gitIgnored.test(rel)) seaAssets[`assets/${rel}`] = file
+}
+
+// --- one CommonJS bundle ----------------------------------------------------------
+const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+const manifest = JSON.parse(readFileSync(join(root, 'oclif.manifest.json'), 'utf8'))
+if (pjson.oclif.plugins?.length || pjson.oclif.hooks) {
+  // The bundled root plugin serves only this package's commands (see build/sea-entry.mjs).
+  console.error(`build-binary: note: oclif plugins/hooks in package.json are not in the binary: ${JSON.stringify({plugins: pjson.oclif.plugins, hooks: pjson.oclif.hooks})}`)
+}
+const runtimePjson = {name: pjson.name, version: pjson.version, description: pjson.description, type: 'commonjs', oclif: {...pjson.oclif, plugins: undefined, hooks: undefined}}
+const commandExports = Object.entries(manifest.commands)
+  .map(([id, c]) => `export {default as ${JSON.stringify(id)}} from ${JSON.stringify(join(root, ...c.relativePath))}`)
+  .join('\n')
+/** The two generated modules: package.json + manifest for the main script, and the command map. */
+const virtualModules = {
+  name: 'ichor-virtual',
+  setup(b) {
+    b.onResolve({filter: /^ichor:(bundle|commands)$/}, (a) => ({path: a.path, namespace: 'ichor'}))
+    b.onLoad({filter: /.*/, namespace: 'ichor'}, (a) => ({
+      resolveDir: root,
+      loader: 'js',
+      contents:
+        a.path === 'ichor:bundle'
+          ? `module.exports = {pjson: ${JSON.stringify(runtimePjson)}, manifest: ${JSON.stringify(manifest)}}`
+          : commandExports,
+    }))
+  },
+}
+// Code the binary never runs: oclif loads TypeScript only to run a plugin from its
+// sources (development); the rest are optional add-ons their users try and do without.
+const neverLoaded = {
+  name: 'never-loaded',
+  setup(b) {
+    b.onResolve({filter: /^(typescript|ts-node|bufferutil|utf-8-validate|source-map-support|encoding)$/}, (a) => ({path: a.path, namespace: 'never-loaded'}))
+    b.onLoad({filter: /.*/, namespace: 'never-loaded'}, (a) => ({contents: `throw new Error(${JSON.stringify(`${a.path} is not in the ichor binary`)})`, loader: 'js'}))
+  },
+}
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  minify: true,
+  keepNames: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+  metafile: true,
+  plugins: [virtualModules, neverLoaded],
+  // ESM code reads import.meta.url; in a CommonJS bundle it is the executable's URL. oclif's
+  // engine check reads its package.json from disk, which a binary does not have.
+  define: {'import.meta.url': '__ichorImportMetaUrl', 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"'},
+  banner: {js: 'var __ichorImportMetaUrl = require("node:url").pathToFileURL(process.execPath).href;'},
+}
+const main = join(work, 'ichor.cjs')
+const commandsBundle = join(work, 'commands.cjs')
+const started = Date.now()
+const built = await Promise.all([
+  build({...common, entryPoints: [join(root, 'build', 'sea-entry.cjs')], outfile: main}),
+  // The commands share the main script's oclif (see build/sea-entry.cjs).
+  build({...common, entryPoints: ['ichor:commands'], outfile: commandsBundle, external: ['@oclif/core']}),
+])
+if (process.env.ICHOR_SEA_METAFILE) writeFileSync(process.env.ICHOR_SEA_METAFILE, JSON.stringify(built.map((r) => r.metafile)))
+seaAssets['commands.cjs'] = commandsBundle
+const mb = (f) => `${(statSync(f).size / 1e6).toFixed(1)} MB`
+console.error(`build-binary: bundled in ${Date.now() - started} ms: main script ${mb(main)}, commands ${mb(commandsBundle)}`)
+
+// --- the SEA blob, injected into a copy of this node --------------------------------
+const blob = join(work, 'sea-prep.blob')
+const seaConfig = join(work, 'sea-config.json')
+writeFileSync(seaConfig, JSON.stringify({main, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: seaAssets}, null, 2))
+execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], {stdio: ['ignore', 'ignore', 'inherit']})
+const out = resolve(flags.out)
+mkdirSync(dirname(out), {recursive: true})
+rmSync(out, {force: true})
+copyFileSync(process.execPath, out)
+chmodSync(out, 0o755)
+const {inject} = require('postject')
+await inject(out, 'NODE_SEA_BLOB', readFileSync(blob), {sentinelFuse: SEA_FUSE})
+const pinned = embedded.every((a) => a.matchesPin)
+console.error(
+  `build-binary: ${relative(process.cwd(), out) || out}: ${(statSync(out).size / 1e6).toFixed(1)} MB, node ${process.version}, ` +
+    (pinned ? 'all artifacts pinned' : `NOT all pinned: ${embedded.filter((a) => !a.matchesPin).map((a) => `${a.id} ${a.version}`).join(', ')}`),
+)
+console.log(out)
