@@ -1,0 +1,67 @@
+// SIGINT/SIGTERM: run what the command registered (release the Lease, close a tunnel), then
+// exit 130. Lib code registers with onInterrupt() and unregisters when done, so a cleanup
+// runs exactly once: on the normal path by its owner, on an interrupt from here.
+import {EXIT} from '../errors/exit-codes.js'
+
+type Cleanup = () => unknown
+
+const cleanups = new Set<Cleanup>()
+let installed = false
+let interrupted = false
+
+/** Cleanups get this long in total before the process exits anyway. */
+const CLEANUP_BUDGET_MS = 5000
+
+/**
+ * Registers a cleanup to run when the command is interrupted. Returns the function that
+ * unregisters it (call it once the resource is closed on the normal path).
+ */
+export function onInterrupt(cleanup: Cleanup): () => void {
+  cleanups.add(cleanup)
+  return () => cleanups.delete(cleanup)
+}
+
+export interface InterruptOptions {
+  /** Prints the interruption (text or JSON) before exiting. */
+  report: (signal: NodeJS.Signals) => void
+  exit?: (code: number) => void
+}
+
+/** Installed once per process by the command base class. A second signal exits at once. */
+export function installInterruptHandlers(options: InterruptOptions): void {
+  if (installed) return
+  installed = true
+  const exit = options.exit ?? ((code: number) => process.exit(code))
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted) return exit(EXIT.interrupted)
+    interrupted = true
+    void runCleanups().finally(() => {
+      options.report(signal)
+      exit(EXIT.interrupted)
+    })
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+}
+
+/** Runs every registered cleanup (newest first), each at most once, within the budget. */
+export async function runCleanups(): Promise<void> {
+  const pending = [...cleanups].reverse()
+  cleanups.clear()
+  const all = (async () => {
+    for (const cleanup of pending) {
+      try {
+        await cleanup()
+      } catch (error) {
+        process.stderr.write(`cleanup after interrupt failed: ${(error as Error).message}\n`)
+      }
+    }
+  })()
+  let timer: NodeJS.Timeout | undefined
+  const budget = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, CLEANUP_BUDGET_MS)
+    timer.unref()
+  })
+  await Promise.race([all, budget])
+  clearTimeout(timer)
+}
