@@ -20,6 +20,7 @@ import {tmpdir} from 'node:os'
 import {basename, join, resolve} from 'node:path'
 import {gunzipSync} from 'node:zlib'
 import {execa} from 'execa'
+import {log} from '../log/log.js'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {findHelm, type HelmBinary} from './binary.js'
@@ -169,6 +170,7 @@ function helmError(result: {stderr: string; stdout: string}): string {
 
 async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, timeoutSeconds: number) {
   const helm = await findHelm()
+  log.command([helm.path, ...args])
   const result = await execa(helmInvocationPath(helm.path), args, {
     input: values === undefined ? undefined : JSON.stringify(values ?? {}),
     reject: false,

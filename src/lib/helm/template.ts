@@ -5,6 +5,7 @@ import {mkdirSync, readFileSync, renameSync, statSync, writeFileSync} from 'node
 import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {execa} from 'execa'
+import {log} from '../log/log.js'
 import {IchorError} from '../errors/errors.js'
 import {findHelm} from './binary.js'
 
@@ -45,6 +46,7 @@ export async function helmTemplate(opts: TemplateOptions): Promise<string> {
   const cache = renderCache(helm.version, opts.chartPath, args, input)
   const hit = cache?.read()
   if (hit !== undefined) return hit
+  log.command([helm.path, ...args])
   const result = await execa(helm.path, args, {
     input,
     reject: false,

@@ -68,7 +68,7 @@ function redactPairs(text: string): string {
 }
 
 function quote(arg: string): string {
-  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`
+  return /^[\w@%+=:,./*-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`
 }
 
 function write(event: Record<string, unknown>, text: string): void {

@@ -5,6 +5,7 @@ import {mkdtemp, rm, writeFile, access} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {execa} from 'execa'
+import {log} from '../log/log.js'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 
@@ -56,6 +57,7 @@ interface RunOptions {
 
 async function run(args: string[], opts: RunOptions): Promise<string> {
   const bin = await findTalosctl()
+  log.command([bin, ...args])
   const result = await execa(bin, args, {reject: false, timeout: opts.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024})
   if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
   if (result.exitCode !== 0) throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
