@@ -1,10 +1,11 @@
 // The conventions every command shares (issue 7, section 2), checked on the built CLI as a
 // user runs it: help, version, "did you mean", exit codes and the --json contract.
 import {spawnSync} from 'node:child_process'
-import {existsSync, readFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
-import {PROJECT_ROOT} from '../support/upstream.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
@@ -103,5 +104,39 @@ describe('shell completion', () => {
     const r = ichor(['autocomplete', 'script', 'bash'], {XDG_CACHE_HOME: join(PROJECT_ROOT, '.cache', 'autocomplete-test')})
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/ichor/)
+  })
+})
+
+describe('bad files are usage errors (exit 2) naming the path', () => {
+  const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10']
+  it('a chart that is not a gzip tarball, and a directory given as the chart', () => {
+    const notTar = ichor(['cni', 'values', 'validate', '--cilium-chart', join(PROJECT_ROOT, 'package.json')])
+    expect(notTar.code).toBe(2)
+    expect(notTar.stderr).toMatch(/package\.json is not a gzip tarball/)
+    const dir = ichor(['cni', 'values', 'validate', '--cilium-chart', PROJECT_ROOT, '--json'])
+    expect(dir.code).toBe(2)
+    expect(oneJson(dir.stdout).error.message).toMatch(/--cilium-chart: .* is a directory, expected a file/)
+  })
+  it('an output directory below a file', () => {
+    const r = ichor(['init', '--dry-run', '--output-dir', join(PROJECT_ROOT, 'package.json', 'out'), ...NODES, '--mirror', UPSTREAM.dir])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/package\.json\/out.*: is not a directory/)
+    expect(r.stderr).not.toMatch(/ENOTDIR|\n\s+at /)
+  })
+})
+
+describe('flags', () => {
+  it('--control-plane and --worker take comma lists as well as repeats', () => {
+    const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
+    const r = ichor(['init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10,192.0.2.12', '--worker', '192.0.2.11', '--worker', '192.0.2.13,192.0.2.14', '--mirror', UPSTREAM.dir, '--json'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(oneJson(r.stdout).schemaVersion).toBe(1)
+  })
+  it('-v shows the helm command run; without it nothing of the sort', () => {
+    const args = ['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart]
+    const verbose = ichor([...args, '-v'])
+    expect(verbose.code, verbose.stderr).toBe(0)
+    expect(verbose.stderr).toMatch(/\$ \S*helm template /)
+    expect(ichor(args).stderr).not.toMatch(/helm template/)
   })
 })

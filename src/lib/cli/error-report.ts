@@ -39,7 +39,7 @@ const PATH_ERRORS: Record<string, string> = {
 }
 
 export function reportOf(err: unknown, context: ReportContext = {}): ErrorReport {
-  const e = (err ?? {}) as Error & {code?: unknown; path?: unknown; file?: unknown; oclif?: {exit?: number}; parse?: unknown; flags?: string[]}
+  const e = (err ?? {}) as Error & {code?: unknown; path?: unknown; file?: unknown; syscall?: unknown; oclif?: {exit?: number}; parse?: unknown; flags?: string[]}
   if (isIchorError(err)) {
     return withCode({
       message: cleanOclifDecoration(err.message),
@@ -52,8 +52,11 @@ export function reportOf(err: unknown, context: ReportContext = {}): ErrorReport
   if (e.name === 'ExitPromptError' || e.name === 'AbortPromptError') {
     return withCode({message: 'aborted: nothing was changed', exitCode: EXIT.interrupted})
   }
-  if (typeof e.code === 'string' && e.code in PATH_ERRORS && typeof e.path === 'string') {
-    return withCode({message: `${e.path}: ${PATH_ERRORS[e.code]}`, exitCode: EXIT.usage})
+  // A program that cannot be started (spawn ENOENT) is the machine's problem, not the input's.
+  if (typeof e.code === 'string' && e.code in PATH_ERRORS && !String(e.syscall ?? '').startsWith('spawn')) {
+    if (typeof e.path === 'string') return withCode({message: `${e.path}: ${PATH_ERRORS[e.code]}`, exitCode: EXIT.usage})
+    // readFileSync of a directory fails on the read, which names no path.
+    if (e.code === 'EISDIR') return withCode({message: 'a directory was given where a file was expected (EISDIR)', exitCode: EXIT.usage})
   }
   if (typeof e.code === 'string' && /^TAR_(BAD_ARCHIVE|ABORT|ENTRY_INVALID)$/.test(e.code)) {
     const file = typeof e.path === 'string' ? e.path : typeof e.file === 'string' ? e.file : 'the archive'
