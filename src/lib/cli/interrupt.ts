@@ -6,7 +6,7 @@ import {EXIT} from '../errors/exit-codes.js'
 type Cleanup = () => unknown
 
 const cleanups = new Set<Cleanup>()
-let installed = false
+let installed: ((signal: NodeJS.Signals) => void) | undefined
 let interrupted = false
 
 /** Cleanups get this long in total before the process exits anyway. */
@@ -30,7 +30,6 @@ export interface InterruptOptions {
 /** Installed once per process by the command base class. A second signal exits at once. */
 export function installInterruptHandlers(options: InterruptOptions): void {
   if (installed) return
-  installed = true
   const exit = options.exit ?? ((code: number) => process.exit(code))
   const onSignal = (signal: NodeJS.Signals): void => {
     if (interrupted) return exit(EXIT.interrupted)
@@ -40,8 +39,18 @@ export function installInterruptHandlers(options: InterruptOptions): void {
       exit(EXIT.interrupted)
     })
   }
+  installed = onSignal
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+}
+
+/** Removes the handlers again: for a process that embeds commands (and the in-process tests). */
+export function removeInterruptHandlers(): void {
+  if (!installed) return
+  process.off('SIGINT', installed)
+  process.off('SIGTERM', installed)
+  installed = undefined
+  interrupted = false
 }
 
 /** Runs every registered cleanup (newest first), each at most once, within the budget. */
