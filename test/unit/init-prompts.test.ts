@@ -1,52 +1,14 @@
 // `ichor init` on a terminal: the built CLI driven through a pseudo-terminal (util-linux
 // `script`), answering each prompt when it appears, as a user types.
-import {spawn} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {nodeListProblem, requireConsent} from '../../src/lib/init/prompts.js'
 import {reportOf} from '../../src/lib/cli/error-report.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {terminal} from '../support/terminal.js'
 
-const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first')
-
-const shellQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`
-// Inquirer's visible text is drawn with escape sequences between the words.
-const visible = (s: string) => s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '')
-
-/** A terminal session: `expect` waits for text on the screen, `type` sends keys. */
-function terminal(args: string[]) {
-  // A wide terminal, so no answer or message wraps.
-  const command = `stty cols 250 rows 50; ${[process.execPath, BIN, ...args].map(shellQuote).join(' ')}`
-  const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm'}, stdio: ['pipe', 'pipe', 'pipe']})
-  let screen = ''
-  let seen = 0
-  child.stdout.on('data', (d) => (screen += visible(String(d))))
-  child.stderr.on('data', (d) => (screen += visible(String(d))))
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  return {
-    /** Resolves once `text` shows after what earlier expects consumed. */
-    async expect(text: string | RegExp, timeoutMs = 60_000): Promise<string> {
-      const started = Date.now()
-      for (;;) {
-        const rest = screen.slice(seen)
-        const match = typeof text === 'string' ? (rest.includes(text) ? {index: rest.indexOf(text), length: text.length} : undefined) : (() => { const m = text.exec(rest); return m ? {index: m.index, length: m[0].length} : undefined })()
-        if (match) {
-          seen += match.index + match.length
-          return rest.slice(0, match.index + match.length)
-        }
-        if (Date.now() - started > timeoutMs) throw new Error(`no ${text} on the terminal after ${timeoutMs} ms; it shows:\n${rest}`)
-        await new Promise((r) => setTimeout(r, 50))
-      }
-    },
-    type(keys: string): void {
-      child.stdin.write(keys)
-    },
-    exited,
-    screen: () => screen,
-  }
-}
 
 const ENTER = '\r'
 const CLEAR_LINE = '\x15' // Ctrl-U
@@ -81,6 +43,16 @@ describe('ichor init on a terminal', () => {
     expect(await t.exited).toBe(2)
     expect(t.screen()).toMatch(/- --cluster-name: is required/)
     expect(t.screen()).not.toMatch(/Cluster name/)
+  })
+})
+
+describe('a mistyped command on a terminal', () => {
+  it('asks "Did you mean init?" (oclif\'s not-found plugin); no ends it with exit 2', async () => {
+    const t = terminal(['inti'])
+    await t.expect('Did you mean init?')
+    t.type(`n${ENTER}`)
+    expect(await t.exited).toBe(2)
+    expect(t.screen()).toMatch(/inti is not a ichor command/)
   })
 })
 
