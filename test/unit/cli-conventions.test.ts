@@ -132,6 +132,13 @@ describe('flags', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(oneJson(r.stdout).schemaVersion).toBe(1)
   })
+  it('assets fetch --only takes a comma list', () => {
+    const r = ichor(['assets', 'fetch', '--only', 'cilium,argocd', '--from', join(PROJECT_ROOT, 'no-such-mirror')])
+    expect(r.stderr).not.toMatch(/Expected --only/)
+    expect(r.stderr).toMatch(/- cilium: /)
+    expect(r.stderr).toMatch(/- argocd: /)
+    expect(r.stderr).not.toMatch(/- kokumi: /)
+  })
   it('-v shows the helm command run; without it nothing of the sort', () => {
     const args = ['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart]
     const verbose = ichor([...args, '-v'])
