@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // `npm run bench`: prints numbers (it asserts nothing). Sections:
+//   cli     start-up: `ichor --help` and `ichor version` medians
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
 //   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
@@ -15,7 +16,7 @@ process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['values', 'stack', 'e2e']
+const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'stack', 'e2e']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

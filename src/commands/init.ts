@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../lib/cli/base.js'
+import {kubeFlags, timeoutFlag} from '../lib/cli/flags.js'
 import {ciliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
 import {renderInitSummary} from '../lib/init/summary.js'
@@ -30,11 +31,11 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'dry-run': Flags.boolean({description: 'change nothing; with --output-dir render everything offline, otherwise probe a live cluster'}),
     'output-dir': Flags.string({description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
     'state-dir': Flags.string({description: 'local state directory (Talos secrets, configs, kubeconfig) before the cluster holds them; default: $XDG_STATE_HOME/ichor/<cluster>', helpValue: 'DIR'}),
-    kubeconfig: Flags.string({description: 'kubeconfig of an existing cluster, to continue it from a machine without the local state', helpValue: 'FILE'}),
-    context: Flags.string({description: 'kubeconfig context to use instead of its current-context', helpValue: 'NAME'}),
+    ...kubeFlags,
+    kubeconfig: Flags.string({description: 'kubeconfig of an existing cluster, to continue it from a machine without the local state (default: the state directory\'s, never KUBECONFIG: init creates the cluster)', helpValue: 'FILE'}),
     'registry-endpoint': Flags.string({description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)", helpValue: 'URL'}),
     'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
-    timeout: Flags.integer({description: 'seconds to wait for each readiness step', default: 900, min: 1}),
+    timeout: timeoutFlag(900),
     ...assetFlags,
   }
 
@@ -46,7 +47,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
       promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], outputDir: f['output-dir'], stateDir: f['state-dir'], kubeconfig: f.kubeconfig, context: f.context,
-      registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout * 1000, json, output: outputModeFor({json}), note: (line) => this.note(line),
+      registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })
     if (!json) this.log(outcome.kind === 'offline' ? renderOfflineDryRun(outcome.result) : f['dry-run'] ? dryRunClosing(outcome.result.changed) : renderInitSummary(outcome.inputs, outcome.result))
     return outcome.result

@@ -8,7 +8,7 @@ export default class AssetsFetch extends IchorCommand {
   static override examples = ['<%= config.bin %> assets fetch', '<%= config.bin %> assets fetch --from ./mirror --only cilium']
   static override flags = {
     from: Flags.string({description: 'copy from a local mirror directory instead of downloading', helpValue: 'DIR'}),
-    only: Flags.string({description: 'fetch only this artifact', options: [...ASSET_IDS], multiple: true}),
+    only: Flags.string({description: 'fetch only these artifacts (repeat, or a comma list)', options: [...ASSET_IDS], multiple: true, delimiter: ','}),
     'assets-dir': Flags.string({description: 'store them here instead of $XDG_CACHE_HOME/ichor/assets (or ICHOR_ASSETS_DIR)', helpValue: 'DIR'}),
   }
 

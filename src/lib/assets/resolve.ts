@@ -45,6 +45,7 @@ export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedA
   const pinned = pinnedAssets()[id]
   if (sources.override) {
     if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: 2})
+    if (!statSync(sources.override).isFile()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is a directory, expected a file`, {exitCode: 2})
     return describeFile(id, sources.override, 'flag')
   }
   const fetched = join(assetsDir(sources.assetsDir), pinned.file)

@@ -23,7 +23,7 @@ export function readChartArchive(path: string): ChartArchive {
   try {
     bytes = readFileSync(path)
   } catch (error) {
-    throw new IchorError(`cannot read chart archive ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+    throw new IchorError(`cannot read chart archive ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {exitCode: 2})
   }
   const sha256 = createHash('sha256').update(bytes).digest('hex')
   const key = `${path}@${sha256}`
@@ -32,12 +32,12 @@ export function readChartArchive(path: string): ChartArchive {
   const entries = untarSync(bytes, path)
   // A chart archive holds one top folder named after the chart.
   const chartYamlPath = [...entries.keys()].find((p) => /^[^/]+\/Chart\.yaml$/.test(p))
-  if (!chartYamlPath) throw new IchorError(`${path} is not a Helm chart archive (no <name>/Chart.yaml inside)`)
+  if (!chartYamlPath) throw new IchorError(`${path} is not a Helm chart archive (no <name>/Chart.yaml inside)`, {exitCode: 2})
   const top = chartYamlPath.split('/')[0]!
   const files = new Map<string, Buffer>()
   for (const [p, data] of entries) if (p.startsWith(`${top}/`)) files.set(p.slice(top.length + 1), data)
   const meta = parseYaml(files.get('Chart.yaml')!.toString('utf8')) as {name?: string; version?: string; appVersion?: string}
-  if (!meta?.name || !meta.version) throw new IchorError(`${path}: Chart.yaml has no name or version`)
+  if (!meta?.name || !meta.version) throw new IchorError(`${path}: Chart.yaml has no name or version`, {exitCode: 2})
   const archive: ChartArchive = {path, sha256, name: meta.name, version: String(meta.version), appVersion: meta.appVersion, files}
   cache.set(key, archive)
   return archive
@@ -62,6 +62,7 @@ export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
   parser.on('error', (e: unknown) => { failure = e })
   parser.on('warn', (_code: string, message: string) => { failure ??= new Error(message) })
   parser.end(gz)
-  if (failure) throw new IchorError(`cannot read ${label} as a gzipped tar: ${String(failure)}`)
+  // A file that is not a gzip tarball is bad input (exit 2), whoever named it.
+  if (failure) throw new IchorError(`${label} is not a gzip tarball (${failure instanceof Error ? failure.message : String(failure)})`, {exitCode: 2})
   return out
 }

@@ -1,33 +1,66 @@
-// Shared behaviour of every command: user errors print without a stack trace and
-// exit non-zero; --json prints the command's typed result as one JSON document.
-import {Command, Flags} from '@oclif/core'
-import {isIchorError, ValidationError} from '../errors/errors.js'
+// Shared behaviour of every command: --json prints the command's typed result as one JSON
+// document with a schemaVersion; errors print one message (or one JSON object) with an
+// exit code from the EXIT table and never a stack trace unless --debug; -v/--verbose sets
+// the shared logger; SIGINT/SIGTERM run the registered cleanups and exit 130.
+import {Command, Flags, type Interfaces} from '@oclif/core'
+import {configureLog} from '../log/log.js'
+import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
+import {verbosityFlags} from './flags.js'
+import {installInterruptHandlers} from '../session/interrupt.js'
 
 export abstract class IchorCommand extends Command {
   static override enableJsonFlag = true
+  static override baseFlags = {...verbosityFlags}
+
+  override async init(): Promise<void> {
+    await super.init()
+    const json = this.jsonEnabled()
+    // The flags are parsed later by each command; the logger only needs to know whether they are there.
+    configureLog({level: this.hasFlag('--verbose', '-v') || this.hasFlag('--debug') ? 'verbose' : 'quiet', json})
+    installInterruptHandlers({
+      report: (signal) => {
+        const report = {message: `interrupted (${signal})`, exitCode: 130, code: 'interrupted' as const}
+        if (json) process.stdout.write(`${JSON.stringify(errorJson(report))}\n`)
+        else process.stderr.write(`\n${errorText(report)}`)
+      },
+    })
+  }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
-    if (isIchorError(err)) {
-      if (this.jsonEnabled()) {
-        this.logJson({
-          error: {
-            message: err.message.split('\n')[0],
-            issues: err instanceof ValidationError ? err.issues : undefined,
-            hint: err.hint,
-          },
-        })
-      } else {
-        process.stderr.write(`Error: ${err.message}\n`)
-        if (err.hint) process.stderr.write(`Hint: ${err.hint}\n`)
-      }
-      this.exit(err.exitCode)
+    const report = reportOf(err, {knownFlags: this.knownFlags()})
+    if (this.jsonEnabled()) {
+      process.stdout.write(`${JSON.stringify(errorJson(report), null, 2)}\n`)
+    } else {
+      // A failed step was already shown with its reason by the task renderer: only the hint is new.
+      const shown = err?.name === 'TaskFailedError'
+      process.stderr.write(errorText(report, {debug: this.hasFlag('--debug'), skipMessage: shown}))
     }
-    return super.catch(err)
+    this.exit(report.exitCode)
+  }
+
+  protected override toSuccessJson(result: unknown): unknown {
+    return result !== null && typeof result === 'object' && !Array.isArray(result) ? {schemaVersion: SCHEMA_VERSION, ...result} : {schemaVersion: SCHEMA_VERSION, result}
   }
 
   /** Progress and notes go to stderr so stdout stays clean for --json and pipes. */
   protected note(line: string): void {
     if (!this.jsonEnabled()) process.stderr.write(`${line}\n`)
+  }
+
+  private hasFlag(...names: string[]): boolean {
+    const end = this.argv.indexOf('--')
+    return this.argv.some((arg, i) => (end === -1 || i < end) && names.includes(arg))
+  }
+
+  /** Every flag the command takes, long and short, for "did you mean". */
+  private knownFlags(): string[] {
+    const flags: Interfaces.FlagInput = {...this.ctor.baseFlags, ...this.ctor.flags}
+    const names = ['--json']
+    for (const [name, flag] of Object.entries(flags)) {
+      names.push(`--${name}`)
+      if (flag.char) names.push(`-${flag.char}`)
+    }
+    return names
   }
 }
 

@@ -14,6 +14,7 @@ import {spawn, type ChildProcess} from 'node:child_process'
 import {isAbsolute} from 'node:path'
 import {onExit} from 'signal-exit'
 import {IchorError} from '../errors/errors.js'
+import {log} from '../log/log.js'
 
 export interface RunOptions {
   /** Written to the child's stdin, then stdin is closed. Without it stdin is /dev/null. */
@@ -77,6 +78,8 @@ export function liveChildren(): number {
 export function runProcess(file: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   if (!isAbsolute(file)) throw new Error(`runProcess needs an absolute path, got "${file}" (resolve it first)`)
   installExitHook()
+  // -v shows every external command ichor runs (secret flag values redacted).
+  log.command([file, ...args])
   const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024
   return new Promise<RunResult>((resolvePromise, reject) => {
     if (options.signal?.aborted) {

@@ -11,7 +11,7 @@ import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
 import {checkInitInputs, type InitFlags} from './inputs.js'
-import {canPrompt, confirm, promptMissingInitFlags} from './prompts.js'
+import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
 export interface InitRequest {
@@ -51,6 +51,8 @@ export type InitOutcome = {kind: 'offline'; result: OfflineDryRunResult} | {kind
 
 export async function init(req: InitRequest): Promise<InitOutcome> {
   if (req.outputDir && !req.dryRun) throw new IchorError('--output-dir is only used with --dry-run', {exitCode: EXIT.usage})
+  // A real run changes nodes: on a terminal it asks, without one (or with --json) it needs --yes.
+  if (!req.dryRun) requireConsent({yes: req.yes, tty: !req.json && canPrompt()})
   const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   const inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})

@@ -37,31 +37,26 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   const issues: Issue[] = []
   const issue = (path: string, message: string) => issues.push({path, message})
 
-  if (!flags.clusterName) issue('--cluster-name', 'is required (lower-case letters, digits and "-", at most 63, e.g. homelab)')
-  else if (!CLUSTER_NAME.test(flags.clusterName)) issue('--cluster-name', `"${flags.clusterName}" is not a DNS-1123 label (lower-case letters, digits and "-", at most 63 characters, starting and ending alphanumeric)`)
+  const nameProblem = clusterNameProblem(flags.clusterName)
+  if (nameProblem) issue('--cluster-name', nameProblem)
 
   let endpoint = ''
-  if (!flags.endpoint) issue('--endpoint', 'is required: the Kubernetes API endpoint, e.g. https://192.0.2.10:6443')
-  else {
-    try {
-      const url = new URL(flags.endpoint)
-      if (url.protocol !== 'https:') issue('--endpoint', `"${flags.endpoint}" must use https:// (the Kubernetes API is served over TLS)`)
-      else if (url.pathname !== '/' || url.search || url.hash) issue('--endpoint', `"${flags.endpoint}" must be scheme://host[:port] with no path`)
-      else endpoint = `https://${url.host}${url.port ? '' : ':6443'}`
-    } catch {
-      issue('--endpoint', `"${flags.endpoint}" is not a URL (expected https://HOST:PORT, e.g. https://192.0.2.10:6443)`)
-    }
-  }
+  const endpointCheck = checkEndpoint(flags.endpoint)
+  if ('problem' in endpointCheck) issue('--endpoint', endpointCheck.problem)
+  else endpoint = endpointCheck.endpoint
 
+  const controlPlanes = splitNodeList(flags.controlPlanes)
+  const workers = splitNodeList(flags.workers)
   const seen = new Map<string, string>()
-  for (const [flag, list] of [['--control-plane', flags.controlPlanes], ['--worker', flags.workers]] as const) {
+  for (const [flag, list] of [['--control-plane', controlPlanes], ['--worker', workers]] as const) {
     for (const node of list) {
-      if (!isIP(node) && (!HOSTNAME.test(node) || /^[\d.]+$/.test(node))) issue(flag, `"${node}" is not an IP address or host name`)
+      const problem = nodeProblem(node)
+      if (problem) issue(flag, problem)
       else if (seen.has(node)) issue(flag, `"${node}" is given twice (already as ${seen.get(node)})`)
       else seen.set(node, flag)
     }
   }
-  if (opts.requireNodes && flags.controlPlanes.length === 0) issue('--control-plane', 'at least one control-plane node is required (repeat the flag for more)')
+  if (opts.requireNodes && controlPlanes.length === 0) issue('--control-plane', 'at least one control-plane node is required (repeat the flag for more)')
 
   let talosVersion: TalosVersion | undefined
   let kubernetesVersion: KubernetesVersion | undefined
@@ -85,13 +80,45 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   return {
     clusterName: flags.clusterName!,
     endpoint,
-    controlPlanes: flags.controlPlanes,
-    workers: flags.workers,
+    controlPlanes,
+    workers,
     talosVersion: talosVersion!,
     kubernetesVersion: kubernetesVersion!,
     kubeProxy: kubeProxy as KubeProxyMode,
     tunnel: tunnel as TunnelProtocol,
   }
+}
+
+// Per-field checks, shared by the flags (above) and the prompts (prompts.ts) so both accept
+// the same forms. Each returns what is wrong and what is accepted, or undefined.
+
+export function clusterNameProblem(name: string | undefined): string | undefined {
+  if (!name) return 'is required (lower-case letters, digits and "-", at most 63, e.g. homelab)'
+  if (!CLUSTER_NAME.test(name)) return `"${name}" is not a DNS-1123 label (lower-case letters, digits and "-", at most 63 characters, starting and ending alphanumeric)`
+  return undefined
+}
+
+/** The endpoint normalised to https://HOST:PORT, or what is wrong with it. */
+export function checkEndpoint(input: string | undefined): {endpoint: string} | {problem: string} {
+  if (!input) return {problem: 'is required: the Kubernetes API endpoint, e.g. https://192.0.2.10:6443'}
+  try {
+    const url = new URL(input)
+    if (url.protocol !== 'https:') return {problem: `"${input}" must use https:// (the Kubernetes API is served over TLS)`}
+    if (url.pathname !== '/' || url.search || url.hash) return {problem: `"${input}" must be scheme://host[:port] with no path`}
+    return {endpoint: `https://${url.host}${url.port ? '' : ':6443'}`}
+  } catch {
+    return {problem: `"${input}" is not a URL (expected https://HOST:PORT, e.g. https://192.0.2.10:6443)`}
+  }
+}
+
+export function nodeProblem(node: string): string | undefined {
+  if (!isIP(node) && (!HOSTNAME.test(node) || /^[\d.]+$/.test(node))) return `"${node}" is not an IP address or host name`
+  return undefined
+}
+
+/** Node lists as flags (repeated, or comma lists) and prompts (commas or spaces) give them. */
+export function splitNodeList(values: readonly string[] | string): string[] {
+  return (typeof values === 'string' ? [values] : values).flatMap((v) => v.split(/[\s,]+/)).filter(Boolean)
 }
 
 /** ichor's default Kubernetes when Talos runs it, else the newest that Talos minor runs (as its own default is). */

@@ -1,29 +1,64 @@
 // Interactive completion of missing `ichor init` flags, only on a terminal. Without one,
 // a missing flag is an error that names it (checkInitInputs), never a prompt that hangs.
-import type {InitFlags} from './inputs.js'
+// Every answer is checked by the same validators as the flags as it is typed, and asked
+// again when wrong; Ctrl-C at a prompt ends the run with "aborted: nothing was changed", 130.
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {checkEndpoint, clusterNameProblem, nodeProblem, splitNodeList, type InitFlags} from './inputs.js'
 
 export function canPrompt(): boolean {
   return Boolean(process.stdin.isTTY && process.stdout.isTTY)
 }
 
+/**
+ * A real run changes nodes: without a terminal to confirm on it needs --yes. Throws an
+ * exit-2 error naming --yes; returns when the run may go on (the caller then confirms on
+ * the terminal unless --yes was given).
+ */
+export function requireConsent(opts: {yes: boolean; tty: boolean}): void {
+  if (opts.yes || opts.tty) return
+  throw new IchorError('refusing to change nodes without a terminal to confirm on', {
+    exitCode: EXIT.usage,
+    hint: 'pass --yes to run without confirmation (scripts, CI), or run it on a terminal',
+  })
+}
+
+/** A node list answer: every entry an IP or host name, none given twice (also not in `taken`). */
+export function nodeListProblem(answer: string, opts: {required: boolean; taken?: readonly string[]}): string | undefined {
+  const nodes = splitNodeList(answer)
+  if (opts.required && nodes.length === 0) return 'at least one node address is required'
+  for (const [i, node] of nodes.entries()) {
+    const problem = nodeProblem(node)
+    if (problem) return problem
+    if (nodes.indexOf(node) !== i || opts.taken?.includes(node)) return `"${node}" is given twice`
+  }
+  return undefined
+}
+
 export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlags> {
   const {input} = await import('@inquirer/prompts')
-  const out = {...flags}
-  out.clusterName ??= await input({message: 'Cluster name', default: 'homelab', validate: (v) => /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v) || 'lower-case letters, digits and "-"'})
+  const out = {...flags, controlPlanes: splitNodeList(flags.controlPlanes), workers: splitNodeList(flags.workers)}
+  out.clusterName ??= (await input({message: 'Cluster name', default: 'homelab', validate: (v) => clusterNameProblem(v.trim()) ?? true})).trim()
   if (out.controlPlanes.length === 0) {
-    const answer = await input({message: 'Control-plane node addresses (comma-separated)', validate: (v) => v.trim() !== '' || 'at least one'})
-    out.controlPlanes = splitList(answer)
+    const answer = await input({message: 'Control-plane node addresses (comma-separated)', validate: (v) => nodeListProblem(v, {required: true}) ?? true})
+    out.controlPlanes = splitNodeList(answer)
   }
-  out.endpoint ??= await input({message: 'Kubernetes API endpoint', default: `https://${out.controlPlanes[0]}:6443`})
-  if (out.workers.length === 0) out.workers = splitList(await input({message: 'Worker node addresses (comma-separated, empty for none)', default: ''}))
+  out.endpoint ??= (await input({
+    message: 'Kubernetes API endpoint',
+    default: `https://${out.controlPlanes[0]}:6443`,
+    validate: (v) => {
+      const check = checkEndpoint(v.trim())
+      return 'problem' in check ? check.problem : true
+    },
+  })).trim()
+  if (out.workers.length === 0) {
+    const answer = await input({message: 'Worker node addresses (comma-separated, empty for none)', default: '', validate: (v) => nodeListProblem(v, {required: false, taken: out.controlPlanes}) ?? true})
+    out.workers = splitNodeList(answer)
+  }
   return out
 }
 
 export async function confirm(message: string): Promise<boolean> {
   const prompts = await import('@inquirer/prompts')
   return prompts.confirm({message, default: true})
-}
-
-function splitList(text: string): string[] {
-  return text.split(/[\s,]+/).map((s) => s.trim()).filter(Boolean)
 }

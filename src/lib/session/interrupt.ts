@@ -1,34 +1,76 @@
-// SIGINT/SIGTERM: run the registered cleanups (free the Lease, close the tunnel), then exit
-// 130 as a shell expects of an interrupted command. A second signal exits at once.
+// SIGINT/SIGTERM: run what the command registered (release the Lease, close a tunnel), then
+// exit 130. Lib code registers with onInterrupt() and unregisters when done, so a cleanup
+// runs exactly once: on the normal path by its owner, on an interrupt from here.
 import {EXIT} from '../errors/exit-codes.js'
 
-const cleanups = new Set<() => Promise<void> | void>()
-let installed = false
+type Cleanup = () => unknown
+
+const cleanups = new Set<Cleanup>()
+let installed: ((signal: NodeJS.Signals) => void) | undefined
 let interrupted = false
 
-function handle(signal: NodeJS.Signals): void {
-  if (interrupted) process.exit(EXIT.interrupted)
-  interrupted = true
-  process.stderr.write(`\n${signal}: stopping; freeing the lock and closing connections\n`)
-  const pending = [...cleanups].map(async (fn) => {
-    try {
-      await fn()
-    } catch {
-      // Best effort: an unreleased Lease expires on its own.
-    }
-  })
-  // Bounded: a cleanup that hangs (a dead API server) must not keep the operator waiting.
-  const deadline = new Promise((resolve) => setTimeout(resolve, 5000).unref())
-  void Promise.race([Promise.all(pending), deadline]).then(() => process.exit(EXIT.interrupted))
-}
+/** Cleanups get this long in total before the process exits anyway. */
+const CLEANUP_BUDGET_MS = 5000
 
-/** Registers a cleanup for SIGINT/SIGTERM; returns its removal. */
-export function onInterrupt(cleanup: () => Promise<void> | void): () => void {
-  if (!installed) {
-    installed = true
-    process.on('SIGINT', handle)
-    process.on('SIGTERM', handle)
-  }
+/**
+ * Registers a cleanup to run when the command is interrupted. Returns the function that
+ * unregisters it (call it once the resource is closed on the normal path).
+ */
+export function onInterrupt(cleanup: Cleanup): () => void {
   cleanups.add(cleanup)
   return () => cleanups.delete(cleanup)
+}
+
+export interface InterruptOptions {
+  /** Prints the interruption (text or JSON) before exiting. */
+  report: (signal: NodeJS.Signals) => void
+  exit?: (code: number) => void
+}
+
+/** Installed once per process by the command base class. A second signal exits at once. */
+export function installInterruptHandlers(options: InterruptOptions): void {
+  if (installed) return
+  const exit = options.exit ?? ((code: number) => process.exit(code))
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (interrupted) return exit(EXIT.interrupted)
+    interrupted = true
+    void runCleanups().finally(() => {
+      options.report(signal)
+      exit(EXIT.interrupted)
+    })
+  }
+  installed = onSignal
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+}
+
+/** Removes the handlers again: for a process that embeds commands (and the in-process tests). */
+export function removeInterruptHandlers(): void {
+  if (!installed) return
+  process.off('SIGINT', installed)
+  process.off('SIGTERM', installed)
+  installed = undefined
+  interrupted = false
+}
+
+/** Runs every registered cleanup (newest first), each at most once, within the budget. */
+export async function runCleanups(): Promise<void> {
+  const pending = [...cleanups].reverse()
+  cleanups.clear()
+  const all = (async () => {
+    for (const cleanup of pending) {
+      try {
+        await cleanup()
+      } catch (error) {
+        process.stderr.write(`cleanup after interrupt failed: ${(error as Error).message}\n`)
+      }
+    }
+  })()
+  let timer: NodeJS.Timeout | undefined
+  const budget = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, CLEANUP_BUDGET_MS)
+    timer.unref()
+  })
+  await Promise.race([all, budget])
+  clearTimeout(timer)
 }

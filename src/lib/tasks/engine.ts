@@ -3,6 +3,7 @@
 // and stop at the first failure with a message that says what to do. Rendering is a
 // separate concern (renderers.ts); this file only decides and reports.
 import {IchorError} from '../errors/errors.js'
+import {log} from '../log/log.js'
 import {createRenderer} from './renderers.js'
 import type {OutputMode, RunResult, Task, TaskInfo, TaskRenderer, TaskReport} from './types.js'
 
@@ -100,6 +101,7 @@ async function runOne(task: Task, info: TaskInfo, index: number, opts: RunOption
   } catch (error) {
     return failed(task.check ? '' : 'checking whether it is needed failed: ', error)
   }
+  log.verbose(`${task.title}: ${probe.done ? `holds${probe.detail ? ` (${probe.detail})` : ''}` : `needed: ${probe.reason}`}`)
   if (probe.done) return probe.detail === undefined ? {status: 'skipped'} : {status: 'skipped', detail: probe.detail}
   if (opts.dryRun) return {status: 'would-run', detail: probe.reason}
   if (info.mutating && opts.guard) {

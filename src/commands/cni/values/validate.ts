@@ -21,6 +21,7 @@ export default class CniValuesValidate extends IchorCommand {
     'gateway-api-crds': Flags.string({description: 'whether the Gateway API CRDs are installed (unknown when omitted)', options: ['present', 'absent']}),
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
+    'assets-dir': assetFlags['assets-dir'],
     'show-effective': Flags.boolean({description: 'print the effective values (YAML) when valid'}),
   }
 

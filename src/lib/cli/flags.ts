@@ -1,0 +1,82 @@
+// Flags every command shares, named and shaped as kubectl and helm users expect them.
+import {Flags} from '@oclif/core'
+import {EXIT} from '../errors/exit-codes.js'
+import {IchorError} from '../errors/errors.js'
+
+/** For every command that talks to a cluster. KUBECONFIG (colon list, first wins) is the kube loader's job. */
+export const kubeFlags = {
+  kubeconfig: Flags.string({description: 'kubeconfig file to use (default: KUBECONFIG, a colon-separated list merged first-wins, then ~/.kube/config)', helpValue: 'FILE'}),
+  context: Flags.string({description: 'kubeconfig context to use instead of its current-context', helpValue: 'NAME'}),
+}
+
+const DURATION_FORMS = 'a Go/helm duration such as 90s, 15m, 1h or 1h30m, or plain seconds'
+const UNIT_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
+
+/**
+ * A helm/Go duration (`90s`, `15m`, `1h30m`, `500ms`) or plain seconds (`900`), in
+ * milliseconds. Throws an exit-2 error naming `flag` and the accepted forms.
+ */
+export function parseDuration(input: string, flag = '--timeout'): number {
+  const text = input.trim()
+  const bad = (why: string) => new IchorError(`${flag}: "${input}" ${why} (accepted: ${DURATION_FORMS})`, {exitCode: EXIT.usage})
+  let ms: number
+  if (/^\d+(\.\d+)?$/.test(text)) {
+    ms = Number(text) * 1000
+  } else {
+    const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)]
+    if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) throw bad('is not a duration')
+    ms = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2]!]!, 0)
+  }
+  if (!(ms > 0) || !Number.isFinite(ms)) throw bad('must be longer than zero')
+  return Math.round(ms)
+}
+
+/** `--timeout DURATION`, parsed to milliseconds. */
+export function timeoutFlag(defaultSeconds: number, description = 'how long to wait for each readiness step') {
+  return Flags.custom<number>({
+    description: `${description} (e.g. 90s, 15m, 1h; plain seconds accepted)`,
+    helpValue: 'DURATION',
+    default: defaultSeconds * 1000,
+    defaultHelp: async () => formatSeconds(defaultSeconds),
+    parse: async (input) => parseDuration(input, '--timeout'),
+  })()
+}
+
+function formatSeconds(seconds: number): string {
+  const h = Math.floor(seconds / 3600)
+  const m = Math.floor((seconds % 3600) / 60)
+  const s = seconds % 60
+  return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`
+}
+
+export const OUTPUT_FORMATS = ['yaml', 'json'] as const
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
+
+/** `-o/--output yaml|json` on read commands, as in kubectl; a human table when omitted. */
+export const outputFormatFlag = {
+  output: Flags.string({char: 'o', description: 'print the result as yaml or json instead of a table', options: [...OUTPUT_FORMATS]}),
+}
+
+/**
+ * Prints a read command's result: the object as YAML or JSON with `-o`, else the table
+ * the command draws. Returns the text printed, for tests.
+ */
+export async function printResult<T>(format: string | undefined, result: T, table: (result: T) => string, out: NodeJS.WritableStream = process.stdout): Promise<string> {
+  let text: string
+  if (format === 'json') text = `${JSON.stringify(result, null, 2)}\n`
+  else if (format === 'yaml') text = (await import('yaml')).stringify(result)
+  else if (format === undefined) text = ensureNewline(table(result))
+  else throw new IchorError(`--output: "${format}" is not a format (accepted: ${OUTPUT_FORMATS.join(', ')})`, {exitCode: EXIT.usage})
+  out.write(text)
+  return text
+}
+
+function ensureNewline(text: string): string {
+  return text.endsWith('\n') || text === '' ? text : `${text}\n`
+}
+
+/** On every command (the base class adds them): -v/--verbose and --debug. */
+export const verbosityFlags = {
+  verbose: Flags.boolean({char: 'v', description: "show each probe's detail and every external command run (secrets redacted)", helpGroup: 'GLOBAL'}),
+  debug: Flags.boolean({description: 'like --verbose, and print stack traces of errors', helpGroup: 'GLOBAL'}),
+}

@@ -1,0 +1,72 @@
+// `ichor init` on a terminal: the built CLI driven through a pseudo-terminal (util-linux
+// `script`), answering each prompt when it appears, as a user types.
+import {existsSync} from 'node:fs'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+import {nodeListProblem, requireConsent} from '../../src/lib/init/prompts.js'
+import {reportOf} from '../../src/lib/cli/error-report.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {terminal} from '../support/terminal.js'
+
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first')
+
+const ENTER = '\r'
+const CLEAR_LINE = '\x15' // Ctrl-U
+const CTRL_C = '\x03'
+
+describe('ichor init on a terminal', () => {
+  it('checks each answer as it is typed, asks again when wrong, takes comma lists, and Ctrl-C aborts with exit 130', async () => {
+    const t = terminal(['init', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')])
+    await t.expect('Cluster name')
+    t.type(`${CLEAR_LINE}Bad_Name${ENTER}`)
+    await t.expect('is not a DNS-1123 label')
+    t.type(`${CLEAR_LINE}homelab${ENTER}`)
+    await t.expect('Control-plane node addresses')
+    t.type(`192.0.2.999${ENTER}`)
+    await t.expect('"192.0.2.999" is not an IP address or host name')
+    t.type(`${CLEAR_LINE}192.0.2.10, 192.0.2.12${ENTER}`)
+    await t.expect('Kubernetes API endpoint')
+    t.type(ENTER) // the default, https://192.0.2.10:6443
+    await t.expect('Worker node addresses')
+    t.type(`192.0.2.12${ENTER}`)
+    await t.expect('"192.0.2.12" is given twice')
+    t.type(`${CLEAR_LINE}192.0.2.11${ENTER}`)
+    await t.expect('Configure 192.0.2.10, 192.0.2.12, 192.0.2.11 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
+    t.type(CTRL_C)
+    expect(await t.exited).toBe(130)
+    expect(t.screen()).toContain('aborted: nothing was changed')
+    expect(t.screen()).not.toMatch(/\n\s+at /)
+  }, 300_000)
+
+  it('--yes never prompts: a missing flag is an error naming it', async () => {
+    const t = terminal(['init', '--yes', '--mirror', UPSTREAM.dir])
+    expect(await t.exited).toBe(2)
+    expect(t.screen()).toMatch(/- --cluster-name: is required/)
+    expect(t.screen()).not.toMatch(/Cluster name/)
+  })
+})
+
+describe('a mistyped command on a terminal', () => {
+  it('asks "Did you mean init?" (oclif\'s not-found plugin); no ends it with exit 2', async () => {
+    const t = terminal(['inti'])
+    await t.expect('Did you mean init?')
+    t.type(`n${ENTER}`)
+    expect(await t.exited).toBe(2)
+    expect(t.screen()).toMatch(/inti is not a ichor command/)
+  })
+})
+
+describe('requireConsent', () => {
+  it('refuses a real run without a terminal and without --yes, naming --yes, exit 2', () => {
+    const error = (() => { try { requireConsent({yes: false, tty: false}) } catch (e) { return e } })()
+    expect(reportOf(error)).toMatchObject({exitCode: 2, message: 'refusing to change nodes without a terminal to confirm on', hint: expect.stringContaining('--yes')})
+    expect(() => requireConsent({yes: true, tty: false})).not.toThrow()
+    expect(() => requireConsent({yes: false, tty: true})).not.toThrow()
+  })
+  it('node list answers take commas and spaces, and name what is wrong', () => {
+    expect(nodeListProblem('192.0.2.10, 192.0.2.11 node-3', {required: true})).toBeUndefined()
+    expect(nodeListProblem('', {required: true})).toBe('at least one node address is required')
+    expect(nodeListProblem('', {required: false})).toBeUndefined()
+    expect(nodeListProblem('192.0.2.10,192.0.2.10', {required: true})).toBe('"192.0.2.10" is given twice')
+  })
+})
