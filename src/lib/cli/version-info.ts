@@ -1,5 +1,6 @@
 // What `ichor version` reports: the CLI's own version and every version it pins.
 import {pinnedAssets} from '../assets/lock.js'
+import {embeddedAssets} from '../assets/packaged.js'
 import {DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION} from '../talos/versions.js'
 
 export interface VersionInfo {
@@ -7,6 +8,8 @@ export interface VersionInfo {
   node: string
   platform: string
   pinned: {cilium: string; argocd: string; kokumi: string; talos: string; kubernetes: string}
+  /** In the single binary: what it embeds, and whether each is the pinned artifact. */
+  embedded?: {id: string; version: string; sha256: string; matchesPin: boolean}[]
 }
 
 export function versionInfo(cli: {version: string; platform: string; arch: string}): VersionInfo {
@@ -22,6 +25,7 @@ export function versionInfo(cli: {version: string; platform: string; arch: strin
       talos: DEFAULT_TALOS_VERSION,
       kubernetes: DEFAULT_KUBERNETES_VERSION,
     },
+    embedded: embeddedAssets()?.artifacts.map(({id, version, sha256, matchesPin}) => ({id, version, sha256, matchesPin})),
   }
 }
 
@@ -34,5 +38,9 @@ export function formatVersionInfo(v: VersionInfo): string {
     ['Kubernetes', `${v.pinned.kubernetes} (default)`],
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
-  return [`ichor ${v.ichor} (node ${v.node}, ${v.platform})`, 'Pinned:', ...rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`)].join('\n')
+  const embedded = (v.embedded ?? []).map((a) => `  ${a.id.padEnd(width)}  ${a.version} sha256 ${a.sha256.slice(0, 12)}${a.matchesPin ? '' : '  NOT the pinned artifact'}`)
+  return [
+    `ichor ${v.ichor} (node ${v.node}, ${v.platform})`, 'Pinned:', ...rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`),
+    ...(embedded.length > 0 ? ['Embedded in this binary:', ...embedded] : []),
+  ].join('\n')
 }

@@ -87,6 +87,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   }
 
   if (interactive) {
+    req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
     await rendering // a confirmation is asked only for inputs that render
     const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
     if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
