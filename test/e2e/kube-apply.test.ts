@@ -247,3 +247,22 @@ describe('waitForCrdEstablished', () => {
     )
   })
 })
+
+describe('strict field validation (fieldValidation=Strict on every apply and create)', () => {
+  it('an unknown field in an applied object is an error naming the field, nothing is written', async () => {
+    const ns = await namespace('strict-apply')
+    const bad = {...configMap(ns, {a: '1'}), datta: {b: '2'}} as KubeObject
+    const error = (await serverSideApply(kube, [bad]).catch((e: unknown) => e)) as Error
+    expect(error).toBeInstanceOf(Error)
+    // Server-side apply builds a typed patch, so it names the field with or without Strict.
+    expect(error!.message).toMatch(/\.datta: field not declared in schema/)
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})).toBeUndefined()
+  })
+
+  it('a created object with an unknown field is refused too', async () => {
+    const ns = await namespace('strict-create')
+    const bad = {apiVersion: 'v1', kind: 'Secret', metadata: {name: 's', namespace: ns}, stringData: {a: 'b'}, tpye: 'Opaque'} as KubeObject
+    await expect(createIfAbsent(kube, bad)).rejects.toThrow(/unknown field "tpye"/)
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 's'})).toBeUndefined()
+  })
+})
