@@ -14,6 +14,8 @@ import {readGeneratedSecrets} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
+import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
+import type {K8sObject} from './objects.js'
 import type {StackComponent} from './policies.js'
 import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
@@ -135,22 +137,30 @@ export function publishBundlesTask(p: {session: Session; stack: Later<PreparedSt
 }
 
 export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
+  // The installed Kokumi decides the Order's shape (read once per run, after Kokumi is applied).
+  let api: Promise<KokumiOrderApi> | undefined
+  const desired = async (): Promise<K8sObject[]> => {
+    api ??= p.session.kube().then(readKokumiOrderApi)
+    api.catch(() => (api = undefined))
+    const shape = await api
+    return (await components(p.stack)).map((c) => shapeOrder(c.order, shape))
+  }
   return {
     id: 'orders',
     title: 'Create or move the Kokumi Orders',
     async probe() {
       const kube = await p.session.kube()
-      for (const c of await components(p.stack)) {
-        const order = await readOrder(kube, c.component)
-        if (!order) return missing(`no Order ${c.namespace}/${c.component}`)
-        if (!isDeepStrictEqual(order.spec, c.order.spec)) return missing(`Order ${c.namespace}/${c.component} points elsewhere`)
+      for (const order of await desired()) {
+        const where = `${order.metadata.namespace}/${order.metadata.name}`
+        const live = await readOrder(kube, order.metadata.name as StackComponent)
+        if (!live) return missing(`no Order ${where}`)
+        if (!isDeepStrictEqual(live.spec, order.spec)) return missing(`Order ${where} points elsewhere`)
       }
       return holds('both Orders point at the published bundles')
     },
     async run() {
       // ichor owns the Orders (label ichor.maesh.dev/managed): its fields win.
-      const orders = (await components(p.stack)).map((c) => c.order)
-      await serverSideApply(await p.session.kube(), orders, {force: true})
+      await serverSideApply(await p.session.kube(), await desired(), {force: true})
     },
   }
 }
