@@ -135,4 +135,32 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(after).toEqual(healthy)
   })
 
+  it('values set argocd: new tag and digest, the Order moves, Kokumi serves it; the same values again change nothing; bad values are exit 2', async () => {
+    const before = byName(healthy, 'argocd').published!
+    const set = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    expect(set.code, set.stderr).toBe(0)
+    expect(endEvent(set)).toMatchObject({ok: true, changed: true})
+    const result = JSON.parse(set.stdout.slice(set.stdout.lastIndexOf('\n{') + 1)) as {tag: string; digest: string}
+    expect(result.tag).toMatch(/^10\.1\.1-[0-9a-f]{12}$/)
+    expect(result.tag).not.toBe(before.tag)
+    expect(result.digest).not.toBe(before.digest)
+    const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'})
+    expect(order?.spec).toEqual({source: {oci: 'oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd', version: result.tag}, autoDeploy: 'Enabled'})
+    const after = (await status()).doc
+    expect(after.healthy).toBe(true)
+    expect(byName(after, 'argocd').published).toEqual({repository: before.repository, tag: result.tag, digest: result.digest})
+    expect(byName(after, 'argocd').preparation?.sourceDigest).toBe(result.digest)
+    expect(byName(after, 'kokumi')).toEqual(byName(healthy, 'kokumi'))
+    const get = await runIchor(['stack', 'values', 'get', 'argocd', '-o', 'json', '--kubeconfig', day2[1]!], h.env)
+    expect(JSON.parse(get.stdout)).toEqual({server: {replicas: 2}})
+
+    const again = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    expect(again.code, again.stderr).toBe(0)
+    expect(endEvent(again)).toMatchObject({ok: true, changed: false})
+
+    const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/server\.replicaz/)
+    expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
+  })
 })
