@@ -16,6 +16,8 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {helmTemplate} from '../../src/lib/helm/template.js'
+import {connectKube} from '../../src/lib/kube/client.js'
+import {approveLatestPreparation, readPromotion} from '../../src/lib/stack/promote.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
@@ -251,8 +253,12 @@ describe('Kokumi/Argo CD status simulator', () => {
     const first = await preparedDigest(ns, name)
     await sim.tick()
     expect(await getApplication(name)).toBeUndefined()
-    await sim.promote(ns, name)
+    // What `ichor stack promote` does: the approve-deploy label on the latest Preparation.
+    const kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: false, served: false})
+    await approveLatestPreparation(kube, ns, name)
     await waitHealthyAt(name, first)
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: true, served: true})
     await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'a: 2\n')
     await setOrderVersion(ns, name, '1.0.0-bbbbbbbbbbbb')
     await preparedDigest(ns, name, first)

@@ -133,6 +133,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     if (order.status?.latestConfigHash !== specHash) await render(order, specHash, puller)
     const current = (await getOrder(ns, name)) ?? order
     const latest = current.status?.latestArtifactDigest as string | undefined
+    if (promotionOf(current.spec) === 'Manual' && latest && (await approved(ns, current.status?.latestPreparationName))) promoted.set(`${ns}/${name}`, latest)
     const served = promotionOf(current.spec) === 'Automatic' ? latest : promoted.get(`${ns}/${name}`)
     if (served) await reconcileServing(current, served)
     await reconcileApplication(current, served)
@@ -162,6 +163,18 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       preparation,
       configHash: specHash,
     })
+  }
+
+  /** preparation_controller.go: a Preparation labelled approve-deploy=true is served although autoDeploy is off. */
+  async function approved(namespace: string, preparation: string | undefined): Promise<boolean> {
+    if (!preparation) return false
+    try {
+      const p = (await custom.getNamespacedCustomObject({...PREPARATIONS, namespace, name: preparation})) as Obj
+      return p.metadata.labels?.['delivery.kokumi.dev/approve-deploy'] === 'true'
+    } catch (err) {
+      if (isCode(err, 404)) return false
+      throw err
+    }
   }
 
   /** What Kokumi's puller of this version leaves of `oci:version`, or why it fails. */

@@ -139,7 +139,11 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
   // Drift: the chain published digest → Order → Preparation → Application is broken somewhere.
   if (published && order.version && order.version !== published.tag) drift.push(`the Order asks for ${order.version}, ichor published ${published.tag}`)
   if (published && preparation?.sourceDigest && preparation.sourceDigest !== published.digest) drift.push(`Preparation ${preparation.name} was rendered from ${preparation.sourceDigest}, ichor published ${published.digest}`)
-  if (app && order.latestArtifactDigest && app.revision !== order.latestArtifactDigest) drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
+  if (app && order.latestArtifactDigest && app.revision !== order.latestArtifactDigest) {
+    // With Manual promotion a newer Preparation waits for a person: say how, it is not drift.
+    if (order.promotion === 'Manual') problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
+    else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
+  }
   problems.push(...drift)
   return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, problems, healthy: problems.length === 0}
 }
