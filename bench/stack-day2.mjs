@@ -9,7 +9,7 @@ export async function run(ctx) {
   const h = await startHarnessCluster()
   try {
     const init = await runIchor([...h.initArgs, '--json'], h.env)
-    if (init.code !== 0) throw new Error(`ichor init failed: ${init.stderr}`)
+    if (init.code !== 0) throw new Error(`ichor init failed: ${init.stderr}\n${init.stdout.slice(-1500)}`)
     const day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
     const times = async (args) => {
       const ms = []
