@@ -8,7 +8,6 @@ import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
-import type {K8sObject} from './objects.js'
 import {COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
 
 export const ORDER_CRD = 'orders.delivery.kokumi.dev'
@@ -55,7 +54,7 @@ export async function installedKokumiVersion(kube: Kube): Promise<string | undef
  * The Order in the installed API's shape. ichor builds Orders with `promotion.mode` (the ADR's
  * vocabulary); for `autoDeploy` Automatic becomes Enabled and Manual Disabled.
  */
-export function shapeOrder(order: K8sObject, api: KokumiOrderApi): K8sObject {
+export function shapeOrder(order: KubeObject, api: KokumiOrderApi): KubeObject {
   const spec = order.spec as {promotion?: {mode?: PromotionMode}} & Record<string, unknown>
   if (api.field === 'promotion.mode') return order
   const {promotion, ...rest} = spec

@@ -16,7 +16,6 @@ import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
-import type {K8sObject} from './objects.js'
 import type {StackComponent} from './policies.js'
 import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
@@ -140,7 +139,7 @@ export function publishBundlesTask(p: {session: Session; stack: Later<PreparedSt
 export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   // The installed Kokumi decides the Order's shape (read once per run, after Kokumi is applied).
   let api: Promise<KokumiOrderApi> | undefined
-  const desired = async (): Promise<K8sObject[]> => {
+  const desired = async (): Promise<KubeObject[]> => {
     api ??= p.session.kube().then(readKokumiOrderApi)
     api.catch(() => (api = undefined))
     const shape = await api
