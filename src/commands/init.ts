@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../lib/cli/base.js'
-import {kubeFlags, timeoutFlag} from '../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../lib/cli/flags.js'
 import {ciliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
 import {renderInitSummary} from '../lib/init/summary.js'
@@ -33,8 +33,8 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'state-dir': Flags.string({description: 'local state directory (Talos secrets, configs, kubeconfig) before the cluster holds them; default: $XDG_STATE_HOME/ichor/<cluster>', helpValue: 'DIR'}),
     ...kubeFlags,
     kubeconfig: Flags.string({description: 'kubeconfig of an existing cluster, to continue it from a machine without the local state (default: the state directory\'s, never KUBECONFIG: init creates the cluster)', helpValue: 'FILE'}),
-    'registry-endpoint': Flags.string({description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)", helpValue: 'URL'}),
-    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+    ...registryEndpointFlag,
+    ...lockFlags,
     timeout: timeoutFlag(900),
     ...assetFlags,
   }

@@ -1,5 +1,6 @@
 // ichor init on an older Talos contract (v1.12: legacy cluster.inlineManifests, create-only
-// manifests, no inventory) with kube-proxy kept, and a live --dry-run that only probes.
+// manifests, no inventory) with kube-proxy kept, and a live --dry-run that only probes; with
+// the Kokumi 0.17 manifest FIXTURE (Order CRD with spec.promotion.mode) instead of the real 0.14.0.
 // Harness as in init.test.ts (real apiserver, helm, registry, talosctl; simulated nodes).
 import {existsSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
@@ -10,10 +11,10 @@ import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessC
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
 
-describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
+describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', () => {
   let h: HarnessCluster
   beforeAll(async () => {
-    h = await startHarnessCluster({talosVersion: 'v1.12.6'})
+    h = await startHarnessCluster({talosVersion: 'v1.12.6', kokumi: 'fixture-0.17'})
   }, 600_000)
   afterAll(async () => h?.stop())
 
@@ -38,11 +39,16 @@ describe('ichor init on Talos v1.12 with kube-proxy kept', () => {
     const cm = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'cilium-config', namespace: 'kube-system'})
     expect(cm?.data['kube-proxy-replacement']).toBe('false')
     const dump = await canonicalDump(kube, h)
+    // The 0.17 fixture's Order API: promotion.mode, no autoDeploy.
+    expect(dump.orders).toEqual([
+      expect.objectContaining({promotion: {mode: 'Automatic'}, source: expect.objectContaining({version: expect.stringMatching(/^10\.1\.1-/)})}),
+      expect.objectContaining({promotion: {mode: 'Automatic'}, source: expect.objectContaining({version: expect.stringMatching(/^0\.17\.0-/)})}),
+    ])
     expect(dump.release).toMatchObject({revision: 1, status: 'deployed'})
     expect(dump.inventoryKeys).toEqual([])
     const again = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
     expect(jsonEvents(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
     expect(await canonicalDump(kube, h)).toEqual(dump)
     expect(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')).toMatch(/cluster:/)
-  })
+  }, 600_000)
 })

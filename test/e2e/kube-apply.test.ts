@@ -8,6 +8,10 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {createIfAbsent, FieldConflictError, serverSideApply} from '../../src/lib/kube/apply.js'
 import {deleteObject, getObject, KindNotServedError, type KubeObject} from '../../src/lib/kube/objects.js'
 import {waitForCrdEstablished, WaitTimeoutError} from '../../src/lib/kube/wait.js'
+import {IchorError} from '../../src/lib/errors/errors.js'
+import {readKokumiOrderApi, shapeOrder} from '../../src/lib/stack/kokumi-api.js'
+import {buildOrder} from '../../src/lib/stack/orders.js'
+import {KOKUMI_017_ORDER_CRD_FIXTURE} from '../harness/fixtures.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 let cp: ControlPlane
@@ -245,5 +249,65 @@ describe('waitForCrdEstablished', () => {
     expect((error as Error).message).toBe(
       'timed out after 1 s waiting for CustomResourceDefinition missing.test.ichor.dev to be Established; last seen: not found',
     )
+  })
+})
+
+describe('strict field validation (fieldValidation=Strict on every apply and create)', () => {
+  it('an unknown field in an applied object is an error naming the field, nothing is written', async () => {
+    const ns = await namespace('strict-apply')
+    const bad = {...configMap(ns, {a: '1'}), datta: {b: '2'}} as KubeObject
+    const error = (await serverSideApply(kube, [bad]).catch((e: unknown) => e)) as Error
+    expect(error).toBeInstanceOf(Error)
+    // Server-side apply builds a typed patch, so it names the field with or without Strict.
+    expect(error!.message).toMatch(/\.datta: field not declared in schema/)
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns, name: 'settings'})).toBeUndefined()
+  })
+
+  it('a created object with an unknown field is refused too', async () => {
+    const ns = await namespace('strict-create')
+    const bad = {apiVersion: 'v1', kind: 'Secret', metadata: {name: 's', namespace: ns}, stringData: {a: 'b'}, tpye: 'Opaque'} as KubeObject
+    await expect(createIfAbsent(kube, bad)).rejects.toThrow(/unknown field "tpye"/)
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 's'})).toBeUndefined()
+  })
+})
+
+describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () => {
+  const crdOf = (path: string) => parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as KubeObject).find((o) => o?.kind === 'CustomResourceDefinition')!
+  const applyCrd = async (crd: KubeObject) => {
+    await serverSideApply(kube, [crd], {force: true})
+  }
+
+  it('the real 0.14.0 CRD has spec.autoDeploy; the 0.17 fixture spec.promotion.mode; an Order of each shape is accepted', async () => {
+    await applyCrd(crdOf(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`))
+    expect(await readKokumiOrderApi(kube)).toEqual({field: 'autoDeploy'})
+    const ns = await namespace('argocd')
+    const order = buildOrder({component: 'argocd', repository: 'oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd', tag: '10.1.1-0123456789ab', promotion: 'Automatic'})
+    // The ADR's shape is refused by the real 0.14.0 API (strict validation names the field).
+    await expect(serverSideApply(kube, [order])).rejects.toThrow(/\.spec\.promotion: field not declared in schema/)
+    await serverSideApply(kube, [shapeOrder(order, {field: 'autoDeploy'})])
+    expect(((await getObject<KubeObject & {spec: unknown}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'}))!).spec).toMatchObject({autoDeploy: 'Enabled'})
+    await deleteObject(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'})
+
+    await applyCrd(crdOf(KOKUMI_017_ORDER_CRD_FIXTURE))
+    expect(await readKokumiOrderApi(kube)).toEqual({field: 'promotion.mode'})
+    await serverSideApply(kube, [shapeOrder(order, {field: 'promotion.mode'})])
+  })
+
+  it('a CRD with neither field is an error naming the installed Kokumi version and what ichor supports', async () => {
+    const crd = crdOf(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`) as KubeObject & {spec: any}
+    const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec
+    delete spec.properties.autoDeploy
+    await applyCrd(crd)
+    await namespace('kokumi')
+    // (An earlier test applied the real manifest: its Deployment names 0.14.0.)
+    await deleteObject(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'kokumi-controller-manager', namespace: 'kokumi'})
+    await serverSideApply(kube, [{
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'kokumi-controller-manager', namespace: 'kokumi'},
+      spec: {selector: {matchLabels: {a: 'b'}}, template: {metadata: {labels: {a: 'b'}}, spec: {containers: [{name: 'manager', image: 'ghcr.io/kokumi-dev/kokumi:0.99.0'}]}}},
+    } as KubeObject])
+    const error = (await readKokumiOrderApi(kube).catch((e: unknown) => e)) as IchorError
+    expect(error).toBeInstanceOf(IchorError)
+    expect(error.message).toMatch(/installed Kokumi \(0\.99\.0\).*neither spec\.autoDeploy nor spec\.promotion\.mode/)
+    expect(error.hint).toMatch(/spec\.autoDeploy \(Kokumi 0\.14\.0 and later main\) or spec\.promotion\.mode \(Kokumi 0\.17\)/)
   })
 })

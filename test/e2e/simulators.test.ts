@@ -1,10 +1,12 @@
 // The Kokumi/Argo CD status simulator and the Cilium operator simulator, on the real
 // harness apiserver and the real distribution registry, with the real Argo CD CRDs (from the
-// upstream chart, rendered by the real helm) and the Kokumi 0.17 Order CRD test fixture.
+// upstream chart, rendered by the real helm) and the Kokumi 0.17 manifest test fixture (its
+// CRDs and its controller Deployment, whose image names the version the simulator follows).
 import {
   ApiextensionsV1Api,
   AppsV1Api,
   CustomObjectsApi,
+  setHeaderOptions,
   type KubeConfig,
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node'
@@ -14,6 +16,8 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {helmTemplate} from '../../src/lib/helm/template.js'
+import {connectKube} from '../../src/lib/kube/client.js'
+import {approveLatestPreparation, readPromotion} from '../../src/lib/stack/promote.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
@@ -50,12 +54,16 @@ beforeAll(async () => {
     .map((d) => d.toJS() as V1CustomResourceDefinition | null)
     .filter((o): o is V1CustomResourceDefinition => o?.kind === 'CustomResourceDefinition')
   expect(argoCrds.map((c) => c.metadata!.name).sort()).toEqual(['applications.argoproj.io', 'applicationsets.argoproj.io', 'appprojects.argoproj.io'])
-  // The Order CRD from the Kokumi 0.17 manifest fixture.
-  const kokumiDocs = parseAllDocuments(readFileSync(kokumi017ManifestFixture(fixtureDir), 'utf8')).map((d) => d.toJS() as V1CustomResourceDefinition)
-  const orderCrd = kokumiDocs.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata?.name === ORDER_CRD_NAME)!
-  for (const crd of [...argoCrds, orderCrd]) await createCrdRaw(kc, crd)
-  for (const crd of [...argoCrds, orderCrd]) await waitForCrdEstablished(kc, crd.metadata!.name!)
+  // The Kokumi CRDs (Order from the 0.17 fixture) and its controller Deployment from the manifest fixture.
+  const kokumiDocs = parseAllDocuments(readFileSync(kokumi017ManifestFixture(fixtureDir), 'utf8')).map((d) => d.toJS() as any)
+  const kokumiCrds = kokumiDocs.filter((o): o is V1CustomResourceDefinition => o?.kind === 'CustomResourceDefinition' && o.metadata?.name.endsWith('.delivery.kokumi.dev'))
+  expect(kokumiCrds.map((c) => c.metadata!.name)).toContain(ORDER_CRD_NAME)
+  for (const crd of [...argoCrds, ...kokumiCrds]) await createCrdRaw(kc, crd)
+  for (const crd of [...argoCrds, ...kokumiCrds]) await waitForCrdEstablished(kc, crd.metadata!.name!)
   await createNamespace(kc, 'argocd')
+  await createNamespace(kc, 'kokumi')
+  const controller = kokumiDocs.find((o) => o?.kind === 'Deployment' && o.metadata?.name === 'kokumi-controller-manager')
+  await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({namespace: 'kokumi', body: controller})
 
   sim = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint, intervalMs: 100})
 })
@@ -107,6 +115,15 @@ async function setOrderVersion(namespace: string, name: string, version: string)
 
 const readyCondition = (o: Obj) => (o.status?.conditions as any[] | undefined)?.find((c) => c.type === 'Ready')
 
+/** The Preparation digest the Order's latest render produced (what its Application serves). */
+function preparedDigest(namespace: string, name: string, notEqual?: string): Promise<string> {
+  return waitUntil(`Order ${namespace}/${name} Ready with a Preparation`, async () => {
+    const o = await getOrder(namespace, name)
+    const digest = o.status?.latestArtifactDigest as string | undefined
+    return readyCondition(o)?.status === 'True' && digest && digest !== notEqual && digest
+  })
+}
+
 function waitHealthyAt(name: string, digest: string): Promise<Obj> {
   return waitUntil(
     `Application argocd/${name} Synced/Healthy at ${digest}`,
@@ -120,7 +137,7 @@ function waitHealthyAt(name: string, digest: string): Promise<Obj> {
 }
 
 describe('Kokumi 0.17 manifest test fixture', () => {
-  it('is the real 0.14.0 install.yaml with only the Order CRD swapped for the 0.17 fixture', () => {
+  it('is the real 0.14.0 install.yaml with only the Order CRD swapped for the 0.17 fixture and the images renamed 0.17.0', () => {
     const path = kokumi017ManifestFixture(fixtureDir)
     expect(path).toBe(join(fixtureDir, KOKUMI_017_MANIFEST_FIXTURE_NAME))
     const text = readFileSync(path, 'utf8')
@@ -131,8 +148,10 @@ describe('Kokumi 0.17 manifest test fixture', () => {
     const at = upstream.findIndex((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === ORDER_CRD_NAME)
     expect(at).toBeGreaterThan(-1)
     for (let i = 0; i < upstream.length; i++) {
-      if (i !== at) expect(fixture[i]).toEqual(upstream[i])
+      // Byte for byte but the image tags, which name the fixture's version.
+      if (i !== at) expect(fixture[i]).toEqual(JSON.parse(JSON.stringify(upstream[i]).replaceAll('ghcr.io/kokumi-dev/kokumi:0.14.0', 'ghcr.io/kokumi-dev/kokumi:0.17.0')))
     }
+    expect(text).not.toContain('ghcr.io/kokumi-dev/kokumi:0.14.0')
     const orderCrd = fixture[at]
     expect(orderCrd).toEqual(parseAllDocuments(kokumi017OrderCrdFixture())[0]!.toJS())
     const spec = orderCrd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties
@@ -166,19 +185,25 @@ describe('Kokumi/Argo CD status simulator', () => {
     await sim.tick()
     expect(await getApplication(name)).toBeUndefined()
 
-    const first = await pushBundle(`ichor/${name}`, '10.1.1-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n')
+    await pushBundle(`ichor/${name}`, '10.1.1-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n')
+    const first = await preparedDigest(ns, name)
     const app = await waitHealthyAt(name, first)
     expect(app.metadata.annotations).toEqual({[ALLOWED_ORDER_ANNOTATION]: name})
     expect(app.metadata.labels).toMatchObject({'delivery.kokumi.dev/order': name})
     expect(app.spec).toEqual({
       project: 'default',
-      source: {repoURL: `oci://${KOKUMI_REGISTRY_HOST}/preparation/${name}`, targetRevision: first, path: '.'},
+      source: {repoURL: `oci://${KOKUMI_REGISTRY_HOST}/${ns}/${name}`, targetRevision: first, path: '.'},
       destination: {server: 'https://kubernetes.default.svc', namespace: ns},
       syncPolicy: {automated: {prune: true, selfHeal: true}, syncOptions: ['ServerSideApply=true']},
     })
     const ready = await getOrder(ns, name)
     expect(readyCondition(ready)).toMatchObject({status: 'True', reason: 'Ready', lastTransitionTime: '1970-01-01T00:00:00Z'})
     expect(ready.status).toMatchObject({latestArtifactDigest: first, latestPreparationName: `${name}-${first.slice(7, 19)}`, observedGeneration: 1})
+    // Kokumi's objects between the Order and the Application: the Preparation and the Serving.
+    const serving = (await custom.getNamespacedCustomObject({group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'servings', namespace: ns, name})) as Obj
+    expect(serving.spec).toEqual({orderName: name, preparationName: `${name}-${first.slice(7, 19)}`, preparationPolicy: {type: 'Automatic'}})
+    const preparation = (await custom.getNamespacedCustomObject({group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'preparations', namespace: ns, name: `${name}-${first.slice(7, 19)}`})) as Obj
+    expect(preparation.spec.artifact).toEqual({ociRef: `oci://${KOKUMI_REGISTRY_HOST}/${ns}/${name}@${first}`, digest: first, signed: false})
 
     // A rerun that changes nothing leaves the Application alone.
     const rv = app.metadata.resourceVersion
@@ -188,9 +213,9 @@ describe('Kokumi/Argo CD status simulator', () => {
     expect((await getOrder(ns, name)).metadata.resourceVersion).toBe(ready.metadata.resourceVersion)
 
     // The Order moves to a new tag: the Application follows to the new digest.
-    const second = await pushBundle(`ichor/${name}`, '10.1.1-bbbbbbbbbbbb', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n')
-    expect(second).not.toBe(first)
+    await pushBundle(`ichor/${name}`, '10.1.1-bbbbbbbbbbbb', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n')
     await setOrderVersion(ns, name, '10.1.1-bbbbbbbbbbbb')
+    const second = await preparedDigest(ns, name, first)
     const moved = await waitHealthyAt(name, second)
     expect(moved.spec.source.targetRevision).toBe(second)
     expect(sim.events.filter((e) => e.startsWith(`Application argocd/${name} `))).toEqual(
@@ -207,8 +232,9 @@ describe('Kokumi/Argo CD status simulator', () => {
   it('simulator: a version moved to a tag not yet pushed fails the Order and keeps serving the old digest', async () => {
     const ns = await createNamespace(kc, 'kokumi-sim')
     const name = 'kokumi-sim'
-    const first = await pushBundle(`ichor/${name}`, '0.17.0-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\n')
+    await pushBundle(`ichor/${name}`, '0.17.0-aaaaaaaaaaaa', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k\n')
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '0.17.0-aaaaaaaaaaaa', 'Automatic')})
+    const first = await preparedDigest(ns, name)
     await waitHealthyAt(name, first)
     await setOrderVersion(ns, name, '0.17.0-cccccccccccc')
     await waitUntil('Order Ready=False', async () => readyCondition(await getOrder(ns, name))?.status === 'False')
@@ -222,16 +248,20 @@ describe('Kokumi/Argo CD status simulator', () => {
   it('simulator: Manual promotion serves nothing until promoted, then only what was promoted', async () => {
     const ns = await createNamespace(kc, 'manual-sim')
     const name = 'manual-sim'
-    const first = await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'a: 1\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'a: 1\n')
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Manual')})
-    await waitUntil('Order Ready=True', async () => readyCondition(await getOrder(ns, name))?.status === 'True')
+    const first = await preparedDigest(ns, name)
     await sim.tick()
     expect(await getApplication(name)).toBeUndefined()
-    await sim.promote(ns, name)
+    // What `ichor stack promote` does: the approve-deploy label on the latest Preparation.
+    const kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: false, served: false})
+    await approveLatestPreparation(kube, ns, name)
     await waitHealthyAt(name, first)
-    const second = await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'a: 2\n')
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: true, served: true})
+    await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'a: 2\n')
     await setOrderVersion(ns, name, '1.0.0-bbbbbbbbbbbb')
-    await waitUntil('Order at the new digest', async () => (await getOrder(ns, name)).status?.latestArtifactDigest === second)
+    await preparedDigest(ns, name, first)
     await sim.tick()
     expect((await getApplication(name))!.spec.source.targetRevision).toBe(first)
   })
@@ -254,20 +284,26 @@ describe('Kokumi/Argo CD status simulator', () => {
     expect(app.status).toBeUndefined()
   })
 
-  it('simulator: an Application whose digest vanished from the registry reads OutOfSync/Missing', async () => {
+  it('simulator: an Application whose Preparation digest vanished from the registry reads OutOfSync/Missing', async () => {
     const ns = await createNamespace(kc, 'gone-sim')
     const name = 'gone-sim'
-    const digest = await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'c: 1\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'c: 1\n')
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Automatic')})
+    const digest = await preparedDigest(ns, name)
     await waitHealthyAt(name, digest)
-    // Deleting the manifest (the harness registry allows deletes) removes the tag and the digest.
-    const del = await fetch(`${registry.endpoint}/v2/ichor/${name}/manifests/${digest}`, {method: 'DELETE'})
+    // Deleting the Preparation's manifest (the harness registry allows deletes) removes its tag and digest;
+    // the Order's render inputs did not change, so Kokumi does not render again by itself.
+    const del = await fetch(`${registry.endpoint}/v2/${ns}/${name}/manifests/${digest}`, {method: 'DELETE'})
     expect(del.status).toBe(202)
     const app = await waitUntil('OutOfSync/Missing', async () => {
       const a = await getApplication(name)
       return a?.status?.health?.status === 'Missing' && a
     })
     expect(app.status.sync.status).toBe('OutOfSync')
+    // What Kokumi does after a failed render, and what `ichor stack sync` asks for: the config hash
+    // cleared, the Order renders again and pushes the Preparation back.
+    await custom.patchNamespacedCustomObjectStatus({...ORDERS, namespace: ns, name, body: {status: {latestConfigHash: null}}}, setHeaderOptions('Content-Type', 'application/merge-patch+json'))
+    await waitHealthyAt(name, digest)
   })
 })
 
@@ -276,7 +312,7 @@ describe('Cilium operator simulator', () => {
     const ciliumApi = {group: 'cilium.io', version: 'v2'}
     const policies = policiesFor('kokumi')
     expect(policies.length).toBeGreaterThan(0)
-    await createNamespace(kc, 'kokumi')
+    // The kokumi namespace exists: the beforeAll put Kokumi's controller Deployment there.
     // Before the operator ran, the kind is not served.
     await expect(
       custom.createNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi', body: policies[0]!}),

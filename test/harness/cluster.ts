@@ -9,7 +9,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startControlPlane, type ControlPlane} from './apiserver.js'
 import {startCiliumOperatorSimulator, type CiliumOperatorSimulator} from './cilium-simulator.js'
-import {kokumi017ManifestFixture} from './fixtures.js'
+import {kokumi017ManifestFixture, type KokumiVariant} from './fixtures.js'
 import {startReadinessSimulator, type ReadinessSimulator} from './readiness-simulator.js'
 import {startRegistry, type RunningRegistry} from './registry.js'
 import {startStackSimulator, type StackSimulator} from './stack-simulator.js'
@@ -25,6 +25,7 @@ export interface HarnessCluster {
   registry: RunningRegistry
   nodes: SimulatedNodes
   stateDir: string
+  /** The Kokumi install.yaml `ichor init` installs (real 0.14.0 unless the 0.17 fixture was asked for). */
   kokumiManifest: string
   /** Environment for the CLI subprocess. */
   env: NodeJS.ProcessEnv
@@ -33,7 +34,7 @@ export interface HarnessCluster {
   stop(): Promise<void>
 }
 
-export async function startHarnessCluster(opts: {talosVersion?: string} = {}): Promise<HarnessCluster> {
+export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?: KokumiVariant} = {}): Promise<HarnessCluster> {
   const talosVersion = opts.talosVersion ?? TALOS_VERSION
   const cp = await startControlPlane()
   const registry = await startRegistry()
@@ -49,7 +50,8 @@ export async function startHarnessCluster(opts: {talosVersion?: string} = {}): P
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
   const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
   const stateDir = join(work, 'state')
-  const kokumiManifest = kokumi017ManifestFixture(work)
+  // The real Kokumi 0.14.0 manifest and CRDs by default; the 0.17 fixture on request.
+  const kokumiManifest = opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ICHOR_TALOSCTL: nodes.talosctl,

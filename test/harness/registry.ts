@@ -12,6 +12,11 @@ export interface RunningRegistry {
   endpoint: string
   /** `127.0.0.1:<port>` */
   host: string
+  /**
+   * What a restarted registry pod with an emptyDir gives: the process stopped, its storage
+   * wiped, the same registry started again on the same port with an empty folder.
+   */
+  restartEmpty(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -51,6 +56,7 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
   const host = `127.0.0.1:${port}`
   const endpoint = `http://${host}`
   const config = join(dir, 'config.yml')
+  const data = join(dir, 'data')
   writeFileSync(
     config,
     [
@@ -61,7 +67,7 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
       '    disabled: true',
       'storage:',
       '  filesystem:',
-      `    rootdirectory: ${join(dir, 'data')}`,
+      `    rootdirectory: ${data}`,
       '  delete:',
       '    enabled: true',
       'http:',
@@ -69,6 +75,30 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
       '',
     ].join('\n'),
   )
+  let running: {stop(): Promise<void>}
+  try {
+    running = await serve(binary, config, endpoint)
+  } catch (error) {
+    rmSync(dir, {recursive: true, force: true})
+    throw error
+  }
+  return {
+    endpoint,
+    host,
+    async restartEmpty() {
+      await running.stop()
+      rmSync(data, {recursive: true, force: true})
+      running = await serve(binary, config, endpoint)
+    },
+    async stop() {
+      await running.stop()
+      rmSync(dir, {recursive: true, force: true})
+    },
+  }
+}
+
+/** Starts the registry process and waits until /v2/ answers. */
+async function serve(binary: string, config: string, endpoint: string): Promise<{stop(): Promise<void>}> {
   // REGISTRY_* variables override the config file; keep the run hermetic.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('REGISTRY_')))
   const child = spawn(binary, ['serve', config], {env, stdio: ['ignore', 'ignore', 'pipe']})
@@ -83,7 +113,6 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
   const stop = async () => {
     process.removeListener('exit', killOnExit)
     await terminate(child, exited)
-    rmSync(dir, {recursive: true, force: true})
   }
 
   const deadline = Date.now() + 15_000
@@ -105,7 +134,7 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
     }
     await new Promise((r) => setTimeout(r, 50))
   }
-  return {endpoint, host, stop}
+  return {stop}
 }
 
 async function terminate(child: ChildProcess, exited: Promise<unknown>): Promise<void> {

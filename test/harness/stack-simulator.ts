@@ -1,24 +1,37 @@
 // Kokumi/Argo CD status simulator. Neither Kokumi's controller nor Argo CD can run on the
-// harness (no kubelet, no pods), so this small loop plays both, from the outside:
+// harness (no kubelet, no pods), so this small loop plays both, from the outside, following
+// kokumi-dev/kokumi at the version the installed manifest names (the image tag of the
+// Deployment kokumi/kokumi-controller-manager):
 //
-// - Kokumi: for every Order it resolves `spec.source.oci` + `spec.source.version` in the
-//   harness registry (the in-cluster registry host is mapped to `registryEndpoint`) and
-//   writes the Order status Kokumi's OrderUpdater writes (Ready condition, latest digest and
-//   Preparation name). With a resolvable source and promotion `Automatic` it creates or
-//   updates the Argo CD Application Kokumi's ArgoCD deployer creates (ADR-0099 "The
-//   Application Kokumi creates"; kokumi-dev/kokumi internal/deployer/argocd.go). `Manual`
-//   (Kokumi's default when unset) waits for `promote()`, the person in Kokumi's UI.
+// - Kokumi's Order controller (internal/controller/order_controller.go, 0.14.0 and main): an
+//   Order renders only when the hash of its render inputs (renderer/hash.go
+//   CalculateSpecHash: source oci + version, menuRef, render, patches, edits; not autoDeploy,
+//   not annotations) differs from `status.latestConfigHash`. A render pulls the source with
+//   that version's puller (./kokumi-puller.ts decides what Kokumi "sees"), pushes the
+//   Preparation artifact to `<namespace>/<order>` in the registry (service.DefaultDestination),
+//   creates the Preparation `<order>-<digest12>` and writes the Order status (OrderUpdater:
+//   Ready, or ProcessingFailed with latestConfigHash cleared, so the next round retries).
+// - Promotion: `spec.autoDeploy: Enabled` (0.14.0, main) or `spec.promotion.mode: Automatic`
+//   (the 0.17 fixture) serves each new Preparation through the Serving named after the Order
+//   (preparation_controller.go reconcileServing); otherwise `promote()`, the person in the UI.
+// - The Serving's Application (serving_controller.go reconcileArgoApplication): repoURL the
+//   Preparation's repository, targetRevision its digest, taken over only with the
+//   allowed-order annotation.
 // - Argo CD: an Application whose revision changed first reads OutOfSync/Progressing, then
-//   Synced/Healthy at that digest once the digest can be pulled from the registry; if it
-//   cannot, OutOfSync/Missing.
+//   Synced/Healthy once its digest can be pulled from the registry; if it cannot,
+//   OutOfSync/Missing.
 //
-// Simplifications, on purpose: the Application's targetRevision is the digest of the bundle
-// ichor pushed (real Kokumi re-pushes a rendered Preparation under `preparation/<name>` and
-// serves that digest); no Preparation or Serving objects, no finalizer on the Order; the
-// manifests in the bundle are never applied to the cluster.
-import {ApiextensionsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
+// Simplifications, on purpose: the Preparation artifact is the pulled manifest.yaml published
+// deterministically (real Kokumi's oras push may give another digest on a re-render: then a
+// new Preparation is served, which converges the same way); the manifests in the bundle are
+// never applied to the cluster; no finalizer on the Order.
+import {ApiextensionsV1Api, AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
 import {createHash} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
+import {buildBundle} from '../../src/lib/oci/bundle.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {publishBundle} from '../../src/lib/oci/publish.js'
+import {pullerFor, pullManifest, type PulledManifest, type PullerName} from './kokumi-puller.js'
 
 /** Kokumi's in-cluster registry (kokumi-dev/kokumi internal/service/defaults.go DefaultRegistryHost). */
 export const KOKUMI_REGISTRY_HOST = 'kokumi-registry.kokumi.svc.cluster.local:5000'
@@ -28,6 +41,10 @@ export const SERVING_LABEL = 'delivery.kokumi.dev/serving'
 export const SERVING_NAMESPACE_LABEL = 'delivery.kokumi.dev/serving-namespace'
 
 const ORDERS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'orders'}
+const PREPARATIONS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'preparations'}
+const SERVINGS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'servings'}
+/** The Deployment whose image tag names the installed Kokumi version (config/manager in Kokumi's repo). */
+export const KOKUMI_CONTROLLER = {namespace: 'kokumi', name: 'kokumi-controller-manager'}
 const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
 const ARGOCD_NAMESPACE = 'argocd'
 const FIXED_TIME = new Date(0).toISOString().replace('.000Z', 'Z')
@@ -72,7 +89,9 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   kc.loadFromFile(opts.kubeconfigPath)
   const custom = kc.makeApiClient(CustomObjectsApi)
   const ext = kc.makeApiClient(ApiextensionsV1Api)
+  const apps = kc.makeApiClient(AppsV1Api)
   const registry = opts.registryEndpoint.replace(/\/+$/, '')
+  const oci = new OciClient(registry, {retry: {attempts: 1, baseDelayMs: 0, maxDelayMs: 0}})
   const events: string[] = []
   // Order `ns/name` -> digest a person promoted (Manual mode).
   const promoted = new Map<string, string>()
@@ -88,43 +107,154 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       if (isCode(err, 404)) return // The Order CRD is not there yet.
       throw err
     }
-    for (const order of orders) await reconcileOrder(order)
+    if (orders.length === 0) return
+    const version = await installedKokumiVersion()
+    if (!version) return // Kokumi's controller is not installed: nobody reconciles Orders.
+    for (const order of orders) await reconcileOrder(order, pullerFor(version))
   }
 
-  async function reconcileOrder(order: Obj): Promise<void> {
+  /** The tag of the installed controller image, e.g. `0.14.0`. */
+  async function installedKokumiVersion(): Promise<string | undefined> {
+    try {
+      const d = await apps.readNamespacedDeployment({...KOKUMI_CONTROLLER})
+      const image = d.spec?.template.spec?.containers.find((c) => c.name === 'manager')?.image ?? d.spec?.template.spec?.containers[0]?.image ?? ''
+      return /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
+    } catch (err) {
+      if (isCode(err, 404)) return undefined
+      throw err
+    }
+  }
+
+  async function reconcileOrder(order: Obj, puller: PullerName): Promise<void> {
+    const ns = order.metadata.namespace!
+    const name = order.metadata.name
+    const specHash = configHash(order.spec ?? {})
+    // order_controller.go reconcileRender: nothing to do while the render inputs are unchanged.
+    if (order.status?.latestConfigHash !== specHash) await render(order, specHash, puller)
+    const current = (await getOrder(ns, name)) ?? order
+    const latest = current.status?.latestArtifactDigest as string | undefined
+    if (promotionOf(current.spec) === 'Manual' && latest && (await approved(ns, current.status?.latestPreparationName))) promoted.set(`${ns}/${name}`, latest)
+    const served = promotionOf(current.spec) === 'Automatic' ? latest : promoted.get(`${ns}/${name}`)
+    if (served) await reconcileServing(current, served)
+    await reconcileApplication(current, served)
+  }
+
+  async function render(order: Obj, specHash: string, puller: PullerName): Promise<void> {
     const ns = order.metadata.namespace!
     const name = order.metadata.name
     const source = order.spec?.source as {oci?: string; version?: string} | undefined
-    const resolved = source?.oci && source.version ? await resolveSource(source.oci, source.version) : {error: 'the simulator handles only spec.source.oci'}
-
-    if ('error' in resolved) {
-      await writeOrderStatus(order, {ready: 'False', reason: 'ProcessingFailed', message: resolved.error})
-    } else {
-      await writeOrderStatus(order, {
-        ready: 'True',
-        reason: 'Ready',
-        message: `Successfully pushed to ${KOKUMI_REGISTRY_HOST}/preparation/${name}`,
-        digest: resolved.digest,
-        configHash: sha256(`${source!.oci}\n${source!.version}`),
-      })
+    const pulled = source?.oci && source.version ? await pull(source.oci, source.version, puller) : {error: 'the simulator handles only spec.source.oci'}
+    if ('error' in pulled) {
+      await writeOrderStatus(order, {ready: 'False', reason: 'ProcessingFailed', message: pulled.error})
+      return
     }
-
-    const mode = (order.spec?.promotion as {mode?: string} | undefined)?.mode ?? 'Manual'
-    const served = mode === 'Automatic' ? ('digest' in resolved ? resolved.digest : undefined) : promoted.get(`${ns}/${name}`)
-    const repository = 'repository' in resolved ? resolved.repository : undefined
-    await reconcileApplication(order, served, repository)
+    // Push the Preparation artifact to the Order's default destination.
+    const repository = `${ns}/${name}`
+    const bundle = buildBundle([{path: 'manifest.yaml', content: pulled.manifest}])
+    const pushed = await publishBundle(oci, {repository, tag: source!.version!, layer: bundle.layer, layerDigest: bundle.layerDigest, annotations: {source: source!.oci!, version: source!.version!}})
+    const digest = pushed.manifestDigest
+    const preparation = `${name}-${digest.slice('sha256:'.length, 'sha256:'.length + 12)}`
+    await createPreparation(order, preparation, digest, specHash, pulled.sourceDigest)
+    await writeOrderStatus(order, {
+      ready: 'True',
+      reason: 'Ready',
+      message: `Successfully pushed to ${KOKUMI_REGISTRY_HOST}/${repository}`,
+      digest,
+      preparation,
+      configHash: specHash,
+    })
   }
 
-  /** Tag -> manifest digest in the harness registry, or why it cannot be resolved. */
-  async function resolveSource(oci: string, version: string): Promise<{digest: string; repository: string} | {error: string; repository?: string}> {
-    const ref = parseOci(oci)
-    if (!ref) return {error: `${oci} is not oci://host/repository`}
+  /** preparation_controller.go: a Preparation labelled approve-deploy=true is served although autoDeploy is off. */
+  async function approved(namespace: string, preparation: string | undefined): Promise<boolean> {
+    if (!preparation) return false
+    try {
+      const p = (await custom.getNamespacedCustomObject({...PREPARATIONS, namespace, name: preparation})) as Obj
+      return p.metadata.labels?.['delivery.kokumi.dev/approve-deploy'] === 'true'
+    } catch (err) {
+      if (isCode(err, 404)) return false
+      throw err
+    }
+  }
+
+  /** What Kokumi's puller of this version leaves of `oci:version`, or why it fails. */
+  async function pull(url: string, version: string, puller: PullerName): Promise<{manifest: string; sourceDigest: string} | {error: string}> {
+    const ref = parseOci(url)
+    if (!ref) return {error: `${url} is not oci://host/repository`}
     if (ref.host !== KOKUMI_REGISTRY_HOST && `http://${ref.host}` !== registry) {
       return {error: `the simulator only knows the registry ${KOKUMI_REGISTRY_HOST}, not ${ref.host}`}
     }
     const digest = await headManifest(ref.repository, version)
-    if (!digest) return {error: `failed to resolve ${oci}:${version}: not found`, repository: ref.repository}
-    return {digest, repository: ref.repository}
+    if (!digest) return {error: `failed to pull artifact: resolve ${ref.host}/${ref.repository}:${version}: not found`}
+    const fetched = await oci.getManifest(ref.repository, digest)
+    const outcome = await pullManifest(puller, fetched.manifest as PulledManifest, (d) => oci.getBlob(ref.repository, d))
+    return 'error' in outcome ? {error: `${puller}: ${outcome.error}`} : {manifest: outcome.manifest, sourceDigest: digest}
+  }
+
+  async function createPreparation(order: Obj, name: string, digest: string, specHash: string, sourceDigest: string): Promise<void> {
+    const ns = order.metadata.namespace!
+    const source = order.spec!.source as {oci: string; version: string}
+    const body = {
+      apiVersion: 'delivery.kokumi.dev/v1alpha1',
+      kind: 'Preparation',
+      metadata: {
+        name,
+        namespace: ns,
+        labels: {[ORDER_LABEL]: order.metadata.name, 'delivery.kokumi.dev/version': source.version, 'delivery.kokumi.dev/auto-deploy': String(order.spec?.autoDeploy ?? '')},
+      },
+      spec: {
+        orderName: order.metadata.name,
+        source: {oci: source.oci, baseDigest: sourceDigest},
+        renderer: {version: 'v1.0.0', digest, renderType: 'Manifest'},
+        configHash: specHash,
+        artifact: {ociRef: `oci://${KOKUMI_REGISTRY_HOST}/${ns}/${order.metadata.name}@${digest}`, digest, signed: false},
+      },
+    }
+    try {
+      await custom.createNamespacedCustomObject({...PREPARATIONS, namespace: ns, body})
+      events.push(`Preparation ${ns}/${name} created`)
+    } catch (err) {
+      // Exists already (createPreparation returns it unchanged), or no Preparation CRD (the 0.17 fixture test).
+      if (!isCode(err, 409) && !isCode(err, 404)) throw err
+    }
+  }
+
+  /** The Serving named after the Order points at the served Preparation (preparation_controller.go reconcileServing). */
+  async function reconcileServing(order: Obj, digest: string): Promise<void> {
+    const ns = order.metadata.namespace!
+    const name = order.metadata.name
+    const preparationName = `${name}-${digest.slice('sha256:'.length, 'sha256:'.length + 12)}`
+    const type = promotionOf(order.spec) === 'Automatic' ? 'Automatic' : 'Manual'
+    try {
+      const existing = (await custom.getNamespacedCustomObject({...SERVINGS, namespace: ns, name})) as Obj
+      if (existing.spec?.preparationName === preparationName && existing.spec?.preparationPolicy?.type === type) return
+      await custom.replaceNamespacedCustomObject({...SERVINGS, namespace: ns, name, body: {...existing, spec: {...existing.spec, preparationName, preparationPolicy: {type}}}})
+      events.push(`Serving ${ns}/${name} moved to ${preparationName}`)
+    } catch (err) {
+      if (isCode(err, 409)) return
+      if (!isCode(err, 404)) throw err
+      const body = {
+        apiVersion: 'delivery.kokumi.dev/v1alpha1',
+        kind: 'Serving',
+        metadata: {name, namespace: ns, labels: {[ORDER_LABEL]: name, 'delivery.kokumi.dev/auto-deploy': String(type === 'Automatic')}},
+        spec: {orderName: name, preparationName, preparationPolicy: {type}},
+      }
+      try {
+        await custom.createNamespacedCustomObject({...SERVINGS, namespace: ns, body})
+        events.push(`Serving ${ns}/${name} created at ${preparationName}`)
+      } catch (e) {
+        if (!isCode(e, 404) && !isCode(e, 409)) throw e // no Serving CRD (the 0.17 fixture test) or a race
+      }
+    }
+  }
+
+  async function getOrder(namespace: string, name: string): Promise<Obj | undefined> {
+    try {
+      return (await custom.getNamespacedCustomObject({...ORDERS, namespace, name})) as Obj
+    } catch (err) {
+      if (isCode(err, 404)) return undefined
+      throw err
+    }
   }
 
   async function headManifest(repository: string, reference: string): Promise<string | undefined> {
@@ -140,7 +270,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
 
   async function writeOrderStatus(
     order: Obj,
-    want: {ready: 'True' | 'False'; reason: string; message: string; digest?: string; configHash?: string},
+    want: {ready: 'True' | 'False'; reason: string; message: string; digest?: string; preparation?: string; configHash?: string},
   ): Promise<void> {
     const generation = order.metadata.generation
     const current = (order.status ?? {}) as Record<string, any>
@@ -157,7 +287,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     const status: Record<string, any> = {...current, observedGeneration: generation, conditions: [condition]}
     if (want.digest) {
       status.latestArtifactDigest = want.digest
-      status.latestPreparationName = `${order.metadata.name}-${want.digest.slice('sha256:'.length, 'sha256:'.length + 12)}`
+      status.latestPreparationName = want.preparation
       status.latestConfigHash = want.configHash
     } else {
       // As Kokumi's OrderUpdater.Failed: the config hash is cleared, the last good digest kept.
@@ -177,7 +307,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     }
   }
 
-  async function reconcileApplication(order: Obj, served: string | undefined, repository: string | undefined): Promise<void> {
+  async function reconcileApplication(order: Obj, served: string | undefined): Promise<void> {
     const ns = order.metadata.namespace!
     const name = order.metadata.name
     let existing: Obj | undefined
@@ -219,7 +349,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       }
     }
     if (!existing || existing.metadata.annotations?.[ALLOWED_ORDER_ANNOTATION] !== name) return
-    await reportSync(existing, ns, repository)
+    await reportSync(existing, ns, `${ns}/${name}`)
   }
 
   /** Argo CD's side: OutOfSync/Progressing on a new revision, then Synced/Healthy if it can be pulled. */
@@ -323,7 +453,7 @@ export function desiredApplication(order: Obj, digest: string): Obj & {apiVersio
     },
     spec: {
       project: 'default',
-      source: {repoURL: `oci://${KOKUMI_REGISTRY_HOST}/preparation/${name}`, targetRevision: digest, path: '.'},
+      source: {repoURL: `oci://${KOKUMI_REGISTRY_HOST}/${ns}/${name}`, targetRevision: digest, path: '.'},
       destination: {server: 'https://kubernetes.default.svc', namespace: ns},
       syncPolicy: {automated: {prune: true, selfHeal: true}, syncOptions: ['ServerSideApply=true']},
     },
@@ -345,8 +475,16 @@ export function parseOci(url: string): {host: string; repository: string} | unde
   return m?.[1] && m[2] ? {host: m[1], repository: m[2]} : undefined
 }
 
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex')
+/** Automatic or Manual, from whichever field the installed Order CRD has. */
+export function promotionOf(spec: Record<string, any> | undefined): 'Automatic' | 'Manual' {
+  if (spec?.promotion?.mode) return spec.promotion.mode === 'Automatic' ? 'Automatic' : 'Manual'
+  return spec?.autoDeploy === 'Enabled' ? 'Automatic' : 'Manual' // 0.14.0: default Disabled
+}
+
+/** renderer/hash.go CalculateSpecHash's inputs (not its YAML bytes: only equality matters here). */
+export function configHash(spec: Record<string, any>): string {
+  const inputs = {oci: spec.source?.oci, version: spec.source?.version, menuRef: spec.menuRef?.name, render: spec.render, patches: spec.patches, edits: spec.edits}
+  return `sha256:${createHash('sha256').update(JSON.stringify(inputs)).digest('hex')}`
 }
 
 function isCode(err: unknown, code: number): boolean {

@@ -1,3 +1,4 @@
+import {gunzipSync} from 'node:zlib'
 import {describe, expect, it, vi} from 'vitest'
 import {
   ANNOTATION_SOURCE,
@@ -23,7 +24,19 @@ describe('buildArtifact', () => {
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
       config: {mediaType: 'application/vnd.cncf.flux.config.v1+json', digest: a.configDigest, size: 2},
-      layers: [{mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip', digest: bundle.layerDigest, size: bundle.size}],
+      layers: [
+        {
+          mediaType: 'application/vnd.cncf.flux.content.v1.tar+gzip',
+          digest: bundle.layerDigest,
+          size: bundle.size,
+          // Kokumi 0.14.0's oras file store unpacks a layer only with a title and the unpack flag.
+          annotations: {
+            'io.deis.oras.content.digest': sha256Digest(gunzipSync(bundle.layer)),
+            'io.deis.oras.content.unpack': 'true',
+            'org.opencontainers.image.title': '.',
+          },
+        },
+      ],
       annotations: {'org.opencontainers.image.source': annotations.source, 'org.opencontainers.image.version': '10.11.6'},
     })
     expect(a.manifestDigest).toBe(sha256Digest(a.manifest))

@@ -4,7 +4,7 @@ import {readFileSync} from 'node:fs'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {untarSync} from '../../src/lib/chart/archive.js'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {FLUX_CONFIG_MEDIA_TYPE, FLUX_CONTENT_MEDIA_TYPE, OCI_MANIFEST_MEDIA_TYPE} from '../../src/lib/oci/artifact.js'
+import {FLUX_CONFIG_MEDIA_TYPE, FLUX_CONTENT_MEDIA_TYPE, OCI_MANIFEST_MEDIA_TYPE, unpackAnnotations} from '../../src/lib/oci/artifact.js'
 import {buildBundle, bundleTag, sha256Digest} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
@@ -60,7 +60,7 @@ describe('publishBundle against the real registry', () => {
     expect(pulled.digest).toBe(result.manifestDigest)
     const manifest = pulled.manifest as {config: {mediaType: string; digest: string}; layers: {mediaType: string; digest: string; size: number}[]; annotations: Record<string, string>}
     expect(manifest.config.mediaType).toBe(FLUX_CONFIG_MEDIA_TYPE)
-    expect(manifest.layers).toEqual([{mediaType: FLUX_CONTENT_MEDIA_TYPE, digest: bundle.layerDigest, size: bundle.size}])
+    expect(manifest.layers).toEqual([{mediaType: FLUX_CONTENT_MEDIA_TYPE, digest: bundle.layerDigest, size: bundle.size, annotations: unpackAnnotations(bundle.layer)}])
     expect(manifest.annotations['org.opencontainers.image.version']).toBe('0.14.0')
     expect((await client.getBlob('ichor/kokumi', manifest.config.digest)).toString()).toBe('{}')
 

@@ -3,6 +3,7 @@ import {Ajv} from 'ajv'
 import {describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
 import {ValidationError} from '../../src/lib/errors/errors.js'
+import {orderPromotion, shapeOrder} from '../../src/lib/stack/kokumi-api.js'
 import {buildOrder, defaultAppProject, MANAGED_LABEL, repoCredsSecret} from '../../src/lib/stack/orders.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -80,6 +81,24 @@ describe('buildOrder', () => {
   it('the 0.14.0 CRD (upstream) does not know promotion, which is why the fixture exists', () => {
     const validate = orderValidator(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`)
     expect(validate(buildOrder({component: 'argocd', repository, tag: 't', promotion: 'Automatic'}))).toBe(false)
+  })
+
+  it.each([
+    ['Automatic', 'Enabled'],
+    ['Manual', 'Disabled'],
+  ] as const)('shaped for the real 0.14.0 Order CRD (autoDeploy): promotion %s becomes autoDeploy %s and validates', (promotion, autoDeploy) => {
+    const validate = orderValidator(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`)
+    const order: any = shapeOrder(buildOrder({component: 'argocd', repository, tag: '10.11.6-0123456789ab', promotion}), {field: 'autoDeploy'})
+    expect(order.spec).toEqual({source: {oci: repository, version: '10.11.6-0123456789ab'}, autoDeploy})
+    expect(validate(order), JSON.stringify(validate.errors)).toBe(true)
+    expect(celRules(order)).toEqual([])
+    expect(orderPromotion(order.spec)).toBe(promotion)
+  })
+
+  it('shaped for the 0.17 fixture (promotion.mode) it is unchanged', () => {
+    const order = buildOrder({component: 'kokumi', repository, tag: 't', promotion: 'Manual'})
+    expect(shapeOrder(order, {field: 'promotion.mode'})).toBe(order)
+    expect(orderPromotion(order.spec)).toBe('Manual')
   })
 
   it('refuses a non-OCI repository, a bad tag or a bad promotion mode', () => {

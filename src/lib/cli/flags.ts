@@ -9,6 +9,16 @@ export const kubeFlags = {
   context: Flags.string({description: 'kubeconfig context to use instead of its current-context', helpValue: 'NAME'}),
 }
 
+/** For every command that reaches Kokumi's registry. */
+export const registryEndpointFlag = {
+  'registry-endpoint': Flags.string({description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)", helpValue: 'URL'}),
+}
+
+/** For every command that takes the ichor-system Lease. */
+export const lockFlags = {
+  'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+}
+
 const DURATION_FORMS = 'a Go/helm duration such as 90s, 15m, 1h or 1h30m, or plain seconds'
 const UNIT_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
 

@@ -157,7 +157,8 @@ async function applyOne(
       accept: metadataOnly ? PARTIAL_OBJECT_METADATA : undefined,
       // JSON is YAML, so the apply patch can be sent as JSON text.
       contentType: 'application/apply-patch+yaml',
-      query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined},
+      // Strict: a field the server does not know is an error naming it, never silently dropped.
+      query: {fieldManager, force: options.force ? true : undefined, dryRun: options.dryRun ? 'All' : undefined, fieldValidation: 'Strict'},
     })
   } catch (error) {
     if (isConflict(error)) {
@@ -205,7 +206,7 @@ export async function createIfAbsent(
   try {
     await kube.request('POST', path.collection, {
       body: object,
-      query: {fieldManager: options.fieldManager ?? FIELD_MANAGER, dryRun: options.dryRun ? 'All' : undefined},
+      query: {fieldManager: options.fieldManager ?? FIELD_MANAGER, dryRun: options.dryRun ? 'All' : undefined, fieldValidation: 'Strict'},
     })
     return 'created'
   } catch (error) {

@@ -1,7 +1,7 @@
 // Steps that install and hand over the stack: the generated Secrets, the first apply of
 // Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
 // wait for Argo CD to deliver both.
-import {ICHOR_SYSTEM} from '../constants.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readDelivery, readOrder} from '../health/reads.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
@@ -14,8 +14,10 @@ import {readGeneratedSecrets} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
+import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
+import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
-import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
+import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 
@@ -135,22 +137,30 @@ export function publishBundlesTask(p: {session: Session; stack: Later<PreparedSt
 }
 
 export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
+  // The installed Kokumi decides the Order's shape (read once per run, after Kokumi is applied).
+  let api: Promise<KokumiOrderApi> | undefined
+  const desired = async (): Promise<KubeObject[]> => {
+    api ??= p.session.kube().then(readKokumiOrderApi)
+    api.catch(() => (api = undefined))
+    const shape = await api
+    return (await components(p.stack)).map((c) => shapeOrder(c.order, shape))
+  }
   return {
     id: 'orders',
     title: 'Create or move the Kokumi Orders',
     async probe() {
       const kube = await p.session.kube()
-      for (const c of await components(p.stack)) {
-        const order = await readOrder(kube, c.component)
-        if (!order) return missing(`no Order ${c.namespace}/${c.component}`)
-        if (!isDeepStrictEqual(order.spec, c.order.spec)) return missing(`Order ${c.namespace}/${c.component} points elsewhere`)
+      for (const order of await desired()) {
+        const where = `${order.metadata.namespace}/${order.metadata.name}`
+        const live = await readOrder(kube, order.metadata.name as StackComponent)
+        if (!live) return missing(`no Order ${where}`)
+        if (!isDeepStrictEqual(live.spec, order.spec)) return missing(`Order ${where} points elsewhere`)
       }
       return holds('both Orders point at the published bundles')
     },
     async run() {
       // ichor owns the Orders (label ichor.maesh.dev/managed): its fields win.
-      const orders = (await components(p.stack)).map((c) => c.order)
-      await serverSideApply(await p.session.kube(), orders, {force: true})
+      await serverSideApply(await p.session.kube(), await desired(), {force: true})
     },
   }
 }
@@ -185,24 +195,132 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
   }
 }
 
-export function waitApplicationsTask(p: {session: Session; stack: Later<PreparedStack>; timeoutMs: number}): Task {
+export function waitApplicationsTask(p: {session: Session; stack?: Later<PreparedStack>; components?: readonly StackComponent[]; timeoutMs: number}): Task {
+  // Only the names are needed: a plan that renders nothing (stack sync) passes them directly.
+  const names = async (): Promise<readonly StackComponent[]> => p.components ?? (await components(p.stack!)).map((c) => c.component)
   return {
     id: 'wait-applications',
     title: 'Wait until both Applications are Synced and Healthy',
     mutating: false,
     async probe() {
       const kube = await p.session.kube()
-      for (const c of await components(p.stack)) {
-        const s = await readDelivery(kube, c.component)
+      for (const c of await names()) {
+        const s = await readDelivery(kube, c)
         if (!s.done) return missing(s.state)
       }
       return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts")
     },
     async run(progress) {
       const kube = await p.session.kube()
-      for (const c of await components(p.stack)) {
-        await waitFor(`Application argocd/${c.component} Synced and Healthy`, () => readDelivery(kube, c.component), {timeoutMs: p.timeoutMs, onProgress: progress})
+      for (const c of await names()) {
+        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c), {timeoutMs: p.timeoutMs, onProgress: progress})
       }
     },
   }
+}
+
+/** What ichor recorded as published, per component (the IchorInstallation status). */
+export type PublishedBundles = Partial<Record<StackComponent, {tag: string; digest: string}>>
+
+/**
+ * `stack sync`: put back what the registry lost. The probe reads only the recorded tags and
+ * the registry; the bundles are rendered again (same inputs ⟹ same digests) only when one is
+ * missing, and a render that does not give the recorded digest is refused, never pushed.
+ */
+export function republishTask(p: {session: Session; published: Later<PublishedBundles>; stack: Later<PreparedStack>}): Task {
+  const lost = async (): Promise<StackComponent[]> => {
+    const client = await p.session.registry()
+    const out: StackComponent[] = []
+    for (const [c, b] of Object.entries(await p.published()) as [StackComponent, {tag: string; digest: string}][]) {
+      if ((await client.headManifest(`${BUNDLE_REPOSITORY_PREFIX}/${c}`, b.tag))?.digest !== b.digest) out.push(c)
+    }
+    return out
+  }
+  return {
+    id: 'republish-bundles',
+    title: 'Republish the bundles the registry lost (same inputs, same digests)',
+    async probe() {
+      const published = await p.published()
+      if (Object.keys(published).length === 0) return missing('ichor has recorded no published bundle: run ichor init first')
+      const gone = await lost()
+      return gone.length > 0 ? missing(`the registry lost ${gone.join(' and ')}`) : holds('the registry holds every published bundle at its digest')
+    },
+    async run(progress) {
+      const published = await p.published()
+      if (Object.keys(published).length === 0) throw new IchorError('ichor has recorded no published bundle in the IchorInstallation status', {hint: 'run ichor init first'})
+      const gone = await lost()
+      const stack = await p.stack()
+      const client = await p.session.registry()
+      for (const name of gone) {
+        const c = stack.components[name]
+        const want = published[name]!
+        if (c.bundle.tag !== want.tag || c.bundle.artifact.manifestDigest !== want.digest) {
+          throw new IchorError(
+            `re-rendering ${name} gives ${c.bundle.tag} (${c.bundle.artifact.manifestDigest}), not the published ${want.tag} (${want.digest}): the chart, manifest or values differ from the install`,
+            {hint: 'pass the artifacts the cluster was installed with (--argocd-chart, --kokumi-manifest or --mirror)'},
+          )
+        }
+        const r = await publishBundle(client, {repository: `${BUNDLE_REPOSITORY_PREFIX}/${name}`, tag: c.bundle.tag, layer: c.bundle.layer, layerDigest: c.bundle.layerDigest, annotations: {source: `oci://${c.bundle.repository}`, version: c.bundle.tag}})
+        progress(`${name} ${c.bundle.tag} ${r.pushed ? 'pushed' : 'already there'}`)
+      }
+    },
+  }
+}
+
+/**
+ * `stack sync`: make Kokumi render again what the registry lost. Kokumi's Order controller
+ * (0.14.0 and main, internal/controller/order_controller.go) renders only when the hash of the
+ * render inputs differs from status.latestConfigHash; annotations and autoDeploy are not
+ * inputs, so neither an annotation nor a generation bump re-renders. Clearing
+ * latestConfigHash is what Kokumi's own failure path does (status/order.go Failed) before it
+ * retries: the next reconcile pulls the source again and pushes the Preparation back. No
+ * user object is deleted and the Order's spec is untouched.
+ */
+export function rerenderTask(p: {session: Session; components: readonly StackComponent[]; timeoutMs: number}): Task {
+  const lost = async (): Promise<{component: StackComponent; why: string}[]> => {
+    const kube = await p.session.kube()
+    const client = await p.session.registry()
+    const out: {component: StackComponent; why: string}[] = []
+    for (const c of p.components) {
+      const order = await readOrderArtifact(kube, c)
+      if (!order) continue // no Order: init's business, not sync's
+      if (!order.ready) out.push({component: c, why: `Order ${COMPONENT_NAMESPACE[c]}/${c} is not Ready`})
+      else if (order.digest && !(await client.headManifest(order.repository, order.digest))) out.push({component: c, why: `the registry lost Preparation ${order.preparation ?? order.digest}`})
+    }
+    return out
+  }
+  return {
+    id: 'rerender-orders',
+    title: 'Have Kokumi render again the Preparations the registry lost',
+    async probe() {
+      const gone = await lost()
+      return gone.length > 0 ? missing(gone.map((g) => g.why).join('; ')) : holds("every Order is Ready and its Preparation's artifact is in the registry")
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const {component} of await lost()) {
+        await kube.request('PATCH', `/apis/${ORDER_API_VERSION}/namespaces/${COMPONENT_NAMESPACE[component]}/orders/${component}/status`, {
+          body: {status: {latestConfigHash: null}},
+          contentType: 'application/merge-patch+json',
+          query: {fieldManager: FIELD_MANAGER},
+        })
+        progress(`${component}: render requested`)
+      }
+      await waitFor('Kokumi to push the Preparations again', async () => {
+        const gone = await lost()
+        return {done: gone.length === 0, state: gone.length === 0 ? 'all rendered' : gone.map((g) => g.why).join('; ')}
+      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
+}
+
+type OrderWithArtifact = KubeObject & {status?: {conditions?: {type: string; status: string}[]; latestArtifactDigest?: string; latestPreparationName?: string}}
+
+/** The Order's latest Preparation artifact: registry path (Kokumi's default destination `<ns>/<order>`) and digest. */
+async function readOrderArtifact(kube: Kube, c: StackComponent): Promise<{ready: boolean; repository: string; digest?: string; preparation?: string} | undefined> {
+  const ns = COMPONENT_NAMESPACE[c]
+  const order = await getObject<OrderWithArtifact>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: c, namespace: ns})
+  if (!order) return undefined
+  const ready = order.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false
+  return {ready, repository: `${ns}/${c}`, digest: order.status?.latestArtifactDigest, preparation: order.status?.latestPreparationName}
 }

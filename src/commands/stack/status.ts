@@ -1,0 +1,25 @@
+import {IchorCommand} from '../../lib/cli/base.js'
+import {kubeFlags, outputFormatFlag, registryEndpointFlag} from '../../lib/cli/flags.js'
+import {renderStackStatus, stackStatus} from '../../lib/stack/status.js'
+
+export default class StackStatus extends IchorCommand {
+  static override summary = 'Show per component the published bundle, the registry, the Kokumi Order and the Argo CD Application; exit 1 when degraded.'
+  static override examples = [
+    '<%= config.bin %> stack status',
+    '<%= config.bin %> stack status -o json --kubeconfig ./kubeconfig',
+    '<%= config.bin %> stack status -o yaml --registry-endpoint http://127.0.0.1:5000',
+  ]
+  static override flags = {...kubeFlags, ...outputFormatFlag, ...registryEndpointFlag}
+
+  async run() {
+    const {flags} = await this.parse(StackStatus)
+    const status = await stackStatus({kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint']})
+    // Scripts gate on it: 0 healthy, 1 degraded.
+    if (!status.healthy) process.exitCode = 1
+    if (this.jsonEnabled()) return status
+    if (flags.output === 'json') this.log(JSON.stringify(status, null, 2))
+    else if (flags.output === 'yaml') this.log((await import('yaml')).stringify(status))
+    else this.log(renderStackStatus(status))
+    return status
+  }
+}

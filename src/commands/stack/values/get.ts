@@ -1,0 +1,19 @@
+import {Args} from '@oclif/core'
+import {IchorCommand} from '../../../lib/cli/base.js'
+import {kubeFlags, outputFormatFlag} from '../../../lib/cli/flags.js'
+import {getStackValues} from '../../../lib/plans/stack-values.js'
+import type {StackComponent} from '../../../lib/stack/policies.js'
+
+export default class StackValuesGet extends IchorCommand {
+  static override summary = "Print the user layer of Argo CD's or Kokumi's values stored in the IchorInstallation."
+  static override examples = ['<%= config.bin %> stack values get argocd', '<%= config.bin %> stack values get kokumi -o json']
+  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override flags = {...kubeFlags, ...outputFormatFlag}
+
+  async run() {
+    const {args, flags} = await this.parse(StackValuesGet)
+    const values = await getStackValues({component: args.component as StackComponent, kubeconfig: flags.kubeconfig, context: flags.context})
+    if (!this.jsonEnabled()) this.log(flags.output === 'json' ? JSON.stringify(values, null, 2) : (await import('yaml')).stringify(values))
+    return values
+  }
+}

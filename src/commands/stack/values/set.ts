@@ -1,0 +1,42 @@
+import {Args, Flags} from '@oclif/core'
+import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
+import {loadUserValues} from '../../../lib/cilium/user-values.js'
+import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
+import type {StackComponent} from '../../../lib/stack/policies.js'
+import {outputModeFor} from '../../../lib/tasks/engine.js'
+
+export default class StackValuesSet extends IchorCommand {
+  static override summary = "Change Argo CD's or Kokumi's user values: republish the bundle and move the component's Order."
+  static override examples = [
+    '<%= config.bin %> stack values set argocd --set server.replicas=2',
+    '<%= config.bin %> stack values set kokumi -f kokumi-values.yaml --json',
+    '<%= config.bin %> stack values set argocd --set configs.params.server\\.insecure=null',
+  ]
+  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override flags = {
+    values: Flags.string({char: 'f', description: 'YAML file merged onto the stored user layer ("-" for stdin)', helpValue: 'FILE', multiple: true}),
+    set: Flags.string({description: 'set a value on top of the files, helm syntax (a.b=c; a.b=null removes it)', helpValue: 'KEY=VALUE', multiple: true}),
+    ...kubeFlags,
+    ...registryEndpointFlag,
+    timeout: timeoutFlag(900),
+    ...lockFlags,
+    'dry-run': Flags.boolean({description: 'change nothing: validate, probe and show what would run'}),
+    'argocd-chart': assetFlags['argocd-chart'],
+    'kokumi-manifest': assetFlags['kokumi-manifest'],
+    mirror: assetFlags.mirror,
+  }
+
+  async run() {
+    const {args, flags} = await this.parse(StackValuesSet)
+    const json = this.jsonEnabled()
+    const result = await runStackValuesSetPlan({
+      component: args.component as StackComponent, values: loadUserValues(flags.values, flags.set),
+      kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
+      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
+      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+    })
+    if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).` : `\n${result.component} already has these values: nothing changed.`)
+    return result
+  }
+}

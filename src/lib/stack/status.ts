@@ -1,0 +1,182 @@
+// `ichor stack status`: per component what ichor published (the IchorInstallation status),
+// whether Kokumi's registry still holds it, the Order and its latest Preparation, and the
+// Application Kokumi made. Read-only: the same reads serve `stack sync`'s probes.
+import type {Kube} from '../kube/client.js'
+import {getObject, type KubeObject} from '../kube/objects.js'
+import {readApplication, readOrder, type ApplicationState} from '../health/reads.js'
+import type {OciClient} from '../oci/client.js'
+import type {Session} from '../session/session.js'
+import {readInstallation} from '../state/installation.js'
+import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
+import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
+import type {StackComponent} from './policies.js'
+import {BUNDLE_REPOSITORY_PREFIX, IN_CLUSTER_REGISTRY} from './prepare.js'
+
+export const STACK_COMPONENTS: readonly StackComponent[] = ['kokumi', 'argocd']
+
+export interface PublishedBundle {
+  /** As Kokumi and Argo CD address it, `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd`. */
+  repository: string
+  tag: string
+  digest: string
+}
+
+export interface ComponentStackStatus {
+  component: StackComponent
+  namespace: string
+  /** From the IchorInstallation status; undefined before init recorded it. */
+  published?: PublishedBundle
+  registry: {
+    /** The registry holds the published tag at the published digest. */
+    bundle: boolean
+    /** What the tag resolves to now (undefined: the tag is gone). */
+    bundleDigest?: string
+    /** The artifact of the Order's latest Preparation (what Argo CD pulls) is still there. */
+    preparation: boolean
+  }
+  order: {
+    exists: boolean
+    version?: string
+    promotion?: PromotionMode
+    ready: boolean
+    reason?: string
+    message?: string
+    latestPreparation?: string
+    latestArtifactDigest?: string
+  }
+  preparation?: {name: string; sourceDigest?: string; artifact?: string}
+  application: {exists: boolean} & ApplicationState
+  /** Ways in which what runs is not what ichor published; empty when in line. */
+  drift: string[]
+  /** Everything that makes the component degraded (drift included); empty when healthy. */
+  problems: string[]
+  healthy: boolean
+}
+
+export interface StackStatus {
+  healthy: boolean
+  kokumiVersion?: string
+  components: ComponentStackStatus[]
+}
+
+type OrderObject = KubeObject & {
+  spec?: {source?: {version?: string}}
+  status?: {conditions?: {type: string; status: string; reason?: string; message?: string}[]; latestPreparationName?: string; latestArtifactDigest?: string}
+}
+type PreparationObject = KubeObject & {spec?: {source?: {baseDigest?: string}; artifact?: {ociRef?: string; digest?: string}}}
+
+/** The path of a repository inside the registry: `host:port/ichor/argocd` → `ichor/argocd`. */
+export function registryPath(repository: string): string {
+  const withoutScheme = repository.replace(/^oci:\/\//, '')
+  return withoutScheme.slice(withoutScheme.indexOf('/') + 1)
+}
+
+export async function readStackStatus(session: Session): Promise<StackStatus> {
+  const kube = await session.kube()
+  const [installation, kokumiVersion] = await Promise.all([readInstallation(kube), installedKokumiVersion(kube)])
+  let registry: OciClient | undefined
+  let registryError: string | undefined
+  try {
+    registry = await session.registry()
+  } catch (error) {
+    registryError = (error as Error).message.split('\n')[0]
+  }
+  const components = await Promise.all(
+    STACK_COMPONENTS.map((c) => {
+      const s = installation?.status?.stack?.[c]
+      const published = s && {repository: `${IN_CLUSTER_REGISTRY}/${BUNDLE_REPOSITORY_PREFIX}/${c}`, tag: s.publishedTag, digest: s.digest}
+      return readComponentStatus(kube, c, published, registry, registryError)
+    }),
+  )
+  return {healthy: components.every((c) => c.healthy), kokumiVersion, components}
+}
+
+async function readComponentStatus(kube: Kube, component: StackComponent, published: PublishedBundle | undefined, registry: OciClient | undefined, registryError: string | undefined): Promise<ComponentStackStatus> {
+  const namespace = COMPONENT_NAMESPACE[component]
+  const problems: string[] = []
+  const drift: string[] = []
+  const [orderObject, orderState, app] = await Promise.all([
+    getObject<OrderObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: component, namespace}),
+    readOrder(kube, component),
+    readApplication(kube, component),
+  ])
+  const ready = orderObject?.status?.conditions?.find((x) => x.type === 'Ready')
+  const order: ComponentStackStatus['order'] = {
+    exists: orderObject !== undefined,
+    version: orderObject?.spec?.source?.version,
+    promotion: orderObject ? orderPromotion(orderObject.spec) : undefined,
+    ready: orderState?.ready ?? false,
+    reason: ready?.reason,
+    message: ready?.message,
+    latestPreparation: orderObject?.status?.latestPreparationName,
+    latestArtifactDigest: orderObject?.status?.latestArtifactDigest,
+  }
+  const prepObject = order.latestPreparation
+    ? await getObject<PreparationObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name: order.latestPreparation, namespace}).catch(() => undefined)
+    : undefined
+  const preparation = order.latestPreparation ? {name: order.latestPreparation, sourceDigest: prepObject?.spec?.source?.baseDigest, artifact: prepObject?.spec?.artifact?.ociRef} : undefined
+
+  const reg: ComponentStackStatus['registry'] = {bundle: false, preparation: false}
+  if (!registry) problems.push(`the registry cannot be reached: ${registryError}`)
+  if (registry && published) {
+    reg.bundleDigest = (await registry.headManifest(registryPath(published.repository), published.tag))?.digest
+    reg.bundle = reg.bundleDigest === published.digest
+    if (!reg.bundleDigest) problems.push(`the registry lost ${published.tag} (published at ${published.digest})`)
+    else if (!reg.bundle) problems.push(`the registry holds ${published.tag} at ${reg.bundleDigest}, not the published ${published.digest}`)
+  }
+  if (registry && order.latestArtifactDigest) {
+    const at = preparation?.artifact?.replace(/^oci:\/\//, '').split('@')[0] ?? `${IN_CLUSTER_REGISTRY}/${namespace}/${component}`
+    reg.preparation = (await registry.headManifest(registryPath(at), order.latestArtifactDigest)) !== undefined
+    if (!reg.preparation) problems.push(`the registry lost the artifact of Preparation ${order.latestPreparation ?? '?'} (${order.latestArtifactDigest}) that Argo CD pulls`)
+  }
+
+  if (!published) problems.push('ichor has recorded no published bundle (run ichor init)')
+  if (!order.exists) problems.push(`no Order ${namespace}/${component}`)
+  else if (!order.ready) problems.push(`Order ${namespace}/${component} is not Ready${order.message ? `: ${order.message}` : ''}`)
+  if (!app) problems.push(`no Application ${APPLICATION_NAMESPACE}/${component}`)
+  else if (app.sync !== 'Synced' || app.health !== 'Healthy') problems.push(`Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}`)
+
+  // Drift: the chain published digest → Order → Preparation → Application is broken somewhere.
+  if (published && order.version && order.version !== published.tag) drift.push(`the Order asks for ${order.version}, ichor published ${published.tag}`)
+  if (published && preparation?.sourceDigest && preparation.sourceDigest !== published.digest) drift.push(`Preparation ${preparation.name} was rendered from ${preparation.sourceDigest}, ichor published ${published.digest}`)
+  if (app && order.latestArtifactDigest && app.revision !== order.latestArtifactDigest) {
+    // With Manual promotion a newer Preparation waits for a person: say how, it is not drift.
+    if (order.promotion === 'Manual') problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
+    else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
+  }
+  problems.push(...drift)
+  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, problems, healthy: problems.length === 0}
+}
+
+export interface StackSessionOptions {
+  kubeconfig?: string
+  context?: string
+  registryEndpoint?: string
+}
+
+/** Opens a session, reads, closes: the whole of `ichor stack status`. */
+export async function stackStatus(options: StackSessionOptions): Promise<StackStatus> {
+  const {openSession} = await import('../session/session.js')
+  const session = openSession({command: 'stack status', ...options})
+  try {
+    await session.clusterAnswers()
+    return await readStackStatus(session)
+  } finally {
+    await session.close()
+  }
+}
+
+/** The human form: one block per component, the problems last. */
+export function renderStackStatus(s: StackStatus): string {
+  const lines = [`Kokumi ${s.kokumiVersion ?? '(version unknown)'}; stack ${s.healthy ? 'healthy' : 'DEGRADED'}`]
+  for (const c of s.components) {
+    lines.push('', `${c.component} (${c.namespace}): ${c.healthy ? 'healthy' : 'degraded'}`)
+    lines.push(`  published    ${c.published ? `${c.published.tag} ${c.published.digest}` : 'none recorded'}`)
+    lines.push(`  registry     bundle ${c.registry.bundle ? 'present' : 'MISSING'}, preparation ${c.registry.preparation ? 'present' : 'MISSING'}`)
+    lines.push(`  order        ${c.order.exists ? `${c.order.version} ${c.order.promotion} ${c.order.ready ? 'Ready' : `not Ready (${c.order.reason ?? 'no status'})`}${c.order.latestPreparation ? `, Preparation ${c.order.latestPreparation}` : ''}` : 'none'}`)
+    lines.push(`  application  ${c.application.exists ? `${c.application.sync ?? 'Unknown'}/${c.application.health ?? 'Unknown'} at ${c.application.revision ?? 'no revision'}` : 'none'}`)
+    for (const p of c.problems) lines.push(`  ! ${p}`)
+  }
+  if (!s.healthy) lines.push('', 'Run `ichor stack sync` to republish lost bundles and have Kokumi render again.')
+  return lines.join('\n')
+}

@@ -1,0 +1,166 @@
+// `ichor stack status` and `ichor stack sync` after a full `ichor init` on the harness: real
+// apiserver, registry, helm and talosctl, the REAL Kokumi 0.14.0 manifest and CRDs (Orders with
+// spec.autoDeploy); simulated: Talos nodes, readiness, and Kokumi/Argo CD (stack-simulator.ts,
+// following Kokumi 0.14.0's puller and Order controller). One cluster, one init.
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import type {StackStatus} from '../../src/lib/stack/status.js'
+import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {waitUntil} from '../harness/kube.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Obj = KubeObject & {spec?: any; status?: any}
+
+let h: HarnessCluster
+let kube: Kube
+let day2: string[]
+/** The artifacts the cluster was installed with: a re-render needs them (the pinned ones are not fetched here). */
+let assets: string[]
+
+const endEvent = (r: CliRun) => jsonEvents(r).find((e) => e.event === 'end') as {ok: boolean; changed: boolean} | undefined
+
+async function status(): Promise<{run: CliRun; doc: StackStatus}> {
+  const run = await runIchor(['stack', 'status', '-o', 'json', ...day2], h.env)
+  return {run, doc: JSON.parse(run.stdout) as StackStatus}
+}
+
+const byName = (s: StackStatus, c: string) => s.components.find((x) => x.component === c)!
+
+beforeAll(async () => {
+  h = await startHarnessCluster()
+  const init = await runIchor([...h.initArgs, '--json'], h.env)
+  expect(init.code, `${init.stderr}\n${init.stdout.slice(-2000)}`).toBe(0)
+  kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
+  assets = ['--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+}, 600_000)
+afterAll(async () => h?.stop())
+
+describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
+  let healthy: StackStatus
+
+  it('init created the Orders in the installed (0.14.0) shape: autoDeploy Enabled, a Serving per Order', async () => {
+    for (const c of ['argocd', 'kokumi']) {
+      const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
+      expect(order?.spec.autoDeploy).toBe('Enabled')
+      expect(order?.spec.promotion).toBeUndefined()
+      const serving = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Serving', name: c, namespace: c})
+      expect(serving?.spec).toMatchObject({orderName: c, preparationName: order?.status.latestPreparationName, preparationPolicy: {type: 'Automatic'}})
+    }
+  })
+
+  it('status on a healthy stack: exit 0, every field in line', async () => {
+    const {run, doc} = await status()
+    expect(run.code, run.stderr).toBe(0)
+    const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(doc.healthy).toBe(true)
+    expect(doc.kokumiVersion).toBe('0.14.0')
+    expect(doc.components.map((c) => c.component)).toEqual(['kokumi', 'argocd'])
+    for (const c of doc.components) {
+      const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c.component, namespace: c.component})
+      const recorded = cr!.status.stack[c.component]
+      expect(c.namespace).toBe(c.component)
+      expect(c.published).toEqual({repository: `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/${c.component}`, tag: recorded.publishedTag, digest: recorded.digest})
+      expect(c.published!.tag).toMatch(c.component === 'kokumi' ? /^0\.14\.0-[0-9a-f]{12}$/ : /^10\.1\.1-[0-9a-f]{12}$/)
+      expect(c.registry).toEqual({bundle: true, bundleDigest: recorded.digest, preparation: true})
+      const prep = order!.status.latestArtifactDigest as string
+      expect(c.order).toEqual({
+        exists: true, version: recorded.publishedTag, promotion: 'Automatic', ready: true, reason: 'Ready',
+        message: `Successfully pushed to kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}`,
+        latestPreparation: `${c.component}-${prep.slice(7, 19)}`, latestArtifactDigest: prep,
+      })
+      expect(c.preparation).toEqual({name: `${c.component}-${prep.slice(7, 19)}`, sourceDigest: recorded.digest, artifact: `oci://kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}@${prep}`})
+      expect(c.application).toEqual({exists: true, sync: 'Synced', health: 'Healthy', revision: prep})
+      expect(c.drift).toEqual([])
+      expect(c.problems).toEqual([])
+      expect(c.healthy).toBe(true)
+    }
+    healthy = doc
+    const yaml = await runIchor(['stack', 'status', '-o', 'yaml', ...day2], h.env)
+    expect(yaml.code).toBe(0)
+    expect(yaml.stdout).toMatch(/^healthy: true$/m)
+  })
+
+  it('sync on a healthy stack is a no-op (changed: false)', async () => {
+    const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    expect(r.code, r.stderr).toBe(0)
+    expect(endEvent(r)).toMatchObject({ok: true, changed: false})
+  })
+
+  it('registry storage wiped: status exit 1 naming the losses; sync restores the same digests and the Applications converge', async () => {
+    await h.registry.restartEmpty()
+    const {run, doc} = await status()
+    expect(run.code).toBe(1)
+    expect(doc.healthy).toBe(false)
+    for (const c of doc.components) {
+      const before = byName(healthy, c.component)
+      expect(c.published).toEqual(before.published)
+      expect(c.registry).toEqual({bundle: false, preparation: false})
+      expect(c.order).toEqual(before.order) // Kokumi does not notice by itself: its inputs did not change
+      expect(c.problems).toEqual(expect.arrayContaining([
+        `the registry lost ${before.published!.tag} (published at ${before.published!.digest})`,
+        `the registry lost the artifact of Preparation ${before.order.latestPreparation} (${before.order.latestArtifactDigest}) that Argo CD pulls`,
+      ]))
+      expect(c.healthy).toBe(false)
+    }
+
+    const sync = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    expect(sync.code, sync.stderr).toBe(0)
+    expect(endEvent(sync)).toMatchObject({ok: true, changed: true})
+    expect(jsonEvents(sync).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual(expect.arrayContaining(['republish-bundles', 'rerender-orders']))
+    const after = (await status()).doc
+    expect(after).toEqual(healthy)
+  })
+
+  it('sync killed at every step boundary converges to the same digests', async () => {
+    await h.registry.restartEmpty()
+    const whole = await runIchor(['stack', 'sync', '--json', '--dry-run', ...day2, ...assets], h.env)
+    const ids = (jsonEvents(whole).find((e) => e.event === 'start') as {tasks: {id: string}[]}).tasks.map((t) => t.id)
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'wait-applications'])
+    const log: string[] = []
+    for (let k = 0; k < ids.length; k++) {
+      const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env, {killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking'})
+      log.push(`kill before ${ids[k]}: ${r.signal ?? `exit ${r.code}`}`)
+      expect(r.code === 0 || r.signal === 'SIGKILL', `${ids[k]}: ${r.stderr}`).toBe(true)
+    }
+    const last = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    expect(last.code, `${log.join('\n')}\n${last.stderr}`).toBe(0)
+    expect(log.filter((l) => l.endsWith('SIGKILL')).length).toBe(ids.length)
+    const after = await waitUntil('status healthy', async () => {
+      const s = await status()
+      return s.run.code === 0 && s.doc
+    })
+    expect(after).toEqual(healthy)
+  })
+
+  it('values set argocd: new tag and digest, the Order moves, Kokumi serves it; the same values again change nothing; bad values are exit 2', async () => {
+    const before = byName(healthy, 'argocd').published!
+    const set = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    expect(set.code, set.stderr).toBe(0)
+    expect(endEvent(set)).toMatchObject({ok: true, changed: true})
+    const result = JSON.parse(set.stdout.slice(set.stdout.lastIndexOf('\n{') + 1)) as {tag: string; digest: string}
+    expect(result.tag).toMatch(/^10\.1\.1-[0-9a-f]{12}$/)
+    expect(result.tag).not.toBe(before.tag)
+    expect(result.digest).not.toBe(before.digest)
+    const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'})
+    expect(order?.spec).toEqual({source: {oci: 'oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd', version: result.tag}, autoDeploy: 'Enabled'})
+    const after = (await status()).doc
+    expect(after.healthy).toBe(true)
+    expect(byName(after, 'argocd').published).toEqual({repository: before.repository, tag: result.tag, digest: result.digest})
+    expect(byName(after, 'argocd').preparation?.sourceDigest).toBe(result.digest)
+    expect(byName(after, 'kokumi')).toEqual(byName(healthy, 'kokumi'))
+    const get = await runIchor(['stack', 'values', 'get', 'argocd', '-o', 'json', '--kubeconfig', day2[1]!], h.env)
+    expect(JSON.parse(get.stdout)).toEqual({server: {replicas: 2}})
+
+    const again = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    expect(again.code, again.stderr).toBe(0)
+    expect(endEvent(again)).toMatchObject({ok: true, changed: false})
+
+    const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/server\.replicaz/)
+    expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
+  })
+})
