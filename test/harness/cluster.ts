@@ -26,6 +26,8 @@ export interface HarnessCluster {
   nodes: SimulatedNodes
   stateDir: string
   kokumiManifest: string
+  /** The readiness simulator: tests hold workloads unready through it. */
+  readiness: ReadinessSimulator
   /** Environment for the CLI subprocess. */
   env: NodeJS.ProcessEnv
   /** The `ichor init` arguments for this cluster (add --json etc.). */
@@ -65,7 +67,7 @@ export async function startHarnessCluster(opts: {talosVersion?: string} = {}): P
     '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
   ]
   return {
-    cp, registry, nodes, stateDir, kokumiManifest, env, initArgs,
+    cp, registry, nodes, stateDir, kokumiManifest, readiness, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()
