@@ -4,6 +4,7 @@
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
 //   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
+//   cni     cni status, a no-op cni values set, cni values diff on the harness
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -14,7 +15,7 @@ process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['values', 'stack', 'e2e']
+const sections = wanted.length > 0 ? wanted : ['values', 'stack', 'e2e', 'cni']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 
