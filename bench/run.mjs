@@ -7,6 +7,7 @@
 //   yaml    parse and emit of the Argo CD render per YAML library (the choice of library)
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
 //   stack-day2  `stack status` and a no-op `stack sync` on the harness
+//   cni     cni status, a no-op cni values set, cni values diff on the harness
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -17,7 +18,7 @@ process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'stack', 'e2e', 'stack-day2']
+const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'stack', 'e2e', 'stack-day2', 'cni']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

@@ -27,6 +27,8 @@ export interface HarnessCluster {
   stateDir: string
   /** The Kokumi install.yaml `ichor init` installs (real 0.14.0 unless the 0.17 fixture was asked for). */
   kokumiManifest: string
+  /** The readiness simulator: tests hold workloads unready through it. */
+  readiness: ReadinessSimulator
   /** Environment for the CLI subprocess. */
   env: NodeJS.ProcessEnv
   /** The `ichor init` arguments for this cluster (add --json etc.). */
@@ -67,7 +69,7 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
     '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
   ]
   return {
-    cp, registry, nodes, stateDir, kokumiManifest, env, initArgs,
+    cp, registry, nodes, stateDir, kokumiManifest, readiness, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()

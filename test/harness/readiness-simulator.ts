@@ -24,7 +24,14 @@ export interface ReadinessSimulator {
   tick(): Promise<void>
   /** Objects marked ready so far, as `Kind/namespace/name@generation`. */
   readonly marked: string[]
+  /**
+   * Test control: objects matching `predicate` are left as they are (never marked ready),
+   * as a kubelet would leave pods that crash. Returns the function that lifts the hold.
+   */
+  holdUnready(predicate: HoldPredicate): () => void
 }
+
+export type HoldPredicate = (kind: 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Job', obj: V1Deployment | V1StatefulSet | V1DaemonSet | V1Job) => boolean
 
 const FIXED_TIME = new Date(0)
 
@@ -34,6 +41,7 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
   const apps = kc.makeApiClient(AppsV1Api)
   const batch = kc.makeApiClient(BatchV1Api)
   const marked: string[] = []
+  const holds = new Set<HoldPredicate>()
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
 
@@ -75,6 +83,7 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
     replace: (body: T) => Promise<unknown>,
   ): Promise<void> {
     if (isDeepStrictEqual(normalize(obj.status), normalize(status))) return
+    if ([...holds].some((held) => held(kind as Parameters<HoldPredicate>[0], obj))) return
     try {
       await replace({...obj, status})
       const m = obj.metadata!
@@ -106,6 +115,10 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
   return {
     marked,
     tick,
+    holdUnready(predicate) {
+      holds.add(predicate)
+      return () => holds.delete(predicate)
+    },
     async stop() {
       stopped = true
       await looping

@@ -120,6 +120,8 @@ const rejected: [string, Values, Facts, string, RegExp][] = [
   ['clustermesh API server with an explicit helm method', {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'helm'}}}}}, {}, 'clustermesh.apiserver.tls.auto.method', /got "helm"/],
   ['kube-proxy replaced while Talos has KubePrism off', {}, {kubePrism: {enabled: false, port: 7445}}, 'kubeProxyReplacement', /KubePrism enabled on port 7445.*disabled/],
   ['kube-proxy replaced while KubePrism listens elsewhere', {}, {kubePrism: {enabled: true, port: 7446}}, 'kubeProxyReplacement', /on port 7446/],
+  ['a ServiceMonitor on a cluster that does not serve monitoring.coreos.com', {prometheus: {enabled: true, serviceMonitor: {enabled: true}}}, {monitoringCrds: 'absent'}, 'prometheus.serviceMonitor.enabled', /monitoring\.coreos\.com/],
+  ["Hubble's ServiceMonitor on a cluster without monitoring.coreos.com", {hubble: {metrics: {enabled: ['dns'], serviceMonitor: {enabled: true}}}}, {monitoringCrds: 'absent'}, 'hubble.metrics.serviceMonitor.enabled', /ServiceMonitor CRD/],
   ['merged values over 64 KiB', {podAnnotations: Object.fromEntries(Array.from({length: 800}, (_, i) => [`example.com/a${i}`, 'x'.repeat(80)]))}, {}, '(values)', /at most 65536 bytes \(64 KiB\)/],
 ]
 

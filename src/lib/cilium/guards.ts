@@ -10,6 +10,8 @@ export interface CiliumFacts {
   forwardKubeDNSToHost?: boolean
   /** Whether the Gateway API CRDs are installed in the cluster. */
   gatewayApiCrds?: 'present' | 'absent'
+  /** Whether the cluster serves monitoring.coreos.com (the Prometheus operator's ServiceMonitor CRD). */
+  monitoringCrds?: 'present' | 'absent'
   /** KubePrism as the Talos machine config sets it. */
   kubePrism?: {enabled: boolean; port: number}
 }
@@ -56,6 +58,12 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
     }
   }
 
+  if (facts.monitoringCrds === 'absent') {
+    for (const path of enabledServiceMonitors(effective)) {
+      issues.push({path: `${path}.enabled`, message: 'true needs the ServiceMonitor CRD (monitoring.coreos.com), which this cluster does not serve; install the Prometheus operator first'})
+    }
+  }
+
   if (getPath(effective, ['clustermesh', 'useAPIServer']) === true) {
     const tlsAuto = ['clustermesh', 'apiserver', 'tls', 'auto']
     const autoEnabled = getPath(effective, [...tlsAuto, 'enabled'])
@@ -69,4 +77,15 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
   }
 
   return {issues, notes}
+}
+
+/** Paths of every `serviceMonitor` map with `enabled: true` (hubble.metrics.serviceMonitor, prometheus.serviceMonitor, ...). */
+function enabledServiceMonitors(values: unknown, path: string[] = []): string[] {
+  if (!values || typeof values !== 'object' || Array.isArray(values)) return []
+  const out: string[] = []
+  for (const [key, value] of Object.entries(values)) {
+    if (key === 'serviceMonitor' && value && typeof value === 'object' && (value as {enabled?: unknown}).enabled === true) out.push([...path, key].join('.'))
+    else out.push(...enabledServiceMonitors(value, [...path, key]))
+  }
+  return out
 }

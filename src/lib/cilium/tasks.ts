@@ -1,12 +1,16 @@
-// Steps on the Cilium release: wait for the bootstrapped DaemonSet, adopt it into Helm.
+// Steps on the Cilium release: wait for the bootstrapped DaemonSet, adopt it into Helm;
+// day-2, change its values (validate, upgrade with rollback, wait, record).
+import {isDeepStrictEqual} from 'node:util'
 import {CILIUM_RELEASE} from '../constants.js'
-import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness} from '../health/reads.js'
-import {ReleasePendingError, waitForSettledRelease} from '../helm/pending.js'
-import {helmInstall, valuesHash, type ReleaseRecord} from '../helm/release.js'
+import {IchorError} from '../errors/errors.js'
+import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
+import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
-import {waitForDaemonSetReady} from '../kube/wait.js'
+import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
+import {readInstallation, writeInstallationSpec, writeInstallationStatus, type CniStatus} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
@@ -103,4 +107,122 @@ async function clearInterruptedAdoption(kube: Kube, timeoutMs: number, progress:
   }
   progress(`removed the record of an adoption that did not finish (${record.status})`)
   return false
+}
+
+// ---------------------------------------------------------------------------------------
+// Day-2: a change of Cilium's values (`ichor cni values set|edit`)
+
+/** A validated change, resolved by the validation step under the Lease. */
+export interface CiliumValuesChange {
+  /** The user layer to store. */
+  user: Values
+  /** Defaults ⟶ user ⟶ owned. */
+  effective: Values
+  hash: string
+  chartPath: string
+  chartVersion: string
+  /** The user layer the CR held before. */
+  previousUser: Values
+  notes: string[]
+}
+
+/** Before anything changes: the values engine with the live cluster's facts; bad values are exit 2. */
+export function validateCiliumValuesTask(p: {change: Later<CiliumValuesChange>}): Task {
+  return {
+    id: 'validate-values',
+    title: "Validate the Cilium values against the chart and the live cluster's facts",
+    mutating: false,
+    check: true,
+    async probe() {
+      const c = await p.change()
+      return holds(`valid for cilium ${c.chartVersion}${c.notes.length ? `; ${c.notes.join('; ')}` : ''}`)
+    },
+    async run() {},
+  }
+}
+
+/** helm upgrade with the full effective values and rollback on failure; skipped when the release already runs them. */
+export function upgradeCiliumValuesTask(p: {session: Session; change: Later<CiliumValuesChange>; timeoutMs: number}): Task {
+  const ns = CILIUM_RELEASE.namespace
+  return {
+    id: 'helm-upgrade',
+    title: `Upgrade Helm release ${ns}/${CILIUM_RELEASE.name} with the new values (rollback on failure)`,
+    async probe() {
+      const [record, c] = await Promise.all([readCiliumRelease(await p.session.kube()), p.change()])
+      if (!record) return missing(`no Helm release ${CILIUM_RELEASE.name}`)
+      if (record.status !== 'deployed') return missing(`release ${CILIUM_RELEASE.name} revision ${record.revision} is ${record.status}`)
+      if (valuesHash(record.config) !== c.hash) return missing(`revision ${record.revision} runs other values`)
+      return holds(`revision ${record.revision} runs these values`)
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      const c = await p.change()
+      const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
+      if (record?.status === 'deployed' && valuesHash(record.config) === c.hash) return
+      if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
+      try {
+        await helmUpgrade({
+          ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective,
+          wait: true, rollbackOnFailure: true, timeoutSeconds: Math.ceil(p.timeoutMs / 1000),
+        })
+      } catch (error) {
+        if (!(error instanceof HelmReleaseError)) throw error
+        // Which workloads held the rollout, as they are now (after the rollback).
+        const [ds, op] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
+        const after = await readCiliumRelease(kube)
+        const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
+        throw new IchorError(`${error.message}\nrelease now at revision ${after?.revision ?? '?'} (${after?.status ?? 'unknown'}) with the previous values; workloads: ${pods}`, {
+          hint: `the IchorInstallation was not changed; see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`,
+          cause: error,
+        })
+      }
+    },
+  }
+}
+
+/** Cilium's operator first, then the agents (its upgrade guide's order). */
+export function waitCiliumRolloutTask(p: {session: Session; kind: 'Deployment' | 'DaemonSet'; timeoutMs: number}): Task {
+  const ns = CILIUM_RELEASE.namespace
+  const name = p.kind === 'Deployment' ? 'cilium-operator' : 'cilium'
+  return {
+    id: p.kind === 'Deployment' ? 'wait-operator' : 'wait-agents',
+    title: p.kind === 'Deployment' ? 'Wait for the Cilium operator to roll out' : 'Wait for the Cilium DaemonSet to roll out',
+    mutating: false,
+    async probe() {
+      const w = await readWorkloadRollout(await p.session.kube(), p.kind, ns, name)
+      return w?.rolledOut ? holds(`${w.ready}/${w.desired} ready`) : missing(w ? w.state : `${p.kind} ${ns}/${name} does not exist`)
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      const wait = p.kind === 'Deployment' ? waitForDeploymentRollout : waitForDaemonSetReady
+      await wait(kube, ns, name, {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
+}
+
+/** The user layer into the spec, then what the release runs into the status. */
+export function recordCiliumValuesTask(p: {session: Session; change: Later<CiliumValuesChange>}): Task {
+  return {
+    id: 'record-values',
+    title: 'Record the user layer and the applied values hash in the IchorInstallation',
+    async probe() {
+      const kube = await p.session.kube()
+      const [cr, record, c] = await Promise.all([readInstallation(kube), readCiliumRelease(kube), p.change()])
+      if (!cr) return missing('no IchorInstallation')
+      if (!isDeepStrictEqual(cr.spec.cni.cilium?.values ?? {}, c.user)) return missing('the stored user layer differs')
+      if (!isDeepStrictEqual(cr.status?.cni, cniStatusOf(record))) return missing('the status does not record the applied values')
+      return holds(`hash ${c.hash.slice(0, 12)} recorded`)
+    },
+    async run() {
+      const kube = await p.session.kube()
+      const [cr, record, c] = await Promise.all([readInstallation(kube), readCiliumRelease(kube), p.change()])
+      if (!cr) throw new IchorError('the IchorInstallation is gone')
+      await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, cilium: {...cr.spec.cni.cilium, values: c.user}}}, {crd: false})
+      await writeInstallationStatus(kube, {stack: {}, ...cr.status, cni: cniStatusOf(record)})
+    },
+  }
+}
+
+export function cniStatusOf(record: ReleaseRecord | undefined): CniStatus {
+  return record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {}
 }

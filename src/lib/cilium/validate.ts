@@ -82,9 +82,10 @@ export function ciliumEffectiveValues(input: CiliumValuesInput): Values {
   return layeredValues(ciliumLayers(input), input.user)
 }
 
-export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal): Promise<string> {
+export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal, options: {noHooks?: boolean} = {}): Promise<string> {
   return helmTemplate({
     signal,
+    noHooks: options.noHooks,
     chartPath,
     releaseName: CILIUM_RELEASE.name,
     namespace: CILIUM_RELEASE.namespace,

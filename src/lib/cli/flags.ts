@@ -19,6 +19,12 @@ export const lockFlags = {
   'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
 }
 
+/** For commands that read the Talos control planes after init (the hand-over state). */
+export const talosAccessFlags = {
+  talosconfig: Flags.string({description: 'talosconfig for the control planes (default: the state directory of init)', helpValue: 'FILE'}),
+  'state-dir': Flags.string({description: "init's local state directory (default: $XDG_STATE_HOME/ichor/<cluster>)", helpValue: 'DIR'}),
+}
+
 const DURATION_FORMS = 'a Go/helm duration such as 90s, 15m, 1h or 1h30m, or plain seconds'
 const UNIT_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
 

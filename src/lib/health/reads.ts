@@ -1,10 +1,12 @@
 // Read-only health reads shared by the probes of every plan and by the status commands:
-// the Cilium release record, a component's Order and Application, a DaemonSet's readiness.
+// the Cilium release record, a component's Order and Application, a workload's readiness,
+// the API groups served and a ConfigMap key.
 // Nothing here writes; each read is one or two GETs.
 import {CILIUM_RELEASE} from '../constants.js'
 import {readReleaseRecord, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
+import {daemonSetRolloutState, deploymentRolloutState} from '../kube/wait.js'
 import {APPLICATION_API_VERSION, APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
 
@@ -93,4 +95,44 @@ export async function readDelivery(kube: Kube, component: StackComponent): Promi
   }
   const done = application.sync === 'Synced' && application.health === 'Healthy'
   return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}`, order, application}
+}
+
+export interface WorkloadRollout {
+  desired: number
+  ready: number
+  /** `kubectl rollout status` would say it is rolled out at its current generation. */
+  rolledOut: boolean
+  /** What the rollout rule saw, in words. */
+  state: string
+}
+
+/** A Deployment's or DaemonSet's rollout, read once; undefined when it does not exist. */
+export async function readWorkloadRollout(kube: Kube, kind: 'Deployment' | 'DaemonSet', namespace: string, name: string): Promise<WorkloadRollout | undefined> {
+  type W = Parameters<typeof deploymentRolloutState>[0] & {
+    spec?: {replicas?: number}
+    status?: {replicas?: number; readyReplicas?: number; numberReady?: number; desiredNumberScheduled?: number}
+  }
+  const w = await getObject<W>(kube, {apiVersion: 'apps/v1', kind, name, namespace})
+  if (!w) return undefined
+  let observation
+  try {
+    observation = kind === 'Deployment' ? deploymentRolloutState(w) : daemonSetRolloutState(w)
+  } catch (error) {
+    observation = {done: false, state: error instanceof Error ? error.message : String(error)}
+  }
+  const desired = kind === 'Deployment' ? (w.spec?.replicas ?? 1) : (w.status?.desiredNumberScheduled ?? 0)
+  const ready = kind === 'Deployment' ? (w.status?.readyReplicas ?? 0) : (w.status?.numberReady ?? 0)
+  return {desired, ready, rolledOut: observation.done && desired > 0, state: observation.state}
+}
+
+/** The API groups the server serves (one discovery GET), e.g. gateway.networking.k8s.io. */
+export async function readServedApiGroups(kube: Kube): Promise<Set<string>> {
+  const list = await kube.request<{groups?: {name: string}[]}>('GET', '/apis')
+  return new Set((list.groups ?? []).map((g) => g.name))
+}
+
+/** One key of a ConfigMap; undefined when the ConfigMap or the key is absent. */
+export async function readConfigMapKey(kube: Kube, namespace: string, name: string, key: string): Promise<string | undefined> {
+  const cm = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name, namespace})
+  return cm?.data?.[key]
 }

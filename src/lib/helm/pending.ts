@@ -6,6 +6,7 @@
 // says no operation is in progress. The record is read from its Secret, without helm.
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
+import {deleteObject} from '../kube/objects.js'
 import {readReleaseRecord, type ReleaseRecord} from './release.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
@@ -51,6 +52,34 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
   while (record && isPending(record.status)) {
     if (Date.now() - started >= timeoutMs) throw new ReleasePendingError(record, Date.now() - started)
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 1000))
+    record = await readReleaseRecord(kube, release, namespace)
+  }
+  return record
+}
+
+/**
+ * Waits for a pending operation to end, then recovers one nobody is running any more: its
+ * record alone is removed (helm would refuse every later operation with "another operation
+ * is in progress"), so the release is back at its last completed revision and the next
+ * operation gets the revision number an uninterrupted run would have. Returns the release's
+ * newest record afterwards.
+ */
+export async function settlePendingRelease(
+  kube: Kube,
+  release: string,
+  namespace: string,
+  options: {waitMs?: number; progress?: (message: string) => void} = {},
+): Promise<ReleaseRecord | undefined> {
+  let record: ReleaseRecord | undefined
+  try {
+    record = await waitForSettledRelease(kube, release, namespace, {timeoutMs: options.waitMs ?? 60_000, onProgress: options.progress})
+  } catch (error) {
+    if (!(error instanceof ReleasePendingError)) throw error
+    record = error.record
+  }
+  while (record && isPending(record.status)) {
+    await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: record.secretName})
+    options.progress?.(`removed the record of revision ${record.revision} (${record.status}), left by an interrupted helm`)
     record = await readReleaseRecord(kube, release, namespace)
   }
   return record

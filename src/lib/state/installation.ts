@@ -60,8 +60,9 @@ export async function readInstallation(kube: Kube): Promise<Installation | undef
 }
 
 /** Installs the CRD (and ichor-system) when needed and writes the desired state. */
-export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions} = {}): Promise<void> {
-  await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
+export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions; crd?: boolean} = {}): Promise<void> {
+  // crd: false on day 2, where the CR (and so its CRD) is known to exist.
+  if (options.crd !== false) await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
   await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
 }
 

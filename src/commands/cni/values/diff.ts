@@ -1,0 +1,32 @@
+import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
+import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
+import {colourDiff, diffCiliumValues} from '../../../lib/cilium/diff.js'
+import {openSession} from '../../../lib/session/session.js'
+
+export default class CniValuesDiff extends IchorCommand {
+  static override summary = 'Show what a values change would do: the effective-values diff and the rendered-manifest diff against the live release.'
+  static override description = 'With no arguments, the stored user layer is compared with what the release runs (drift). Validates like `cni values set`; changes nothing.'
+  static override strict = false
+  static override examples = [
+    '<%= config.bin %> cni values diff hubble.relay.enabled=true --kubeconfig ./kubeconfig',
+    '<%= config.bin %> cni values diff -f cilium-values.yaml --replace',
+  ]
+  static override flags = {...kubeFlags, ...valuesChangeFlags, ...talosAccessFlags, 'cilium-chart': assetFlags['cilium-chart'], mirror: assetFlags.mirror}
+
+  async run() {
+    const {argv, flags} = await this.parse(CniValuesDiff)
+    const input = valuesInputFrom(argv, flags)
+    const session = openSession({command: 'cni values diff', kubeconfig: flags.kubeconfig, context: flags.context})
+    try {
+      const diff = await diffCiliumValues(await session.kube(), input, {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror})
+      if (!this.jsonEnabled()) {
+        const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
+        this.log(diff.changed ? paint(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`)
+      }
+      return diff
+    } finally {
+      await session.close()
+    }
+  }
+}

@@ -1,0 +1,47 @@
+import {Flags} from '@oclif/core'
+import {stringify} from 'yaml'
+import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag} from '../../../lib/cli/flags.js'
+import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
+import {colourDiff} from '../../../lib/cilium/diff.js'
+import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
+import {outputModeFor} from '../../../lib/tasks/engine.js'
+
+export default class CniValuesSet extends IchorCommand {
+  static override summary = "Change Cilium's values: validate with the live cluster's facts, helm upgrade (rollback on failure), wait, record in the IchorInstallation."
+  static override description = `KEY=VALUE arguments use helm's --set syntax and are merged onto the stored user layer (with --replace they replace it).
+With no arguments the stored user layer is applied again: this recovers a release an interrupted run left pending and records the applied hash.
+The same values twice change nothing (no new Helm revision).`
+  static override strict = false
+  static override examples = [
+    '<%= config.bin %> cni values set hubble.relay.enabled=true hubble.ui.enabled=true --kubeconfig ./kubeconfig',
+    '<%= config.bin %> cni values set -f cilium-values.yaml --replace --dry-run',
+  ]
+  static override flags = {
+    ...kubeFlags,
+    ...valuesChangeFlags,
+    ...talosAccessFlags,
+    'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
+    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
+    timeout: timeoutFlag(900),
+    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+    'cilium-chart': assetFlags['cilium-chart'],
+    mirror: assetFlags.mirror,
+  }
+
+  async run() {
+    const {argv, flags} = await this.parse(CniValuesSet)
+    const json = this.jsonEnabled()
+    const result = await runCniValuesSet({
+      input: valuesInputFrom(argv, flags), kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'],
+      chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      output: outputModeFor({json}),
+    })
+    if (!json && flags['dry-run']) {
+      const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
+      this.log(`\nThe user layer would become:\n${stringify(result.values.user).trimEnd()}\n`)
+      this.log(result.diff ? paint(result.diff).trimEnd() : 'The effective values would not change.')
+    }
+    return result
+  }
+}

@@ -1,0 +1,80 @@
+// How a `cni values set|edit|diff` turns its input and the live cluster into a validated
+// change: the new user layer (merged onto the stored one, or replacing it), the facts the
+// guards need read from the cluster and a control plane, and the values engine's verdict.
+import {isDeepStrictEqual} from 'node:util'
+import {ValidationError, IchorError} from '../errors/errors.js'
+import {readServedApiGroups} from '../health/reads.js'
+import {valuesHash} from '../helm/release.js'
+import type {Kube} from '../kube/client.js'
+import {readTalosFacts, type TalosFacts} from '../talos/facts.js'
+import {readValuesFile} from '../values/input.js'
+import {deepMerge} from '../values/merge.js'
+import type {Values} from '../values/path.js'
+import {applySetFlags} from '../values/set-flags.js'
+import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
+import type {CiliumFacts} from './guards.js'
+import type {CiliumValuesChange} from './tasks.js'
+import {validateCiliumValues} from './validate.js'
+
+/** What the operator asked for. */
+export type ValuesInput =
+  | {kind: 'edit'; files: string[]; sets: string[]; replace: boolean}
+  /** A whole user layer (the edited buffer); `base` is the layer the editor started from. */
+  | {kind: 'layer'; user: Values; base?: Values}
+
+export interface ChangeSources extends ChartSources {
+  talosconfig?: string
+  stateDir?: string
+}
+
+export function newUserLayer(current: Values, input: ValuesInput): Values {
+  if (input.kind === 'layer') return structuredClone(input.user)
+  let files: Values = {}
+  for (const f of input.files) files = deepMerge(files, readValuesFile(f))
+  const base = input.replace ? files : deepMerge(structuredClone(current), files)
+  return applySetFlags(base, input.sets)
+}
+
+/** The guards' facts: API groups served, the CR's modes, and Talos's side when a talosconfig is at hand. */
+export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources): Promise<{facts: CiliumFacts; notes: string[]}> {
+  const access = talosAccess(ctx.installation, sources)
+  const node = ctx.installation.spec.talos.controlPlanes?.[0]
+  const [groups, talos] = await Promise.all([
+    readServedApiGroups(kube),
+    access.talosconfig && node ? readTalosFacts({node, talosconfig: access.talosconfig}) : Promise.resolve<TalosFacts | undefined>(undefined),
+  ])
+  const notes = talos ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`]
+  return {
+    notes,
+    facts: {
+      kubeProxy: ctx.modes.kubeProxy,
+      gatewayApiCrds: groups.has('gateway.networking.k8s.io') ? 'present' : 'absent',
+      monitoringCrds: groups.has('monitoring.coreos.com') ? 'present' : 'absent',
+      kubePrism: talos?.kubePrism,
+      forwardKubeDNSToHost: talos?.forwardKubeDNSToHost,
+    },
+  }
+}
+
+/** Reads the cluster, builds the new user layer and validates it; invalid values are a ValidationError (exit 2). */
+export async function prepareValuesChange(kube: Kube, input: ValuesInput, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext; rendered?: string}> {
+  const ctx = await readCniContext(kube)
+  const chart = resolveCiliumChart(sources)
+  if (ctx.release && ctx.release.chartVersion !== chart.version) {
+    throw new IchorError(`the release runs Cilium chart ${ctx.release.chartVersion}, and the chart at hand is ${chart.version} (${chart.path})`, {
+      exitCode: 2,
+      hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart to change values, or change the version with \`ichor cni upgrade\``,
+    })
+  }
+  if (input.kind === 'layer' && input.base !== undefined && !isDeepStrictEqual(input.base, ctx.user)) {
+    throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {hint: 'run `ichor cni values edit` again to edit the current values'})
+  }
+  const user = newUserLayer(ctx.user, input)
+  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
+  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel}})
+  if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
+  return {
+    context: ctx, user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
+    previousUser: ctx.user, notes: [...notes, ...report.notes], rendered: report.rendered,
+  }
+}

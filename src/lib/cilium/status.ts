@@ -1,0 +1,139 @@
+// `ichor cni status`: what the Cilium release runs against what the IchorInstallation asks
+// for, the chart this CLI pins, the kube-proxy mode on each side, readiness, and the
+// Talos hand-over. Every problem names the command that fixes it. Read-only.
+import {readFileSync} from 'node:fs'
+import {parseAllDocuments} from 'yaml'
+import {pinnedAssets} from '../assets/lock.js'
+import {compareVersions} from '../assets/resolve.js'
+import {CILIUM_RELEASE} from '../constants.js'
+import {readConfigMapKey, readWorkloadRollout, type WorkloadRollout} from '../health/reads.js'
+import {valuesHash} from '../helm/release.js'
+import type {Kube} from '../kube/client.js'
+import {inlineManifestForms, inlineManifestRemovalPatch, controlPlanesWithInlineManifest} from '../talos/handover.js'
+import {isCiliumInTalosInventory} from '../talos/inventory.js'
+import {effectiveFor, readCniContext, talosAccess} from './context.js'
+import type {KubeProxyMode} from './defaults.js'
+
+export interface CniProblem {
+  /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */
+  severity: 'error' | 'warning'
+  what: string
+  /** The command that fixes it. */
+  fix: string
+}
+
+export interface CniStatusReport {
+  healthy: boolean
+  release?: {revision: number; status: string; chartVersion: string}
+  values: {releaseHash?: string; desiredHash: string; recordedHash?: string; inSync: boolean}
+  chart: {pinned: string; installed?: string; upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'; detail: string}
+  kubeProxy: {desired: KubeProxyMode; release?: boolean; ciliumConfig?: string; consistent: boolean}
+  readiness: {daemonSet?: WorkloadRollout; operator?: WorkloadRollout}
+  talos: {
+    checked: boolean
+    talosconfig?: string
+    inlineManifestOn?: string[]
+    inInventory: boolean
+    localConfigsWithInline: string[]
+  }
+  problems: CniProblem[]
+}
+
+export interface CniStatusOptions {
+  talosconfig?: string
+  stateDir?: string
+}
+
+const SET = 'ichor cni values set'
+
+export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Promise<CniStatusReport> {
+  const ctx = await readCniContext(kube)
+  const ns = CILIUM_RELEASE.namespace
+  const access = talosAccess(ctx.installation, opts)
+  const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
+  const [daemonSet, operator, kprConfig, inInventory, inlineOn] = await Promise.all([
+    readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'),
+    readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator'),
+    readConfigMapKey(kube, ns, 'cilium-config', 'kube-proxy-replacement'),
+    isCiliumInTalosInventory(kube),
+    access.talosconfig ? controlPlanesWithInlineManifest({talosconfig: access.talosconfig, controlPlanes}) : Promise.resolve(undefined),
+  ])
+  const problems: CniProblem[] = []
+  const release = ctx.release
+  const desiredHash = valuesHash(effectiveFor(ctx, ctx.user))
+  const releaseHash = release ? valuesHash(release.config) : undefined
+  const recordedHash = ctx.installation.status?.cni?.appliedValuesHash
+
+  if (!release) {
+    problems.push({severity: 'error', what: `no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, fix: 'ichor init (the same flags as the first run; it adopts the running Cilium)'})
+  } else if (release.status !== 'deployed') {
+    problems.push({severity: 'error', what: `release ${CILIUM_RELEASE.name} revision ${release.revision} is ${release.status}`, fix: `${SET}   (no arguments: recovers the release and applies the stored values)`})
+  }
+  if (release && releaseHash !== desiredHash) {
+    problems.push({severity: 'error', what: "the release's values differ from the IchorInstallation's (values hash mismatch)", fix: `${SET}   (no arguments: applies the stored user layer; \`ichor cni values diff\` shows the difference)`})
+  } else if (release && recordedHash !== releaseHash) {
+    problems.push({severity: 'warning', what: 'the IchorInstallation status does not record the applied values hash', fix: `${SET}   (no arguments: records it)`})
+  }
+
+  const chart = chartUpgrade(release?.chartVersion)
+
+  const desiredMode = ctx.modes.kubeProxy
+  const wantReplaced = desiredMode === 'replaced'
+  const releaseKpr = release ? release.config.kubeProxyReplacement : undefined
+  const consistent = (releaseKpr === undefined || releaseKpr === wantReplaced) && (kprConfig === undefined || kprConfig === String(wantReplaced))
+  if (!consistent) {
+    problems.push({
+      severity: 'error',
+      what: `kube-proxy mode is half switched: the IchorInstallation says ${desiredMode}, the release has kubeProxyReplacement=${String(releaseKpr)}, cilium-config has kube-proxy-replacement=${kprConfig ?? '(absent)'}`,
+      fix: `ichor cni kube-proxy ${wantReplaced ? 'replace' : 'restore'}`,
+    })
+  }
+
+  for (const [label, w, kind, name] of [['DaemonSet', daemonSet, 'ds', 'cilium'], ['operator Deployment', operator, 'deploy', 'cilium-operator']] as const) {
+    if (!w) problems.push({severity: 'error', what: `the Cilium ${label} ${ns}/${name} does not exist`, fix: `${SET}   (no arguments: re-applies the release)`})
+    else if (!w.rolledOut) problems.push({severity: 'error', what: `the Cilium ${label} is not ready: ${w.state} (${w.ready}/${w.desired} ready)`, fix: `kubectl -n ${ns} rollout status ${kind}/${name}; kubectl -n ${ns} describe ${kind}/${name}`})
+  }
+
+  const initAgain = 'ichor init with the same flags as the first run (its step "Take Cilium out of Talos" finishes the hand-over)'
+  if (inInventory) problems.push({severity: 'error', what: "Cilium is still in Talos's inventory: `talosctl upgrade-k8s` would prune or roll it back", fix: initAgain})
+  if (!access.talosconfig) {
+    problems.push({severity: 'warning', what: `the control planes' machine configs were not checked: no talosconfig (looked in ${access.stateDir})`, fix: 'ichor cni status --talosconfig FILE (or --state-dir DIR)'})
+  } else if (inlineOn && inlineOn.length > 0) {
+    problems.push({severity: 'error', what: `the bootstrap inline manifest is still on control plane(s) ${inlineOn.join(', ')}`, fix: initAgain})
+  }
+  const localConfigsWithInline = access.localConfigs.filter((f) => inlineManifestForms(readFileSync(f, 'utf8')).length > 0)
+  for (const file of localConfigsWithInline) {
+    // One --patch per document, each as one line of JSON (valid YAML) so it pastes into a shell.
+    const patches = parseAllDocuments(inlineManifestRemovalPatch(readFileSync(file, 'utf8'))!).map((d) => `--patch '${JSON.stringify(d.toJS())}'`)
+    problems.push({
+      severity: 'warning',
+      what: `the local machine config ${file} still carries the bootstrap Cilium: a node added from it would bring it back`,
+      fix: `talosctl machineconfig patch ${file} ${patches.join(' ')} -o ${file}`,
+    })
+  }
+
+  return {
+    healthy: !problems.some((p) => p.severity === 'error'),
+    release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
+    values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
+    chart,
+    kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent},
+    readiness: {daemonSet, operator},
+    talos: {checked: access.talosconfig !== undefined, talosconfig: access.talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
+    problems,
+  }
+}
+
+/** Cilium upgrades one minor at a time and never down (its upgrade guide). */
+export function chartUpgrade(installed: string | undefined): CniStatusReport['chart'] {
+  const pinned = pinnedAssets().cilium.version
+  if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
+  const cmp = compareVersions(pinned, installed)
+  if (cmp === 0) return {pinned, installed, upgrade: 'up-to-date', detail: `runs ${installed}, the version this ichor pins`}
+  if (cmp < 0) return {pinned, installed, upgrade: 'installed-is-newer', detail: `runs ${installed}, newer than the ${pinned} this ichor pins: use a newer ichor`}
+  const minor = (v: string) => v.replace(/^v/, '').split('.').slice(0, 2).map(Number)
+  const [pm, pn] = minor(pinned)
+  const [im, iN] = minor(installed)
+  if (pm !== im || pn! - iN! > 1) return {pinned, installed, upgrade: 'too-far', detail: `${installed} to ${pinned} skips a minor version; Cilium upgrades one minor at a time`}
+  return {pinned, installed, upgrade: 'available', detail: `ichor cni upgrade --to ${pinned}`}
+}

@@ -1,0 +1,210 @@
+// Cilium day-2 on one harness cluster after a full `ichor init`: `cni status`, `cni values
+// get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
+// rolled back, SIGKILL at every step boundary of `cni values set`, and two concurrent sets.
+import {execFileSync} from 'node:child_process'
+import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {stringify} from 'yaml'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {ciliumEffectiveValues} from '../../src/lib/cilium/validate.js'
+import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {readInstallation, type Installation} from '../../src/lib/state/installation.js'
+import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
+
+describe('ichor cni status / values on the harness', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let common: string[]
+  const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...common], h.env, opts)
+  const release = async () => (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
+  const cr = async () => (await readInstallation(kube))!
+  const end = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as Event | undefined
+  const expectRecorded = (c: Installation, r: ReleaseRecord) =>
+    expect(c.status?.cni).toEqual({chartVersion: r.chartVersion, appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision})
+  const effective = (c: Installation) => ciliumEffectiveValues({chartPath: '', user: c.spec.cni.cilium.values, facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel}})
+
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    const init = await runIchor(h.initArgs, h.env)
+    if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
+  }, 600_000)
+  afterAll(async () => h?.stop())
+
+  it('cni status after init: healthy, values in sync, hand-over done (exit 0)', async () => {
+    const run = await cli(['cni', 'status', '-o', 'json'])
+    expect(run.code, run.stderr).toBe(0)
+    const report = JSON.parse(run.stdout)
+    expect(report).toMatchObject({healthy: true, release: {revision: 1, status: 'deployed', chartVersion: '1.18.0'}, values: {inSync: true}, chart: {pinned: '1.18.0', upgrade: 'up-to-date'}})
+    expect(report.kubeProxy).toMatchObject({desired: 'replaced', release: true, consistent: true})
+    expect(report.readiness.daemonSet.rolledOut && report.readiness.operator.rolledOut).toBe(true)
+    expect(report.talos).toMatchObject({checked: true, inlineManifestOn: [], inInventory: false})
+    // init keeps its rendered configs: status says they still carry the bootstrap Cilium, with the fix.
+    expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^talosctl machineconfig patch .*controlplane\.yaml/)})])
+  })
+
+  it('cni values get: the stored user layer, and the effective values', async () => {
+    const kubeconfig = ['--kubeconfig', join(h.stateDir, 'kubeconfig')]
+    const user = await runIchor(['cni', 'values', 'get', '-o', 'json', ...kubeconfig], h.env)
+    expect(user.code, user.stderr).toBe(0)
+    expect(JSON.parse(user.stdout)).toEqual((await cr()).spec.cni.cilium.values)
+    const eff = await runIchor(['cni', 'values', 'get', '--effective', '-o', 'json', ...kubeconfig], h.env)
+    expect(JSON.parse(eff.stdout)).toMatchObject({ipam: {mode: 'kubernetes'}, kubeProxyReplacement: true, k8sServicePort: 7445})
+  })
+
+  it('cni values diff: nothing against the live release; a change shows in values and manifest', async () => {
+    const none = await cli(['cni', 'values', 'diff', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(none.code, none.stderr).toBe(0)
+    expect(JSON.parse(none.stdout)).toMatchObject({changed: false, values: '', manifest: ''})
+    const some = await cli(['cni', 'values', 'diff', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(some.code, some.stderr).toBe(0)
+    expect(some.stdout).toMatch(/^\+\s+enabled: true$/m)
+    expect(some.stdout).toMatch(/^\+.*name: hubble-relay$/m)
+  })
+
+  it('cni values set: a new revision, the CR records the user layer and the hash; the same set again is a no-op', async () => {
+    const before = await release()
+    const c0 = await cr()
+    const dry = await cli(['cni', 'values', 'set', 'hubble.relay.enabled=true', '--dry-run', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(dry.stdout).toMatch(/would run/)
+    expect(dry.stdout).toMatch(/^\+\s+enabled: true$/m)
+    expect((await release()).revision).toBe(before.revision)
+    expect(await cr()).toEqual(c0)
+
+    const run = await cli(['cni', 'values', 'set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
+    const after = await release()
+    expect(after).toMatchObject({revision: before.revision + 1, status: 'deployed'})
+    expect(after.config).toMatchObject({hubble: {relay: {enabled: true}}})
+    const c = await cr()
+    expect(c.spec.cni.cilium.values).toEqual({hubble: {relay: {enabled: true}}})
+    expectRecorded(c, after)
+    expect(valuesHash(after.config)).toBe(valuesHash(effective(c)))
+
+    const again = await cli(['cni', 'values', 'set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(again.code, again.stderr).toBe(0)
+    expect(end(again)?.changed).toBe(false)
+    expect((await release()).revision).toBe(after.revision)
+  })
+
+  it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
+    const [r0, c0] = [await release(), await cr()]
+    const run = await cli(['cni', 'values', 'set', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(run.code).toBe(2)
+    expect(run.stderr).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
+    expect((await release()).revision).toBe(r0.revision)
+    expect(await cr()).toEqual(c0)
+  })
+
+  it('a rollout that never becomes ready is rolled back: previous values deployed, CR unchanged, exit 1 naming the DaemonSet', async () => {
+    const [r0, c0] = [await release(), await cr()]
+    const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && (obj as {spec?: {template?: {metadata?: {annotations?: Record<string, string>}}}}).spec?.template?.metadata?.annotations?.['e2e-unready'] === 'yes')
+    try {
+      const run = await cli(['cni', 'values', 'set', 'podAnnotations.e2e-unready=yes', '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '10s'])
+      expect(run.code, run.stderr).toBe(1)
+      expect(run.stderr).toMatch(/rolled back|rollback/i)
+      expect(run.stderr).toMatch(/cilium DaemonSet/)
+    } finally {
+      lift()
+    }
+    const r1 = await release()
+    expect(r1.status).toBe('deployed')
+    expect(r1.revision).toBeGreaterThan(r0.revision)
+    expect(r1.config).toEqual(r0.config)
+    expect(await cr()).toEqual(c0)
+    const status = await cli(['cni', 'status', '--json'])
+    expect(status.code, status.stdout).toBe(0)
+  }, 180_000)
+
+  it('SIGKILL at every step boundary (and inside helm, with helm killed too), then a rerun: one new revision, the same end state', async () => {
+    const first = await cli(['cni', 'values', 'set', 'podAnnotations.kill=reference', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(first.code, first.stderr).toBe(0)
+    const ids = (jsonEvents(first).find((e) => e.event === 'start') as Event).tasks!.map((t) => t.id)
+    expect(ids).toEqual(['lease', 'validate-values', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values'])
+    const cases = [...ids.map((id, k) => ({name: `before ${id}`, k, inside: false})), {name: 'inside helm-upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
+    for (const [n, kase] of cases.entries()) {
+      const before = await release()
+      const args = ['cni', 'values', 'set', `podAnnotations.kill=run${n}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json']
+      let pid: number | undefined
+      const killed = await cli(args, {
+        onStart: (c) => (pid = c.pid),
+        killOn: (e) => {
+          if (!kase.inside) return e.event === 'task' && e.index === kase.k && e.status === 'checking'
+          if (e.event === 'task' && e.index === kase.k && e.status === 'running') {
+            // Kill helm as well (a lost laptop): its record stays pending-upgrade.
+            setTimeout(() => {
+              for (const child of childPids(pid!)) process.kill(child, 'SIGKILL')
+              process.kill(pid!, 'SIGKILL')
+            }, 700)
+          }
+          return false
+        },
+      })
+      expect(killed.signal, `${kase.name}: ${killed.stderr}`).toBe('SIGKILL')
+      const rerun = await cli(args)
+      expect(rerun.code, `${kase.name}: ${rerun.stderr}`).toBe(0)
+      const r = await release()
+      const c = await cr()
+      expect(r, kase.name).toMatchObject({revision: before.revision + 1, status: 'deployed'})
+      expect(c.spec.cni.cilium.values).toEqual({hubble: {relay: {enabled: true}}, podAnnotations: {kill: `run${n}`}})
+      expect(valuesHash(r.config)).toBe(valuesHash(effective(c)))
+      expectRecorded(c, r)
+    }
+  }, 600_000)
+
+  it('two concurrent sets: one is refused naming the holder (exit 3); run again, neither change is lost', async () => {
+    const a = ['cni', 'values', 'set', 'podAnnotations.first=a', '--cilium-chart', UPSTREAM.ciliumChart]
+    const b = ['cni', 'values', 'set', 'podAnnotations.second=b', '--cilium-chart', UPSTREAM.ciliumChart]
+    const runs = await Promise.all([cli(a), cli(b)])
+    const refused = runs.findIndex((r) => r.code === 3)
+    expect(runs.map((r) => r.code).sort(), runs.map((r) => r.stderr).join('\n')).toEqual([0, 3])
+    expect(runs[refused]!.stderr).toMatch(/holds the lock .*pid \d+ \(cni values set\)/)
+    const retry = await cli(refused === 0 ? a : b)
+    expect(retry.code, retry.stderr).toBe(0)
+    const c = await cr()
+    expect(c.spec.cni.cilium.values).toMatchObject({podAnnotations: {first: 'a', second: 'b'}})
+    expect((await release()).config).toMatchObject({podAnnotations: {first: 'a', second: 'b'}})
+  }, 180_000)
+
+  it('cni values edit: an unchanged buffer is a no-op; a refused buffer reopens with the problems on top; the fixed one is applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-'))
+    const editor = join(dir, 'editor.sh')
+    // The "editor": records what it was shown, then writes the next prepared buffer (if any).
+    writeFileSync(editor, '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n', {mode: 0o700})
+    const edit = (sub: string, buffers: Record<number, unknown> = {}) => {
+      mkdirSync(join(dir, sub))
+      for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
+      return runIchor(['cni', 'values', 'edit', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
+    }
+    const [r0, c0] = [await release(), await cr()]
+    const unchanged = await edit('unchanged')
+    expect(unchanged.code, unchanged.stderr).toBe(0)
+    expect(unchanged.stderr).toMatch(/left unchanged/)
+    expect((await release()).revision).toBe(r0.revision)
+    expect(readFileSync(join(dir, 'unchanged', 'seen-1.yaml'), 'utf8')).toMatch(/^podAnnotations:/m)
+
+    const layer = {...c0.spec.cni.cilium.values, bandwidthManager: {enabled: true}}
+    const fixed = await edit('fix', {1: {...layer, prometheus: {enabled: true, serviceMonitor: {enabled: true}}}, 2: layer})
+    expect(fixed.code, fixed.stderr).toBe(0)
+    const reopened = readFileSync(join(dir, 'fix', 'seen-2.yaml'), 'utf8')
+    expect(reopened).toMatch(/^# The values were not accepted:$/m)
+    expect(reopened).toMatch(/^#\s+- prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/m)
+    expect((await cr()).spec.cni.cilium.values).toEqual(layer)
+    expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({bandwidthManager: {enabled: true}})})
+  }, 180_000)
+})
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0)
+  } catch {
+    return []
+  }
+}
