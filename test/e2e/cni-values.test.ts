@@ -199,6 +199,20 @@ describe('ichor cni status / values on the harness', () => {
     expect((await cr()).spec.cni.cilium.values).toEqual(layer)
     expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({bandwidthManager: {enabled: true}})})
   }, 180_000)
+
+  it('a rerun of init keeps the layer cni values set stored (no new revision); a --cilium-values that differs is refused naming cni values set', async () => {
+    const [r0, c0] = [await release(), await cr()]
+    const again = await runIchor(h.initArgs, h.env)
+    expect(again.code, again.stderr).toBe(0)
+    expect((await cr()).spec.cni.cilium.values).toEqual(c0.spec.cni.cilium.values)
+    expect((await release()).revision).toBe(r0.revision)
+    const file = join(mkdtempSync(join(tmpdir(), 'ichor-values-')), 'other-values.yaml')
+    writeFileSync(file, 'podAnnotations:\n  other: c\n')
+    const refused = await runIchor([...h.initArgs, '--cilium-values', file], h.env)
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toMatch(/--cilium-values: differs from the cilium values the cluster stores; change them with `ichor cni values set/)
+    expect((await cr()).spec.cni.cilium.values).toEqual(c0.spec.cni.cilium.values)
+  }, 600_000)
 })
 
 function childPids(pid: number): number[] {

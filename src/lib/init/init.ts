@@ -1,12 +1,16 @@
 // `ichor init` from parsed flags to its typed result: inputs checked (or asked for on a
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
-import {IchorError} from '../errors/errors.js'
+import {isDeepStrictEqual} from 'node:util'
+import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {runInitPlan, type InitResult} from '../plans/init.js'
 import {generateStackSecrets} from '../stack/prepare.js'
 import type {PromotionMode} from '../stack/orders.js'
+import {readInstallation, type InstallationSpec} from '../state/installation.js'
 import {localState} from '../state/local.js'
+import {openSession} from '../session/session.js'
+import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
@@ -56,10 +60,22 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   const inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
-  const userValues = {
-    cilium: req.values.cilium ? readValuesFile(req.values.cilium, '--cilium-values') : {},
-    argocd: req.values.argocd ? readValuesFile(req.values.argocd, '--argocd-values') : {},
-    kokumi: req.values.kokumi ? readValuesFile(req.values.kokumi, '--kokumi-values') : {},
+  const given = {
+    cilium: req.values.cilium ? readValuesFile(req.values.cilium, '--cilium-values') : undefined,
+    argocd: req.values.argocd ? readValuesFile(req.values.argocd, '--argocd-values') : undefined,
+    kokumi: req.values.kokumi ? readValuesFile(req.values.kokumi, '--kokumi-values') : undefined,
+  }
+  const offline = req.dryRun && req.outputDir !== undefined
+  const state = localState(inputs.clusterName, req.stateDir)
+  // An existing cluster's stored user layers are the values: a day-2 change made with
+  // `cni values set` or `stack values set` is never undone by a rerun of init.
+  const session = offline ? undefined : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
+  let userValues: {cilium: Values; argocd: Values; kokumi: Values}
+  try {
+    userValues = keepStoredLayers(given, session && (await session.clusterAnswers()) ? (await readInstallation(await session.kube()))?.spec : undefined)
+  } catch (error) {
+    await session?.close()
+    throw error
   }
   const generated = generateStackSecrets()
   const s = req.sources
@@ -78,36 +94,62 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
 
-  if (req.dryRun && req.outputDir) {
-    const render = await rendering
-    const out = writeInitDryRun(req.outputDir, inputs, render)
-    const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
-    const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-    return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
-  }
+  try {
+    if (offline) {
+      const render = await rendering
+      const out = writeInitDryRun(req.outputDir!, inputs, render)
+      const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
+      const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
+      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
+    }
 
-  if (interactive) {
-    req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
-    await rendering // a confirmation is asked only for inputs that render
-    const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
-    if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
-      throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
+    if (interactive) {
+      req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
+      await rendering // a confirmation is asked only for inputs that render
+      const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
+      if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
+        throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
+      }
+    }
+    const result = await runInitPlan({
+      session,
+      inputs,
+      render: rendering,
+      state,
+      generated,
+      userValues,
+      registryEndpoint: req.registryEndpoint,
+      breakLock: req.breakLock,
+      kubeconfig: req.kubeconfig,
+      context: req.context,
+      timeoutMs: req.timeoutMs,
+      output: req.output,
+      dryRun: req.dryRun,
+      note: req.note,
+    })
+    return {kind: 'plan', result, render: await rendering, inputs}
+  } finally {
+    await session?.close() // the plan closed it already; a refusal before the plan did not
+  }
+}
+
+const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const
+
+/**
+ * The user layers a run uses: a values flag on a new cluster, else what the cluster stores.
+ * A values file that differs from the stored layer is refused (exit 2), naming the
+ * command that changes it safely (validated against the live cluster, rolled back on failure).
+ */
+export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokumi?: Values}, stored: InstallationSpec | undefined): {cilium: Values; argocd: Values; kokumi: Values} {
+  const held = {cilium: stored?.cni.cilium.values, argocd: stored?.stack.argocd.values, kokumi: stored?.stack.kokumi.values}
+  const issues: Issue[] = []
+  for (const c of ['cilium', 'argocd', 'kokumi'] as const) {
+    const mine = given[c]
+    const theirs = held[c]
+    if (mine && theirs && !isDeepStrictEqual(mine, theirs)) {
+      issues.push({path: `--${c}-values`, message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`})
     }
   }
-  const result = await runInitPlan({
-    inputs,
-    render: rendering,
-    state: localState(inputs.clusterName, req.stateDir),
-    generated,
-    userValues,
-    registryEndpoint: req.registryEndpoint,
-    breakLock: req.breakLock,
-    kubeconfig: req.kubeconfig,
-    context: req.context,
-    timeoutMs: req.timeoutMs,
-    output: req.output,
-    dryRun: req.dryRun,
-    note: req.note,
-  })
-  return {kind: 'plan', result, render: await rendering, inputs}
+  if (issues.length > 0) throw new ValidationError('ichor init: nothing was changed', issues)
+  return {cilium: given.cilium ?? held.cilium ?? {}, argocd: given.argocd ?? held.argocd ?? {}, kokumi: given.kokumi ?? held.kokumi ?? {}}
 }

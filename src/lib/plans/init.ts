@@ -22,6 +22,8 @@ import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
 
 export interface InitOptions {
+  /** The session the command opened (it read the stored state); closed by the plan. */
+  session?: Session
   inputs: InitInputs
   /** May still be rendering: the nodes are probed meanwhile (read-only). */
   render: Promise<InitRender>
@@ -92,7 +94,7 @@ function initSteps(d: PlanData): Task[] {
 }
 
 export async function runInitPlan(options: InitOptions): Promise<InitResult> {
-  const session = openSession({
+  const session = options.session ?? openSession({
     command: 'init', kubeconfig: options.kubeconfig, context: options.context, ownKubeconfig: options.state.kubeconfig, registryEndpoint: options.registryEndpoint,
   })
   // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
