@@ -97,8 +97,9 @@ describe('ichor cni status / values on the harness', () => {
   it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
     const [r0, c0] = [await release(), await cr()]
     const run = await cli(['cni', 'values', 'set', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
-    expect(run.code).toBe(2)
-    expect(run.stderr).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
+    expect(run.code, run.stderr).toBe(2)
+    // A failed step's message is printed once, by the step list (stdout when piped).
+    expect(`${run.stdout}${run.stderr}`).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
     expect((await release()).revision).toBe(r0.revision)
     expect(await cr()).toEqual(c0)
   })
@@ -109,8 +110,8 @@ describe('ichor cni status / values on the harness', () => {
     try {
       const run = await cli(['cni', 'values', 'set', 'podAnnotations.e2e-unready=yes', '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '10s'])
       expect(run.code, run.stderr).toBe(1)
-      expect(run.stderr).toMatch(/rolled back|rollback/i)
-      expect(run.stderr).toMatch(/cilium DaemonSet/)
+      expect(`${run.stdout}${run.stderr}`).toMatch(/rolled back|rollback/i)
+      expect(`${run.stdout}${run.stderr}`).toMatch(/cilium DaemonSet/)
     } finally {
       lift()
     }
@@ -165,7 +166,7 @@ describe('ichor cni status / values on the harness', () => {
     const runs = await Promise.all([cli(a), cli(b)])
     const refused = runs.findIndex((r) => r.code === 3)
     expect(runs.map((r) => r.code).sort(), runs.map((r) => r.stderr).join('\n')).toEqual([0, 3])
-    expect(runs[refused]!.stderr).toMatch(/holds the lock .*pid \d+ \(cni values set\)/)
+    expect(`${runs[refused]!.stdout}${runs[refused]!.stderr}`).toMatch(/holds the lock .*pid \d+ \(cni values set\)/)
     const retry = await cli(refused === 0 ? a : b)
     expect(retry.code, retry.stderr).toBe(0)
     const c = await cr()

@@ -122,7 +122,7 @@ describe('ichor init refuses bad input before touching any node', () => {
     const args = h.initArgs.map((a) => (a === '127.0.0.12' ? '127.0.0.99' : a))
     const r = await runIchor(args, h.env)
     expect(r.code).toBe(2)
-    expect(r.stderr).toMatch(/--worker: 127\.0\.0\.99 does not answer as a Talos node/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/--worker: 127\.0\.0\.99 does not answer as a Talos node/)
     untouched()
   })
 
@@ -131,8 +131,8 @@ describe('ichor init refuses bad input before touching any node', () => {
     writeFileSync(file, 'kubeProxyReplacement: false\nhubble:\n  relay:\n    enabled: yes\n')
     const r = await runIchor([...h.initArgs, '--cilium-values', file], h.env)
     expect(r.code).toBe(2)
-    expect(r.stderr).toMatch(/kubeProxyReplacement: is owned by ichor/)
-    expect(r.stderr).toMatch(/hubble\.relay\.enabled: must be boolean \(got string "yes"\)/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/kubeProxyReplacement: is owned by ichor/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/hubble\.relay\.enabled: must be boolean \(got string "yes"\)/)
     untouched()
   })
 
@@ -140,7 +140,7 @@ describe('ichor init refuses bad input before touching any node', () => {
     const args = h.initArgs.map((a) => (a === h.kokumiManifest ? '/nonexistent/install.yaml' : a))
     const r = await runIchor(args, h.env)
     expect(r.code).toBe(2)
-    expect(r.stderr).toMatch(/--kokumi-manifest: no such file \/nonexistent\/install\.yaml/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/--kokumi-manifest: no such file \/nonexistent\/install\.yaml/)
     untouched()
   })
 

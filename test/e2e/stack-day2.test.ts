@@ -160,7 +160,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
 
     const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
     expect(bad.code).toBe(2)
-    expect(bad.stderr).toMatch(/server\.replicaz/)
+    expect(`${bad.stdout}${bad.stderr}`).toMatch(/server\.replicaz/)
     expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
   })
 })

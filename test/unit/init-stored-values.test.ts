@@ -4,8 +4,9 @@ import {describe, expect, it} from 'vitest'
 import {ValidationError} from '../../src/lib/errors/errors.js'
 import {keepStoredLayers} from '../../src/lib/init/init.js'
 import type {InstallationSpec} from '../../src/lib/state/installation.js'
+import type {Values} from '../../src/lib/values/path.js'
 
-const stored = (cilium: object, argocd: object = {}): InstallationSpec => ({
+const stored = (cilium: Values, argocd: Values = {}): InstallationSpec => ({
   talos: {clusterName: 'c', endpoint: 'https://192.0.2.10:6443', talosVersion: 'v1.14.1', kubernetesVersion: '1.37.0', controlPlanes: ['192.0.2.10'], workers: []},
   cni: {kubeProxy: 'replaced', tunnel: 'vxlan', cilium: {values: cilium}},
   stack: {promotion: 'Automatic', argocd: {values: argocd}, kokumi: {values: {}}},
