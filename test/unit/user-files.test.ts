@@ -94,3 +94,20 @@ describe('the built CLI', () => {
     expect(r.status).toBe(2)
   })
 })
+
+describe('a chart whose values.yaml is an alias bomb', () => {
+  it('is refused by name when its keys are read, not walked for ever', async () => {
+    const {readChartArchive} = await import('../../src/lib/chart/archive.js')
+    const {knownKeys} = await import('../../src/lib/values/known-keys.js')
+    const letters = 'abcdefghij'
+    let values = `a: &a {${Array.from({length: 9}, (_, i) => `k${i}: lol`).join(', ')}}\n`
+    for (let i = 1; i < 10; i++) values += `${letters[i]}: &${letters[i]} {${Array.from({length: 9}, (_, j) => `k${j}: *${letters[i - 1]}`).join(', ')}}\n`
+    const path = file('bomb-chart.tgz', buildBundle([
+      {path: 'cilium/Chart.yaml', content: 'apiVersion: v2\nname: cilium\nversion: 1.18.0\n'},
+      {path: 'cilium/values.yaml', content: values},
+    ]).layer)
+    const chart = readChartArchive(path, '--cilium-chart')
+    expect(() => knownKeys(chart)).toThrow(/bomb-chart\.tgz: the chart's values\.yaml expands to more than 200000 values/)
+    expect(exitCodeOf(() => knownKeys(chart))).toBe(2)
+  })
+})
