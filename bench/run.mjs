@@ -3,6 +3,7 @@
 //   cli     start-up: `ichor --help` and `ichor version` medians
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
+//   input   verdict time for a 64 KiB values file, a 10 MB one, a file full of keys, an alias bomb
 //   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
 //   yaml    parse and emit of the Argo CD render per YAML library (the choice of library)
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
@@ -18,7 +19,7 @@ process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'stack', 'e2e', 'stack-day2', 'cni']
+const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

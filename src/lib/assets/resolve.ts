@@ -5,7 +5,7 @@ import {createHash} from 'node:crypto'
 import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {IchorError} from '../errors/errors.js'
-import {readChartArchive} from '../chart/archive.js'
+import {readBoundedFile, readChartArchive} from '../chart/archive.js'
 import {assetsDir, cacheHome, pinnedAssets, type AssetId, type PinnedAsset} from './lock.js'
 import {embeddedArtifactFile} from './packaged.js'
 
@@ -37,6 +37,9 @@ export const OVERRIDE_FLAG: Record<AssetId, string> = {
   kokumi: '--kokumi-manifest',
 }
 
+/** Kokumi 0.14's install.yaml is about 85 KB. */
+export const MAX_MANIFEST_BYTES = 8 * 1024 * 1024
+
 export function sha256File(path: string): string {
   return createHash('sha256').update(readFileSync(path)).digest('hex')
 }
@@ -45,7 +48,10 @@ export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedA
   const pinned = pinnedAssets()[id]
   if (sources.override) {
     if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: 2})
-    if (!statSync(sources.override).isFile()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is a directory, expected a file`, {exitCode: 2})
+    const st = statSync(sources.override)
+    if (st.isDirectory()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is a directory, expected a file`, {exitCode: 2})
+    // A device or FIFO (/dev/zero) would be read forever.
+    if (!st.isFile()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is not a regular file (a device, FIFO or socket), expected a file`, {exitCode: 2})
     return describeFile(id, sources.override, 'flag')
   }
   const fetched = join(assetsDir(sources.assetsDir), pinned.file)
@@ -75,23 +81,31 @@ export function describeAsset(a: ResolvedAsset): string {
   return `${a.id}: ${a.path} (${a.pinned.name} ${a.version}, sha256 ${a.sha256.slice(0, 12)}, from ${a.origin}) ${verdict}`
 }
 
+// Every file is read once, after checks on its kind and size (a directory, a device or a
+// huge file given by flag is a named error, exit 2); its digest comes from those bytes.
 function describeFile(id: AssetId, path: string, origin: AssetOrigin): ResolvedAsset {
   const pinned = pinnedAssets()[id]
-  const sha256 = sha256File(path)
-  const version = id === 'kokumi' ? kokumiManifestVersion(path) : readChartArchive(path).version
-  if (id !== 'kokumi') {
-    const name = readChartArchive(path).name
-    if (name !== pinned.name) {
-      throw new IchorError(`${OVERRIDE_FLAG[id]}: ${path} is the chart "${name}", expected "${pinned.name}"`, {exitCode: 2})
-    }
+  const label = origin === 'flag' ? OVERRIDE_FLAG[id] : `${pinned.description} (${origin})`
+  if (id === 'kokumi') {
+    const bytes = readBoundedFile(path, label, MAX_MANIFEST_BYTES, "Kokumi's install.yaml")
+    const sha256 = createHash('sha256').update(bytes).digest('hex')
+    const version = kokumiManifestVersionOf(bytes.toString('utf8'), path)
+    return {id, path, version, sha256, origin, pinned, matchesPin: sha256 === pinned.sha256}
   }
-  return {id, path, version, sha256, origin, pinned, matchesPin: sha256 === pinned.sha256}
+  const chart = readChartArchive(path, label)
+  if (chart.name !== pinned.name) {
+    throw new IchorError(`${OVERRIDE_FLAG[id]}: ${path} is the chart "${chart.name}", expected "${pinned.name}"`, {exitCode: 2})
+  }
+  return {id, path, version: chart.version, sha256: chart.sha256, origin, pinned, matchesPin: chart.sha256 === pinned.sha256}
 }
 
 /** Kokumi ships no chart: read the version from the controller image tag in install.yaml. */
 export function kokumiManifestVersion(path: string): string {
-  const text = readFileSync(path, 'utf8')
-  const match = /image:\s*\S*kokumi-dev\/kokumi:v?([0-9][\w.+-]*)/.exec(text)
+  return kokumiManifestVersionOf(readBoundedFile(path, OVERRIDE_FLAG.kokumi, MAX_MANIFEST_BYTES, "Kokumi's install.yaml").toString('utf8'), path)
+}
+
+function kokumiManifestVersionOf(text: string, path: string): string {
+  const match = /image:\s{0,20}\S{0,200}kokumi-dev\/kokumi:v?([0-9][\w.+-]*)/.exec(text)
   if (!match) {
     if (!/kind:\s*CustomResourceDefinition/.test(text) || !/kokumi/.test(text)) {
       throw new IchorError(`${OVERRIDE_FLAG.kokumi}: ${path} does not look like Kokumi's install.yaml`, {exitCode: 2})

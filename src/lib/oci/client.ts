@@ -2,6 +2,14 @@
 // No maintained Node library fits (the npm ones are Docker-Hub-era or sigstore-specific),
 // and ichor only talks to Kokumi's anonymous in-cluster registry, usually over plain HTTP
 // through a port-forward, so there is no auth flow here on purpose: 401/403 is an error.
+//
+// The registry is not trusted with this process's memory or with where bytes go: every
+// body is read with a cap (a manifest 4 MiB as the distribution registry enforces, a blob
+// exactly the size its descriptor gives, an error body a few KiB), a body that breaks its cap
+// is never retried, and redirects are followed only where the distribution spec lets a
+// registry send the client elsewhere (blob downloads, e.g. to storage); manifests and
+// uploads stay on the registry's origin, and nothing is ever uploaded to another host.
+import {createHash} from 'node:crypto'
 import {IchorError} from '../errors/errors.js'
 import {sha256Digest} from './bundle.js'
 
@@ -33,6 +41,14 @@ export interface FetchedManifest extends ManifestDescriptor {
   manifest: unknown
 }
 
+/** What the CNCF distribution registry accepts as a manifest (and the spec's floor for clients). */
+export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+/** A blob read without a known size; ichor's bundles are a few hundred KB. */
+export const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024
+/** An error body is read only to quote a line of it. */
+const MAX_ERROR_BODY_BYTES = 16 * 1024
+const MAX_REDIRECTS = 5
+
 // 4 tries with 250 + 500 + 1000 ms between them: about 1.75 s of waiting at most.
 const DEFAULT_RETRY: RetryPolicy = {attempts: 4, baseDelayMs: 250, maxDelayMs: 1000}
 const DEFAULT_TIMEOUT_MS = 60_000
@@ -52,15 +68,20 @@ const DIGEST = /^sha256:[a-f0-9]{64}$/
 /** A failure worth another try: 5xx, a reset connection, a timeout. */
 class TransientFailure extends Error {}
 
+/** Which redirects a request may follow (see the header). */
+type RedirectPolicy = 'blob' | 'same-origin'
+
 export class OciClient {
   /** Normalised base URL, e.g. `http://127.0.0.1:5000`. */
   readonly endpoint: string
+  private readonly origin: string
   private readonly retry: RetryPolicy
   private readonly sleep: (ms: number) => Promise<void>
   private readonly timeoutMs: number
 
   constructor(endpoint: string, opts: OciClientOptions = {}) {
     this.endpoint = normaliseEndpoint(endpoint)
+    this.origin = new URL(this.endpoint).origin
     this.retry = {...DEFAULT_RETRY, ...opts.retry}
     if (!(this.retry.attempts >= 1)) throw new IchorError('OCI client: retry.attempts must be at least 1')
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)))
@@ -108,7 +129,8 @@ export class OciClient {
     const fetched = await this.withRetry(what, async () => {
       const res = await this.send('GET', `/v2/${repo}/manifests/${ref}`, {headers: {accept: MANIFEST_ACCEPT}})
       if (res.status !== 200) return this.fail(res, what, `manifest ${repo}:${ref}`)
-      return {bytes: Buffer.from(await res.arrayBuffer()), mediaType: mediaTypeOf(res), claimed: res.headers.get('docker-content-digest')}
+      const bytes = await this.readCapped(res, MAX_MANIFEST_BYTES, `manifest ${repo}:${ref}`)
+      return {bytes, mediaType: mediaTypeOf(res), claimed: res.headers.get('docker-content-digest')}
     })
     const digest = sha256Digest(fetched.bytes)
     const expected = DIGEST.test(ref) ? ref : fetched.claimed?.startsWith('sha256:') ? fetched.claimed : undefined
@@ -129,19 +151,29 @@ export class OciClient {
     return this.withRetry(what, () => this.blobExistsOnce(repo, digest, what))
   }
 
-  /** Reads a blob and checks its bytes against the digest. */
-  async getBlob(repo: string, digest: string): Promise<Buffer> {
+  /**
+   * Reads a blob, hashing it as it streams in, and checks it against the digest. With `size`
+   * (from the descriptor) not one byte more is read; without it, at most DEFAULT_MAX_BLOB_BYTES.
+   */
+  async getBlob(repo: string, digest: string, opts: {size?: number} = {}): Promise<Buffer> {
     checkRepository(repo)
     checkDigest(digest)
+    const {size} = opts
+    if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0)) throw new IchorError(`OCI client: blob size must be a non-negative integer, got ${size}`)
     const what = `read the blob ${digest} from ${repo}`
-    const bytes = await this.withRetry(what, async () => {
-      const res = await this.send('GET', `/v2/${repo}/blobs/${digest}`)
-      if (res.status !== 200) return this.fail(res, what, `blob ${repo}@${digest}`)
-      return Buffer.from(await res.arrayBuffer())
+    const subject = `blob ${repo}@${digest}`
+    return this.withRetry(what, async () => {
+      const res = await this.send('GET', `/v2/${repo}/blobs/${digest}`, {}, 'blob')
+      if (res.status !== 200) return this.fail(res, what, subject)
+      const hash = createHash('sha256')
+      const bytes = await this.readCapped(res, size ?? DEFAULT_MAX_BLOB_BYTES, subject, (chunk) => hash.update(chunk))
+      if (size !== undefined && bytes.length !== size) {
+        throw new IchorError(`registry ${this.endpoint} sent ${bytes.length} bytes for ${subject}; its descriptor says ${size}`)
+      }
+      const actual = `sha256:${hash.digest('hex')}`
+      if (actual !== digest) throw digestMismatch(this.endpoint, subject, digest, actual)
+      return bytes
     })
-    const actual = sha256Digest(bytes)
-    if (actual !== digest) throw digestMismatch(this.endpoint, `blob ${repo}@${digest}`, digest, actual)
-    return bytes
   }
 
   /**
@@ -212,7 +244,7 @@ export class OciClient {
   }
 
   private async blobExistsOnce(repo: string, digest: string, what: string): Promise<boolean> {
-    const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`)
+    const res = await this.send('HEAD', `/v2/${repo}/blobs/${digest}`, {}, 'blob')
     await drain(res) // a HEAD answer has no body to explain an error with
     if (res.status === 200) return true
     if (res.status === 404) return false
@@ -223,24 +255,100 @@ export class OciClient {
     const location = res.headers.get('location')
     if (!location) throw new IchorError(`registry ${this.endpoint} did not say where to upload (no Location header) while trying to ${what}`)
     // The Location may be relative to the endpoint.
-    return new URL(location, `${this.endpoint}/`).href
+    let url: URL
+    try {
+      url = new URL(location, `${this.endpoint}/`)
+    } catch {
+      throw new IchorError(`registry ${this.endpoint} gave an upload Location that is not a URL (${JSON.stringify(location.slice(0, 200))}) while trying to ${what}`)
+    }
+    // The spec lets a registry offload uploads elsewhere; ichor sends its bundles to the registry it was given, only.
+    if (url.origin !== this.origin) {
+      throw new IchorError(
+        `registry ${this.endpoint} told ichor to upload to another host, ${url.host} (Location header), while trying to ${what}; ichor uploads only to the registry it was given`,
+      )
+    }
+    return url.href
   }
 
-  /** One HTTP exchange. 5xx and dropped connections become TransientFailure; other statuses are the caller's. */
-  private async send(method: string, pathOrUrl: string, init: {body?: Buffer; headers?: Record<string, string>} = {}): Promise<Response> {
-    const url = pathOrUrl.startsWith('/') ? `${this.endpoint}${pathOrUrl}` : pathOrUrl
-    let res: Response
-    try {
-      // Buffer is a valid body; the DOM typings only reject its ArrayBufferLike backing store.
-      res = await fetch(url, {method, body: init.body as RequestInit['body'], headers: init.headers, redirect: 'follow', signal: AbortSignal.timeout(this.timeoutMs)})
-    } catch (error) {
-      throw this.connectionError(error)
+  /**
+   * One HTTP exchange. 5xx and dropped connections become TransientFailure; other statuses are the caller's.
+   * Redirects are followed here, by hand, as `policy` allows: writes never, blob reads anywhere
+   * (with no credential header on a hop to another origin), other reads within the registry's origin.
+   */
+  private async send(
+    method: string,
+    pathOrUrl: string,
+    init: {body?: Buffer; headers?: Record<string, string>} = {},
+    policy: RedirectPolicy = 'same-origin',
+  ): Promise<Response> {
+    let url = pathOrUrl.startsWith('/') ? `${this.endpoint}${pathOrUrl}` : pathOrUrl
+    let headers = init.headers
+    const signal = AbortSignal.timeout(this.timeoutMs)
+    for (let hop = 0; ; hop++) {
+      let res: Response
+      try {
+        // Buffer is a valid body; the DOM typings only reject its ArrayBufferLike backing store.
+        res = await fetch(url, {method, body: init.body as RequestInit['body'], headers, redirect: 'manual', signal})
+      } catch (error) {
+        throw this.connectionError(error)
+      }
+      if (res.status >= 500) {
+        const detail = await errorDetail(res)
+        throw new TransientFailure(`HTTP ${res.status} for ${method} ${new URL(url).pathname}${detail}`)
+      }
+      if (![301, 302, 303, 307, 308].includes(res.status)) return res
+      await drain(res)
+      const location = res.headers.get('location')
+      let target: URL | undefined
+      try {
+        target = location ? new URL(location, url) : undefined
+      } catch {
+        target = undefined
+      }
+      const path = new URL(url).pathname
+      const refuse = (why: string): never => {
+        throw new IchorError(`registry ${this.endpoint} redirected ${method} ${path} (HTTP ${res.status}) to ${target?.host ?? JSON.stringify(location)}: ${why}`)
+      }
+      if (!target || (target.protocol !== 'http:' && target.protocol !== 'https:')) refuse('not an http(s) URL')
+      if (method !== 'GET' && method !== 'HEAD') refuse('ichor does not follow redirects of uploads; the registry must accept them itself')
+      if (target!.origin !== this.origin && policy !== 'blob') refuse("only blob downloads may leave the registry's host (OCI distribution spec)")
+      if (hop >= MAX_REDIRECTS) refuse(`more than ${MAX_REDIRECTS} redirects`)
+      if (target!.origin !== new URL(url).origin) headers = withoutCredentials(headers)
+      url = target!.href
     }
-    if (res.status >= 500) {
-      const detail = await errorDetail(res)
-      throw new TransientFailure(`HTTP ${res.status} for ${method} ${new URL(url).pathname}${detail}`)
+  }
+
+  /**
+   * Reads a body of at most `max` bytes, refusing a larger declared Content-Length before
+   * reading and stopping one chunk past the cap otherwise. Never retried: the answer is not
+   * going to shrink.
+   */
+  private async readCapped(res: Response, max: number, subject: string, onChunk?: (chunk: Uint8Array) => void): Promise<Buffer> {
+    const tooLarge = (size: string) => {
+      const shown = max >= 1024 * 1024 ? `${max / 1024 / 1024} MiB` : `${max} bytes`
+      return new IchorError(`registry ${this.endpoint} sent ${size} for ${subject}; at most ${shown} are read, so ichor stopped (not retried)`)
     }
-    return res
+    const declared = Number(res.headers.get('content-length') ?? Number.NaN)
+    if (Number.isFinite(declared) && declared > max) {
+      await drain(res)
+      throw tooLarge(`a body of ${declared} bytes (Content-Length)`)
+    }
+    const reader = res.body?.getReader()
+    if (!reader) return Buffer.alloc(0)
+    const chunks: Uint8Array[] = []
+    let total = 0
+    for (;;) {
+      const {done, value} = await reader.read()
+      if (done) break
+      total += value.byteLength
+      if (total > max) {
+        await reader.cancel().catch(() => undefined)
+        throw tooLarge(`more than ${max} bytes`)
+      }
+      onChunk?.(value)
+      chunks.push(value)
+    }
+    return Buffer.concat(chunks, total)
   }
 
   private connectionError(error: unknown): Error {
@@ -343,11 +451,36 @@ async function drain(res: Response): Promise<void> {
   }
 }
 
-/** `: CODE message` from an OCI error body, or a short text excerpt. */
+/** The headers to send on a hop to another origin: nothing that identifies the caller. */
+function withoutCredentials(headers: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!headers) return headers
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !['authorization', 'cookie', 'proxy-authorization'].includes(k.toLowerCase())))
+}
+
+/** The first `max` bytes of a body, then the connection is let go. */
+async function readPrefix(res: Response, max: number): Promise<string> {
+  const reader = res.body?.getReader()
+  if (!reader) return ''
+  const chunks: Uint8Array[] = []
+  let total = 0
+  try {
+    while (total < max) {
+      const {done, value} = await reader.read()
+      if (done) break
+      chunks.push(value)
+      total += value.byteLength
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined)
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8')
+}
+
+/** `: CODE message` from an OCI error body, or a short text excerpt; at most a few KiB are read. */
 async function errorDetail(res: Response): Promise<string> {
   let text = ''
   try {
-    text = await res.text()
+    text = await readPrefix(res, MAX_ERROR_BODY_BYTES)
   } catch {
     return ''
   }

@@ -1,24 +1,98 @@
 // Reading a user's values file: YAML 1.2 (so `yes`/`on` stay strings and a type error
 // shows up in validation instead of silently becoming a boolean), one document, a map.
-import {readFileSync} from 'node:fs'
-import {parseAllDocuments} from 'yaml'
-import {IchorError} from '../errors/errors.js'
+// The file is hostile until proven otherwise: its size is known before a byte is parsed,
+// only regular files (or `-` for standard input) are read, and at most the cap is read.
+import {closeSync, fstatSync, openSync, readSync, statSync} from 'node:fs'
+import {isAlias, isMap as isYamlMap, isScalar, LineCounter, parseAllDocuments, visit, type Document} from 'yaml'
+import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
+import {checkValuesTree} from './guard.js'
 import {isMap, type Values} from './path.js'
 
+/**
+ * Cap on a values file as read. The merged values are capped at 64 KiB of JSON later; a file
+ * may be larger (comments, a copy of the chart's whole values.yaml), so it gets four times that.
+ */
+export const MAX_VALUES_FILE_BYTES = 256 * 1024
+/** Aliases one document may expand; a few legitimate ones, never a billion laughs. */
+const MAX_ALIAS_COUNT = 100
+
 export function readValuesFile(file: string, flag = '-f'): Values {
-  let text: string
+  const label = `${flag} ${file}`
+  const bytes = file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label)
+  return parseValuesText(bytes.toString('utf8'), label)
+}
+
+function tooLarge(label: string, size: number | string): IchorError {
+  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {exitCode: 2})
+}
+
+function cannotRead(label: string, error: unknown): IchorError {
+  const code = (error as NodeJS.ErrnoException).code
+  const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error)
+  return new IchorError(`${label}: cannot read the values file: ${why}`, {exitCode: 2})
+}
+
+function readRegularFileCapped(file: string, label: string): Buffer {
+  // stat before open: opening a FIFO with no writer would block forever.
+  let kind: string | undefined
   try {
-    text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8')
+    const st = statSync(file)
+    kind = st.isFile() ? undefined : st.isDirectory() ? 'is a directory' : 'is not a regular file (a device, FIFO or socket)'
+    if (!kind && st.size > MAX_VALUES_FILE_BYTES) throw tooLarge(label, st.size)
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error)
-    throw new IchorError(`${flag} ${file}: cannot read the values file: ${why}`, {exitCode: 2})
+    if (error instanceof IchorError) throw error
+    throw cannotRead(label, error)
   }
-  return parseValuesText(text, `${flag} ${file}`)
+  if (kind) throw new IchorError(`${label}: cannot read the values file: ${kind}; give a regular file, or - to read standard input`, {exitCode: 2})
+  let fd: number
+  try {
+    fd = openSync(file, 'r')
+  } catch (error) {
+    throw cannotRead(label, error)
+  }
+  try {
+    // The path may have been swapped between stat and open: judge what was opened.
+    if (!fstatSync(fd).isFile()) throw new IchorError(`${label}: cannot read the values file: is not a regular file`, {exitCode: 2})
+    return readCapped(fd, label)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function readStdinCapped(label: string): Buffer {
+  return readCapped(0, label)
+}
+
+/** Reads at most cap + 1 bytes: one more than allowed is enough to refuse. */
+function readCapped(fd: number, label: string): Buffer {
+  const buf = Buffer.alloc(MAX_VALUES_FILE_BYTES + 1)
+  let length = 0
+  while (length < buf.length) {
+    let n: number
+    try {
+      n = readSync(fd, buf, length, buf.length - length, null)
+    } catch (error) {
+      // A non-blocking stdin pipe with nothing in it yet.
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
+        continue
+      }
+      throw cannotRead(label, error)
+    }
+    if (n === 0) break
+    length += n
+  }
+  if (length > MAX_VALUES_FILE_BYTES) throw tooLarge(label, `more than ${MAX_VALUES_FILE_BYTES}`)
+  return buf.subarray(0, length)
 }
 
 export function parseValuesText(text: string, label: string): Values {
-  const docs = parseAllDocuments(text, {version: '1.2', uniqueKeys: true, prettyErrors: true})
+  const size = Buffer.byteLength(text)
+  if (size > MAX_VALUES_FILE_BYTES) throw tooLarge(label, size)
+  const lineCounter = new LineCounter()
+  // uniqueKeys is checked below in linear time; the library's own check is quadratic in the keys of a map.
+  // Integers come as BigInt so one beyond 2^53 is seen as such, not silently rounded.
+  const docs = parseAllDocuments(text, {version: '1.2', uniqueKeys: false, intAsBigInt: true, prettyErrors: true, lineCounter})
   if (!Array.isArray(docs)) return {}
   const nonEmpty = docs.filter((d) => d.errors.length > 0 || d.contents !== null)
   if (nonEmpty.length > 1) {
@@ -29,13 +103,59 @@ export function parseValuesText(text: string, label: string): Values {
   if (doc.errors.length > 0) {
     const first = doc.errors[0]!
     const where = first.linePos?.[0] ? ` at line ${first.linePos[0].line}, column ${first.linePos[0].col}` : ''
-    throw new IchorError(`${label}: not valid YAML${where}: ${first.message.split('\n')[0]}`, {exitCode: 2})
+    const message = first.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')
+    const why = /Maximum call stack/.test(message) ? 'it nests too deeply' : message
+    throw new IchorError(`${label}: not valid YAML${where}: ${why}`, {exitCode: 2})
   }
-  const value = doc.toJS({maxAliasCount: 100})
+  checkUniqueKeys(doc, label, lineCounter)
+  let value: unknown
+  try {
+    value = doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
+  } catch (error) {
+    const message = (error as Error).message ?? String(error)
+    if (/alias count/i.test(message)) {
+      throw new IchorError(`${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`, {exitCode: 2})
+    }
+    if (error instanceof RangeError) throw new IchorError(`${label}: not valid YAML: it nests too deeply`, {exitCode: 2})
+    throw new IchorError(`${label}: not valid YAML: ${message}`, {exitCode: 2})
+  }
   if (value === null || value === undefined) return {}
   if (!isMap(value)) {
-    const kind = Array.isArray(value) ? 'a list' : `a ${typeof value}`
+    const kind = Array.isArray(value) ? 'a list' : `a ${typeof value === 'bigint' ? 'number' : typeof value}`
     throw new IchorError(`${label}: the document is ${kind}; a values file must be a map of keys (e.g. "hubble:\\n  enabled: true")`, {exitCode: 2})
   }
-  return value
+  const issues: Issue[] = []
+  const checked = checkValuesTree(value, issues) as Values
+  if (issues.length > 0) throw new ValidationError(label, issues)
+  return checked
+}
+
+/** Refuses a key repeated in one map (helm would silently keep the last), in one pass over the document. */
+function checkUniqueKeys(doc: Document.Parsed, label: string, lineCounter: LineCounter): void {
+  let problem: {message: string; offset: number} | undefined
+  visit(doc, {
+    Map(_, map) {
+      if (!isYamlMap(map)) return undefined
+      const seen = new Set<string>()
+      for (const pair of map.items) {
+        const key = pair.key
+        const offset = (key as {range?: [number, number, number]} | null)?.range?.[0] ?? map.range?.[0] ?? 0
+        if (!isScalar(key) || isAlias(key)) {
+          problem = {message: 'a map key must be a plain string, not a list, map or alias', offset}
+          return visit.BREAK
+        }
+        const name = String(key.value)
+        if (seen.has(name)) {
+          problem = {message: `map keys must be unique; ${JSON.stringify(name)} is repeated`, offset}
+          return visit.BREAK
+        }
+        seen.add(name)
+      }
+      return undefined
+    },
+  })
+  if (problem) {
+    const pos = lineCounter.linePos(problem.offset)
+    throw new IchorError(`${label}: not valid YAML at line ${pos.line}, column ${pos.col}: ${problem.message}`, {exitCode: 2})
+  }
 }

@@ -8,6 +8,7 @@
 // labels, nodeSelector, extraArgs, ...), accepts any key below it.
 import jsyaml from 'js-yaml'
 import type {ChartArchive} from '../chart/archive.js'
+import {IchorError} from '../errors/errors.js'
 import {isMap} from './path.js'
 
 export interface KeyNode {
@@ -53,7 +54,9 @@ export function knownKeys(chart: ChartArchive): KeyNode {
   const root = newNode()
   const valuesYaml = chart.files.get('values.yaml')?.toString('utf8') ?? ''
   // js-yaml: only the structure is needed here, and it parses Cilium's 170 KB values.yaml several times faster
-  addTree(root, jsyaml.load(valuesYaml) ?? {})
+  // js-yaml shares an aliased node instead of copying it, so a "billion laughs" values.yaml parses
+  // small and would explode only in this walk: it is bounded.
+  addTree(root, jsyaml.load(valuesYaml) ?? {}, {left: MAX_VALUES_YAML_NODES, chart})
   addCommentedKeys(root, valuesYaml)
   for (const [name, data] of chart.files) {
     if (name.startsWith('templates/')) addTemplateRefs(root, data.toString('utf8'))
@@ -62,13 +65,19 @@ export function knownKeys(chart: ChartArchive): KeyNode {
   return root
 }
 
-function addTree(node: KeyNode, value: unknown): void {
+/** Cilium's values.yaml holds about 2,000 nodes; a chart with a hundred times that is hostile. */
+const MAX_VALUES_YAML_NODES = 200_000
+
+function addTree(node: KeyNode, value: unknown, budget: {left: number; chart: ChartArchive}): void {
+  if (--budget.left < 0) {
+    throw new IchorError(`${budget.chart.path}: the chart's values.yaml expands to more than ${MAX_VALUES_YAML_NODES} values (aliases nested like a "billion laughs"?); not a chart ichor can read`, {exitCode: 2})
+  }
   if (!isMap(value)) {
     node.leaf = true
     return
   }
   if (Object.keys(value).length === 0) node.freeForm = true
-  for (const [k, v] of Object.entries(value)) addTree(child(node, k), v)
+  for (const [k, v] of Object.entries(value)) addTree(child(node, k), v, budget)
 }
 
 /**

@@ -1,12 +1,16 @@
 // Helm-style deep merge: maps merge key by key, anything else (lists, scalars, null)
 // replaces. A null from the overlay is kept, so helm removes that chart default.
-import {isMap, type Values} from './path.js'
+// A key such as __proto__ in the overlay would set the merged object's prototype: refused.
+import {IchorError} from '../errors/errors.js'
+import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
+import {formatPath, isMap, type Values} from './path.js'
 
-export function deepMerge(base: Values, overlay: Values): Values {
+export function deepMerge(base: Values, overlay: Values, at: string[] = []): Values {
   const out: Values = {...base}
   for (const [key, value] of Object.entries(overlay)) {
-    const prev = out[key]
-    out[key] = isMap(prev) && isMap(value) ? deepMerge(prev, value) : cloneValue(value)
+    if (FORBIDDEN_KEYS.has(key)) throw new IchorError(`values ${formatPath([...at, key])}: ${forbiddenKeyMessage(key)}`, {exitCode: 2})
+    const prev = Object.prototype.hasOwnProperty.call(out, key) ? out[key] : undefined
+    out[key] = isMap(prev) && isMap(value) ? deepMerge(prev, value, [...at, key]) : cloneValue(value)
   }
   return out
 }

@@ -1,6 +1,9 @@
 // Value paths: arrays of keys, printed the way a user would write them with --set
 // (dots between keys, a key that itself holds a dot or slash quoted in brackets).
 
+import {IchorError} from '../errors/errors.js'
+import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
+
 export type Values = {[key: string]: unknown}
 export type Path = readonly string[]
 
@@ -8,10 +11,11 @@ export function isMap(v: unknown): v is Values {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-export function formatPath(path: Path): string {
+/** A path as typed with --set; a number is a list index. */
+export function formatPath(path: readonly (string | number)[]): string {
   if (path.length === 0) return '(root)'
   return path
-    .map((k, i) => (/^[A-Za-z0-9_-]+$/.test(k) ? (i === 0 ? k : `.${k}`) : `[${JSON.stringify(k)}]`))
+    .map((k, i) => (typeof k === 'number' ? `[${k}]` : /^[A-Za-z0-9_-]+$/.test(k) ? (i === 0 ? k : `.${k}`) : `[${JSON.stringify(k)}]`))
     .join('')
 }
 
@@ -39,6 +43,9 @@ export function hasPath(values: unknown, path: Path): boolean {
 
 /** Sets a value, creating maps on the way (replacing a non-map in the way). */
 export function setPath(values: Values, path: Path, value: unknown): void {
+  // A prototype key would write onto Object.prototype instead of into the values.
+  const bad = path.find((k) => FORBIDDEN_KEYS.has(k))
+  if (bad !== undefined) throw new IchorError(`values ${formatPath(path)}: ${forbiddenKeyMessage(bad)}`, {exitCode: 2})
   let cur: Values = values
   path.forEach((key, i) => {
     if (i === path.length - 1) {

@@ -4,7 +4,8 @@
 // Typing follows helm: integers, true/false and null are typed; everything else,
 // floats included, stays a string.
 import {IchorError} from '../errors/errors.js'
-import {isMap, type Values} from './path.js'
+import {FORBIDDEN_KEYS, forbiddenKeyMessage, MAX_VALUES_DEPTH, unsafeIntegerMessage} from './guard.js'
+import {formatPath, isMap, type Values} from './path.js'
 
 type Segment = string | number
 
@@ -25,6 +26,12 @@ export function parseSetFlag(flag: string): {path: Segment[]; value: unknown}[] 
     // key
     const path: Segment[] = []
     let key = ''
+    // Checked as each segment is pushed, so a 20,000-segment path stops at the cap.
+    const push = (seg: Segment) => {
+      if (typeof seg === 'string' && FORBIDDEN_KEYS.has(seg)) fail(forbiddenKeyMessage(seg))
+      if (path.length >= MAX_VALUES_DEPTH) fail(`the key path is deeper than ${MAX_VALUES_DEPTH} levels`)
+      path.push(seg)
+    }
     for (;;) {
       if (i >= flag.length) fail('missing "=value"')
       const c = flag[i]!
@@ -33,21 +40,21 @@ export function parseSetFlag(flag: string): {path: Segment[]; value: unknown}[] 
         i += 2
       } else if (c === '.') {
         if (key === '') fail('empty key segment')
-        path.push(key)
+        push(key)
         key = ''
         i++
       } else if (c === '[') {
-        if (key !== '') path.push(key)
+        if (key !== '') push(key)
         key = ''
         const close = flag.indexOf(']', i)
         if (close < 0) fail('unclosed "["')
         const index = Number(flag.slice(i + 1, close))
         if (!Number.isInteger(index) || index < 0 || index > 65_536) fail(`bad list index "${flag.slice(i + 1, close)}"`)
-        path.push(index)
+        push(index)
         i = close + 1
         if (flag[i] === '.') i++
       } else if (c === '=') {
-        if (key !== '') path.push(key)
+        if (key !== '') push(key)
         else if (path.length === 0) fail('empty key')
         i++
         break
@@ -63,7 +70,7 @@ export function parseSetFlag(flag: string): {path: Segment[]; value: unknown}[] 
       const close = flag.indexOf('}', i)
       if (close < 0) fail('unclosed "{"')
       const inner = flag.slice(i + 1, close)
-      out.push({path, value: inner === '' ? [] : splitUnescaped(inner, ',').map(typeScalar)})
+      out.push({path, value: inner === '' ? [] : splitUnescaped(inner, ',').map((raw) => typeScalar(raw, path, fail))})
       i = close + 1
       if (i < flag.length && flag[i] !== ',') fail('unexpected text after "}"')
       i++
@@ -77,7 +84,7 @@ export function parseSetFlag(flag: string): {path: Segment[]; value: unknown}[] 
       } else raw += flag[i++]
     }
     i++ // skip the comma
-    out.push({path, value: typeScalar(raw)})
+    out.push({path, value: typeScalar(raw, path, fail)})
   }
   return out
 }
@@ -96,14 +103,16 @@ function splitUnescaped(text: string, sep: string): string[] {
   return parts
 }
 
-function typeScalar(raw: string): unknown {
+function typeScalar(raw: string, path: Segment[], fail: (why: string) => never): unknown {
   if (raw === 'true') return true
   if (raw === 'false') return false
   if (raw === 'null') return null
-  // helm types integers only (no leading zeros, within int64), never floats
+  // helm types integers only (no leading zeros), never floats
   if (/^[-+]?(0|[1-9]\d*)$/.test(raw)) {
     const n = Number(raw)
-    if (Number.isSafeInteger(n)) return n
+    // Beyond 2^53 a number is rounded (helm keeps int64, or a string past it): refuse rather than guess.
+    if (!Number.isSafeInteger(n)) fail(`${formatPath(path)}: ${unsafeIntegerMessage(raw)}`)
+    return n
   }
   return raw
 }
