@@ -13,10 +13,12 @@ function runOne(i) {
   const {args, env} = plan.runs[i]
   return new Promise((resolve) => {
     // Not detached: the CLI shares this script's process group.
-    const child = spawn(process.execPath, args, {env, stdio: ['ignore', 'ignore', 'pipe']})
-    let stderr = ''
-    child.stderr.on('data', (c) => (stderr += c))
-    child.on('close', (code, signal) => resolve((results[i] = {code, signal, stderr: stderr.slice(-2000)})))
+    const child = spawn(process.execPath, args, {env, stdio: ['ignore', 'pipe', 'pipe']})
+    // Both streams: a failed step's message is printed by the step list (stdout when piped).
+    let output = ''
+    child.stdout.on('data', (c) => (output += c))
+    child.stderr.on('data', (c) => (output += c))
+    child.on('close', (code, signal) => resolve((results[i] = {code, signal, stderr: output.slice(-4000)})))
   })
 }
 
