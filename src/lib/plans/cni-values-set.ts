@@ -9,15 +9,10 @@ import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import type {Later, Task} from '../tasks/types.js'
+import type {PlanOptions} from './options.js'
 
-export interface CniValuesSetOptions extends ChangeSources {
+export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
   input: ValuesInput
-  kubeconfig?: string
-  context?: string
-  timeoutMs: number
-  output: OutputMode
-  dryRun: boolean
-  stream?: NodeJS.WritableStream
   breakLock?: boolean
 }
 

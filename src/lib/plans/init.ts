@@ -20,8 +20,9 @@ import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
+import type {PlanOptions} from './options.js'
 
-export interface InitOptions {
+export interface InitOptions extends PlanOptions {
   /** The session the command opened (it read the stored state); closed by the plan. */
   session?: Session
   inputs: InitInputs
@@ -33,17 +34,6 @@ export interface InitOptions {
   generated: GeneratedStackSecrets
   /** --registry-endpoint: reach the registry here instead of a port-forward. */
   registryEndpoint?: string
-  /** --kubeconfig: continue a cluster from a machine without the local state. */
-  kubeconfig?: string
-  /** --context of that kubeconfig. */
-  context?: string
-  /** Per wait, in milliseconds. */
-  timeoutMs: number
-  output: OutputMode
-  dryRun: boolean
-  stream?: NodeJS.WritableStream
-  /** --break-lock: delete a Lease left by a command that is gone, then take it. */
-  breakLock?: boolean
   /** Notes for the operator (what was fixed in the state folder). */
   note?: (line: string) => void
 }

@@ -10,17 +10,12 @@ import {republishTask, rerenderTask, waitApplicationsTask, type PublishedBundles
 import {readInstallation} from '../state/installation.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
+import type {PlanOptions} from './options.js'
 
-export interface StackSyncOptions {
-  kubeconfig?: string
-  context?: string
+export interface StackSyncOptions extends PlanOptions {
   registryEndpoint?: string
   /** The artifacts the cluster was installed with (flags or mirror), for a re-render. */
   sources: {argocdChart?: string; kokumiManifest?: string; mirror?: string}
-  timeoutMs: number
-  output: OutputMode
-  dryRun: boolean
-  breakLock?: boolean
   stream?: NodeJS.WritableStream
 }
 

@@ -1,0 +1,17 @@
+// What every plan that talks to a cluster takes from its command's flags.
+import type {OutputMode} from '../tasks/engine.js'
+
+export interface PlanOptions {
+  /** --kubeconfig: the cluster the operator named. */
+  kubeconfig?: string
+  /** --context of that kubeconfig. */
+  context?: string
+  /** Per wait, in milliseconds (--timeout). */
+  timeoutMs: number
+  output: OutputMode
+  /** Probe only, change nothing. */
+  dryRun: boolean
+  stream?: NodeJS.WritableStream
+  /** --break-lock: delete a Lease left by a command that is gone, then take it. */
+  breakLock?: boolean
+}
