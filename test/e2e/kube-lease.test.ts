@@ -92,6 +92,25 @@ describe('acquireLease', () => {
     }
   })
 
+  it('verify before each change never mistakes its own background renewal for a takeover', async () => {
+    // A renewal fires every second at this TTL; verifying back to back keeps one of them
+    // in flight almost all the time, so any race between the two writes shows here.
+    const lease = await acquireLease(kube, {command: 'init', ttlSeconds: 3})
+    try {
+      const until = Date.now() + 4000
+      let verified = 0
+      while (Date.now() < until) {
+        await lease.verify()
+        verified++
+      }
+      expect(verified).toBeGreaterThan(10)
+      expect(lease.lost).toBe(false)
+      expect((await readLease(kube))!.holder).toBe(lease.holder)
+    } finally {
+      await lease.release()
+    }
+  })
+
   it('takes over an expired lease of another machine and refuses a live one', async () => {
     await plantLease('bob@other-laptop pid 4242 (init)', 10_000)
     const refused = await acquireLease(kube, {command: 'init'}).catch((e: unknown) => e)

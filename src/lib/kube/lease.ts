@@ -280,26 +280,12 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
     }
   }
 
-  const timer = setInterval(() => {
-    inflight = inflight.then(renew).catch(() => undefined)
-  }, Math.max(1000, (ttlSeconds * 1000) / 3))
-  // Renewal must not keep a finished command alive.
-  timer.unref()
-
-  return {
-    holder,
-    namespace: ref.namespace,
-    name: ref.name,
-    get lost() {
-      return lostError !== undefined
-    },
-    assertHeld() {
-      if (lostError) throw lostError
-    },
-    async verify() {
-      // Wait for a renewal under way so two writes do not race each other.
-      await inflight
-      if (lostError) throw lostError
+  // Asks the server who holds the lease, then renews over what it read. A 409 from a write
+  // that is not this process's (a label edit, say) is read again: only another holder,
+  // or no lease, is a loss.
+  const verifyNow = async (): Promise<void> => {
+    if (lostError) throw lostError
+    for (let attempt = 0; ; attempt++) {
       let current: LeaseObject
       try {
         current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
@@ -315,12 +301,47 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
       }
       try {
         lease = await call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {...current, spec: {...current.spec, renewTime: microTime(clock.now())}})
+        return
       } catch (error) {
+        if (isConflict(error) && attempt < 3) continue
         if (!isConflict(error) && !isNotFound(error)) throw error
         const after = await readLease(kube, ref)
         markLost(`it is now held by ${after?.holder || 'nobody'}`, after?.holder)
         throw lostError!
       }
+    }
+  }
+
+  // Every write to the lease (renewal, verify, release) runs one at a time: two of this
+  // process's own writes over the same resourceVersion would otherwise conflict, and the
+  // loser would take its own holder's 409 for a takeover.
+  const serially = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = inflight.then(work)
+    inflight = run.then(
+      () => undefined,
+      () => undefined,
+    )
+    return run
+  }
+
+  const timer = setInterval(() => {
+    void serially(renew).catch(() => undefined)
+  }, Math.max(1000, (ttlSeconds * 1000) / 3))
+  // Renewal must not keep a finished command alive.
+  timer.unref()
+
+  return {
+    holder,
+    namespace: ref.namespace,
+    name: ref.name,
+    get lost() {
+      return lostError !== undefined
+    },
+    assertHeld() {
+      if (lostError) throw lostError
+    },
+    verify() {
+      return serially(verifyNow)
     },
     async release() {
       if (released) return
