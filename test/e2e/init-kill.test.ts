@@ -36,7 +36,7 @@ describe('ichor init killed at every task boundary converges to the uninterrupte
     for (let k = 0; k < taskIds.length; k++) {
       const run = await runIchor([...killed.initArgs, '--json'], killed.env, {killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking'})
       log.push(`kill before ${taskIds[k]}: ${run.signal ?? `exit ${run.code}`}`)
-      expect(run.code === 0 || run.signal === 'SIGKILL', `${taskIds[k]}: ${run.stderr}`).toBe(true)
+      expect(run.code === 0 || run.signal === 'SIGKILL', `${taskIds[k]}: ${run.stderr}\n${run.stdout.slice(-3000)}`).toBe(true)
       const admin = await secretValues(kube, 'ichor-system', 'ichor-kokumi-admin').catch(() => undefined)
       if (admin && !firstPasswords) firstPasswords = admin
       if (k === taskIds.indexOf('adopt-cilium')) {
@@ -53,7 +53,7 @@ describe('ichor init killed at every task boundary converges to the uninterrupte
       }
     }
     const last = await runIchor([...killed.initArgs, '--json'], killed.env)
-    expect(last.code, `${log.join('\n')}\n${last.stderr}`).toBe(0)
+    expect(last.code, `${log.join('\n')}\n${last.stderr}\n${last.stdout.slice(-3000)}`).toBe(0)
     expect(log.filter((l) => l.endsWith('SIGKILL')).length).toBeGreaterThan(taskIds.length - 2)
 
     expect(await canonicalDump(kube, killed)).toEqual(expected)
