@@ -19,7 +19,30 @@ export interface HelmBinary {
 
 export const MIN_HELM = {major: 3, minor: 18}
 
-const HINT = 'install Helm 3.18 or newer, or set ICHOR_HELM to its path'
+const HINT = 'install Helm 3.18 or newer (or 4.0.1 or newer), or set ICHOR_HELM to its path'
+
+/** MAJOR.MINOR.PATCH of `helm version --template {{.Version}}` (v4.1.4, v3.18.0-rc.1), or undefined. */
+export function parseHelmVersion(text: string): {major: number; minor: number; patch: number} | undefined {
+  const match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(text.trim())
+  return match ? {major: Number(match[1]), minor: Number(match[2]), patch: Number(match[3])} : undefined
+}
+
+/**
+ * Why this helm cannot adopt the bootstrapped Cilium objects, or undefined when it can:
+ * older Helm 3 patches objects adopted with --take-ownership incorrectly (fixed in 3.18),
+ * and Helm 4.0.0 refuses the server-side take-over with "metadata.managedFields must be
+ * nil" (helm/helm#31510, fixed in 4.0.1).
+ */
+export function helmVersionProblem(v: {major: number; minor: number; patch: number}): {message: string; hint: string} | undefined {
+  if (v.major < MIN_HELM.major || (v.major === MIN_HELM.major && v.minor < MIN_HELM.minor)) {
+    return {message: 'is too old: ichor needs Helm 3.18 or newer (Helm 4.0.1 or newer works)', hint: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly'}
+  }
+  if (v.major === 4 && v.minor === 0 && v.patch === 0) {
+    return {message: 'cannot adopt objects: Helm 4.0.0 fails the server-side --take-ownership (helm/helm#31510); use Helm 4.0.1 or newer, or 3.18+', hint: HINT}
+  }
+  return undefined
+}
+
 
 let detected: {key: string; promise: Promise<HelmBinary>} | undefined
 
@@ -47,25 +70,26 @@ export function findHelm(): Promise<HelmBinary> {
 }
 
 async function detect(path: string): Promise<HelmBinary> {
+  const out = await helmVersionOf(path)
+  const parsed = parseHelmVersion(out)
+  if (!parsed) throw new IchorError(`cannot read helm's version from "${out}" (${path})`)
+  const problem = helmVersionProblem(parsed)
+  if (problem) throw new IchorError(`helm ${out} at ${path} ${problem.message}`, {hint: problem.hint})
+  const {major, minor} = parsed
+  return {path, version: out, major, minor}
+}
+
+/** What `helm version --template {{.Version}}` prints; an IchorError when helm does not run. */
+export async function helmVersionOf(path: string): Promise<string> {
   let result
   try {
     result = await runProcess(path, ['version', '--template', '{{.Version}}'], {timeoutMs: 20_000, env: helmEnv()})
   } catch (error) {
     throw startError('helm', path, error, HINT)
   }
-  const out = result.stdout.trim()
-  if (result.exitCode !== 0) {
+  if (result.exitCode !== 0 || result.timedOut) {
     const why = result.timedOut ? 'no answer within 20s' : (result.stderr || result.stdout).trim().split('\n')[0]
     throw new IchorError(`cannot run helm at "${path}": ${why}`, {hint: HINT})
   }
-  const match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(out)
-  if (!match) throw new IchorError(`cannot read helm's version from "${out}" (${path})`)
-  const major = Number(match[1])
-  const minor = Number(match[2])
-  if (major < MIN_HELM.major || (major === MIN_HELM.major && minor < MIN_HELM.minor)) {
-    throw new IchorError(`helm ${out} at ${path} is too old: ichor needs Helm 3.18 or newer (Helm 4 works)`, {
-      hint: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly',
-    })
-  }
-  return {path, version: out, major, minor}
+  return result.stdout.trim()
 }

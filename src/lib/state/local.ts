@@ -31,9 +31,13 @@ export interface LocalState {
 export type StateFile = 'secrets' | 'talosconfig' | 'kubeconfig' | 'controlPlaneConfig' | 'workerConfig' | 'configsHash'
 export const STATE_FILES: readonly StateFile[] = ['secrets', 'talosconfig', 'kubeconfig', 'controlPlaneConfig', 'workerConfig', 'configsHash']
 
+/** Where every cluster's local state folder lives by default: $XDG_STATE_HOME/ichor. */
+export function stateRoot(): string {
+  return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ichor')
+}
+
 export function localState(clusterName: string, override?: string): LocalState {
-  const base = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state')
-  const dir = override ?? join(base, 'ichor', clusterName)
+  const dir = override ?? join(stateRoot(), clusterName)
   return {
     dir,
     secrets: join(dir, 'secrets.yaml'),

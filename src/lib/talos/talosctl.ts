@@ -64,6 +64,24 @@ async function check(path: string): Promise<string> {
   return path
 }
 
+/**
+ * The Tag line of `talosctl version --client` ("Client:\n\tTag:  v1.14.1\n\tSHA: ..."), or
+ * undefined when the output has none (a build without version information).
+ */
+export function parseTalosctlClientTag(stdout: string): string | undefined {
+  return /^\s*Tag:\s*(v?\d+\.\d+\.\d+\S*)\s*$/m.exec(stdout)?.[1]
+}
+
+/** What `talosctl version --client` prints; an IchorError when talosctl does not run. */
+export async function talosctlVersionOf(path: string): Promise<string> {
+  const result = await exec(path, ['version', '--client'], 20_000)
+  if (result.exitCode !== 0 || result.timedOut) {
+    const why = result.timedOut ? 'no answer within 20s' : firstLine((result.stderr || result.stdout).trim())
+    throw new IchorError(`cannot run talosctl at "${path}": ${why}`, {hint: HINT})
+  }
+  return result.stdout
+}
+
 function exec(bin: string, args: string[], timeoutMs: number): Promise<RunResult> {
   return runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024}).catch((error: unknown) => {
     if (checked?.path === bin) checked = undefined

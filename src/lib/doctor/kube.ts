@@ -1,0 +1,30 @@
+// The kubeconfig and context a day-2 command would use, and whether the API server answers.
+import {connectKube} from '../kube/client.js'
+import {loadKubeconfig, type KubeconfigOptions} from '../kube/kubeconfig.js'
+import {fail, hintOf, messageOf, ok, type DoctorCheck} from './types.js'
+
+/** Two checks: the kubeconfig (file and context readable) and the API server (GET /version). */
+export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck[]> {
+  let source: string
+  let context: string
+  let server: string | undefined
+  try {
+    const config = loadKubeconfig(options)
+    source = config.files.join(', ') || config.source
+    context = config.context
+    server = config.cluster?.server
+  } catch (error) {
+    return [fail('kubeconfig', messageOf(error), hintOf(error) ?? 'pass --kubeconfig FILE (and --context NAME) of the cluster')]
+  }
+  if (!server) {
+    return [fail('kubeconfig', `context "${context}" in ${source} names no cluster with a server URL`, 'pass --context NAME of a context with a cluster, or fix the kubeconfig')]
+  }
+  const checks = [ok('kubeconfig', `context "${context}" in ${source}, server ${server}`)]
+  try {
+    const kube = await connectKube({...options, probe: true, requestTimeoutMs: 15_000})
+    checks.push(ok('kube-api', `${server} answers: Kubernetes ${kube.serverVersion ?? 'version unknown'}`))
+  } catch (error) {
+    checks.push(fail('kube-api', messageOf(error), hintOf(error) ?? `check that ${server} is reachable from here and the credentials of context "${context}" are valid`))
+  }
+  return checks
+}
