@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench`: prints numbers (it asserts nothing). Sections:
 //   cli     start-up: `ichor --help` and `ichor version` medians
+//   binary  the single binary's `--help` start-up against `node bin/run.js --help`, and its size
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
 //   input   verdict time for a 64 KiB values file, a 10 MB one, a file full of keys, an alias bomb
@@ -19,7 +20,7 @@ process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni']
+const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 
