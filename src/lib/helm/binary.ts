@@ -1,5 +1,6 @@
-// Locates the helm binary and checks its version once. Helm 3.18+ and Helm 4 are
-// supported: --take-ownership patches adopted objects properly only from 3.18.
+// Locates the helm binary and checks its version once. Helm 3.18+ and Helm 4.0.1+ are
+// supported: --take-ownership patches adopted objects properly only from 3.18, and Helm
+// 4.0.0 cannot take ownership with server-side apply (helm/helm#31510, fixed in 4.0.1).
 // The binary is resolved on disk first (ICHOR_HELM, then `helm` on PATH, then the helm
 // `npm run setup` unpacks into .cache/bin): absence never shows up as a failed spawn.
 import {join} from 'node:path'
@@ -19,7 +20,19 @@ export interface HelmBinary {
 
 export const MIN_HELM = {major: 3, minor: 18}
 
-const HINT = 'install Helm 3.18 or newer, or set ICHOR_HELM to its path'
+const HINT = 'install Helm 3.18 or newer (Helm 4: 4.0.1 or newer), or set ICHOR_HELM to its path'
+
+/** Why ichor cannot run this helm version, with the version it needs; undefined when it can. */
+export function helmVersionProblem(version: {major: number; minor: number; patch: number}): {needed: string; why: string} | undefined {
+  const {major, minor, patch} = version
+  if (major < MIN_HELM.major || (major === MIN_HELM.major && minor < MIN_HELM.minor)) {
+    return {needed: 'Helm 3.18 or newer', why: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly'}
+  }
+  if (major === 4 && minor === 0 && patch === 0) {
+    return {needed: 'Helm 4.0.1 or newer (or 3.18+)', why: 'Helm 4.0.0 cannot take ownership of objects with server-side apply (helm/helm#31510, fixed in 4.0.1)'}
+  }
+  return undefined
+}
 
 let detected: {key: string; promise: Promise<HelmBinary>} | undefined
 
@@ -62,10 +75,7 @@ async function detect(path: string): Promise<HelmBinary> {
   if (!match) throw new IchorError(`cannot read helm's version from "${out}" (${path})`)
   const major = Number(match[1])
   const minor = Number(match[2])
-  if (major < MIN_HELM.major || (major === MIN_HELM.major && minor < MIN_HELM.minor)) {
-    throw new IchorError(`helm ${out} at ${path} is too old: ichor needs Helm 3.18 or newer (Helm 4 works)`, {
-      hint: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly',
-    })
-  }
+  const problem = helmVersionProblem({major, minor, patch: Number(match[3])})
+  if (problem) throw new IchorError(`helm ${out} at ${path} cannot be used: ichor needs ${problem.needed}`, {hint: problem.why})
   return {path, version: out, major, minor}
 }
