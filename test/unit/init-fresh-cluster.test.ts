@@ -1,0 +1,42 @@
+// Issue 12 point 5 at init: a new cluster does not serve monitoring.coreos.com, so `init`
+// refuses a ServiceMonitor (naming the day-2 command that enables it later) and its render
+// does not declare that API present. Runs the built CLI's offline dry run (real helm, real chart).
+import {spawnSync} from 'node:child_process'
+import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {ciliumRenderApiVersions} from '../../src/lib/cilium/validate.js'
+import type {InitInputs} from '../../src/lib/init/inputs.js'
+import {freshClusterFacts} from '../../src/lib/init/render.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
+const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10']
+
+let work: string
+beforeAll(() => {
+  work = mkdtempSync(join(tmpdir(), 'ichor-init-fresh-'))
+})
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+
+describe('ichor init on a new cluster: ServiceMonitors', () => {
+  it('Given a values file enabling the agent ServiceMonitor, When init renders, Then exit 2 naming the path and `ichor cni values set`, and nothing is written', () => {
+    const values = join(work, 'sm.yaml')
+    writeFileSync(values, 'prometheus:\n  enabled: true\n  serviceMonitor:\n    enabled: true\n')
+    const out = join(work, 'out')
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    expect(r.status, r.stdout + r.stderr).toBe(2)
+    expect(r.stderr).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
+    expect(r.stderr).toMatch(/`ichor cni values set prometheus\.serviceMonitor\.enabled=true`/)
+    expect(existsSync(out)).toBe(false)
+  })
+
+  it('the render for a new cluster declares no monitoring.coreos.com; a cluster serving it (a rerun) does', () => {
+    const inputs = {kubeProxy: 'replaced', tunnel: 'vxlan'} as InitInputs
+    expect(ciliumRenderApiVersions(freshClusterFacts(inputs))).toEqual([])
+    expect(ciliumRenderApiVersions(freshClusterFacts(inputs, new Set(['monitoring.coreos.com'])))).toEqual(['monitoring.coreos.com/v1'])
+    expect(freshClusterFacts(inputs, new Set(['apps'])).freshCluster).toBe(false)
+  })
+})
