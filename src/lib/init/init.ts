@@ -2,6 +2,7 @@
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
 import {isDeepStrictEqual} from 'node:util'
+import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {runInitPlan, type InitResult} from '../plans/init.js'
@@ -98,6 +99,11 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     servedApiGroups,
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
+  // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
+  rendering.then((r) => {
+    const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
+    if (warning) req.note(warning)
+  }, () => undefined)
 
   try {
     if (offline) {
