@@ -5,10 +5,11 @@
 // Cilium minor is tested on is warned about. Runs the built CLI's offline dry run (real
 // helm, real chart).
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
 import {kubernetesCompatibilityWarning} from '../../src/lib/cilium/compatibility.js'
 import {ciliumRenderApiVersions} from '../../src/lib/cilium/validate.js'
 import type {InitInputs} from '../../src/lib/init/inputs.js'
@@ -51,6 +52,13 @@ describe('ichor init: Kubernetes vs the Cilium minor\'s tested range', () => {
     const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--kubernetes-version', '1.37.0'], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
     expect(r.status, r.stdout + r.stderr).toBe(0)
     expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33, .*v1\.18\.14\)/)
+    // Issue 12 point 4: no Helm hook (the post-install hubble-generate-certs Job) in the Talos inline manifest.
+    const inline = readFileSync(join(out, 'cilium', 'manifest.yaml'), 'utf8')
+    expect(inline).toMatch(/kind: DaemonSet/)
+    expect(inline).not.toMatch(/helm\.sh\/hook/)
+    const objects = parseAllDocuments(inline).map((d) => d.toJS() as {kind: string; metadata: {name: string}})
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).not.toContain('Job/hubble-generate-certs')
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain('CronJob/hubble-generate-certs') // the chart's non-hook renewal stays
   })
 
   it('warns below and above the range, not inside it, and not for a Cilium minor with no recorded table', () => {

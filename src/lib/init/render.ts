@@ -7,7 +7,7 @@ import {CILIUM_RELEASE, KUBEPRISM_PORT, type TunnelProtocol} from '../cilium/def
 import type {CiliumFacts} from '../cilium/guards.js'
 import {validateCiliumValues, type CiliumValuesReport} from '../cilium/validate.js'
 import {formatIssues, IchorError} from '../errors/errors.js'
-import {addHelmOwnership} from '../talos/ownership.js'
+import {addHelmOwnership, withoutHelmHooks} from '../talos/ownership.js'
 import {renderTalosPatches, type TalosPatches} from '../talos/patches.js'
 import type {Values} from '../values/path.js'
 import {prepareStack, type GeneratedStackSecrets, type PreparedStack} from '../stack/prepare.js'
@@ -90,7 +90,7 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
   if (!report.valid || report.rendered === undefined) {
     throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: 2})
   }
-  const manifest = addHelmOwnership(report.rendered, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest})
   return {assets, cilium: {report, effective: report.effective, manifest}, talos, stack: await stack}
 }
