@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {untarSync} from '../../src/lib/chart/archive.js'
-import {readReleaseRecord} from '../../src/lib/helm/release.js'
+import {helmUpgrade, readReleaseRecord} from '../../src/lib/helm/release.js'
 import type {ChildProcess} from 'node:child_process'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {acquireLease, breakLease, readLease} from '../../src/lib/kube/lease.js'
@@ -14,6 +14,8 @@ import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents, jsonResult} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
+import {inlineManifestForms} from '../../src/lib/talos/handover.js'
+import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>; type?: string}
 
@@ -72,6 +74,14 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(dump.policies.length).toBeGreaterThan(10)
   })
 
+  // Issue 12 point 3: applying the local controlplane.yaml later (adding a control plane) must not bring Cilium's inline manifest back.
+  it('the state folder\'s controlplane.yaml carries no Cilium inline manifest after the hand-over, and the result says so', () => {
+    const local = readFileSync(join(h.stateDir, 'controlplane.yaml'), 'utf8')
+    expect(inlineManifestForms(local)).toEqual([])
+    expect(local).toMatch(/KubeProxyConfig/) // the rest of the config is kept
+    expect(jsonResult<{controlPlaneConfig: {path: string; inlineManifest: boolean}}>(first).controlPlaneConfig).toEqual({path: join(h.stateDir, 'controlplane.yaml'), inlineManifest: false})
+  })
+
   it('shows the Kokumi admin password once, on the run that created it', () => {
     const result = jsonResult<{kokumiAdminPassword?: string}>(first)
     expect(result.kokumiAdminPassword).toMatch(/^[\w-]{20,}$/)
@@ -100,6 +110,23 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(jsonResult<{kokumiAdminPassword?: string}>(again).kokumiAdminPassword).toBeUndefined()
     expect(again.ms).toBeLessThan(first.ms / 2)
   })
+
+  // Issue 12 point 10: drift is said on every run (not once, then "converged"), with the command that restores it.
+  it('after an out-of-band helm upgrade, every rerun reports the drift and `ichor cni values set`, and changes nothing back', async () => {
+    const release = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
+    await helmUpgrade({kubeconfig: h.cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values: {...release.config, debug: {enabled: true}}, wait: true, timeoutSeconds: 300})
+    const drifted = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!.revision
+    // The first rerun records the release's status; the second is the one that used to say "converged".
+    const json = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(json.code, json.stderr).toBe(0)
+    expect(jsonResult<{drift: unknown[]}>(json).drift).toEqual([{subject: 'kube-system/cilium', message: expect.stringMatching(/differ from the IchorInstallation's/), restore: 'ichor cni values set'}])
+    const plain = await runIchor(h.initArgs, h.env)
+    expect(plain.code, plain.stderr).toBe(0)
+    expect(plain.stdout).toMatch(/Drift: the values of release kube-system\/cilium differ .*; restore the stored values with `ichor cni values set`/)
+    expect(plain.stdout).not.toMatch(/already converged/)
+    expect(plain.stdout).toMatch(/Cilium inline manifest removed from the control planes and from .*controlplane\.yaml/)
+    expect((await readReleaseRecord(kube, 'cilium', 'kube-system'))!.revision).toBe(drifted)
+  }, 900_000)
 })
 
 describe('ichor init refuses bad input before touching any node', () => {

@@ -12,6 +12,8 @@ export interface CiliumFacts {
   gatewayApiCrds?: 'present' | 'absent'
   /** Whether the cluster serves monitoring.coreos.com (the Prometheus operator's ServiceMonitor CRD). */
   monitoringCrds?: 'present' | 'absent'
+  /** The cluster does not exist yet (`ichor init`): CRDs can only be installed after it. */
+  freshCluster?: boolean
   /** KubePrism as the Talos machine config sets it. */
   kubePrism?: {enabled: boolean; port: number}
 }
@@ -60,7 +62,12 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
 
   if (facts.monitoringCrds === 'absent') {
     for (const path of enabledServiceMonitors(effective)) {
-      issues.push({path: `${path}.enabled`, message: 'true needs the ServiceMonitor CRD (monitoring.coreos.com), which this cluster does not serve; install the Prometheus operator first'})
+      issues.push({
+        path: `${path}.enabled`,
+        message: facts.freshCluster
+          ? `true cannot be set at init: a new cluster does not serve the ServiceMonitor CRD (monitoring.coreos.com); leave it off here, install the Prometheus operator's CRDs after init, then enable it with \`ichor cni values set ${path}.enabled=true\``
+          : 'true needs the ServiceMonitor CRD (monitoring.coreos.com), which this cluster does not serve; install the Prometheus operator first',
+      })
     }
   }
 

@@ -69,7 +69,7 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
       if (!record) return missing(`no Helm release ${CILIUM_RELEASE.name} yet`)
       if (record.status !== 'deployed') return missing(`release ${CILIUM_RELEASE.name} is ${record.status} (revision ${record.revision})`)
       const same = valuesHash(record.config) === valuesHash(await p.values())
-      return holds(`release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : '; its values differ from these: use `ichor cni values set` to change them'}`)
+      return holds(`release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : `; ${DRIFT_MESSAGE}: ${RESTORE_CILIUM_VALUES}`}`)
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -82,6 +82,20 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
       })
     },
   }
+}
+
+const DRIFT_MESSAGE = `the values of release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name} differ from the IchorInstallation's (changed outside ichor)`
+/** With no arguments, `cni values set` applies the stored user layer again (see its --help). */
+const RESTORE_CILIUM_VALUES = 'ichor cni values set'
+
+/**
+ * Drift between the deployed Cilium release and the values the IchorInstallation holds
+ * (an out-of-band `helm upgrade`): read on every run, never recorded away.
+ */
+export async function ciliumReleaseDrift(kube: Kube, effective: Values): Promise<{subject: string; message: string; restore: string}[]> {
+  const record = await readCiliumRelease(kube)
+  if (!record || record.status !== 'deployed' || valuesHash(record.config) === valuesHash(effective)) return []
+  return [{subject: `${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}`, message: `${DRIFT_MESSAGE} at revision ${record.revision}`, restore: RESTORE_CILIUM_VALUES}]
 }
 
 /**

@@ -41,10 +41,19 @@ export function checkCiliumValues(input: CiliumValuesInput, chart: ChartArchive 
 }
 
 /**
+ * The API versions the render declares present beyond the built-in ones. monitoring.coreos.com/v1
+ * is declared present, as the ADR amendment does, so a ServiceMonitor the user asks for renders;
+ * but never for a cluster known not to serve it (a fresh cluster at init), so the render never
+ * claims an API the cluster will not have.
+ */
+export function ciliumRenderApiVersions(facts: Pick<CiliumFacts, 'monitoringCrds'>): string[] {
+  return facts.monitoringCrds === 'absent' ? [] : ['monitoring.coreos.com/v1']
+}
+
+/**
  * Full validation: the offline checks, then (only when they pass) one `helm template`
  * of the chart with the effective values so the chart's own validate templates refuse
- * at once. monitoring.coreos.com/v1 is declared present, as the ADR amendment does,
- * so a ServiceMonitor the user asks for renders.
+ * at once (with the API versions of `ciliumRenderApiVersions`).
  */
 export async function validateCiliumValues(input: CiliumValuesInput): Promise<CiliumValuesReport> {
   // The render is a separate helm process: start it at once on the effective values and
@@ -52,7 +61,7 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
   // check fails, the render is cancelled and its result never read.
   const effectiveValues = ciliumEffectiveValues(input)
   const abort = new AbortController()
-  const render = renderCiliumChart(input.chartPath, effectiveValues, input.kubeVersion, abort.signal)
+  const render = renderCiliumChart(input.chartPath, effectiveValues, input.kubeVersion, abort.signal, {apiVersions: ciliumRenderApiVersions(input.facts)})
   render.catch(() => {}) // judged below, or abandoned
   const {chart, effective, issues, notes} = checkCiliumValues(input)
   const report: CiliumValuesReport = {
@@ -82,7 +91,7 @@ export function ciliumEffectiveValues(input: CiliumValuesInput): Values {
   return layeredValues(ciliumLayers(input), input.user)
 }
 
-export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal, options: {noHooks?: boolean} = {}): Promise<string> {
+export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal, options: {noHooks?: boolean; apiVersions?: string[]} = {}): Promise<string> {
   return helmTemplate({
     signal,
     noHooks: options.noHooks,
@@ -91,7 +100,7 @@ export function renderCiliumChart(chartPath: string, effective: Values, kubeVers
     namespace: CILIUM_RELEASE.namespace,
     values: effective,
     kubeVersion,
-    apiVersions: ['monitoring.coreos.com/v1'],
+    apiVersions: options.apiVersions ?? ['monitoring.coreos.com/v1'],
   })
 }
 

@@ -2,11 +2,13 @@
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
 import {isDeepStrictEqual} from 'node:util'
+import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {runInitPlan, type InitResult} from '../plans/init.js'
 import {generateStackSecrets} from '../stack/prepare.js'
 import type {PromotionMode} from '../stack/orders.js'
+import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, type InstallationSpec} from '../state/installation.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
@@ -71,8 +73,11 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   // `cni values set` or `stack values set` is never undone by a rerun of init.
   const session = offline ? undefined : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
   let userValues: {cilium: Values; argocd: Values; kokumi: Values}
+  let servedApiGroups: Set<string> | undefined
   try {
-    userValues = keepStoredLayers(given, session && (await session.clusterAnswers()) ? (await readInstallation(await session.kube()))?.spec : undefined)
+    const live = session && (await session.clusterAnswers()) ? await session.kube() : undefined
+    userValues = keepStoredLayers(given, live ? (await readInstallation(live))?.spec : undefined)
+    servedApiGroups = live ? await readServedApiGroups(live) : undefined
   } catch (error) {
     await session?.close()
     throw error
@@ -91,8 +96,14 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     promotion: req.promotion,
     generated,
     onAsset: req.note,
+    servedApiGroups,
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
+  // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
+  rendering.then((r) => {
+    const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
+    if (warning) req.note(warning)
+  }, () => undefined)
 
   try {
     if (offline) {

@@ -3,10 +3,11 @@
 // patches. Pure and offline; used by the dry run and by the real run alike.
 import {describeAsset, resolveAsset, type AssetSources, type ResolvedAsset} from '../assets/resolve.js'
 import type {AssetId} from '../assets/lock.js'
-import {CILIUM_RELEASE, KUBEPRISM_PORT} from '../cilium/defaults.js'
+import {CILIUM_RELEASE, KUBEPRISM_PORT, type TunnelProtocol} from '../cilium/defaults.js'
+import type {CiliumFacts} from '../cilium/guards.js'
 import {validateCiliumValues, type CiliumValuesReport} from '../cilium/validate.js'
 import {formatIssues, IchorError} from '../errors/errors.js'
-import {addHelmOwnership} from '../talos/ownership.js'
+import {addHelmOwnership, withoutHelmHooks} from '../talos/ownership.js'
 import {renderTalosPatches, type TalosPatches} from '../talos/patches.js'
 import type {Values} from '../values/path.js'
 import {prepareStack, type GeneratedStackSecrets, type PreparedStack} from '../stack/prepare.js'
@@ -36,19 +37,28 @@ export interface InitRenderOptions {
   defaultStorageClass?: boolean
   /** Called once per artifact with a line saying which file and version is used. */
   onAsset?: (line: string) => void
+  /** API groups the cluster serves, when it exists already (a rerun): its facts replace a fresh cluster's. */
+  servedApiGroups?: Set<string>
 }
 
 /**
  * What ichor knows about a cluster it is about to create: Talos keeps its default
  * forwardKubeDNSToHost (true since Talos 1.8), KubePrism is on 7445 because ichor
- * renders it, and a fresh cluster has no Gateway API CRDs.
+ * renders it, and a fresh cluster has no Gateway API CRDs and does not serve
+ * monitoring.coreos.com (so no ServiceMonitor at init, and the render does not claim it).
  */
-export function freshClusterFacts(inputs: InitInputs) {
+export function freshClusterFacts(inputs: InitInputs, servedApiGroups?: Set<string>): CiliumFacts & {tunnel: TunnelProtocol} {
+  if (servedApiGroups) {
+    // A rerun on an existing cluster: the stored layer may hold what a day-2 change enabled.
+    return {...freshClusterFacts(inputs), freshCluster: false, monitoringCrds: servedApiGroups.has('monitoring.coreos.com') ? 'present' : 'absent'}
+  }
   return {
     kubeProxy: inputs.kubeProxy,
     tunnel: inputs.tunnel,
     forwardKubeDNSToHost: true,
-    gatewayApiCrds: 'absent' as const,
+    gatewayApiCrds: 'absent',
+    monitoringCrds: 'absent',
+    freshCluster: true,
     kubePrism: {enabled: true, port: KUBEPRISM_PORT},
   }
 }
@@ -74,13 +84,13 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
   const report = await validateCiliumValues({
     chartPath: assets.cilium.path,
     user: opts.userCiliumValues,
-    facts: freshClusterFacts(inputs),
+    facts: freshClusterFacts(inputs, opts.servedApiGroups),
     kubeVersion: inputs.kubernetesVersion.version,
   })
   if (!report.valid || report.rendered === undefined) {
     throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: 2})
   }
-  const manifest = addHelmOwnership(report.rendered, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest})
   return {assets, cilium: {report, effective: report.effective, manifest}, talos, stack: await stack}
 }

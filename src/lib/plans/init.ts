@@ -3,7 +3,7 @@
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
 import {existsSync} from 'node:fs'
-import {adoptCiliumTask, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
+import {adoptCiliumTask, ciliumReleaseDrift, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
@@ -14,6 +14,7 @@ import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, stackSecre
 import type {InstallationSpec} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
+import {inlineManifestForms} from '../talos/handover.js'
 import {isReachable, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
@@ -43,6 +44,10 @@ export interface InitResult extends RunResult {
   kokumiAdminPassword?: string
   kubeconfig: string
   bundles: {component: string; repository: string; tag: string; digest: string}[]
+  /** The state folder's controlplane.yaml and whether it still carries the Cilium inline manifest (after the hand-over it does not). */
+  controlPlaneConfig: {path: string; inlineManifest: boolean}
+  /** Where the cluster differs from its IchorInstallation, each with the command that restores it; said on every run. */
+  drift: {subject: string; message: string; restore: string}[]
 }
 
 /** Everything a step may need, resolved before the plan is built or resolved by its first step. */
@@ -71,7 +76,7 @@ function initSteps(d: PlanData): Task[] {
     cluster(storeDesiredStateTask({session, state, timeoutMs, spec: async () => desiredSpec(o, await render())})),
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
-    cluster(talosHandoverTask({session, talosconfig: state.talosconfig, controlPlanes: inputs.controlPlanes})),
+    cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),
     cluster(stackSecretsTask({session, stack, generated: o.generated, outcome: d.secrets})),
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
@@ -102,12 +107,15 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
     if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
     const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
     const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
-    const {stack} = await render
+    const {stack, cilium} = await render
+    const drift = (await session.clusterAnswers()) ? await ciliumReleaseDrift(await session.kube(), cilium.effective) : []
     return {
       ...result,
       kokumiAdminPassword: secrets.kokumiAdminPassword,
       kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
       bundles: Object.values(stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
+      drift,
+      controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
     }
   } finally {
     await session.close()
@@ -148,6 +156,11 @@ async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promi
     .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
   return answers.map(({r}) => r)
+}
+
+function localConfigCarriesInline(state: LocalState): boolean {
+  const read = readStateFile(state, 'controlPlaneConfig')
+  return read.status === 'ok' && inlineManifestForms(read.text).length > 0
 }
 
 /** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */

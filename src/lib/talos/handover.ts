@@ -5,7 +5,7 @@
 //      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render.
 // The order matters: a control plane that still carries the entry backfills existing
 // objects into the inventory, undoing step 2 (INVENTORY.md, section 3).
-import {parseAllDocuments} from 'yaml'
+import {isMap, isSeq, parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
@@ -37,6 +37,28 @@ export function inlineManifestRemovalPatch(configYaml: string, name = DEFAULT_IN
   if (forms.length === 0) return undefined
   // removeInlineManifestPatch picks the form from a version: v1.14 contracts use the document.
   return forms.map((form) => removeInlineManifestPatch(form === 'document' ? 'v1.14.0' : 'v1.13.0', name)).join('---\n')
+}
+
+/**
+ * The same removal on a machine config file (the state folder's controlplane.yaml): the next
+ * `talosctl apply-config -f controlplane.yaml` (how a control plane is added) would put the
+ * entry back, and a later `upgrade-k8s` would revert Cilium to it. Undefined when the config
+ * carries no entry; every other document and field is kept as written.
+ */
+export function withoutInlineManifest(configYaml: string, name = DEFAULT_INLINE_MANIFEST_NAME): string | undefined {
+  if (inlineManifestForms(configYaml, name).length === 0) return undefined
+  const kept: string[] = []
+  for (const doc of parseAllDocuments(configYaml)) {
+    const value = doc.toJS() as Record<string, unknown> | null
+    if (value?.kind === 'KubeInlineManifestConfig' && value.name === name) continue
+    const manifests = doc.getIn(['cluster', 'inlineManifests'], true)
+    if (!value?.kind && isSeq(manifests)) {
+      manifests.items = manifests.items.filter((m) => !(isMap(m) && m.get('name') === name))
+      if (manifests.items.length === 0) doc.deleteIn(['cluster', 'inlineManifests'])
+    }
+    kept.push(doc.toString().replace(/^---\n/, '').replace(/\n*$/, '\n'))
+  }
+  return kept.join('---\n')
 }
 
 export interface ControlPlaneAccess {

@@ -71,3 +71,20 @@ function blockMap(parent: YAMLMap, key: string): YAMLMap {
 function isNullScalar(node: unknown): boolean {
   return typeof node === 'object' && node !== null && 'value' in node && (node as {value: unknown}).value === null
 }
+
+/**
+ * The manifest without Helm hook objects (`helm.sh/hook`, e.g. the post-install
+ * hubble-generate-certs Job). They never go into the Talos inline manifest: Helm runs,
+ * deletes and recreates hooks itself, without its ownership metadata, so an inline entry for
+ * one would leave Talos an object to prune or re-create behind Helm's back.
+ */
+export function withoutHelmHooks(manifest: string): string {
+  const out: string[] = []
+  for (const doc of parseAllDocuments(manifest, {version: '1.1'})) {
+    const value = doc.toJS() as {metadata?: {annotations?: Record<string, unknown>}} | null
+    if (value?.metadata?.annotations?.['helm.sh/hook'] !== undefined) continue
+    doc.directives.docStart = null
+    out.push(doc.toString(STRINGIFY))
+  }
+  return out.join('---\n')
+}

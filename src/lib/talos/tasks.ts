@@ -10,7 +10,7 @@ import {readTalosBundle} from '../state/installation.js'
 import {CorruptStateFileError, prepareStateDir, readStateFile, secureStateFiles, writeStateFile, type LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {handOverCiliumFromTalos, talosHandoverPending} from './handover.js'
+import {handOverCiliumFromTalos, talosHandoverPending, withoutInlineManifest} from './handover.js'
 import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
 /**
@@ -129,21 +129,41 @@ export function bootstrapTask(p: {state: LocalState; inputs: InitInputs; session
   }
 }
 
-/** Takes Cilium out of Talos: the inline entry on every control plane, then Talos's inventory. */
-export function talosHandoverTask(p: {session: Session; talosconfig: string; controlPlanes: string[]}): Task {
-  const access = {talosconfig: p.talosconfig, controlPlanes: p.controlPlanes}
+/** The state folder's control-plane config when it still carries the inline entry. */
+function localConfigWithInline(state: LocalState): string | undefined {
+  const read = readStateFile(state, 'controlPlaneConfig')
+  return read.status === 'ok' ? withoutInlineManifest(read.text) : undefined
+}
+
+/**
+ * Takes Cilium out of Talos: the inline entry on every control plane, then Talos's inventory,
+ * then the same removal in the state folder's controlplane.yaml (applying it later must not
+ * bring the entry back).
+ */
+export function talosHandoverTask(p: {session: Session; state: LocalState; controlPlanes: string[]}): Task {
+  const access = {talosconfig: p.state.talosconfig, controlPlanes: p.controlPlanes}
   return {
     id: 'talos-handover',
-    title: 'Take Cilium out of Talos: inventory and inline-manifest entry',
+    title: 'Take Cilium out of Talos: inventory, inline-manifest entry on the nodes and in the local controlplane.yaml',
     async probe() {
       const pending = await talosHandoverPending(await p.session.kube(), access)
-      if (pending.inlineManifestOn.length === 0 && !pending.inInventory) return holds('Helm alone owns Cilium')
-      const left = [pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '', pending.inInventory ? "Cilium is in Talos's inventory" : '']
+      const local = localConfigWithInline(p.state) !== undefined
+      if (pending.inlineManifestOn.length === 0 && !pending.inInventory && !local) return holds('Helm alone owns Cilium; the local controlplane.yaml has no inline entry')
+      const left = [
+        pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '',
+        pending.inInventory ? "Cilium is in Talos's inventory" : '',
+        local ? `${p.state.controlPlaneConfig} still carries the inline manifest` : '',
+      ]
       return missing(left.filter(Boolean).join('; '))
     },
     async run(progress) {
       const r = await handOverCiliumFromTalos(await p.session.kube(), access)
       progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
+      const stripped = localConfigWithInline(p.state)
+      if (stripped !== undefined) {
+        writeStateFile(p.state, 'controlPlaneConfig', stripped)
+        progress(`inline entry removed from ${p.state.controlPlaneConfig}`)
+      }
     },
   }
 }

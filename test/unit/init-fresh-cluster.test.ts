@@ -1,0 +1,72 @@
+// What `init` tells about a cluster it is about to create, before any node is touched.
+// Issue 12 point 5 at init: a new cluster does not serve monitoring.coreos.com, so `init`
+// refuses a ServiceMonitor (naming the day-2 command that enables it later) and its render
+// does not declare that API present. Point 7: a Kubernetes version outside the range the
+// Cilium minor is tested on is warned about. Runs the built CLI's offline dry run (real
+// helm, real chart).
+import {spawnSync} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {kubernetesCompatibilityWarning} from '../../src/lib/cilium/compatibility.js'
+import {ciliumRenderApiVersions} from '../../src/lib/cilium/validate.js'
+import type {InitInputs} from '../../src/lib/init/inputs.js'
+import {freshClusterFacts} from '../../src/lib/init/render.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
+const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10']
+
+let work: string
+beforeAll(() => {
+  work = mkdtempSync(join(tmpdir(), 'ichor-init-fresh-'))
+})
+afterAll(() => rmSync(work, {recursive: true, force: true}))
+
+describe('ichor init on a new cluster: ServiceMonitors', () => {
+  it('Given a values file enabling the agent ServiceMonitor, When init renders, Then exit 2 naming the path and `ichor cni values set`, and nothing is written', () => {
+    const values = join(work, 'sm.yaml')
+    writeFileSync(values, 'prometheus:\n  enabled: true\n  serviceMonitor:\n    enabled: true\n')
+    const out = join(work, 'out')
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    expect(r.status, r.stdout + r.stderr).toBe(2)
+    expect(r.stderr).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
+    expect(r.stderr).toMatch(/`ichor cni values set prometheus\.serviceMonitor\.enabled=true`/)
+    expect(existsSync(out)).toBe(false)
+  })
+
+  it('the render for a new cluster declares no monitoring.coreos.com; a cluster serving it (a rerun) does', () => {
+    const inputs = {kubeProxy: 'replaced', tunnel: 'vxlan'} as InitInputs
+    expect(ciliumRenderApiVersions(freshClusterFacts(inputs))).toEqual([])
+    expect(ciliumRenderApiVersions(freshClusterFacts(inputs, new Set(['monitoring.coreos.com'])))).toEqual(['monitoring.coreos.com/v1'])
+    expect(freshClusterFacts(inputs, new Set(['apps'])).freshCluster).toBe(false)
+  })
+})
+
+describe('ichor init: Kubernetes vs the Cilium minor\'s tested range', () => {
+  it('Given Kubernetes 1.37 (Talos 1.14\'s default) and Cilium 1.18, When init renders, Then it warns naming both and the tested range, and goes on', () => {
+    const out = join(work, 'out-k8s')
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--kubernetes-version', '1.37.0'], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+    expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33, .*v1\.18\.14\)/)
+    // Issue 12 point 4: no Helm hook (the post-install hubble-generate-certs Job) in the Talos inline manifest.
+    const inline = readFileSync(join(out, 'cilium', 'manifest.yaml'), 'utf8')
+    expect(inline).toMatch(/kind: DaemonSet/)
+    expect(inline).not.toMatch(/helm\.sh\/hook/)
+    const objects = parseAllDocuments(inline).map((d) => d.toJS() as {kind: string; metadata: {name: string}})
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).not.toContain('Job/hubble-generate-certs')
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain('CronJob/hubble-generate-certs') // the chart's non-hook renewal stays
+  })
+
+  it('warns below and above the range, not inside it, and not for a Cilium minor with no recorded table', () => {
+    expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 30})).toBeUndefined()
+    expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 33})).toBeUndefined()
+    expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 29})).toMatch(/Kubernetes 1\.29 is outside .* \(1\.30 to 1\.33/)
+    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 36})).toMatch(/Cilium 1\.19 .* \(1\.32 to 1\.35/)
+    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 35})).toBeUndefined()
+    expect(kubernetesCompatibilityWarning('1.99.0', {major: 1, minor: 37})).toBeUndefined()
+  })
+})
