@@ -2,6 +2,7 @@
 // apiserver, registry, helm and talosctl, the REAL Kokumi 0.14.0 manifest and CRDs (Orders with
 // spec.autoDeploy); simulated: Talos nodes, readiness, and Kokumi/Argo CD (stack-simulator.ts,
 // following Kokumi 0.14.0's puller and Order controller). One cluster, one init.
+import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
@@ -163,4 +164,25 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/server\.replicaz/)
     expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
   })
+
+  it('values set that drops an env entry: Argo CD syncs the new bundle server-side and the entry is gone from the cluster', async () => {
+    const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
+    const envNames = async () => ((await server()).spec.template.spec.containers[0].env ?? []).map((e: {name: string}) => e.name) as string[]
+    const file = join(h.stateDir, 'e2e-argocd-env.yaml')
+    writeFileSync(file, 'server:\n  env:\n    - name: ICHOR_E2E_DROPPED\n      value: "1"\n')
+    const add = await runIchor(['stack', 'values', 'set', 'argocd', '-f', file, '--json', ...day2, ...assets], h.env)
+    expect(add.code, `${add.stderr}\n${add.stdout.slice(-3000)}`).toBe(0)
+    await waitUntil('the env entry synced', async () => (await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
+
+    const drop = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.env=null', '--json', ...day2, ...assets], h.env)
+    expect(drop.code, `${drop.stderr}\n${drop.stdout.slice(-3000)}`).toBe(0)
+    const result = JSON.parse(drop.stdout.slice(drop.stdout.lastIndexOf('\n{') + 1)) as {digest: string}
+    await waitUntil('Argo CD synced the bundle without the entry', async () => byName((await status()).doc, 'argocd').preparation?.sourceDigest === result.digest, {timeoutMs: 120_000})
+    await waitUntil('the env entry removed', async () => !(await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
+    expect((await status()).doc.healthy).toBe(true)
+    // Argo CD's manager holds the Deployment; ichor's first apply left no owner of its own.
+    const managers = (((await server()).metadata as {managedFields?: {manager: string}[]}).managedFields ?? []).map((f) => f.manager)
+    expect(managers).toContain('argocd-controller')
+    expect(managers).not.toContain('ichor-bootstrap')
+  }, 600_000)
 })
