@@ -15,6 +15,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
+import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -41,6 +42,8 @@ export function stackSecretsTask(p: {
     title: 'Create the generated Secrets once (Kokumi admin, Argo CD redis, repo-creds)',
     async probe() {
       const kube = await p.session.kube()
+      const [mismatch] = await findSecretMismatches(kube)
+      if (mismatch) return missing(mismatch.message)
       for (const ref of (await p.stack()).secretRefs) {
         if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', ...ref}, {metadataOnly: true}))) return missing(`Secret ${ref.namespace}/${ref.name} is missing`)
       }
@@ -48,6 +51,9 @@ export function stackSecretsTask(p: {
     },
     async run() {
       const kube = await p.session.kube()
+      // ichor's copy lost while the component still runs with the old password: stop, never mint.
+      const mismatches = await findSecretMismatches(kube)
+      if (mismatches.length > 0) throw secretMismatchError(mismatches)
       const stack = await p.stack()
       const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
       await serverSideApply(kube, namespaces)
