@@ -2,10 +2,12 @@
 // apiserver, registry, helm and talosctl, the REAL Kokumi 0.14.0 manifest and CRDs (Orders with
 // spec.autoDeploy); simulated: Talos nodes, readiness, and Kokumi/Argo CD (stack-simulator.ts,
 // following Kokumi 0.14.0's puller and Order controller). One cluster, one init.
+import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {bcryptVerify} from '../../src/lib/stack/bcrypt.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {waitUntil} from '../harness/kube.js'
@@ -163,4 +165,70 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/server\.replicaz/)
     expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
   })
+
+  it('values set that drops an env entry: Argo CD syncs the new bundle server-side and the entry is gone from the cluster', async () => {
+    const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
+    const envNames = async () => ((await server()).spec.template.spec.containers[0].env ?? []).map((e: {name: string}) => e.name) as string[]
+    const file = join(h.stateDir, 'e2e-argocd-env.yaml')
+    writeFileSync(file, 'server:\n  env:\n    - name: ICHOR_E2E_DROPPED\n      value: "1"\n')
+    const add = await runIchor(['stack', 'values', 'set', 'argocd', '-f', file, '--json', ...day2, ...assets], h.env)
+    expect(add.code, `${add.stderr}\n${add.stdout.slice(-3000)}`).toBe(0)
+    await waitUntil('the env entry synced', async () => (await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
+
+    const drop = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.env=null', '--json', ...day2, ...assets], h.env)
+    expect(drop.code, `${drop.stderr}\n${drop.stdout.slice(-3000)}`).toBe(0)
+    const result = JSON.parse(drop.stdout.slice(drop.stdout.lastIndexOf('\n{') + 1)) as {digest: string}
+    await waitUntil('Argo CD synced the bundle without the entry', async () => byName((await status()).doc, 'argocd').preparation?.sourceDigest === result.digest, {timeoutMs: 120_000})
+    await waitUntil('the env entry removed', async () => !(await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
+    expect((await status()).doc.healthy).toBe(true)
+    // Argo CD's manager holds the Deployment; ichor's first apply left no owner of its own.
+    const managers = (((await server()).metadata as {managedFields?: {manager: string}[]}).managedFields ?? []).map((f) => f.manager)
+    expect(managers).toContain('argocd-controller')
+    expect(managers).not.toContain('ichor-bootstrap')
+  }, 600_000)
+
+  it('deleted generated Secrets: status and an init rerun name them and the repair, never mint; repair-secrets sets a new password on both sides, shown once', async () => {
+    const secret = async (namespace: string, name: string) => {
+      const s = await getObject<Obj & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace})
+      return s && Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+    }
+    const before = {auth: await secret('kokumi', 'kokumi-server-auth'), redis: await secret('argocd', 'argocd-redis')}
+    for (const name of ['ichor-kokumi-admin', 'ichor-argocd-redis']) await kube.request('DELETE', `/api/v1/namespaces/ichor-system/secrets/${name}`)
+
+    const {run, doc} = await status()
+    expect(run.code).toBe(1)
+    expect(byName(doc, 'kokumi').problems).toContain('Secret ichor-system/ichor-kokumi-admin is missing while kokumi/kokumi-server-auth holds the running Kokumi admin password: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides')
+    expect(byName(doc, 'argocd').problems).toContain('Secret ichor-system/ichor-argocd-redis is missing while argocd/argocd-redis holds the running Argo CD redis password: ichor will not mint a password argocd/argocd-redis does not accept; run ichor stack repair-secrets to set a new one on both sides')
+
+    const init = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(init.code).toBe(1)
+    expect(`${init.stdout}${init.stderr}`).toMatch(/Secret ichor-system\/ichor-kokumi-admin is missing[^]*ichor stack repair-secrets/)
+    expect(`${init.stdout}${init.stderr}`).not.toMatch(/kokumiAdminPassword/)
+    expect(await secret('ichor-system', 'ichor-kokumi-admin')).toBeUndefined()
+    expect(await secret('kokumi', 'kokumi-server-auth')).toEqual(before.auth)
+
+    const dry = await runIchor(['stack', 'repair-secrets', '--dry-run', '--json', '--kubeconfig', day2[1]!], h.env)
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(await secret('ichor-system', 'ichor-kokumi-admin')).toBeUndefined()
+
+    const repair = await runIchor(['stack', 'repair-secrets', '--json', '--kubeconfig', day2[1]!], h.env)
+    expect(repair.code, `${repair.stderr}\n${repair.stdout.slice(-2000)}`).toBe(0)
+    const result = JSON.parse(repair.stdout.slice(repair.stdout.lastIndexOf('\n{') + 1)) as {kokumiAdminPassword: string; repaired: string[]; changed: boolean}
+    expect(result.repaired).toEqual(['ichor-system/ichor-kokumi-admin', 'ichor-system/ichor-argocd-redis'])
+    const admin = (await secret('ichor-system', 'ichor-kokumi-admin'))!
+    const auth = (await secret('kokumi', 'kokumi-server-auth'))!
+    expect(admin.password).toBe(result.kokumiAdminPassword)
+    expect(bcryptVerify(result.kokumiAdminPassword, auth['password-hash']!)).toBe(true)
+    expect(auth['signing-key']).toBe(before.auth!['signing-key'])
+    expect(auth.username).toBe(before.auth!.username)
+    const redis = (await secret('argocd', 'argocd-redis'))!
+    expect((await secret('ichor-system', 'ichor-argocd-redis'))!.password).toBe(redis.auth)
+    expect(redis.auth).not.toBe(before.redis!.auth)
+    expect((await status()).run.code).toBe(0)
+
+    const again = await runIchor(['stack', 'repair-secrets', '--json', '--kubeconfig', day2[1]!], h.env)
+    expect(again.code).toBe(0)
+    expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1))).toMatchObject({changed: false, repaired: []})
+    expect(again.stdout).not.toContain(result.kokumiAdminPassword)
+  }, 600_000)
 })

@@ -18,19 +18,29 @@
 //   Preparation's repository, targetRevision its digest, taken over only with the
 //   allowed-order annotation.
 // - Argo CD: an Application whose revision changed first reads OutOfSync/Progressing, then
-//   Synced/Healthy once its digest can be pulled from the registry; if it cannot,
-//   OutOfSync/Missing.
+//   the sync: the Preparation's manifest.yaml is pulled from the registry and every object in
+//   it is applied server-side as field manager `argocd-controller` with force, as Argo CD does
+//   with `ServerSideApply=true` (argoproj/argo-cd common/common.go `ArgoCDSSAManager =
+//   "argocd-controller"`, passed by controller/sync.go `sync.WithServerSideApplyManager`;
+//   argoproj/gitops-engine pkg/utils/kube/resource_ops.go sets ForceConflicts for every
+//   server-side apply). So a field a new bundle drops is removed only when no other manager
+//   still owns it, exactly as in a real cluster. Then Synced/Healthy; if the digest cannot be
+//   pulled, OutOfSync/Missing; if the apply fails, OutOfSync/Degraded with the error.
 //
 // Simplifications, on purpose: the Preparation artifact is the pulled manifest.yaml published
 // deterministically (real Kokumi's oras push may give another digest on a re-render: then a
-// new Preparation is served, which converges the same way); the manifests in the bundle are
-// never applied to the cluster; no finalizer on the Order.
+// new Preparation is served, which converges the same way); Argo CD's tracking annotation
+// and pruning (objects a bundle no longer holds) are not reproduced; no finalizer on the Order.
 import {ApiextensionsV1Api, AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
 import {createHash} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
+import {untarSync} from '../../src/lib/chart/archive.js'
+import {serverSideApply} from '../../src/lib/kube/apply.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
+import {parseObjects} from '../../src/lib/stack/objects.js'
 import {pullerFor, pullManifest, type PulledManifest, type PullerName} from './kokumi-puller.js'
 
 /** Kokumi's in-cluster registry (kokumi-dev/kokumi internal/service/defaults.go DefaultRegistryHost). */
@@ -46,6 +56,8 @@ const SERVINGS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'se
 /** The Deployment whose image tag names the installed Kokumi version (config/manager in Kokumi's repo). */
 export const KOKUMI_CONTROLLER = {namespace: 'kokumi', name: 'kokumi-controller-manager'}
 const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
+/** argoproj/argo-cd common/common.go ArgoCDSSAManager: the field manager of Argo CD's server-side syncs. */
+export const ARGOCD_SSA_MANAGER = 'argocd-controller'
 const ARGOCD_NAMESPACE = 'argocd'
 const FIXED_TIME = new Date(0).toISOString().replace('.000Z', 'Z')
 const MANIFEST_ACCEPT = [
@@ -96,6 +108,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   // Order `ns/name` -> digest a person promoted (Manual mode).
   const promoted = new Map<string, string>()
   let applicationStatusSubresource: boolean | undefined
+  let kube: Promise<Kube> | undefined
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
 
@@ -367,6 +380,17 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       sync = 'Synced'
       health = 'Healthy'
       revision = target
+      // A sync runs whenever the Application is not Synced at this revision (a new one, or after
+      // the registry came back): Argo CD applies the whole revision again.
+      if (current.sync?.status !== 'Synced' || current.sync?.revision !== target) {
+        const failed = await syncRevision(repository, target).then(() => undefined, (err: Error) => err.message.split('\n')[0])
+        if (failed) {
+          sync = 'OutOfSync'
+          health = 'Degraded'
+          revision = current.sync?.revision
+          events.push(`Application ${ARGOCD_NAMESPACE}/${app.metadata.name} sync failed: ${failed}`)
+        }
+      }
     } else {
       sync = 'OutOfSync'
       health = 'Missing'
@@ -390,6 +414,19 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     } catch (err) {
       if (!isCode(err, 409) && !isCode(err, 404)) throw err
     }
+  }
+
+  /** Argo CD's sync of one revision: every object of its manifest.yaml, server-side, as argocd-controller, forced. */
+  async function syncRevision(repository: string, digest: string): Promise<void> {
+    const fetched = await oci.getManifest(repository, digest)
+    const layers = (fetched.manifest as PulledManifest).layers
+    let text: string | undefined
+    for (const layer of layers) text ??= untarSync(await oci.getBlob(repository, layer.digest), `${repository}@${digest}`).get('manifest.yaml')?.toString('utf8')
+    if (text === undefined) throw new Error(`${repository}@${digest} holds no manifest.yaml`)
+    kube ??= connectKube({kubeconfig: opts.kubeconfigPath})
+    kube.catch(() => (kube = undefined))
+    const results = await serverSideApply(await kube, parseObjects(text, `${repository}@${digest}`), {fieldManager: ARGOCD_SSA_MANAGER, force: true})
+    events.push(`synced ${repository}@${digest}: ${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects changed`)
   }
 
   async function hasApplicationStatusSubresource(): Promise<boolean> {

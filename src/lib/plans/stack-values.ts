@@ -6,7 +6,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
 import {ValidationError} from '../errors/errors.js'
 import {serverSideApply} from '../kube/apply.js'
-import {INSTALLATION} from '../constants.js'
+import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {renderStackFromInstallation, requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
@@ -60,8 +60,17 @@ function storeValuesTask(session: Session, component: StackComponent, values: Va
     },
     async run() {
       const cr = await requireInstallation(session)
+      const kube = await session.kube()
+      // Server-side apply alone cannot remove a key from this free-form subtree: a map it empties
+      // is stored as null, which the schema refuses. The layer is replaced exactly first (a JSON
+      // patch `add` replaces a member that exists), then applied, so ichor's apply owns it all.
+      await kube.request('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
+        body: [{op: 'add', path: `/spec/stack/${component}/values`, value: values}],
+        contentType: 'application/json-patch+json',
+        query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+      })
       const spec = {...cr.spec, stack: {...cr.spec.stack, [component]: {values}}}
-      await serverSideApply(await session.kube(), [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
+      await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
     },
   }
 }

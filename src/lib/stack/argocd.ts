@@ -14,6 +14,13 @@ export const ARGOCD_NAMESPACE = 'argocd'
 export const ARGOCD_RELEASE = 'argocd'
 
 /**
+ * The field manager of Argo CD's server-side syncs (argoproj/argo-cd common/common.go
+ * `ArgoCDSSAManager`, not configurable). ichor's first apply of Kokumi and Argo CD, and of
+ * their policies, uses it too: see firstApplyTask.
+ */
+export const ARGOCD_FIELD_MANAGER = 'argocd-controller'
+
+/**
  * Ichor's layer under the user's values. The chart renders no Secret holding a value Ichor
  * generates: the redis-secret-init hook (which would make the redis password) is off and
  * Ichor emits `argocd-redis` itself; `argocd-secret` is rendered empty and Argo CD fills it.

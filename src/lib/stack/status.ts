@@ -7,6 +7,7 @@ import {readApplication, readOrder, type ApplicationState} from '../health/reads
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'
+import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -81,11 +82,15 @@ export async function readStackStatus(session: Session): Promise<StackStatus> {
   } catch (error) {
     registryError = (error as Error).message.split('\n')[0]
   }
+  const mismatches = await findSecretMismatches(kube)
   const components = await Promise.all(
-    STACK_COMPONENTS.map((c) => {
+    STACK_COMPONENTS.map(async (c) => {
       const s = installation?.status?.stack?.[c]
       const published = s && {repository: `${IN_CLUSTER_REGISTRY}/${BUNDLE_REPOSITORY_PREFIX}/${c}`, tag: s.publishedTag, digest: s.digest}
-      return readComponentStatus(kube, c, published, registry, registryError)
+      const status = await readComponentStatus(kube, c, published, registry, registryError)
+      // A generated Secret that no longer opens the component: the next init would stop on it.
+      for (const m of mismatches.filter((x) => x.component === c)) status.problems.push(m.message)
+      return {...status, healthy: status.problems.length === 0}
     }),
   )
   return {healthy: components.every((c) => c.healthy), kokumiVersion, components}

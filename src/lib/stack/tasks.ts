@@ -14,6 +14,8 @@ import {readGeneratedSecrets} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
+import {ARGOCD_FIELD_MANAGER} from './argocd.js'
+import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -40,6 +42,8 @@ export function stackSecretsTask(p: {
     title: 'Create the generated Secrets once (Kokumi admin, Argo CD redis, repo-creds)',
     async probe() {
       const kube = await p.session.kube()
+      const [mismatch] = await findSecretMismatches(kube)
+      if (mismatch) return missing(mismatch.message)
       for (const ref of (await p.stack()).secretRefs) {
         if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', ...ref}, {metadataOnly: true}))) return missing(`Secret ${ref.namespace}/${ref.name} is missing`)
       }
@@ -47,6 +51,9 @@ export function stackSecretsTask(p: {
     },
     async run() {
       const kube = await p.session.kube()
+      // ichor's copy lost while the component still runs with the old password: stop, never mint.
+      const mismatches = await findSecretMismatches(kube)
+      if (mismatches.length > 0) throw secretMismatchError(mismatches)
       const stack = await p.stack()
       const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
       await serverSideApply(kube, namespaces)
@@ -64,12 +71,12 @@ export function stackSecretsTask(p: {
 }
 
 /** Would a server-side apply change anything? (a dry-run apply; nothing is persisted) */
-async function applyWouldChange(kube: Kube, objects: KubeObject[]): Promise<string | undefined> {
+async function applyWouldChange(kube: Kube, objects: KubeObject[], fieldManager: string): Promise<string | undefined> {
   for (const obj of objects) {
     const existing = await getObject(kube, {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace}, {metadataOnly: true})
     if (!existing) return `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name} is missing`
   }
-  const results = await serverSideApply(kube, objects, {dryRun: true})
+  const results = await serverSideApply(kube, objects, {dryRun: true, fieldManager})
   const changed = results.filter((r) => r.result !== 'unchanged')
   return changed.length > 0 ? `${changed.length} object(s) differ, e.g. ${changed[0]!.kind} ${changed[0]!.name}` : undefined
 }
@@ -79,7 +86,18 @@ const FIRST_APPLY: Record<StackComponent, {title: string; deployments: string[]}
   argocd: {title: 'Apply Argo CD (first install only) and wait for server and repo-server', deployments: ['argocd-server', 'argocd-repo-server']},
 }
 
-/** The first install of a component; once its Order exists Argo CD owns it and ichor never applies it again. */
+/**
+ * The first install of a component; once its Order exists Argo CD owns it and ichor never applies it again.
+ *
+ * Ownership hand-off: the objects are applied as Argo CD's own field manager, not ichor's.
+ * Argo CD syncs with server-side apply as `argocd-controller` (forced), so a later bundle that
+ * drops a field (an env entry, a ConfigMap key) removes it only if no other manager owns it;
+ * under ichor's manager the field would stay forever while Argo CD shows Synced. Applying as
+ * Argo CD from the start, rather than removing ichor's managedFields entry after the first
+ * Synced, leaves no window to close and nothing to finish later: with Manual promotion the
+ * first sync may come long after ichor's run, and a run killed between sync and hand-off
+ * would otherwise leave ichor's ownership behind.
+ */
 export function firstApplyTask(p: {session: Session; component: StackComponent; stack: Later<PreparedStack>; timeoutMs: number}): Task {
   const {title, deployments} = FIRST_APPLY[p.component]
   const prepared = async () => (await p.stack()).components[p.component]
@@ -90,7 +108,7 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
       const kube = await p.session.kube()
       const c = await prepared()
       if (await readOrder(kube, p.component)) return holds(`Order ${c.namespace}/${p.component} exists: Argo CD manages ${p.component}`)
-      const diff = await applyWouldChange(kube, c.rendered.objects)
+      const diff = await applyWouldChange(kube, c.rendered.objects, ARGOCD_FIELD_MANAGER)
       if (diff) return missing(diff)
       for (const name of deployments) {
         const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
@@ -101,7 +119,7 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
     async run(progress) {
       const kube = await p.session.kube()
       const c = await prepared()
-      const results = await serverSideApply(kube, c.rendered.objects, {crdWait: {timeoutMs: p.timeoutMs}})
+      const results = await serverSideApply(kube, c.rendered.objects, {fieldManager: ARGOCD_FIELD_MANAGER, crdWait: {timeoutMs: p.timeoutMs}})
       progress(`${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects created or changed`)
       for (const name of deployments) await waitForDeploymentRollout(kube, c.namespace, name, {timeoutMs: p.timeoutMs, onProgress: progress})
     },
@@ -190,7 +208,8 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
       if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) {
         throw new IchorError('the cluster does not serve cilium.io/v2 CiliumNetworkPolicy: Cilium has not registered its CRDs', {hint: 'check that the cilium-operator Deployment in kube-system is running, then rerun'})
       }
-      await serverSideApply(kube, await policies())
+      // They are part of the bundles: Argo CD's manager, as firstApplyTask explains.
+      await serverSideApply(kube, await policies(), {fieldManager: ARGOCD_FIELD_MANAGER})
     },
   }
 }
