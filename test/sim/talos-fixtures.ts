@@ -116,6 +116,13 @@ export function inlineManifestsPatch(talosVersion: string, manifests: InlineMani
   return stringify({cluster: {inlineManifests: manifests}})
 }
 
+/** kube-proxy disabled in the form of the config contract (as ichor's own patches do). */
+export function kubeProxyOffPatch(talosVersion: string): string {
+  const [major, minor] = talosVersion.replace(/^v/, '').split('.').map(Number) as [number, number]
+  if (major > 1 || minor >= 14) return stringify({apiVersion: 'v1alpha1', kind: 'KubeProxyConfig', enabled: false})
+  return stringify({cluster: {proxy: {disabled: true}}})
+}
+
 export const CONTROL_PLANE_IP = '127.0.0.11'
 export const WORKER_IP = '127.0.0.12'
 
@@ -140,7 +147,8 @@ export async function bootstrapSimulatedCluster(
     secretsPath: secrets,
     talosVersion: opts.talosVersion,
     kubernetesVersion: '1.36.3',
-    controlPlanePatch: inlineManifestsPatch(opts.talosVersion, opts.manifests),
+    // kube-proxy off, as for Cilium: Talos would otherwise create its kube-proxy objects too.
+    controlPlanePatch: `${inlineManifestsPatch(opts.talosVersion, opts.manifests)}---\n${kubeProxyOffPatch(opts.talosVersion)}`,
     outDir,
   })
   await validateConfig(configs.controlPlane)

@@ -20,8 +20,13 @@
 //           kube-system/talos-bootstrap-manifests-inventory (existing objects backfilled).
 //           upgrade-k8s: server-side apply with force, then prune inventory objects that are
 //           no longer in the manifests (unless --manifests-no-prune), inventory policy checked.
-// Only inline manifests are modelled: Talos's own bootstrap manifests (CoreDNS,
-// kube-proxy, flannel) are not applied.
+// Of Talos's own bootstrap manifests only "10-kube-proxy" is modelled (CoreDNS and flannel
+// are not applied): internal/app/machined/pkg/controllers/k8s/manifest.go (v1.14.0-rc.1)
+// renders it on control planes while the proxy is enabled (KubeProxyConfig `enabled`, else
+// `cluster.proxy.disabled`; absent means enabled), and manifest_apply.go applies it like any
+// other manifest: create-only, so turning the proxy off never deletes the DaemonSet (only
+// upgrade-k8s prunes it), and turning it on creates what is neither live nor in the inventory.
+// The objects carry the names and labels of k8stemplates/kube-proxy.go (no real pod spec).
 import {spawnSync} from 'node:child_process'
 import {randomBytes} from 'node:crypto'
 import {copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
@@ -209,8 +214,52 @@ function inlineManifests(configText) {
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
+/** Whether the config runs kube-proxy, as Talos reads it (the typed document, else the v1alpha1 field). */
+function proxyEnabled(configText) {
+  if (!configText) return false
+  const docs = parseDocs(configText, 'machine config')
+  const typed = docs.find((d) => d.kind === 'KubeProxyConfig')
+  if (typed) return typed.enabled ?? true
+  return docs.find(isLegacy)?.cluster?.proxy?.disabled !== true
+}
+
+/** Talos's "10-kube-proxy" bootstrap manifest (without a proxy config: no ConfigMap). */
+function kubeProxyObjects() {
+  const labels = {'k8s-app': 'kube-proxy', tier: 'node'}
+  return [
+    {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: {name: 'kube-proxy', namespace: 'kube-system', labels},
+      spec: {
+        selector: {matchLabels: labels},
+        updateStrategy: {type: 'RollingUpdate'},
+        template: {
+          metadata: {labels},
+          spec: {
+            hostNetwork: true,
+            priorityClassName: 'system-cluster-critical',
+            serviceAccountName: 'kube-proxy',
+            tolerations: [{operator: 'Exists'}],
+            containers: [{name: 'kube-proxy', image: 'registry.k8s.io/kube-proxy:v1.37.0', command: ['/usr/local/bin/kube-proxy']}],
+          },
+        },
+      },
+    },
+    {apiVersion: 'v1', kind: 'ServiceAccount', metadata: {name: 'kube-proxy', namespace: 'kube-system'}},
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: {name: 'kube-proxy'},
+      roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:node-proxier'},
+      subjects: [{kind: 'ServiceAccount', name: 'kube-proxy', namespace: 'kube-system'}],
+    },
+  ]
+}
+
 function manifestObjects(configText) {
-  const objects = inlineManifests(configText).flatMap((m) => parseDocs(m.contents, `inline manifest ${m.name}`))
+  const bootstrap = proxyEnabled(configText) ? kubeProxyObjects() : []
+  const objects = [...bootstrap, ...inlineManifests(configText).flatMap((m) => parseDocs(m.contents, `inline manifest ${m.name}`))]
   const rank = (o) => (o.kind === 'Namespace' && o.apiVersion === 'v1' ? 0 : o.kind === 'CustomResourceDefinition' ? 1 : 2)
   // Namespaces first, then CRDs, the rest in manifest order (a stable sort, as Talos does).
   return objects.map((o, i) => ({o, i})).sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i).map(({o}) => o)

@@ -13,6 +13,7 @@ import type {Values} from '../values/path.js'
 import {applySetFlags} from '../values/set-flags.js'
 import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
 import type {CiliumFacts} from './guards.js'
+import {switchCommand} from './kube-proxy.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 
@@ -64,6 +65,13 @@ export async function prepareValuesChange(kube: Kube, input: ValuesInput, source
     throw new IchorError(`the release runs Cilium chart ${ctx.release.chartVersion}, and the chart at hand is ${chart.version} (${chart.path})`, {
       exitCode: 2,
       hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart to change values, or change the version with \`ichor cni upgrade\``,
+    })
+  }
+  // A half-done kube-proxy switch: a values change would apply the new mode without its order.
+  if (ctx.release && typeof ctx.release.config.kubeProxyReplacement === 'boolean' && ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')) {
+    throw new IchorError(`a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`, {
+      exitCode: 2,
+      hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
     })
   }
   if (input.kind === 'layer' && input.base !== undefined && !isDeepStrictEqual(input.base, ctx.user)) {

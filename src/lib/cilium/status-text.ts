@@ -10,6 +10,7 @@ export function formatCniStatus(r: CniStatusReport): string {
     `  values         ${r.values.inSync ? 'as the IchorInstallation asks' : 'DIFFER from the IchorInstallation'} (release ${short(r.values.releaseHash)}, desired ${short(r.values.desiredHash)}, recorded ${short(r.values.recordedHash)})`,
     `  chart          pinned ${r.chart.pinned}: ${r.chart.upgrade} (${r.chart.detail})`,
     `  kube-proxy     ${r.kubeProxy.desired} (release kubeProxyReplacement=${String(r.kubeProxy.release)}, cilium-config ${r.kubeProxy.ciliumConfig ?? 'absent'})${r.kubeProxy.consistent ? '' : ' HALF SWITCHED'}`,
+    `  kube-proxy ds  ${w(r.kubeProxy.daemonSet)}; Talos configs: ${r.kubeProxy.talosNodes ? r.kubeProxy.talosNodes.map((n) => `${n.node} ${n.enabled ? 'on' : 'off'}`).join(', ') : 'not checked'}`,
     `  agent          ${w(r.readiness.daemonSet)}`,
     `  operator       ${w(r.readiness.operator)}`,
     `  Talos          inventory free of Cilium: ${yes(!r.talos.inInventory)}; inline manifest on control planes: ${r.talos.checked ? (r.talos.inlineManifestOn!.length ? r.talos.inlineManifestOn!.join(', ') : 'none') : 'not checked'}; local configs with it: ${r.talos.localConfigsWithInline.length || 'none'}`,

@@ -11,8 +11,11 @@ import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {inlineManifestForms, inlineManifestRemovalPatch, controlPlanesWithInlineManifest} from '../talos/handover.js'
 import {isCiliumInTalosInventory} from '../talos/inventory.js'
+import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
+import {getMachineConfig} from '../talos/talosctl.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
 import type {KubeProxyMode} from './defaults.js'
+import {switchCommand} from './kube-proxy.js'
 
 export interface CniProblem {
   /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */
@@ -27,7 +30,16 @@ export interface CniStatusReport {
   release?: {revision: number; status: string; chartVersion: string}
   values: {releaseHash?: string; desiredHash: string; recordedHash?: string; inSync: boolean}
   chart: {pinned: string; installed?: string; upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'; detail: string}
-  kubeProxy: {desired: KubeProxyMode; release?: boolean; ciliumConfig?: string; consistent: boolean}
+  kubeProxy: {
+    desired: KubeProxyMode
+    release?: boolean
+    ciliumConfig?: string
+    consistent: boolean
+    /** The kube-proxy DaemonSet Talos creates while the proxy is enabled (absent: undefined). */
+    daemonSet?: WorkloadRollout
+    /** Per node carrying the setting: whether its machine config runs kube-proxy (with a talosconfig). */
+    talosNodes?: {node: string; enabled: boolean}[]
+  }
   readiness: {daemonSet?: WorkloadRollout; operator?: WorkloadRollout}
   talos: {
     checked: boolean
@@ -51,12 +63,17 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   const ns = CILIUM_RELEASE.namespace
   const access = talosAccess(ctx.installation, opts)
   const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
-  const [daemonSet, operator, kprConfig, inInventory, inlineOn] = await Promise.all([
+  const talosconfig = access.talosconfig
+  const [daemonSet, operator, kprConfig, inInventory, inlineOn, kubeProxyDs, talosNodes] = await Promise.all([
     readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'),
     readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator'),
     readConfigMapKey(kube, ns, 'cilium-config', 'kube-proxy-replacement'),
     isCiliumInTalosInventory(kube),
-    access.talosconfig ? controlPlanesWithInlineManifest({talosconfig: access.talosconfig, controlPlanes}) : Promise.resolve(undefined),
+    talosconfig ? controlPlanesWithInlineManifest({talosconfig, controlPlanes}) : Promise.resolve(undefined),
+    readWorkloadRollout(kube, 'DaemonSet', KUBE_PROXY.namespace, KUBE_PROXY.name),
+    talosconfig
+      ? Promise.all(kubeProxyNodes(ctx.installation.spec.talos).map(async ({node}) => ({node, enabled: kubeProxyEnabledIn(await getMachineConfig({node, talosconfig}))})))
+      : Promise.resolve(undefined),
   ])
   const problems: CniProblem[] = []
   const release = ctx.release
@@ -80,14 +97,25 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   const desiredMode = ctx.modes.kubeProxy
   const wantReplaced = desiredMode === 'replaced'
   const releaseKpr = release ? release.config.kubeProxyReplacement : undefined
-  const consistent = (releaseKpr === undefined || releaseKpr === wantReplaced) && (kprConfig === undefined || kprConfig === String(wantReplaced))
-  if (!consistent) {
+  const ciliumConsistent = (releaseKpr === undefined || releaseKpr === wantReplaced) && (kprConfig === undefined || kprConfig === String(wantReplaced))
+  if (!ciliumConsistent) {
     problems.push({
       severity: 'error',
       what: `kube-proxy mode is half switched: the IchorInstallation says ${desiredMode}, the release has kubeProxyReplacement=${String(releaseKpr)}, cilium-config has kube-proxy-replacement=${kprConfig ?? '(absent)'}`,
-      fix: `ichor cni kube-proxy ${wantReplaced ? 'replace' : 'restore'}`,
+      fix: switchCommand(desiredMode),
     })
   }
+  // The Talos side of the switch: kube-proxy off everywhere and gone when replaced, on and ready otherwise.
+  const talosWrong = (talosNodes ?? []).filter((n) => n.enabled === wantReplaced).map((n) => n.node)
+  const kubeProxyWrong = wantReplaced ? kubeProxyDs !== undefined : !kubeProxyDs?.rolledOut
+  if (talosWrong.length > 0 || kubeProxyWrong) {
+    const parts = [
+      talosWrong.length ? `kube-proxy is ${wantReplaced ? 'still enabled' : 'disabled'} in the Talos machine config of ${talosWrong.join(', ')}` : '',
+      kubeProxyWrong ? (wantReplaced ? `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet still exists` : `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet is ${kubeProxyDs ? `not ready (${kubeProxyDs.state})` : 'absent'}`) : '',
+    ].filter(Boolean)
+    problems.push({severity: 'error', what: `kube-proxy switch to "${desiredMode}" is half done: ${parts.join('; ')}`, fix: switchCommand(desiredMode)})
+  }
+  const consistent = ciliumConsistent && talosWrong.length === 0 && !kubeProxyWrong
 
   for (const [label, w, kind, name] of [['DaemonSet', daemonSet, 'ds', 'cilium'], ['operator Deployment', operator, 'deploy', 'cilium-operator']] as const) {
     if (!w) problems.push({severity: 'error', what: `the Cilium ${label} ${ns}/${name} does not exist`, fix: `${SET}   (no arguments: re-applies the release)`})
@@ -117,9 +145,9 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
     values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
     chart,
-    kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent},
+    kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent, daemonSet: kubeProxyDs, talosNodes},
     readiness: {daemonSet, operator},
-    talos: {checked: access.talosconfig !== undefined, talosconfig: access.talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
+    talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
     problems,
   }
 }

@@ -4,6 +4,7 @@
 // applied hash in the IchorInstallation. Same values twice: every step holds, no revision.
 import {prepareValuesChange, type ChangeSources, type ValuesInput} from '../cilium/change.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
+import {confirmOrAbort} from '../cli/consent.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
 import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
@@ -14,6 +15,9 @@ import type {PlanOptions} from './options.js'
 export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
   input: ValuesInput
   breakLock?: boolean
+  /** --yes / --json: no confirmation on a terminal (there is none without one). */
+  yes?: boolean
+  json?: boolean
 }
 
 export interface CniValuesSetResult extends RunResult {
@@ -42,6 +46,7 @@ export async function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValues
     let prepared: ReturnType<typeof prepareValuesChange> | undefined
     const change = () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
     await session.kube() // a named cluster that does not answer is exit 2 before any step
+    await confirmOrAbort({yes: o.yes ?? false, dryRun: o.dryRun, json: o.json ?? false}, 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)')
     const result = await runTasks(valuesSetSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     const c = await change()
     const diff = o.dryRun ? await effectiveValuesDiff(c.context.release, c.effective) : undefined

@@ -213,3 +213,13 @@ function kubeError(action: string, error: unknown): IchorError {
   const detail = error instanceof KubeApiError ? (error.status.message ?? error.message) : (error as Error).message
   return new IchorError(`${action}: ${detail}`, {cause: error})
 }
+
+/** Every key of Talos's inventory (empty when there is none: Talos before 1.13, or nothing applied yet). */
+export async function readTalosInventoryKeys(kube: Kube): Promise<string[]> {
+  return Object.keys((await readInventory(kube))?.data ?? {}).sort()
+}
+
+/** Takes keys out of Talos's inventory (a conflict with a concurrent Talos write is retried). */
+export function removeTalosInventoryKeys(kube: Kube, keys: string[]): Promise<void> {
+  return keys.length === 0 ? Promise.resolve() : removeInventoryKeys(kube, keys)
+}

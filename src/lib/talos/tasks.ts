@@ -4,13 +4,16 @@ import {createHash} from 'node:crypto'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {connectKube} from '../kube/client.js'
-import {waitForApiServer} from '../kube/wait.js'
+import {readWorkloadRollout} from '../health/reads.js'
+import {waitForApiServer, waitForDaemonSetReady} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
-import {readTalosBundle} from '../state/installation.js'
+import {readTalosBundle, type InstallationSpec} from '../state/installation.js'
 import {CorruptStateFileError, prepareStateDir, readStateFile, secureStateFiles, writeStateFile, type LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {handOverCiliumFromTalos, talosHandoverPending, withoutInlineManifest} from './handover.js'
+import {inventoryKey, removeTalosInventoryKeys} from './inventory.js'
+import {KUBE_PROXY, kubeProxyLeftovers, kubeProxyNodes, nodesToSwitch, removeKubeProxyObjects, switchKubeProxyOnNodes} from './kube-proxy.js'
 import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
 /**
@@ -164,6 +167,75 @@ export function talosHandoverTask(p: {session: Session; state: LocalState; contr
         writeStateFile(p.state, 'controlPlaneConfig', stripped)
         progress(`inline entry removed from ${p.state.controlPlaneConfig}`)
       }
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Day-2: the Talos side of the kube-proxy switch (`ichor cni kube-proxy replace|restore`)
+
+export interface KubeProxyTalosInput {
+  session: Session
+  talos: Later<InstallationSpec['talos']>
+  talosconfig: Later<string>
+}
+
+/** kube-proxy on or off in the machine config of every node that carries the setting (no reboot). */
+export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: boolean}): Task {
+  const want = p.enabled ? 'enabled' : 'disabled'
+  return {
+    id: p.enabled ? 'talos-enable-kube-proxy' : 'talos-disable-kube-proxy',
+    title: `${p.enabled ? 'Enable' : 'Disable'} kube-proxy in the Talos machine configs`,
+    hint: 'the nodes already patched keep the change; run the same command again to finish',
+    async probe() {
+      const talos = await p.talos()
+      const pending = await nodesToSwitch({talos, talosconfig: await p.talosconfig(), enabled: p.enabled})
+      return pending.length === 0 ? holds(`kube-proxy ${want} on ${kubeProxyNodes(talos).map((n) => n.node).join(', ')}`) : missing(`kube-proxy not ${want} on ${pending.map((n) => `${n.role} ${n.node}`).join(', ')}`)
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      // Talos creates kube-proxy only when its objects are absent from its inventory too: clear keys a removal left behind.
+      if (p.enabled) {
+        const left = await kubeProxyLeftovers(kube)
+        const live = new Set(left.objects.map(inventoryKey))
+        await removeTalosInventoryKeys(kube, left.inventoryKeys.filter((k) => !live.has(k)))
+      }
+      await switchKubeProxyOnNodes({talos: await p.talos(), talosconfig: await p.talosconfig(), enabled: p.enabled, progress})
+    },
+  }
+}
+
+/** Talos creates the kube-proxy DaemonSet when the proxy is enabled; it must be ready before Cilium stops replacing it. */
+export function waitKubeProxyTask(p: {session: Session; timeoutMs: number}): Task {
+  const {namespace, name} = KUBE_PROXY
+  return {
+    id: 'wait-kube-proxy',
+    title: `Wait for the ${namespace}/${name} DaemonSet Talos creates`,
+    mutating: false,
+    hint: `kube-proxy is enabled on Talos but not ready; Cilium still replaces it. See kubectl -n ${namespace} describe ds/${name}, then run the same command again`,
+    async probe() {
+      const w = await readWorkloadRollout(await p.session.kube(), 'DaemonSet', namespace, name)
+      return w?.rolledOut ? holds(`${w.ready}/${w.desired} ready`) : missing(w ? w.state : `DaemonSet ${namespace}/${name} does not exist yet`)
+    },
+    async run(progress) {
+      await waitForDaemonSetReady(await p.session.kube(), namespace, name, {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
+}
+
+/** What Talos's kube-proxy manifest created, deleted with its inventory keys (Talos itself never deletes it, see kube-proxy.ts). */
+export function removeKubeProxyTask(p: {session: Session}): Task {
+  return {
+    id: 'remove-kube-proxy',
+    title: 'Remove the kube-proxy DaemonSet Talos created, and its inventory entries',
+    async probe() {
+      const left = await kubeProxyLeftovers(await p.session.kube())
+      if (left.objects.length === 0 && left.inventoryKeys.length === 0) return holds('no kube-proxy objects left')
+      return missing([...left.objects.map((o) => `${o.kind} ${o.name}`), ...(left.inventoryKeys.length ? [`${left.inventoryKeys.length} inventory entries`] : [])].join(', '))
+    },
+    async run(progress) {
+      const removed = await removeKubeProxyObjects(await p.session.kube())
+      if (removed.length) progress(`deleted ${removed.join(', ')}`)
     },
   }
 }

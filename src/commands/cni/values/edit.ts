@@ -39,7 +39,8 @@ export default class CniValuesEdit extends IchorCommand {
     const json = this.jsonEnabled()
     return runCniValuesSet({
       input: {kind: 'layer', user: edited.user, base: edited.base}, kubeconfig: flags.kubeconfig, context: flags.context, ...sources,
-      timeoutMs: flags.timeout, dryRun: false, breakLock: flags['break-lock'], output: outputModeFor({json}),
+      // Saving the buffer was the confirmation.
+      timeoutMs: flags.timeout, dryRun: false, breakLock: flags['break-lock'], yes: true, output: outputModeFor({json}),
     })
   }
 }

@@ -22,7 +22,7 @@ The same values twice change nothing (no new Helm revision).`
     ...valuesChangeFlags,
     ...talosAccessFlags,
     'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
+    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (asked on a terminal; none is asked when stdin is not one)'}),
     timeout: timeoutFlag(900),
     'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
     'cilium-chart': assetFlags['cilium-chart'],
@@ -35,7 +35,7 @@ The same values twice change nothing (no new Helm revision).`
     const result = await runCniValuesSet({
       input: valuesInputFrom(argv, flags), kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'],
       chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
-      output: outputModeFor({json}),
+      yes: flags.yes, json, output: outputModeFor({json}),
     })
     if (!json && flags['dry-run']) {
       const paint = process.stdout.isTTY ? colourDiff : (t: string) => t

@@ -1,0 +1,92 @@
+// The Cilium side of the kube-proxy switch (ADR-0099 decision 9): the new mode goes through
+// the values engine exactly as `cni values set` does (kubeProxyReplacement, k8sServiceHost and
+// k8sServicePort are owned keys derived from the mode), then cilium-config is checked for the
+// value the agents read. The mode is recorded in the IchorInstallation first, as the switch's
+// intent, so a run stopped half-way is visible to `cni status` with the command that finishes it.
+import {CILIUM_RELEASE} from '../constants.js'
+import {IchorError, ValidationError} from '../errors/errors.js'
+import {readConfigMapKey} from '../health/reads.js'
+import {valuesHash} from '../helm/release.js'
+import type {Kube} from '../kube/client.js'
+import {waitFor} from '../kube/wait.js'
+import type {Session} from '../session/session.js'
+import {readInstallation, writeInstallationSpec} from '../state/installation.js'
+import {holds, missing} from '../tasks/probe.js'
+import type {Task} from '../tasks/types.js'
+import type {ChangeSources} from './change.js'
+import {readLiveFacts} from './change.js'
+import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
+import type {KubeProxyMode} from './defaults.js'
+import type {CiliumValuesChange} from './tasks.js'
+import {validateCiliumValues} from './validate.js'
+
+export const CILIUM_CONFIG = {namespace: CILIUM_RELEASE.namespace, name: 'cilium-config', key: 'kube-proxy-replacement'} as const
+
+/** The value Cilium's chart writes into cilium-config for a mode (templates/cilium-configmap.yaml). */
+export function kubeProxyReplacementValue(mode: KubeProxyMode): string {
+  return String(mode === 'replaced')
+}
+
+export function switchCommand(mode: KubeProxyMode): string {
+  return `ichor cni kube-proxy ${mode === 'replaced' ? 'replace' : 'restore'}`
+}
+
+/** The stored user layer under the target mode, validated with the live cluster's facts; invalid is exit 2. */
+export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext}> {
+  const ctx = await readCniContext(kube)
+  const chart = resolveCiliumChart(sources)
+  if (ctx.release && ctx.release.chartVersion !== chart.version) {
+    throw new IchorError(`the release runs Cilium chart ${ctx.release.chartVersion}, and the chart at hand is ${chart.version} (${chart.path})`, {
+      exitCode: 2,
+      hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart`,
+    })
+  }
+  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
+  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel}})
+  if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
+  return {
+    context: ctx, user: ctx.user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
+    previousUser: ctx.user, notes: [...notes, ...report.notes],
+  }
+}
+
+/** The switch's intent: spec.cni.kubeProxy, written before anything else changes. */
+export function recordKubeProxyModeTask(p: {session: Session; target: KubeProxyMode}): Task {
+  return {
+    id: 'record-mode',
+    title: `Record kube-proxy mode "${p.target}" in the IchorInstallation`,
+    async probe() {
+      const cr = await readInstallation(await p.session.kube())
+      if (!cr) return missing('no IchorInstallation')
+      return cr.spec.cni.kubeProxy === p.target ? holds(`spec.cni.kubeProxy is ${p.target}`) : missing(`spec.cni.kubeProxy is ${cr.spec.cni.kubeProxy}`)
+    },
+    async run() {
+      const kube = await p.session.kube()
+      const cr = await readInstallation(kube)
+      if (!cr) throw new IchorError('the IchorInstallation is gone')
+      await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, kubeProxy: p.target}}, {crd: false})
+    },
+  }
+}
+
+/** The agents read their mode from cilium-config: the key must say the new one before the Talos side changes. */
+export function verifyCiliumConfigTask(p: {session: Session; target: KubeProxyMode; timeoutMs: number}): Task {
+  const want = kubeProxyReplacementValue(p.target)
+  const {namespace, name, key} = CILIUM_CONFIG
+  const read = async () => readConfigMapKey(await p.session.kube(), namespace, name, key)
+  return {
+    id: 'verify-cilium-config',
+    title: `Verify ${namespace}/${name} has ${key}=${want}`,
+    mutating: false,
+    async probe() {
+      const got = await read()
+      return got === want ? holds(`${key}=${got}`) : missing(`${key}=${got ?? '(absent)'}`)
+    },
+    async run(progress) {
+      await waitFor(`${namespace}/${name} ${key}=${want}`, async () => {
+        const got = await read()
+        return {done: got === want, state: `${key}=${got ?? '(absent)'}`}
+      }, {timeoutMs: Math.min(p.timeoutMs, 60_000), onProgress: progress})
+    },
+  }
+}

@@ -1,0 +1,93 @@
+// `ichor cni kube-proxy replace|restore` (ADR-0099 decision 9) as one plan under the Lease.
+// The new side is turned on and verified before the old side is turned off:
+//   replace: Cilium's replacement on (helm upgrade through the values engine), cilium-config
+//            and the rollout verified, then kube-proxy off on Talos and its DaemonSet gone;
+//   restore: kube-proxy on in Talos and its DaemonSet ready, then Cilium's replacement off.
+// The mode is recorded in the IchorInstallation first (the switch's intent), so a run that
+// stops anywhere leaves a state `cni status` names and the same command completes.
+import {asksForConfirmation, confirmOrAbort} from '../cli/consent.js'
+import {canPrompt, requireConsent} from '../init/prompts.js'
+import {prepareKubeProxySwitch, recordKubeProxyModeTask, verifyCiliumConfigTask} from '../cilium/kube-proxy.js'
+import type {ChangeSources} from '../cilium/change.js'
+import type {KubeProxyMode} from '../cilium/defaults.js'
+import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {withPrivateTempDir} from '../fs/private-files.js'
+import {openSession, type Session} from '../session/session.js'
+import {leaseTask} from '../session/tasks.js'
+import {readInstallation} from '../state/installation.js'
+import {resolveTalosconfig} from '../talos/access.js'
+import {kubeProxyNodes} from '../talos/kube-proxy.js'
+import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
+import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {Later, Task} from '../tasks/types.js'
+import type {PlanOptions} from './options.js'
+
+export interface CniKubeProxyOptions extends ChangeSources, PlanOptions {
+  target: KubeProxyMode
+  /** --yes: no confirmation. Without it a real run asks on a terminal and refuses without one. */
+  yes: boolean
+  /** --json: never prompt. */
+  json: boolean
+}
+
+export interface CniKubeProxyResult extends RunResult {
+  /** The mode the IchorInstallation held when the command started, and the one it switches to. */
+  from: KubeProxyMode
+  to: KubeProxyMode
+  /** The effective values hash of the new mode. */
+  hash: string
+}
+
+type Change = ReturnType<typeof prepareKubeProxySwitch>
+
+function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => Change, talos: KubeProxyTalosInput): Task[] {
+  const {timeoutMs, target} = o
+  const cilium = [
+    upgradeCiliumValuesTask({session, change, timeoutMs}),
+    waitCiliumRolloutTask({session, kind: 'Deployment', timeoutMs}),
+    waitCiliumRolloutTask({session, kind: 'DaemonSet', timeoutMs}),
+    verifyCiliumConfigTask({session, target, timeoutMs}),
+  ]
+  const start = [leaseTask({session, breakLock: o.breakLock}), validateCiliumValuesTask({change}), recordKubeProxyModeTask({session, target})]
+  const record = recordCiliumValuesTask({session, change})
+  if (target === 'replaced') {
+    return [...start, ...cilium, switchKubeProxyOnTalosTask({...talos, enabled: false}), removeKubeProxyTask({session}), record]
+  }
+  return [...start, switchKubeProxyOnTalosTask({...talos, enabled: true}), waitKubeProxyTask({session, timeoutMs}), ...cilium, record]
+}
+
+export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubeProxyResult> {
+  // A real run changes the CNI and the nodes: on a terminal it asks, without one it needs --yes.
+  if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
+  const session = openSession({command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`, kubeconfig: o.kubeconfig, context: o.context})
+  try {
+    return await withPrivateTempDir('ichor-kube-proxy-', async (dir) => {
+      const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+      const cr = await readInstallation(kube)
+      if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
+      const from = cr.spec.cni.kubeProxy
+      let prepared: Change | undefined
+      const change = () => (prepared ??= prepareKubeProxySwitch(kube, o.target, o))
+      let talosconfig: Promise<string> | undefined
+      const talos: KubeProxyTalosInput = {
+        session,
+        talos: async () => cr.spec.talos,
+        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, dir)),
+      }
+      if (asksForConfirmation(o)) {
+        const nodes = kubeProxyNodes(cr.spec.talos).map((n) => n.node).join(', ')
+        const what = o.target === 'replaced'
+          ? `Cilium replaces kube-proxy, then kube-proxy is turned off on ${nodes}`
+          : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
+        await confirmOrAbort(o, `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`)
+      }
+      const result = await runTasks(kubeProxySteps(session, o, change, talos), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
+      return {...result, from, to: o.target, hash: (await change()).hash}
+    })
+  } finally {
+    await session.close()
+  }
+}
+

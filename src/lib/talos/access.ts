@@ -1,0 +1,22 @@
+// Where a day-2 command gets a talosconfig: --talosconfig, else init's state directory on
+// this machine, else the copy init stored in the cluster (ichor-system), so another
+// machine with only the kubeconfig can reach the nodes. The cluster copy is written into a
+// private folder the caller owns (0600 in 0700) and never outlives the command.
+import {join} from 'node:path'
+import {talosAccess} from '../cilium/context.js'
+import {IchorError} from '../errors/errors.js'
+import {writePrivateFileAtomic} from '../fs/private-files.js'
+import type {Kube} from '../kube/client.js'
+import {readTalosBundle, type Installation} from '../state/installation.js'
+
+export async function resolveTalosconfig(kube: Kube, installation: Installation, flags: {talosconfig?: string; stateDir?: string}, privateDir: string): Promise<string> {
+  const access = talosAccess(installation, flags)
+  if (access.talosconfig) return access.talosconfig
+  const bundle = await readTalosBundle(kube)
+  if (!bundle) {
+    throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {exitCode: 2, hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)'})
+  }
+  const file = join(privateDir, 'talosconfig')
+  writePrivateFileAtomic(file, bundle.talosconfig)
+  return file
+}
