@@ -13,7 +13,7 @@ export function renderInitSummary(inputs: InitInputs, result: InitResult): strin
     '  Kokumi UI:   kubectl -n kokumi port-forward svc/kokumi-server 8081:80',
   ]
   if (result.kokumiAdminPassword) {
-    lines.push('', `  Kokumi admin password (shown once; kept in ichor-system/ichor-kokumi-admin): ${result.kokumiAdminPassword}`)
+    lines.push('', `  Kokumi admin password (shown once; ichor stack password kokumi prints it again): ${result.kokumiAdminPassword}`)
   }
   return lines.join('\n')
 }

@@ -1,7 +1,7 @@
 // Steps that install and hand over the stack: the generated Secrets, the first apply of
 // Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
 // wait for Argo CD to deliver both.
-import {FIELD_MANAGER, ICHOR_SYSTEM} from '../constants.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readDelivery, readOrder} from '../health/reads.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
@@ -10,7 +10,7 @@ import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
 import {waitFor, waitForDeploymentRollout} from '../kube/wait.js'
 import {publishBundle} from '../oci/publish.js'
 import type {Session} from '../session/session.js'
-import {readGeneratedSecrets} from '../state/installation.js'
+import {readGeneratedSecrets, readInstallation, writeInstallationStatus} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
@@ -21,7 +21,7 @@ import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 
-/** What the Secrets step learnt that the summary shows: the password, on the run that created it. */
+/** What the summary shows: the Kokumi admin password, on the first successful run (see showKokumiPasswordOnceTask). */
 export interface StackSecretsOutcome {
   kokumiAdminPassword?: string
 }
@@ -33,7 +33,6 @@ export function stackSecretsTask(p: {
   generated: GeneratedStackSecrets
   /** Lower bcrypt cost: tests inject it. */
   bcryptCost?: number
-  outcome: StackSecretsOutcome
 }): Task {
   return {
     id: 'stack-secrets',
@@ -51,7 +50,7 @@ export function stackSecretsTask(p: {
       const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
       await serverSideApply(kube, namespaces)
       const [kokumiAdmin, redis] = generatedSecretObjects(p.generated)
-      if ((await createIfAbsent(kube, kokumiAdmin!)) === 'created') p.outcome.kokumiAdminPassword = p.generated.kokumiAdminPassword
+      await createIfAbsent(kube, kokumiAdmin!)
       await createIfAbsent(kube, redis!)
       // The cluster's values win: a crash between two creates must not mix passwords.
       const held = await readGeneratedSecrets(kube)
@@ -59,6 +58,32 @@ export function stackSecretsTask(p: {
       for (const s of stackSecretsWith(stack, generated, p.bcryptCost)) {
         if (s.metadata.namespace !== ICHOR_SYSTEM) await createIfAbsent(kube, s)
       }
+    },
+  }
+}
+
+/**
+ * The last step of init: put the Kokumi admin password into the result of the first run that
+ * gets this far, whichever run created it (a run that failed after creating it showed
+ * nothing), and record in the IchorInstallation status that it was shown. Later runs show it
+ * no more; `ichor stack password kokumi` prints it on demand.
+ */
+export function showKokumiPasswordOnceTask(p: {session: Session; outcome: StackSecretsOutcome}): Task {
+  return {
+    id: 'show-kokumi-password',
+    title: 'Show the Kokumi admin password in the summary (once)',
+    async probe() {
+      const cr = await readInstallation(await p.session.kube())
+      return cr?.status?.kokumiAdminPasswordShown ? holds('already shown once (ichor stack password kokumi prints it)') : missing('not shown yet')
+    },
+    async run() {
+      const kube = await p.session.kube()
+      const password = (await readGeneratedSecrets(kube)).kokumiAdminPassword
+      if (!password) throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no password`, {hint: 'rerun ichor init: it creates the Secret when it is missing'})
+      const cr = await readInstallation(kube)
+      // Recorded before the summary prints: a crash in between loses only this showing, never the password.
+      await writeInstallationStatus(kube, {cni: {}, stack: {}, ...cr?.status, kokumiAdminPasswordShown: true})
+      p.outcome.kokumiAdminPassword = password
     },
   }
 }

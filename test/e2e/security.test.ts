@@ -1,0 +1,64 @@
+// Security points of issue 13 on one harness cluster (see test/harness/README.md for what is
+// real and what is simulated): the Kokumi admin password shown once, after all.
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+
+type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, unknown>}
+
+const withTimeout = (args: string[], seconds: number) => args.map((a, i) => (args[i - 1] === '--timeout' ? String(seconds) : a))
+const endEvent = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as {ok: boolean} | undefined
+
+describe('the Kokumi admin password is shown by the first successful run, once', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let failed: CliRun
+  let second: CliRun
+  let third: CliRun
+
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    // Given a first run that mints the password and then fails (Argo CD's server never gets ready)
+    const lift = h.readiness.holdUnready((kind, obj) => kind === 'Deployment' && obj.metadata?.name === 'argocd-server')
+    failed = await runIchor([...withTimeout(h.initArgs, 15), '--json'], h.env)
+    lift()
+    // When it is run again, and then a third time
+    second = await runIchor([...h.initArgs, '--json'], h.env)
+    third = await runIchor([...h.initArgs, '--json'], h.env)
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  }, 900_000)
+  afterAll(async () => h?.stop())
+
+  const password = async () => {
+    const s = await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'})
+    return Buffer.from(s!.data!.password!, 'base64').toString('utf8')
+  }
+
+  it('the failed run created the password but could not show it', async () => {
+    expect(failed.code, failed.stderr).toBe(1)
+    expect(endEvent(failed)).toMatchObject({ok: false})
+    expect(jsonEvents(failed).some((e) => e.event === 'task' && e.id === 'stack-secrets' && e.status === 'done')).toBe(true)
+    expect(`${failed.stdout}${failed.stderr}`).not.toContain(await password())
+  })
+
+  it('the rerun succeeds and shows it, and records that in the IchorInstallation status', async () => {
+    expect(second.code, `${second.stderr}\n${second.stdout.slice(-2000)}`).toBe(0)
+    expect(jsonResult<{kokumiAdminPassword?: string}>(second).kokumiAdminPassword).toBe(await password())
+    const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(cr?.status?.kokumiAdminPasswordShown).toBe(true)
+  })
+
+  it('a third run does not show it', async () => {
+    expect(third.code, third.stderr).toBe(0)
+    expect(jsonResult<{kokumiAdminPassword?: string}>(third).kokumiAdminPassword).toBeUndefined()
+    expect(`${third.stdout}${third.stderr}`).not.toContain(await password())
+  })
+
+  it('ichor stack password kokumi prints it on stdout and nothing else', async () => {
+    const r = await runIchor(['stack', 'password', 'kokumi', '--kubeconfig', `${h.stateDir}/kubeconfig`], h.env)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toBe(`${await password()}\n`)
+    expect(r.stderr).not.toContain(await password())
+  })
+})
