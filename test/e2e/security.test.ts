@@ -1,8 +1,10 @@
 // Security points of issue 13 on one harness cluster (see test/harness/README.md for what is
-// real and what is simulated): the Kokumi admin password shown once, after all.
+// real and what is simulated): the Kokumi admin password shown once, after all; the
+// registry's network policies in place before the registry can answer.
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {policiesFor} from '../../src/lib/stack/policies.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 
 type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, unknown>}
@@ -10,23 +12,35 @@ type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, 
 const withTimeout = (args: string[], seconds: number) => args.map((a, i) => (args[i - 1] === '--timeout' ? String(seconds) : a))
 const endEvent = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as {ok: boolean} | undefined
 
-describe('the Kokumi admin password is shown by the first successful run, once', () => {
+describe('issue 13 on one harness: the admin password shown once, policies before the registry', () => {
   let h: HarnessCluster
   let kube: Kube
   let failed: CliRun
   let second: CliRun
   let third: CliRun
+  let policiesBeforeRegistry: string[] | undefined
 
   beforeAll(async () => {
     h = await startHarnessCluster()
     // Given a first run that mints the password and then fails (Argo CD's server never gets ready)
     const lift = h.readiness.holdUnready((kind, obj) => kind === 'Deployment' && obj.metadata?.name === 'argocd-server')
+    // The registry is held unready (unreachable) until the policies in kokumi have been listed.
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    let listing: Promise<void> | undefined
+    let listed = false
+    const liftRegistry = h.readiness.holdUnready((kind, obj) => {
+      if (kind !== 'Deployment' || obj.metadata?.name !== 'kokumi-registry' || listed) return false
+      listing ??= listObjects(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})
+        .then((list) => void (policiesBeforeRegistry = list.map((p) => p.metadata.name).sort()), () => void (policiesBeforeRegistry = []))
+        .finally(() => void (listed = true))
+      return true
+    })
     failed = await runIchor([...withTimeout(h.initArgs, 15), '--json'], h.env)
     lift()
+    liftRegistry()
     // When it is run again, and then a third time
     second = await runIchor([...h.initArgs, '--json'], h.env)
     third = await runIchor([...h.initArgs, '--json'], h.env)
-    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
   }, 900_000)
   afterAll(async () => h?.stop())
 
@@ -34,6 +48,10 @@ describe('the Kokumi admin password is shown by the first successful run, once',
     const s = await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'})
     return Buffer.from(s!.data!.password!, 'base64').toString('utf8')
   }
+
+  it("Kokumi's network policies are in place before its registry can get ready", () => {
+    expect(policiesBeforeRegistry).toEqual(policiesFor('kokumi').map((p) => p.metadata.name).sort())
+  })
 
   it('the failed run created the password but could not show it', async () => {
     expect(failed.code, failed.stderr).toBe(1)

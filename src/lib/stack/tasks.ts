@@ -115,7 +115,7 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
       const kube = await p.session.kube()
       const c = await prepared()
       if (await readOrder(kube, p.component)) return holds(`Order ${c.namespace}/${p.component} exists: Argo CD manages ${p.component}`)
-      const diff = await applyWouldChange(kube, c.rendered.objects)
+      const diff = await applyWouldChange(kube, [...(await policiesServed(kube) ? c.rendered.policies : []), ...c.rendered.objects])
       if (diff) return missing(diff)
       for (const name of deployments) {
         const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
@@ -126,6 +126,10 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
     async run(progress) {
       const kube = await p.session.kube()
       const c = await prepared()
+      // The policies go first, so the registry (anonymous, writable) never runs open to every
+      // pod. Cilium registers their CRD before it gets ready, which init waits for; if it is
+      // not served, the policies step at the end applies them.
+      if (await policiesServed(kube)) await serverSideApply(kube, c.rendered.policies)
       const results = await serverSideApply(kube, c.rendered.objects, {crdWait: {timeoutMs: p.timeoutMs}})
       progress(`${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects created or changed`)
       for (const name of deployments) await waitForDeploymentRollout(kube, c.namespace, name, {timeoutMs: p.timeoutMs, onProgress: progress})
@@ -191,12 +195,13 @@ export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): 
 }
 
 const POLICY = {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy'} as const
+const policiesServed = async (kube: Kube): Promise<boolean> => Boolean(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))
 
 export function policiesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   const policies = async () => (await components(p.stack)).flatMap((c) => c.rendered.policies)
   return {
     id: 'policies',
-    title: 'Apply the CiliumNetworkPolicies last',
+    title: 'Make sure the CiliumNetworkPolicies are in place (applied with each component)',
     async probe() {
       const kube = await p.session.kube()
       if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) return missing('CiliumNetworkPolicy is not served yet')
