@@ -4,6 +4,9 @@
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {buildBundle} from '../../src/lib/oci/bundle.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {publishBundle} from '../../src/lib/oci/publish.js'
 import {policiesFor} from '../../src/lib/stack/policies.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 
@@ -79,4 +82,33 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     expect(r.stdout).toBe(`${await password()}\n`)
     expect(r.stderr).not.toContain(await password())
   })
+
+  it('a tag moved in the registry after ichor pushed is detected, never reported as delivered', async () => {
+    type Order = Obj & {spec: {source: {oci: string; version: string}}; status?: {latestArtifactDigest?: string}}
+    type App = Obj & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}}}
+    const readOrder = () => getObject<Order>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'kokumi', namespace: 'kokumi'})
+    const readApp = () => getObject<App>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'kokumi', namespace: 'argocd'})
+    const order = (await readOrder())!
+    const servedBefore = (await readApp())?.status?.sync?.revision
+    const oci = new OciClient(h.registry.endpoint)
+    const pushed = (await oci.headManifest('ichor/kokumi', order.spec.source.version))!.digest
+    // Given someone moves ichor's tag to their own bundle, and Kokumi renders it (as after a registry loss)
+    const foreign = buildBundle([{path: 'manifest.yaml', content: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n'}])
+    const moved = await publishBundle(oci, {repository: 'ichor/kokumi', tag: order.spec.source.version, layer: foreign.layer, layerDigest: foreign.layerDigest, annotations: {source: order.spec.source.oci, version: order.spec.source.version}})
+    expect(moved.manifestDigest).not.toBe(pushed)
+    await kube.request('PATCH', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders/kokumi/status', {body: {status: {latestConfigHash: null}}, contentType: 'application/merge-patch+json'})
+    const deadline = Date.now() + 180_000
+    for (;;) {
+      const [o, app] = [await readOrder(), await readApp()]
+      const served = app?.status?.sync?.revision
+      if (served && served !== servedBefore && served === o?.status?.latestArtifactDigest && app?.status?.sync?.status === 'Synced' && app.status.health?.status === 'Healthy') break
+      if (Date.now() > deadline) throw new Error(`Kokumi did not serve the foreign render: Application at ${served}`)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    // When ichor init runs again, Then it fails naming both digests instead of reporting success
+    const r = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(r.code, r.stdout.slice(-2000)).toBe(1)
+    const end = jsonEvents(r).find((e) => e.event === 'end') as {error?: string}
+    expect(end.error).toContain(`rendered from ${moved.manifestDigest}, not from the bundle ichor pushed (${pushed})`)
+  }, 600_000)
 })

@@ -8,7 +8,7 @@ import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec} from '../state/installation.js'
@@ -76,6 +76,7 @@ function initSteps(d: PlanData): Task[] {
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
     cluster(publishBundlesTask({session, stack})),
+    closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),

@@ -228,22 +228,31 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
 export function waitApplicationsTask(p: {session: Session; stack?: Later<PreparedStack>; components?: readonly StackComponent[]; timeoutMs: number}): Task {
   // Only the names are needed: a plan that renders nothing (stack sync) passes them directly.
   const names = async (): Promise<readonly StackComponent[]> => p.components ?? (await components(p.stack!)).map((c) => c.component)
+  // The digest ichor pushed per component: delivery is checked against it, not only against
+  // the Order (which names a tag). Rendered now, or as recorded in the IchorInstallation status.
+  const pushed = async (kube: Kube): Promise<Partial<Record<StackComponent, string>>> => {
+    if (p.stack) return Object.fromEntries((await components(p.stack)).map((c) => [c.component, c.bundle.artifact.manifestDigest]))
+    const recorded = (await readInstallation(kube))?.status?.stack ?? {}
+    return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, s?.digest]))
+  }
   return {
     id: 'wait-applications',
-    title: 'Wait until both Applications are Synced and Healthy',
+    title: 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed',
     mutating: false,
     async probe() {
       const kube = await p.session.kube()
+      const digests = await pushed(kube)
       for (const c of await names()) {
-        const s = await readDelivery(kube, c)
+        const s = await readDelivery(kube, c, {pushedDigest: digests[c]})
         if (!s.done) return missing(s.state)
       }
-      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts")
+      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
     },
     async run(progress) {
       const kube = await p.session.kube()
+      const digests = await pushed(kube)
       for (const c of await names()) {
-        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c), {timeoutMs: p.timeoutMs, onProgress: progress})
+        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c, {pushedDigest: digests[c]}), {timeoutMs: p.timeoutMs, onProgress: progress})
       }
     },
   }
