@@ -5,7 +5,8 @@ import {policiesFor, policiesPath, type StackComponent} from '../../src/lib/stac
 import type {KubeObject} from '../../src/lib/kube/objects.js'
 
 type Selector = {matchLabels?: Record<string, string>; matchExpressions?: Array<{key: string; operator: string; values?: string[]}>}
-type Ports = Array<{ports: Array<{port: string; protocol: string}>; rules?: unknown}>
+type Http = Array<{method?: string; path?: string}>
+type Ports = Array<{ports: Array<{port: string; protocol: string}>; rules?: {http?: Http; dns?: unknown}}>
 type Rule = {fromEndpoints?: Selector[]; fromEntities?: string[]; toEndpoints?: Selector[]; toEntities?: string[]; toPorts?: Ports; [k: string]: unknown}
 type Spec = {endpointSelector: Selector; ingress?: Rule[]; egress?: Rule[]; enableDefaultDeny?: {ingress?: boolean; egress?: boolean}}
 
@@ -17,7 +18,11 @@ const sel = (s: Selector): string => {
   ].sort()
   return parts.length === 0 ? '*' : parts.join(',')
 }
-const ports = (p?: Ports): string => (p ?? []).flatMap((tp) => tp.ports.map((x) => `${x.port}/${x.protocol}`)).sort().join('+') || 'any'
+/** `5000/TCP` or, with L7 HTTP rules, `5000/TCP[GET /v2/.*|HEAD /v2/.*]`. */
+const ports = (p?: Ports): string => (p ?? []).flatMap((tp) => {
+  const http = tp.rules?.http ? `[${tp.rules.http.map((r) => `${r.method ?? '*'} ${r.path ?? '*'}`).sort().join('|')}]` : ''
+  return tp.ports.map((x) => `${x.port}/${x.protocol}${http}`)
+}).sort().join('+') || 'any'
 
 /** Every allow as `subject <- peer : ports` (ingress) or `subject -> peer : ports` (egress). */
 function allows(policies: KubeObject[], direction: 'ingress' | 'egress'): string[] {
@@ -45,6 +50,7 @@ const THREE = 'app.kubernetes.io/name in (argocd-application-controller|argocd-r
 const KCTRL = 'app.kubernetes.io/name=kokumi,control-plane=controller-manager'
 const KSERVER = 'app.kubernetes.io/component=server,app.kubernetes.io/name=kokumi'
 const REGISTRY = 'app=registry'
+const READ = '[GET /v2/.*|HEAD /v2/.*]'
 const DNS = 'io.kubernetes.pod.namespace=kube-system,k8s-app=kube-dns'
 
 const EXPECTED: Record<StackComponent, {ingress: string[]; egress: string[]}> = {
@@ -67,11 +73,11 @@ const EXPECTED: Record<StackComponent, {ingress: string[]; egress: string[]}> = 
   },
   kokumi: {
     ingress: [
-      `${REGISTRY} <- ${REPO},io.kubernetes.pod.namespace=argocd : 5000/TCP`,
-      `${REGISTRY} <- ${AC},io.kubernetes.pod.namespace=argocd : 5000/TCP`,
-      `${REGISTRY} <- ${KCTRL} : 5000/TCP`,
-      `${REGISTRY} <- ${KSERVER} : 5000/TCP`,
-      `${REGISTRY} <- entity:host : 5000/TCP`, // probes and ichor's push through port-forward
+      `${REGISTRY} <- ${REPO},io.kubernetes.pod.namespace=argocd : 5000/TCP${READ}`,
+      `${REGISTRY} <- ${AC},io.kubernetes.pod.namespace=argocd : 5000/TCP${READ}`,
+      `${REGISTRY} <- ${KCTRL} : 5000/TCP`, // the one writer
+      `${REGISTRY} <- ${KSERVER} : 5000/TCP${READ}`,
+      `${REGISTRY} <- entity:host : 5000/TCP[GET /]`, // kubelet probes only
       `${KSERVER} <- entity:host : 8080/TCP`, // UI through port-forward, and probes
       `${KCTRL} <- entity:host : 8081/TCP`, // probes
     ],
@@ -131,5 +137,29 @@ describe.each(['argocd', 'kokumi'] as const)('CiliumNetworkPolicies of %s (parse
   it('are what a YAML 1.1 reader sees too (ports stay strings)', () => {
     const docs = readFileSync(policiesPath(component), 'utf8').split(/^---$/m).slice(1).map((d) => parse(d, {version: '1.1'}))
     expect(docs).toEqual(policies)
+  })
+})
+
+describe('who may write to Kokumi\'s anonymous registry', () => {
+  const registryIngress = policiesFor('kokumi')
+    .filter((p) => sel((p.spec as Spec).endpointSelector) === REGISTRY)
+    .flatMap((p) => ((p.spec as Spec).ingress ?? []).map((rule) => ({policy: p.metadata.name, rule})))
+  const peersOf = (rule: Rule) => [...(rule.fromEndpoints ?? []).map(sel), ...(rule.fromEntities ?? []).map((e) => `entity:${e}`)]
+
+  it('only the controller-manager has a rule without L7 HTTP limits (Cilium lets an L4-only allow win over an L7 one)', () => {
+    const unlimited = registryIngress.filter(({rule}) => (rule.toPorts ?? []).some((tp) => !tp.rules?.http)).flatMap(({rule}) => peersOf(rule))
+    expect(unlimited).toEqual([KCTRL])
+  })
+
+  it('every other peer may only GET or HEAD, readers under /v2/ and the host only the probe path /', () => {
+    for (const {policy, rule} of registryIngress) {
+      const http = (rule.toPorts ?? []).flatMap((tp) => tp.rules?.http ?? [])
+      if (peersOf(rule).includes(KCTRL)) continue
+      expect(http.length, policy).toBeGreaterThan(0)
+      for (const r of http) {
+        expect(['GET', 'HEAD'], `${policy}: ${r.method}`).toContain(r.method)
+        expect(r.path, policy).toBe(peersOf(rule).includes('entity:host') ? '/' : '/v2/.*')
+      }
+    }
   })
 })

@@ -5,7 +5,8 @@
 import {CILIUM_RELEASE} from '../constants.js'
 import {readReleaseRecord, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {getObject, type KubeObject} from '../kube/objects.js'
+import {IchorError} from '../errors/errors.js'
+import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
 import {daemonSetRolloutState, deploymentRolloutState} from '../kube/wait.js'
 import {APPLICATION_API_VERSION, APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
@@ -78,11 +79,27 @@ export interface DeliveryState {
 }
 
 /**
+ * The source digest Kokumi rendered a component's Preparation from, for the Preparation whose
+ * artifact is `artifactDigest` (Kokumi's Preparation CRD requires spec.source.baseDigest).
+ * 'none' when no such Preparation exists (yet); 'unserved' when the cluster has no Preparation kind.
+ */
+export async function readPreparationSource(kube: Kube, component: StackComponent, artifactDigest: string): Promise<string | 'none' | 'unserved'> {
+  if (!(await kube.resourceFor(ORDER_API_VERSION, 'Preparation'))) return 'unserved'
+  type Preparation = KubeObject & {spec?: {orderName?: string; source?: {baseDigest?: string}; artifact?: {digest?: string}}}
+  const list = await listObjects<Preparation>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', namespace: COMPONENT_NAMESPACE[component]})
+  const p = list.find((x) => x.spec?.orderName === component && x.spec.artifact?.digest === artifactDigest)
+  return p?.spec?.source?.baseDigest ?? 'none'
+}
+
+/**
  * A component is delivered when its Order has seen its current spec (Ready, observed
  * generation) and its Application is Synced and Healthy at the artifact that Order
- * produced: an Application still healthy at the previous revision does not count.
+ * produced: an Application still healthy at the previous revision does not count. With
+ * `pushedDigest`, that artifact must also have been rendered from the bundle ichor pushed:
+ * Orders name a tag, and a tag moved in the (anonymous, writable) registry in between would
+ * have Argo CD deploy someone else's manifests. That is an error, never something to wait out.
  */
-export async function readDelivery(kube: Kube, component: StackComponent): Promise<DeliveryState> {
+export async function readDelivery(kube: Kube, component: StackComponent, options: {pushedDigest?: string} = {}): Promise<DeliveryState> {
   const ns = COMPONENT_NAMESPACE[component]
   const order = await readOrder(kube, component)
   if (!order) return {done: false, state: 'no Order yet'}
@@ -92,6 +109,16 @@ export async function readDelivery(kube: Kube, component: StackComponent): Promi
   const wanted = order.latestArtifactDigest
   if (wanted && application.revision !== wanted) {
     return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`, order, application}
+  }
+  if (options.pushedDigest && application.revision) {
+    const source = await readPreparationSource(kube, component, application.revision)
+    if (source === 'none') return {done: false, state: `no Preparation in ${ns} for ${application.revision} yet`, order, application}
+    if (source !== 'unserved' && source !== options.pushedDigest) {
+      throw new IchorError(
+        `Application ${APPLICATION_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
+        {hint: "treat the cluster as compromised: Argo CD applied those manifests with its rights; find what could write to Kokumi's registry (its network policies) before anything else"},
+      )
+    }
   }
   const done = application.sync === 'Synced' && application.health === 'Healthy'
   return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}`, order, application}

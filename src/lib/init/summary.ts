@@ -17,7 +17,7 @@ export function renderInitSummary(inputs: InitInputs, result: InitResult): strin
   ]
   for (const d of result.drift) lines.push('', `  Drift: ${d.message}; restore the stored values with \`${d.restore}\``)
   if (result.kokumiAdminPassword) {
-    lines.push('', `  Kokumi admin password (shown once; kept in ichor-system/ichor-kokumi-admin): ${result.kokumiAdminPassword}`)
+    lines.push('', `  Kokumi admin password (shown once; ichor stack password kokumi prints it again): ${result.kokumiAdminPassword}`)
   }
   return lines.join('\n')
 }

@@ -1,11 +1,19 @@
 // Reaching Kokumi's in-cluster registry from the operator's machine. The registry
-// Service is ClusterIP, so by default each local TCP connection is tunnelled to the
+// Service is ClusterIP, so by default each local connection is tunnelled to the
 // registry pod through the API server's port-forward; `--registry-endpoint` replaces
 // all of it with a route the user (or a test) already has.
 //
+// The tunnel carries the operator's credentials to an anonymous, writable registry, so only
+// this process may use it: it listens on a Unix socket in a fresh 0700 directory (never a
+// loopback port, which every local user can reach), and the OCI client reaches it through a
+// fetch bound to that socket. The plan closes it as soon as publishing is done.
+//
 // The WebSocket tunnel is client-node's PortForward, imported only here, when a tunnel is
 // actually opened: every other run of the CLI never loads client-node.
+import {chmodSync, mkdtempSync, rmSync} from 'node:fs'
 import {createServer, type Server, type Socket} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from './client.js'
 import {clientNodeKubeConfig} from './credentials.js'
@@ -15,10 +23,17 @@ import {type KubeObject, listObjects} from './objects.js'
 export const KOKUMI_REGISTRY = {namespace: 'kokumi', labelSelector: 'app=registry', port: 5000} as const
 
 export interface RegistryEndpoint {
-  /** Base URL, e.g. http://127.0.0.1:41234 */
+  /** Base URL, e.g. http://127.0.0.1:41234, or the tunnel's name when `fetch` goes through its socket. */
   endpoint: string
+  /** The fetch that reaches `endpoint` (the tunnel's socket); the global fetch when absent. */
+  fetch?: typeof fetch
+  /** The tunnel's Unix socket, in a directory only this user can enter. */
+  socketPath?: string
   close(): Promise<void>
 }
+
+/** The name the tunnel's requests carry; the socket, not this host, decides where they go. */
+export const TUNNEL_ENDPOINT = 'http://kokumi-registry.tunnel'
 
 export interface RegistryEndpointOptions {
   /** The `--registry-endpoint` flag: use this URL and open no tunnel. */
@@ -42,11 +57,7 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
   const pod = await findRunningPod(kube, namespace, labelSelector)
 
   const forwarder = new (await import('@kubernetes/client-node')).PortForward(await tunnelKubeConfig(kube), true)
-  const sockets = new Set<Socket>()
-  const server = createServer((socket) => {
-    sockets.add(socket)
-    socket.on('close', () => sockets.delete(socket))
-    socket.on('error', () => socket.destroy())
+  return serveLocalTunnel((socket) => {
     forwarder
       .portForward(namespace, pod, [port], socket, null, socket)
       .then((ws) => {
@@ -58,18 +69,46 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
       })
       .catch(() => socket.destroy())
   })
-  await listen(server)
+}
+
+/**
+ * A listener only this process can reach: a Unix socket in a new directory of mode 0700
+ * (other local users cannot even resolve the path), each connection handed to `forward`.
+ * Returns the endpoint with a fetch bound to the socket; close() removes the directory.
+ */
+export async function serveLocalTunnel(forward: (socket: Socket) => void): Promise<RegistryEndpoint> {
+  const dir = mkdtempSync(join(tmpdir(), 'ichor-tunnel-'))
+  chmodSync(dir, 0o700)
+  const socketPath = join(dir, 'registry.sock')
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    socket.on('error', () => socket.destroy())
+    forward(socket)
+  })
+  try {
+    await listen(server, socketPath)
+  } catch (error) {
+    rmSync(dir, {recursive: true, force: true})
+    throw error
+  }
   // A forgotten close() must not keep the CLI from exiting; open connections still do.
   server.unref()
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error('port-forward listener has no TCP address')
+  // undici's own fetch with a dispatcher that dials the socket (Node's global fetch cannot).
+  const undici = await import('undici')
+  const agent = new undici.Agent({connect: {socketPath}})
+  const viaSocket = ((input: string | URL, init?: RequestInit) => undici.fetch(input, {...(init as object), dispatcher: agent})) as unknown as typeof fetch
   return {
-    endpoint: `http://127.0.0.1:${address.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy()
-        server.close(() => resolve())
-      }),
+    endpoint: TUNNEL_ENDPOINT,
+    fetch: viaSocket,
+    socketPath,
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+      await agent.destroy().catch(() => undefined)
+      rmSync(dir, {recursive: true, force: true})
+    },
   }
 }
 
@@ -113,10 +152,10 @@ async function findRunningPod(kube: Kube, namespace: string, labelSelector: stri
   return pod.metadata.name
 }
 
-function listen(server: Server): Promise<void> {
+function listen(server: Server, path: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(path, () => {
       server.off('error', reject)
       resolve()
     })

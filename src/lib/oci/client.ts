@@ -27,6 +27,8 @@ export interface OciClientOptions {
   sleep?: (ms: number) => Promise<void>
   /** Per request; a timeout counts as a transient failure and is retried. */
   timeoutMs?: number
+  /** How requests reach the endpoint (the registry tunnel's socket); the global fetch by default. */
+  fetch?: typeof fetch
 }
 
 export interface ManifestDescriptor {
@@ -78,8 +80,10 @@ export class OciClient {
   private readonly retry: RetryPolicy
   private readonly sleep: (ms: number) => Promise<void>
   private readonly timeoutMs: number
+  private readonly fetch: typeof fetch
 
   constructor(endpoint: string, opts: OciClientOptions = {}) {
+    this.fetch = opts.fetch ?? fetch
     this.endpoint = normaliseEndpoint(endpoint)
     this.origin = new URL(this.endpoint).origin
     this.retry = {...DEFAULT_RETRY, ...opts.retry}
@@ -288,7 +292,9 @@ export class OciClient {
       let res: Response
       try {
         // Buffer is a valid body; the DOM typings only reject its ArrayBufferLike backing store.
-        res = await fetch(url, {method, body: init.body as RequestInit['body'], headers, redirect: 'manual', signal})
+        // Off the registry's origin (a blob redirect) the tunnel's fetch would still dial the tunnel.
+        const send = new URL(url).origin === this.origin ? this.fetch : fetch
+        res = await send(url, {method, body: init.body as RequestInit['body'], headers, redirect: 'manual', signal})
       } catch (error) {
         throw this.connectionError(error)
       }

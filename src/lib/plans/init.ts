@@ -8,9 +8,9 @@ import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
+import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
@@ -40,7 +40,7 @@ export interface InitOptions extends PlanOptions {
 }
 
 export interface InitResult extends RunResult {
-  /** The Kokumi admin password, present only on the run that created it (shown once). */
+  /** The Kokumi admin password, present only on the first successful run (shown once; `ichor stack password kokumi` later). */
   kokumiAdminPassword?: string
   kubeconfig: string
   bundles: {component: string; repository: string; tag: string; digest: string}[]
@@ -77,14 +77,16 @@ function initSteps(d: PlanData): Task[] {
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
     cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),
-    cluster(stackSecretsTask({session, stack, generated: o.generated, outcome: d.secrets})),
+    cluster(stackSecretsTask({session, stack, generated: o.generated})),
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
     cluster(publishBundlesTask({session, stack})),
+    closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
     cluster(recordStatusTask({session, release, stack})),
+    cluster(showKokumiPasswordOnceTask({session, outcome: d.secrets})),
   ]
 }
 

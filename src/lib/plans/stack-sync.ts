@@ -3,7 +3,7 @@
 // Kokumi render again the Preparations Argo CD pulls. Every step probes first, so with
 // everything present the run changes nothing (`changed: false`).
 import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {renderStackFromInstallation} from '../stack/from-installation.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {republishTask, rerenderTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
@@ -29,6 +29,7 @@ function stackSyncSteps(session: Session, o: StackSyncOptions): Task[] {
     leaseTask({session, breakLock: o.breakLock}),
     republishTask({session, published, stack}),
     rerenderTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
+    closeRegistryTunnelTask({session}),
     waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
   ]
 }

@@ -8,7 +8,7 @@ import {ValidationError} from '../errors/errors.js'
 import {serverSideApply} from '../kube/apply.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {renderStackFromInstallation, requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
 import type {StackComponent} from '../stack/policies.js'
 import {ordersTask, publishBundlesTask, waitApplicationsTask} from '../stack/tasks.js'
@@ -91,6 +91,7 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       leaseTask({session, breakLock: o.breakLock}),
       storeValuesTask(session, o.component, values),
       publishBundlesTask({session, stack: later}),
+      closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
       recordStatusTask({session, release: ciliumReleaseView(session), stack: later}),

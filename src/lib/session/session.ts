@@ -95,7 +95,8 @@ export class Session {
   async registry(): Promise<OciClient> {
     this.registryEndpoint ??= this.kube().then((kube) => openRegistryEndpoint(kube, {override: this.options.registryEndpoint}))
     this.registryEndpoint.catch(() => (this.registryEndpoint = undefined))
-    return new OciClient((await this.registryEndpoint).endpoint)
+    const endpoint = await this.registryEndpoint
+    return new OciClient(endpoint.endpoint, {fetch: endpoint.fetch})
   }
 
   async closeRegistry(): Promise<void> {

@@ -18,3 +18,21 @@ export function leaseTask(p: {session: Session; breakLock?: boolean}): Task {
     },
   }
 }
+
+/**
+ * Closes the registry tunnel as soon as publishing is done: no later step needs the
+ * registry, so the operator's credentials are not left reachable for the long wait on Argo CD.
+ */
+export function closeRegistryTunnelTask(p: {session: Session}): Task {
+  return {
+    id: 'close-registry-tunnel',
+    title: 'Close the registry tunnel (publishing is done)',
+    mutating: false,
+    async probe() {
+      // Local only: closing a listener of this process changes nothing in the cluster.
+      await p.session.closeRegistry()
+      return holds('no registry tunnel open')
+    },
+    async run() {},
+  }
+}

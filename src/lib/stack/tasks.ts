@@ -1,7 +1,7 @@
 // Steps that install and hand over the stack: the generated Secrets, the first apply of
 // Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
 // wait for Argo CD to deliver both.
-import {FIELD_MANAGER, ICHOR_SYSTEM} from '../constants.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readDelivery, readOrder} from '../health/reads.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
@@ -10,7 +10,7 @@ import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
 import {waitFor, waitForDeploymentRollout} from '../kube/wait.js'
 import {publishBundle} from '../oci/publish.js'
 import type {Session} from '../session/session.js'
-import {readGeneratedSecrets} from '../state/installation.js'
+import {readGeneratedSecrets, readInstallation, writeInstallationStatus} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
@@ -23,7 +23,7 @@ import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 
-/** What the Secrets step learnt that the summary shows: the password, on the run that created it. */
+/** What the summary shows: the Kokumi admin password, on the first successful run (see showKokumiPasswordOnceTask). */
 export interface StackSecretsOutcome {
   kokumiAdminPassword?: string
 }
@@ -35,7 +35,6 @@ export function stackSecretsTask(p: {
   generated: GeneratedStackSecrets
   /** Lower bcrypt cost: tests inject it. */
   bcryptCost?: number
-  outcome: StackSecretsOutcome
 }): Task {
   return {
     id: 'stack-secrets',
@@ -58,7 +57,7 @@ export function stackSecretsTask(p: {
       const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
       await serverSideApply(kube, namespaces)
       const [kokumiAdmin, redis] = generatedSecretObjects(p.generated)
-      if ((await createIfAbsent(kube, kokumiAdmin!)) === 'created') p.outcome.kokumiAdminPassword = p.generated.kokumiAdminPassword
+      await createIfAbsent(kube, kokumiAdmin!)
       await createIfAbsent(kube, redis!)
       // The cluster's values win: a crash between two creates must not mix passwords.
       const held = await readGeneratedSecrets(kube)
@@ -66,6 +65,32 @@ export function stackSecretsTask(p: {
       for (const s of stackSecretsWith(stack, generated, p.bcryptCost)) {
         if (s.metadata.namespace !== ICHOR_SYSTEM) await createIfAbsent(kube, s)
       }
+    },
+  }
+}
+
+/**
+ * The last step of init: put the Kokumi admin password into the result of the first run that
+ * gets this far, whichever run created it (a run that failed after creating it showed
+ * nothing), and record in the IchorInstallation status that it was shown. Later runs show it
+ * no more; `ichor stack password kokumi` prints it on demand.
+ */
+export function showKokumiPasswordOnceTask(p: {session: Session; outcome: StackSecretsOutcome}): Task {
+  return {
+    id: 'show-kokumi-password',
+    title: 'Show the Kokumi admin password in the summary (once)',
+    async probe() {
+      const cr = await readInstallation(await p.session.kube())
+      return cr?.status?.kokumiAdminPasswordShown ? holds('already shown once (ichor stack password kokumi prints it)') : missing('not shown yet')
+    },
+    async run() {
+      const kube = await p.session.kube()
+      const password = (await readGeneratedSecrets(kube)).kokumiAdminPassword
+      if (!password) throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no password`, {hint: 'rerun ichor init: it creates the Secret when it is missing'})
+      const cr = await readInstallation(kube)
+      // Recorded before the summary prints: a crash in between loses only this showing, never the password.
+      await writeInstallationStatus(kube, {cni: {}, stack: {}, ...cr?.status, kokumiAdminPasswordShown: true})
+      p.outcome.kokumiAdminPassword = password
     },
   }
 }
@@ -108,7 +133,7 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
       const kube = await p.session.kube()
       const c = await prepared()
       if (await readOrder(kube, p.component)) return holds(`Order ${c.namespace}/${p.component} exists: Argo CD manages ${p.component}`)
-      const diff = await applyWouldChange(kube, c.rendered.objects, ARGOCD_FIELD_MANAGER)
+      const diff = await applyWouldChange(kube, [...((await policiesServed(kube)) ? c.rendered.policies : []), ...c.rendered.objects], ARGOCD_FIELD_MANAGER)
       if (diff) return missing(diff)
       for (const name of deployments) {
         const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
@@ -119,6 +144,10 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
     async run(progress) {
       const kube = await p.session.kube()
       const c = await prepared()
+      // The policies go first, so the registry (anonymous, writable) never runs open to every
+      // pod. Cilium registers their CRD before it gets ready, which init waits for; if it is
+      // not served, the policies step at the end applies them.
+      if (await policiesServed(kube)) await serverSideApply(kube, c.rendered.policies, {fieldManager: ARGOCD_FIELD_MANAGER})
       const results = await serverSideApply(kube, c.rendered.objects, {fieldManager: ARGOCD_FIELD_MANAGER, crdWait: {timeoutMs: p.timeoutMs}})
       progress(`${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects created or changed`)
       for (const name of deployments) await waitForDeploymentRollout(kube, c.namespace, name, {timeoutMs: p.timeoutMs, onProgress: progress})
@@ -184,12 +213,13 @@ export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): 
 }
 
 const POLICY = {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy'} as const
+const policiesServed = async (kube: Kube): Promise<boolean> => Boolean(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))
 
 export function policiesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   const policies = async () => (await components(p.stack)).flatMap((c) => c.rendered.policies)
   return {
     id: 'policies',
-    title: 'Apply the CiliumNetworkPolicies last',
+    title: 'Make sure the CiliumNetworkPolicies are in place (applied with each component)',
     async probe() {
       const kube = await p.session.kube()
       if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) return missing('CiliumNetworkPolicy is not served yet')
@@ -217,22 +247,31 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
 export function waitApplicationsTask(p: {session: Session; stack?: Later<PreparedStack>; components?: readonly StackComponent[]; timeoutMs: number}): Task {
   // Only the names are needed: a plan that renders nothing (stack sync) passes them directly.
   const names = async (): Promise<readonly StackComponent[]> => p.components ?? (await components(p.stack!)).map((c) => c.component)
+  // The digest ichor pushed per component: delivery is checked against it, not only against
+  // the Order (which names a tag). Rendered now, or as recorded in the IchorInstallation status.
+  const pushed = async (kube: Kube): Promise<Partial<Record<StackComponent, string>>> => {
+    if (p.stack) return Object.fromEntries((await components(p.stack)).map((c) => [c.component, c.bundle.artifact.manifestDigest]))
+    const recorded = (await readInstallation(kube))?.status?.stack ?? {}
+    return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, s?.digest]))
+  }
   return {
     id: 'wait-applications',
-    title: 'Wait until both Applications are Synced and Healthy',
+    title: 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed',
     mutating: false,
     async probe() {
       const kube = await p.session.kube()
+      const digests = await pushed(kube)
       for (const c of await names()) {
-        const s = await readDelivery(kube, c)
+        const s = await readDelivery(kube, c, {pushedDigest: digests[c]})
         if (!s.done) return missing(s.state)
       }
-      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts")
+      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
     },
     async run(progress) {
       const kube = await p.session.kube()
+      const digests = await pushed(kube)
       for (const c of await names()) {
-        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c), {timeoutMs: p.timeoutMs, onProgress: progress})
+        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c, {pushedDigest: digests[c]}), {timeoutMs: p.timeoutMs, onProgress: progress})
       }
     },
   }

@@ -38,6 +38,8 @@ export interface ComponentStatus {
 export interface InstallationStatus {
   cni: CniStatus
   stack: Partial<Record<StackComponent, ComponentStatus>>
+  /** The Kokumi admin password was put into a successful init's result (shown once, then only on demand). */
+  kokumiAdminPasswordShown?: boolean
 }
 
 export interface Installation {

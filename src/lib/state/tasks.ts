@@ -39,9 +39,12 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
 async function observedStatus(session: Session, release: CiliumReleaseView, stack: PreparedStack): Promise<InstallationStatus> {
   const kube = await session.kube()
   const record = await release.get()
+  const shown = (await readInstallation(kube))?.status?.kokumiAdminPasswordShown
   const status: InstallationStatus = {
     cni: record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {},
     stack: {},
+    // Not observed: kept as recorded (the password is shown once).
+    ...(shown === undefined ? {} : {kokumiAdminPasswordShown: shown}),
   }
   for (const c of Object.values(stack.components)) {
     const [app, order] = await Promise.all([readApplication(kube, c.component), readOrder(kube, c.component)])

@@ -1,0 +1,114 @@
+// Security points of issue 13 on one harness cluster (see test/harness/README.md for what is
+// real and what is simulated): the Kokumi admin password shown once, after all; the
+// registry's network policies in place before the registry can answer.
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {buildBundle} from '../../src/lib/oci/bundle.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {publishBundle} from '../../src/lib/oci/publish.js'
+import {policiesFor} from '../../src/lib/stack/policies.js'
+import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+
+type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, unknown>}
+
+const withTimeout = (args: string[], seconds: number) => args.map((a, i) => (args[i - 1] === '--timeout' ? String(seconds) : a))
+const endEvent = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as {ok: boolean} | undefined
+
+describe('issue 13 on one harness: the admin password shown once, policies before the registry', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let failed: CliRun
+  let second: CliRun
+  let third: CliRun
+  let policiesBeforeRegistry: string[] | undefined
+
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    // Given a first run that mints the password and then fails (Argo CD's server never gets ready)
+    const lift = h.readiness.holdUnready((kind, obj) => kind === 'Deployment' && obj.metadata?.name === 'argocd-server')
+    // The registry is held unready (unreachable) until the policies in kokumi have been listed.
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    let listing: Promise<void> | undefined
+    let listed = false
+    const liftRegistry = h.readiness.holdUnready((kind, obj) => {
+      if (kind !== 'Deployment' || obj.metadata?.name !== 'kokumi-registry' || listed) return false
+      listing ??= listObjects(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})
+        .then((list) => void (policiesBeforeRegistry = list.map((p) => p.metadata.name).sort()), () => void (policiesBeforeRegistry = []))
+        .finally(() => void (listed = true))
+      return true
+    })
+    failed = await runIchor([...withTimeout(h.initArgs, 15), '--json'], h.env)
+    lift()
+    liftRegistry()
+    // When it is run again, and then a third time
+    second = await runIchor([...h.initArgs, '--json'], h.env)
+    third = await runIchor([...h.initArgs, '--json'], h.env)
+  }, 900_000)
+  afterAll(async () => h?.stop())
+
+  const password = async () => {
+    const s = await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'})
+    return Buffer.from(s!.data!.password!, 'base64').toString('utf8')
+  }
+
+  it("Kokumi's network policies are in place before its registry can get ready", () => {
+    expect(policiesBeforeRegistry).toEqual(policiesFor('kokumi').map((p) => p.metadata.name).sort())
+  })
+
+  it('the failed run created the password but could not show it', async () => {
+    expect(failed.code, failed.stderr).toBe(1)
+    expect(endEvent(failed)).toMatchObject({ok: false})
+    expect(jsonEvents(failed).some((e) => e.event === 'task' && e.id === 'stack-secrets' && e.status === 'done')).toBe(true)
+    expect(`${failed.stdout}${failed.stderr}`).not.toContain(await password())
+  })
+
+  it('the rerun succeeds and shows it, and records that in the IchorInstallation status', async () => {
+    expect(second.code, `${second.stderr}\n${second.stdout.slice(-2000)}`).toBe(0)
+    expect(jsonResult<{kokumiAdminPassword?: string}>(second).kokumiAdminPassword).toBe(await password())
+    const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(cr?.status?.kokumiAdminPasswordShown).toBe(true)
+  })
+
+  it('a third run does not show it', async () => {
+    expect(third.code, third.stderr).toBe(0)
+    expect(jsonResult<{kokumiAdminPassword?: string}>(third).kokumiAdminPassword).toBeUndefined()
+    expect(`${third.stdout}${third.stderr}`).not.toContain(await password())
+  })
+
+  it('ichor stack password kokumi prints it on stdout and nothing else', async () => {
+    const r = await runIchor(['stack', 'password', 'kokumi', '--kubeconfig', `${h.stateDir}/kubeconfig`], h.env)
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toBe(`${await password()}\n`)
+    expect(r.stderr).not.toContain(await password())
+  })
+
+  it('a tag moved in the registry after ichor pushed is detected, never reported as delivered', async () => {
+    type Order = Obj & {spec: {source: {oci: string; version: string}}; status?: {latestArtifactDigest?: string}}
+    type App = Obj & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}}}
+    const readOrder = () => getObject<Order>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'kokumi', namespace: 'kokumi'})
+    const readApp = () => getObject<App>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'kokumi', namespace: 'argocd'})
+    const order = (await readOrder())!
+    const servedBefore = (await readApp())?.status?.sync?.revision
+    const oci = new OciClient(h.registry.endpoint)
+    const pushed = (await oci.headManifest('ichor/kokumi', order.spec.source.version))!.digest
+    // Given someone moves ichor's tag to their own bundle, and Kokumi renders it (as after a registry loss)
+    const foreign = buildBundle([{path: 'manifest.yaml', content: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n'}])
+    const moved = await publishBundle(oci, {repository: 'ichor/kokumi', tag: order.spec.source.version, layer: foreign.layer, layerDigest: foreign.layerDigest, annotations: {source: order.spec.source.oci, version: order.spec.source.version}})
+    expect(moved.manifestDigest).not.toBe(pushed)
+    await kube.request('PATCH', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders/kokumi/status', {body: {status: {latestConfigHash: null}}, contentType: 'application/merge-patch+json'})
+    const deadline = Date.now() + 180_000
+    for (;;) {
+      const [o, app] = [await readOrder(), await readApp()]
+      const served = app?.status?.sync?.revision
+      if (served && served !== servedBefore && served === o?.status?.latestArtifactDigest && app?.status?.sync?.status === 'Synced' && app.status.health?.status === 'Healthy') break
+      if (Date.now() > deadline) throw new Error(`Kokumi did not serve the foreign render: Application at ${served}`)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    // When ichor init runs again, Then it fails naming both digests instead of reporting success
+    const r = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(r.code, r.stdout.slice(-2000)).toBe(1)
+    const end = jsonEvents(r).find((e) => e.event === 'end') as {error?: string}
+    expect(end.error).toContain(`rendered from ${moved.manifestDigest}, not from the bundle ichor pushed (${pushed})`)
+  }, 600_000)
+})
