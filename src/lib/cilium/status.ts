@@ -12,6 +12,7 @@ import type {Kube} from '../kube/client.js'
 import {inlineManifestForms, inlineManifestRemovalPatch, controlPlanesWithInlineManifest} from '../talos/handover.js'
 import {isCiliumInTalosInventory} from '../talos/inventory.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
+import {nextCiliumUpgrade} from './versions.js'
 import type {KubeProxyMode} from './defaults.js'
 
 export interface CniProblem {
@@ -26,7 +27,16 @@ export interface CniStatusReport {
   healthy: boolean
   release?: {revision: number; status: string; chartVersion: string}
   values: {releaseHash?: string; desiredHash: string; recordedHash?: string; inSync: boolean}
-  chart: {pinned: string; installed?: string; upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'; detail: string}
+  chart: {
+    pinned: string
+    installed?: string
+    upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'
+    detail: string
+    /** The next step Cilium's upgrade guide allows among the versions ichor knows, with the command. */
+    next?: {version: string; command: string}
+  }
+  /** The Cilium minor first installed, passed as upgradeCompatibility to every upgrade and values change. */
+  upgradeCompatibility?: string
   kubeProxy: {desired: KubeProxyMode; release?: boolean; ciliumConfig?: string; consistent: boolean}
   readiness: {daemonSet?: WorkloadRollout; operator?: WorkloadRollout}
   talos: {
@@ -117,6 +127,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
     values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
     chart,
+    upgradeCompatibility: ctx.modes.upgradeCompatibility,
     kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent},
     readiness: {daemonSet, operator},
     talos: {checked: access.talosconfig !== undefined, talosconfig: access.talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
@@ -128,6 +139,12 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
 export function chartUpgrade(installed: string | undefined): CniStatusReport['chart'] {
   const pinned = pinnedAssets().cilium.version
   if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
+  const nextVersion = nextCiliumUpgrade(installed)
+  const next = nextVersion ? {version: nextVersion, command: `ichor cni upgrade --to ${nextVersion}`} : undefined
+  return {...chartAgainstPin(pinned, installed), ...(next ? {next} : {})}
+}
+
+function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {
   const cmp = compareVersions(pinned, installed)
   if (cmp === 0) return {pinned, installed, upgrade: 'up-to-date', detail: `runs ${installed}, the version this ichor pins`}
   if (cmp < 0) return {pinned, installed, upgrade: 'installed-is-newer', detail: `runs ${installed}, newer than the ${pinned} this ichor pins: use a newer ichor`}

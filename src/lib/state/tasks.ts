@@ -3,10 +3,9 @@
 import {isDeepStrictEqual} from 'node:util'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {readApplication, readOrder} from '../health/reads.js'
-import {valuesHash} from '../helm/release.js'
 import {createIfAbsent} from '../kube/apply.js'
 import {getObject} from '../kube/objects.js'
-import type {CiliumReleaseView} from '../cilium/tasks.js'
+import {cniStatusOf, type CiliumReleaseView} from '../cilium/tasks.js'
 import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -40,7 +39,7 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
   const kube = await session.kube()
   const record = await release.get()
   const status: InstallationStatus = {
-    cni: record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {},
+    cni: cniStatusOf(record),
     stack: {},
   }
   for (const c of Object.values(stack.components)) {
