@@ -80,7 +80,8 @@ describe('ichor cni upgrade on the harness', () => {
     const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
     const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
-    expect(done).toEqual(expect.arrayContaining(['preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'record-values']))
+    // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
+    expect(done).toEqual(expect.arrayContaining(['preflight-install', 'preflight-remove', 'helm-upgrade', 'record-values']))
     // The readiness simulator reported the pre-flight DaemonSet and Deployment ready, as kubelet would.
     expect(h.readiness.marked.some((m) => m.startsWith('DaemonSet/kube-system/cilium-pre-flight-check@'))).toBe(true)
     expect(h.readiness.marked.some((m) => m.startsWith('Deployment/kube-system/cilium-pre-flight-check@'))).toBe(true)
