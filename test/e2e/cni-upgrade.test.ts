@@ -3,7 +3,8 @@
 // upgrade to 1.19.6 with its pre-flight release seen and gone, a downgrade refused, and
 // SIGKILL at every step boundary (the release rolled back to 1.18.0 between cases), each
 // rerun ending where the uninterrupted run ended.
-import {execFileSync} from 'node:child_process'
+import {execFile} from 'node:child_process'
+import {promisify} from 'node:util'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release.js'
@@ -105,7 +106,8 @@ describe('ichor cni upgrade on the harness', () => {
     const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
     for (const [k, id] of ids.entries()) {
       // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
-      execFileSync(process.env.ICHOR_HELM!, ['rollback', 'cilium', String(initial.release.revision), '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath, '--wait'], {stdio: 'pipe'})
+      // Asynchronous: the readiness simulator runs in this process and must mark the rollback ready meanwhile.
+      await promisify(execFile)(process.env.ICHOR_HELM!, ['rollback', 'cilium', String(initial.release.revision), '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath, '--wait', '--timeout', '300s'])
       const back = await release()
       expect(back, `reset before ${id}`).toMatchObject({status: 'deployed', chartVersion: '1.18.0'})
       expect(valuesHash(back.config)).toBe(valuesHash(initial.release.config))
