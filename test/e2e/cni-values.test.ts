@@ -25,7 +25,7 @@ describe('ichor cni status / values on the harness', () => {
   const cr = async () => (await readInstallation(kube))!
   const end = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as Event | undefined
   const expectRecorded = (c: Installation, r: ReleaseRecord) =>
-    expect(c.status?.cni).toEqual({chartVersion: r.chartVersion, appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision})
+    expect(c.status?.cni).toEqual({chartVersion: r.chartVersion, appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision, upgradeCompatibility: '1.18'})
   const effective = (c: Installation) => ciliumEffectiveValues({chartPath: '', user: c.spec.cni.cilium.values, facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel}})
 
   beforeAll(async () => {

@@ -74,6 +74,7 @@ describe('Ichor-owned keys are refused, each with its reason', () => {
     'ingressController.secretsNamespace.name': 'other',
     'envoyConfig.secretsNamespace.name': 'other',
     'bgpControlPlane.secretsNamespace.name': 'kube-system',
+    upgradeCompatibility: '1.10',
   }
   it('covers every owned key', () => {
     expect(Object.keys(samples).sort()).toEqual(CILIUM_OWNED_KEYS.map((k) => formatPath(k.path)).sort())

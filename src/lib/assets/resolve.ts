@@ -71,6 +71,26 @@ export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedA
   })
 }
 
+/**
+ * A given version of an artifact (e.g. `cni upgrade --to 1.19.6`): the pinned one is
+ * resolved as above; another from the fetched assets folder by its file name, else from the
+ * mirror. Undefined when neither holds it.
+ */
+export function resolveAssetVersion(id: AssetId, version: string, sources: Omit<AssetSources, 'override'> = {}): ResolvedAsset | undefined {
+  const pinned = pinnedAssets()[id]
+  if (version === pinned.version) return resolveAsset(id, sources)
+  const fetched = join(assetsDir(sources.assetsDir), pinned.file.replace(pinned.version, version))
+  if (existsSync(fetched)) return describeFile(id, fetched, 'assets')
+  const mirror = sources.mirror ?? process.env.ICHOR_MIRROR
+  if (!mirror) return undefined
+  if (!existsSync(mirror) || !statSync(mirror).isDirectory()) throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: 2})
+  for (const file of walk(mirror, 3)) {
+    const match = MIRROR_PATTERNS[id].exec(relative(mirror, file).split('\\').join('/'))
+    if (match?.[1] === version) return describeFile(id, file, 'mirror')
+  }
+  return undefined
+}
+
 /** One line for the operator: which file, which version, pinned or not. */
 export function describeAsset(a: ResolvedAsset): string {
   const verdict = a.matchesPin

@@ -79,7 +79,7 @@ export async function prepareValuesChange(kube: Kube, input: ValuesInput, source
   }
   const user = newUserLayer(ctx.user, input)
   const {facts, notes} = await readLiveFacts(kube, ctx, sources)
-  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel}})
+  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}})
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
   return {
     context: ctx, user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,

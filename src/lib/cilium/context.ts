@@ -4,12 +4,14 @@ import {existsSync} from 'node:fs'
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError} from '../errors/errors.js'
 import {readCiliumRelease} from '../health/reads.js'
-import type {ReleaseRecord} from '../helm/release.js'
+import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release.js'
+import {CILIUM_RELEASE} from '../constants.js'
 import type {Kube} from '../kube/client.js'
 import {readInstallation, type Installation} from '../state/installation.js'
 import {localState} from '../state/local.js'
 import type {Values} from '../values/path.js'
-import type {CiliumModes} from './defaults.js'
+import {ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
+import {minorOf} from './versions.js'
 import {ciliumEffectiveValues} from './validate.js'
 
 export interface CniContext {
@@ -26,7 +28,37 @@ export async function readCniContext(kube: Kube): Promise<CniContext> {
     throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up'})
   }
   const cni = installation.spec.cni
-  return {installation, modes: {kubeProxy: cni.kubeProxy, tunnel: cni.tunnel}, user: cni.cilium?.values ?? {}, release}
+  const modes: CiliumModes = {
+    kubeProxy: cni.kubeProxy,
+    tunnel: cni.tunnel,
+    upgradeCompatibility: await upgradeCompatibilityOf(kube, installation, release),
+    // The capability sets of the chart the release runs (a values change keeps the chart).
+    capabilities: release?.chartValues ? ownedCapabilitiesOf(release.chartValues) : undefined,
+  }
+  return {installation, modes, user: cni.cilium?.values ?? {}, release}
+}
+
+/**
+ * The minor first installed: as recorded in the CR status (init records it), else as the
+ * release carries it, else (a cluster initialised before ichor recorded it) the chart of
+ * the oldest revision helm still keeps.
+ */
+export async function upgradeCompatibilityOf(kube: Kube, installation: Installation, release: ReleaseRecord | undefined): Promise<string | undefined> {
+  const recorded = installation.status?.cni?.upgradeCompatibility
+  if (recorded) return recorded
+  const carried = release?.config.upgradeCompatibility
+  if (typeof carried === 'string' && carried) return carried
+  if (!release) return undefined
+  const oldest = await readOldestReleaseRecord(kube)
+  return oldest ? minorOf(oldest.chartVersion) : undefined
+}
+
+async function readOldestReleaseRecord(kube: Kube): Promise<ReleaseRecord | undefined> {
+  const {name, namespace} = CILIUM_RELEASE
+  const {items} = await kube.request<{items: ReleaseSecret[]}>('GET', `/api/v1/namespaces/${namespace}/secrets`, {query: {labelSelector: `owner=helm,name=${name}`}})
+  const revisionOf = (s: ReleaseSecret) => Number(s.metadata?.labels?.version ?? s.metadata?.name?.split('.v').pop())
+  const oldest = items.filter((s) => s.type === 'helm.sh/release.v1' && Number.isInteger(revisionOf(s))).sort((a, b) => revisionOf(a) - revisionOf(b))[0]
+  return oldest ? decodeReleaseSecret(oldest) : undefined
 }
 
 /** The effective values of a user layer under the CR's modes (no checks). */

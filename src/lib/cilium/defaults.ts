@@ -13,9 +13,29 @@ export const KUBEPRISM_PORT = 7445
 export const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
 export {CILIUM_RELEASE} from '../constants.js'
 
-/** The Talos guide's capability sets: no SYS_MODULE (Talos forbids loading kernel modules). */
+/**
+ * The Talos guide's capability sets: the chart's own defaults without SYS_MODULE (Talos
+ * forbids loading kernel modules). Derived from the chart at hand (1.19 adds SYSLOG); these
+ * are Cilium 1.18's, used when no chart is at hand.
+ */
 const CILIUM_AGENT_CAPABILITIES = ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID']
 const CLEAN_STATE_CAPABILITIES = ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE']
+const TALOS_FORBIDDEN_CAPABILITIES = new Set(['SYS_MODULE'])
+
+export interface OwnedCapabilities {
+  ciliumAgent: string[]
+  cleanCiliumState: string[]
+}
+
+/** The chart's default securityContext.capabilities lists minus what Talos forbids; the 1.18 sets when it has none. */
+export function ownedCapabilitiesOf(chartValues: Values | undefined): OwnedCapabilities {
+  const caps = (chartValues?.securityContext as {capabilities?: Record<string, unknown>} | undefined)?.capabilities
+  const list = (key: string, fallback: string[]) => {
+    const v = caps?.[key]
+    return Array.isArray(v) && v.every((c) => typeof c === 'string') ? v.filter((c) => !TALOS_FORBIDDEN_CAPABILITIES.has(c)) : fallback
+  }
+  return {ciliumAgent: list('ciliumAgent', CILIUM_AGENT_CAPABILITIES), cleanCiliumState: list('cleanCiliumState', CLEAN_STATE_CAPABILITIES)}
+}
 
 const SECRETS_NAMESPACE_OWNERS = ['tls', 'gatewayAPI', 'ingressController', 'envoyConfig', 'bgpControlPlane'] as const
 
@@ -24,8 +44,9 @@ const SECRETS_NS = `pinned to ${CILIUM_SECRETS_NAMESPACE} so the Roles Cilium cr
 
 export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
   {path: ['ipam', 'mode'], reason: `always "kubernetes", ${TALOS_GUIDE}`},
-  {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `fixed capability set without SYS_MODULE, ${TALOS_GUIDE}`},
-  {path: ['securityContext', 'capabilities', 'cleanCiliumState'], reason: `fixed capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['securityContext', 'capabilities', 'cleanCiliumState'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['upgradeCompatibility'], reason: 'the Cilium minor first installed, recorded in the IchorInstallation status and kept across upgrades (Cilium upgrade guide)'},
   {path: ['cgroup', 'autoMount', 'enabled'], reason: `always false: Talos mounts cgroup v2 itself (${TALOS_GUIDE})`},
   {path: ['cgroup', 'hostRoot'], reason: `always /sys/fs/cgroup, ${TALOS_GUIDE}`},
   {path: ['k8sServiceHost'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},
@@ -39,6 +60,10 @@ export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
 export interface CiliumModes {
   kubeProxy: KubeProxyMode
   tunnel: TunnelProtocol
+  /** The minor first installed ("1.18"); absent: not set. */
+  upgradeCompatibility?: string
+  /** The capability sets derived from the chart; absent: Cilium 1.18's. */
+  capabilities?: OwnedCapabilities
 }
 
 /** Defaults a user may override. */
@@ -54,7 +79,7 @@ export function ciliumOwnedValues(modes: CiliumModes): Values {
   const owned: Values = {
     ipam: {mode: 'kubernetes'},
     kubeProxyReplacement: replaced,
-    securityContext: {capabilities: {ciliumAgent: CILIUM_AGENT_CAPABILITIES, cleanCiliumState: CLEAN_STATE_CAPABILITIES}},
+    securityContext: {capabilities: {...(modes.capabilities ?? ownedCapabilitiesOf(undefined))}},
     cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
     tunnelProtocol: modes.tunnel,
   }
@@ -62,6 +87,7 @@ export function ciliumOwnedValues(modes: CiliumModes): Values {
     owned.k8sServiceHost = 'localhost'
     owned.k8sServicePort = KUBEPRISM_PORT
   }
+  if (modes.upgradeCompatibility) owned.upgradeCompatibility = modes.upgradeCompatibility
   for (const name of SECRETS_NAMESPACE_OWNERS) owned[name] = {secretsNamespace: {name: CILIUM_SECRETS_NAMESPACE}}
   return owned
 }

@@ -14,6 +14,7 @@ import {isCiliumInTalosInventory} from '../talos/inventory.js'
 import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
 import {getMachineConfig} from '../talos/talosctl.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
+import {nextCiliumUpgrade} from './versions.js'
 import type {KubeProxyMode} from './defaults.js'
 import {switchCommand} from './kube-proxy.js'
 
@@ -29,7 +30,16 @@ export interface CniStatusReport {
   healthy: boolean
   release?: {revision: number; status: string; chartVersion: string}
   values: {releaseHash?: string; desiredHash: string; recordedHash?: string; inSync: boolean}
-  chart: {pinned: string; installed?: string; upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'; detail: string}
+  chart: {
+    pinned: string
+    installed?: string
+    upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'
+    detail: string
+    /** The next step Cilium's upgrade guide allows among the versions ichor knows, with the command. */
+    next?: {version: string; command: string}
+  }
+  /** The Cilium minor first installed, passed as upgradeCompatibility to every upgrade and values change. */
+  upgradeCompatibility?: string
   kubeProxy: {
     desired: KubeProxyMode
     release?: boolean
@@ -145,6 +155,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
     values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
     chart,
+    upgradeCompatibility: ctx.modes.upgradeCompatibility,
     kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent, daemonSet: kubeProxyDs, talosNodes},
     readiness: {daemonSet, operator},
     talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
@@ -156,6 +167,12 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
 export function chartUpgrade(installed: string | undefined): CniStatusReport['chart'] {
   const pinned = pinnedAssets().cilium.version
   if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
+  const nextVersion = nextCiliumUpgrade(installed)
+  const next = nextVersion ? {version: nextVersion, command: `ichor cni upgrade --to ${nextVersion}`} : undefined
+  return {...chartAgainstPin(pinned, installed), ...(next ? {next} : {})}
+}
+
+function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {
   const cmp = compareVersions(pinned, installed)
   if (cmp === 0) return {pinned, installed, upgrade: 'up-to-date', detail: `runs ${installed}, the version this ichor pins`}
   if (cmp < 0) return {pinned, installed, upgrade: 'installed-is-newer', detail: `runs ${installed}, newer than the ${pinned} this ichor pins: use a newer ichor`}

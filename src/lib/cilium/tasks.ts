@@ -156,28 +156,36 @@ export function validateCiliumValuesTask(p: {change: Later<CiliumValuesChange>})
 }
 
 /** helm upgrade with the full effective values and rollback on failure; skipped when the release already runs them. */
-export function upgradeCiliumValuesTask(p: {session: Session; change: Later<CiliumValuesChange>; timeoutMs: number}): Task {
+export function upgradeCiliumValuesTask(p: {
+  session: Session
+  change: Later<CiliumValuesChange>
+  timeoutMs: number
+  /** helm's wait budget when it is not timeoutMs (`cni upgrade`: scaled with the node count). */
+  helmTimeoutMs?: Later<number>
+  title?: string
+}): Task {
   const ns = CILIUM_RELEASE.namespace
   return {
     id: 'helm-upgrade',
-    title: `Upgrade Helm release ${ns}/${CILIUM_RELEASE.name} with the new values (rollback on failure)`,
+    title: p.title ?? `Upgrade Helm release ${ns}/${CILIUM_RELEASE.name} with the new values (rollback on failure)`,
     async probe() {
       const [record, c] = await Promise.all([readCiliumRelease(await p.session.kube()), p.change()])
       if (!record) return missing(`no Helm release ${CILIUM_RELEASE.name}`)
       if (record.status !== 'deployed') return missing(`release ${CILIUM_RELEASE.name} revision ${record.revision} is ${record.status}`)
+      if (record.chartVersion !== c.chartVersion) return missing(`revision ${record.revision} runs chart ${record.chartVersion}, not ${c.chartVersion}`)
       if (valuesHash(record.config) !== c.hash) return missing(`revision ${record.revision} runs other values`)
-      return holds(`revision ${record.revision} runs these values`)
+      return holds(`revision ${record.revision} runs these values (chart ${record.chartVersion})`)
     },
     async run(progress) {
       const kube = await p.session.kube()
       const c = await p.change()
       const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
-      if (record?.status === 'deployed' && valuesHash(record.config) === c.hash) return
+      if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
       if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
       try {
         await helmUpgrade({
           ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective,
-          wait: true, rollbackOnFailure: true, timeoutSeconds: Math.ceil(p.timeoutMs / 1000),
+          wait: true, rollbackOnFailure: true, timeoutSeconds: Math.ceil((p.helmTimeoutMs ? await p.helmTimeoutMs() : p.timeoutMs) / 1000),
         })
       } catch (error) {
         if (!(error instanceof HelmReleaseError)) throw error
@@ -237,6 +245,11 @@ export function recordCiliumValuesTask(p: {session: Session; change: Later<Ciliu
   }
 }
 
+/** What the release runs, as the CR status records it; upgradeCompatibility is the owned value the release carries. */
 export function cniStatusOf(record: ReleaseRecord | undefined): CniStatus {
-  return record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {}
+  if (!record) return {}
+  const status: CniStatus = {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision}
+  const compat = record.config.upgradeCompatibility
+  if (typeof compat === 'string' && compat) status.upgradeCompatibility = compat
+  return status
 }

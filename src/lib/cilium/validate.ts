@@ -5,13 +5,19 @@ import type {Issue} from '../errors/errors.js'
 import {helmTemplate, HelmRenderError} from '../helm/template.js'
 import {checkLayeredValues, layeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {ciliumDefaults, ciliumOwnedValues, CILIUM_OWNED_KEYS, CILIUM_RELEASE, type TunnelProtocol} from './defaults.js'
+import {ciliumDefaults, ciliumOwnedValues, CILIUM_OWNED_KEYS, CILIUM_RELEASE, ownedCapabilitiesOf, type OwnedCapabilities, type TunnelProtocol} from './defaults.js'
+import {minorOf} from './versions.js'
+import jsyaml from 'js-yaml'
 import {checkCiliumGuards, type CiliumFacts} from './guards.js'
 
 export interface CiliumValuesInput {
   chartPath: string
   user: Values
-  facts: CiliumFacts & {tunnel: TunnelProtocol}
+  /**
+   * upgradeCompatibility: the minor first installed (absent with a chart at hand: that
+   * chart's minor, as at init). capabilities: derived from the chart at hand, else these.
+   */
+  facts: CiliumFacts & {tunnel: TunnelProtocol; upgradeCompatibility?: string; capabilities?: OwnedCapabilities}
   /** Kubernetes version the offline render targets. */
   kubeVersion?: string
 }
@@ -27,7 +33,24 @@ export interface CiliumValuesReport {
 }
 
 function ciliumLayers(input: CiliumValuesInput) {
-  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy: input.facts.kubeProxy, tunnel: input.facts.tunnel})}
+  const chart = input.chartPath ? readChartArchive(input.chartPath) : undefined
+  const {kubeProxy, tunnel} = input.facts
+  const upgradeCompatibility = input.facts.upgradeCompatibility ?? (chart ? minorOf(chart.version) : undefined)
+  const capabilities = chart ? ownedCapabilitiesOf(chartDefaultValues(chart)) : input.facts.capabilities
+  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy, tunnel, upgradeCompatibility, capabilities})}
+}
+
+const chartDefaults = new Map<string, Values>()
+
+/** The chart's values.yaml (js-yaml shares aliased nodes, so a hostile file stays small here; only paths are read). */
+export function chartDefaultValues(chart: ChartArchive): Values {
+  let v = chartDefaults.get(chart.sha256)
+  if (!v) {
+    const loaded = jsyaml.load(chart.files.get('values.yaml')?.toString('utf8') ?? '')
+    v = loaded && typeof loaded === 'object' && !Array.isArray(loaded) ? (loaded as Values) : {}
+    chartDefaults.set(chart.sha256, v)
+  }
+  return v
 }
 
 /** Everything but the helm render: merge, owned keys, unknown keys, schema, size, guards. */

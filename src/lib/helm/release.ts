@@ -75,7 +75,7 @@ export interface ReleaseStatus {
 /** helm refused or failed; `helmMessage` is helm's own words without the "Error:" prefix. */
 export class HelmReleaseError extends IchorError {
   constructor(
-    readonly verb: 'install' | 'upgrade' | 'status',
+    readonly verb: 'install' | 'upgrade' | 'status' | 'uninstall',
     readonly release: string,
     readonly helmMessage: string,
     options: {hint?: string} = {},
@@ -210,6 +210,20 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   return statusFromJson(result.stdout, opts)
 }
 
+/** `helm uninstall` arguments: waits for the objects to be gone; a release already gone is not an error. */
+export function uninstallArgs(helm: Pick<HelmBinary, 'major'>, opts: ReleaseRef & {timeoutSeconds?: number}): string[] {
+  const args = ['uninstall', opts.release, '--namespace', opts.namespace, '--wait', '--ignore-not-found', '--timeout', `${opts.timeoutSeconds ?? 300}s`]
+  return [...args, ...targetArgs(opts)]
+}
+
+export async function helmUninstall(opts: ReleaseRef & {timeoutSeconds?: number}): Promise<void> {
+  const helm = await findHelm()
+  const result = await runHelm('uninstall', opts.release, uninstallArgs(helm, opts), undefined, opts.timeoutSeconds ?? 300)
+  if (result.exitCode !== 0) {
+    throw new HelmReleaseError('uninstall', opts.release, helmError(result), {hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`})
+  }
+}
+
 /**
  * The release's current status, or undefined when helm knows no such release. Uses
  * `helm get metadata` (Helm 3.13+): Helm 4's `status -o json` leaves the chart out.
@@ -244,7 +258,7 @@ interface HelmReleaseJson {
   namespace?: string
   version?: number
   info?: {status?: string}
-  chart?: {metadata?: {name?: string; version?: string}}
+  chart?: {metadata?: {name?: string; version?: string}; values?: Record<string, unknown> | null}
   config?: Record<string, unknown> | null
   manifest?: string
 }
@@ -282,6 +296,8 @@ export interface ReleaseRecord {
   config: Record<string, unknown>
   /** The rendered manifest Helm applied. */
   manifest: string
+  /** The chart's own default values (its values.yaml), as the record stores them. */
+  chartValues?: Record<string, unknown>
 }
 
 /** The parts of a Secret the release record is read from. */
@@ -336,6 +352,7 @@ export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
     chartVersion: rel.chart?.metadata?.version ?? '',
     config: rel.config ?? {},
     manifest: rel.manifest ?? '',
+    chartValues: rel.chart?.values ?? undefined,
   }
 }
 

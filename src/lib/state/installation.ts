@@ -25,6 +25,8 @@ export interface CniStatus {
   chartVersion?: string
   appliedValuesHash?: string
   releaseRevision?: number
+  /** The Cilium minor first installed ("1.18"): Cilium's upgradeCompatibility, kept across upgrades. */
+  upgradeCompatibility?: string
 }
 
 export interface ComponentStatus {

@@ -3,10 +3,9 @@
 import {isDeepStrictEqual} from 'node:util'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {readApplication, readOrder} from '../health/reads.js'
-import {valuesHash} from '../helm/release.js'
 import {createIfAbsent} from '../kube/apply.js'
 import {getObject} from '../kube/objects.js'
-import type {CiliumReleaseView} from '../cilium/tasks.js'
+import {cniStatusOf, type CiliumReleaseView} from '../cilium/tasks.js'
 import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -41,7 +40,7 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
   const record = await release.get()
   const shown = (await readInstallation(kube))?.status?.kokumiAdminPasswordShown
   const status: InstallationStatus = {
-    cni: record ? {chartVersion: record.chartVersion, appliedValuesHash: valuesHash(record.config), releaseRevision: record.revision} : {},
+    cni: cniStatusOf(record),
     stack: {},
     // Not observed: kept as recorded (the password is shown once).
     ...(shown === undefined ? {} : {kokumiAdminPasswordShown: shown}),

@@ -1,0 +1,55 @@
+import {Flags} from '@oclif/core'
+import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag} from '../../lib/cli/flags.js'
+import {colourDiff} from '../../lib/cilium/diff.js'
+import {canPrompt, confirm} from '../../lib/init/prompts.js'
+import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
+import {outputModeFor} from '../../lib/tasks/engine.js'
+
+export default class CniUpgrade extends IchorCommand {
+  static override summary = "Upgrade Cilium as its upgrade guide requires: one minor at a time, values checked against the new chart, the pre-flight check, helm upgrade with rollback, recorded in the IchorInstallation."
+  static override description = `The target chart: --cilium-chart FILE, else --to VERSION from the fetched assets or the mirror (--mirror / ICHOR_MIRROR), else the chart this ichor pins.
+A downgrade or a step over a minor version is refused (exit 2) before anything runs, naming the versions in between.
+The stored user layer is kept; upgradeCompatibility stays the minor first installed.`
+  static override examples = [
+    '<%= config.bin %> cni upgrade --to 1.19.6 --mirror ./charts --kubeconfig ./kubeconfig --dry-run',
+    '<%= config.bin %> cni upgrade --cilium-chart cilium-1.19.6.tgz --yes',
+  ]
+  static override flags = {
+    ...kubeFlags,
+    ...talosAccessFlags,
+    to: Flags.string({description: 'the Cilium version to upgrade to (found in the fetched assets or the mirror)', helpValue: 'VERSION'}),
+    'cilium-chart': assetFlags['cilium-chart'],
+    mirror: assetFlags.mirror,
+    'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
+    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
+    timeout: timeoutFlag(900),
+    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+  }
+
+  async run() {
+    const {flags} = await this.parse(CniUpgrade)
+    const json = this.jsonEnabled()
+    const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
+    const ask = !flags.yes && !json && canPrompt()
+    const result = await runCniUpgrade({
+      to: flags.to, chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
+      talosconfig: flags.talosconfig, stateDir: flags['state-dir'], timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      output: outputModeFor({json}),
+      confirm: ask
+        ? async (plan, diff) => {
+            this.log(plan.target.describe)
+            for (const w of plan.warnings) this.warn(w)
+            this.log(diff ? paint(diff).trimEnd() : 'The effective values would not change.')
+            return confirm(`Upgrade Cilium from ${plan.installed} to ${plan.target.chart.version}?`)
+          }
+        : undefined,
+    })
+    if (!json) {
+      this.log(`\n${result.chart}`)
+      for (const w of result.warnings) this.warn(w)
+      if (flags['dry-run']) this.log(result.diff ? paint(result.diff).trimEnd() : 'The effective values would not change.')
+    }
+    return result
+  }
+}

@@ -1,0 +1,121 @@
+// `ichor cni upgrade`: which chart the release moves to and whether Cilium's upgrade guide
+// allows the move, then the stored user layer validated against the NEW chart with the
+// live cluster's facts. Read-only: the plan's steps act on what this returns.
+import {resolveAssetVersion, type ResolvedAsset} from '../assets/resolve.js'
+import {IchorError, ValidationError} from '../errors/errors.js'
+import {valuesHash} from '../helm/release.js'
+import type {Kube} from '../kube/client.js'
+import {getPath, type Values} from '../values/path.js'
+import {readLiveFacts, type ChangeSources} from './change.js'
+import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
+import type {CiliumValuesChange} from './tasks.js'
+import {validateCiliumValues} from './validate.js'
+import {judgeCiliumUpgrade, KNOWN_CILIUM_CHARTS, type UpgradeVerdict} from './versions.js'
+
+export interface UpgradeSources extends ChangeSources {
+  /** --to VERSION */
+  to?: string
+}
+
+export interface UpgradeTarget {
+  chart: ResolvedAsset
+  /** One line: which file, which version, whether it is the pin or a chart ichor knows. */
+  describe: string
+}
+
+export interface CiliumUpgradePlan {
+  installed: string
+  target: UpgradeTarget
+  verdict: Exclude<UpgradeVerdict, {kind: 'refused'}>
+  warnings: string[]
+}
+
+export interface CiliumUpgradeChange extends CiliumValuesChange {
+  context: CniContext
+  plan: CiliumUpgradePlan
+  /** The pre-flight release's values: Cilium's upgrade guide, with the release's API server address. */
+  preflightValues: Values
+}
+
+/** --cilium-chart FILE, else --to VERSION from the assets folder or the mirror, else the chart init would use (the pin). */
+export function resolveUpgradeChart(sources: UpgradeSources): UpgradeTarget {
+  let chart: ResolvedAsset
+  if (sources.chart) {
+    chart = resolveCiliumChart(sources)
+    if (sources.to && chart.version !== sources.to.replace(/^v/, '')) {
+      throw new IchorError(`--to ${sources.to} and --cilium-chart ${sources.chart} disagree: that file is Cilium ${chart.version}`, {exitCode: 2, hint: 'pass one of them'})
+    }
+  } else if (sources.to) {
+    const version = sources.to.replace(/^v/, '')
+    const found = resolveAssetVersion('cilium', version, {mirror: sources.mirror})
+    if (!found) {
+      throw new IchorError(`--to ${sources.to}: no Cilium chart ${version} in the assets folder or the mirror${sources.mirror ?? process.env.ICHOR_MIRROR ? ` (${sources.mirror ?? process.env.ICHOR_MIRROR})` : ''}`, {
+        exitCode: 2,
+        hint: `pass --cilium-chart cilium-${version}.tgz, or --mirror DIR holding cilium-${version}.tgz`,
+      })
+    }
+    chart = found
+  } else {
+    chart = resolveCiliumChart(sources)
+  }
+  return {chart, describe: describeUpgradeChart(chart)}
+}
+
+export function describeUpgradeChart(chart: ResolvedAsset): string {
+  const known = KNOWN_CILIUM_CHARTS.find((k) => k.version === chart.version)
+  const verdict = chart.matchesPin
+    ? `the pinned chart ${chart.pinned.version}`
+    : known?.sha256 === chart.sha256
+      ? `not the pin (${chart.pinned.version}); a chart ichor knows (sha256 as in Cilium's chart index)`
+      : known
+        ? `not the pin (${chart.pinned.version}); its sha256 differs from the ${chart.version} ichor knows (${known.sha256.slice(0, 12)})`
+        : `not the pin (${chart.pinned.version}), and a version ichor does not know`
+  return `Cilium chart ${chart.version}: ${chart.path} (from ${chart.origin}, sha256 ${chart.sha256.slice(0, 12)}), ${verdict}`
+}
+
+/** The version policy alone (cheap: no helm run): exit 2 naming the versions when the move is refused. */
+export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgradePlan {
+  if (!ctx.release) {
+    throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: 2, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
+  }
+  const installed = ctx.release.chartVersion
+  const verdict = judgeCiliumUpgrade(installed, target.chart.version)
+  if (verdict.kind === 'refused') {
+    throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: 2, hint: 'nothing was changed'})
+  }
+  return {installed, target, verdict, warnings: verdict.kind === 'same' ? [] : verdict.warnings}
+}
+
+export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
+  return judgeUpgrade(await readCniContext(kube), resolveUpgradeChart(sources))
+}
+
+/** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
+export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
+  const ctx = await readCniContext(kube)
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
+  const chartPath = plan.target.chart.path
+  const report = await validateCiliumValues({
+    chartPath, user: ctx.user, kubeVersion: kube.serverVersion?.replace(/^v/, '').split('+')[0],
+    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+  })
+  if (!report.valid) {
+    throw new ValidationError(`the stored Cilium values do not fit Cilium ${plan.target.chart.version}, nothing was changed (change them with \`ichor cni values set\` first)`, report.issues)
+  }
+  return {
+    context: ctx, plan, user: ctx.user, previousUser: ctx.user, effective: report.effective, hash: valuesHash(report.effective),
+    chartPath, chartVersion: plan.target.chart.version, notes: [...notes, ...report.notes],
+    preflightValues: preflightValues(report.effective),
+  }
+}
+
+/** `helm install cilium-preflight ... --set preflight.enabled=true --set agent=false --set operator.enabled=false` plus the API server address. */
+export function preflightValues(effective: Values): Values {
+  const values: Values = {preflight: {enabled: true}, agent: false, operator: {enabled: false}}
+  for (const key of ['k8sServiceHost', 'k8sServicePort'] as const) {
+    const v = getPath(effective, [key])
+    if (v !== undefined) values[key] = v
+  }
+  return values
+}

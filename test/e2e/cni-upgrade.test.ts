@@ -1,0 +1,124 @@
+// `ichor cni upgrade` on one harness cluster after a full `ichor init` (Cilium 1.18.0):
+// 1.18.0 -> 1.20.0 refused before anything runs, a dry run that changes nothing, the
+// upgrade to 1.19.6 with its pre-flight release seen and gone, a downgrade refused, and
+// SIGKILL at every step boundary (the release rolled back to 1.18.0 between cases), each
+// rerun ending where the uninterrupted run ended.
+import {execFile} from 'node:child_process'
+import {promisify} from 'node:util'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject} from '../../src/lib/kube/objects.js'
+import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
+import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Event = {event?: string; id?: string; index?: number; status?: string; tasks?: {id: string}[]}
+
+describe('ichor cni upgrade on the harness', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let common: string[]
+  let initial: {release: ReleaseRecord; cr: Installation}
+  const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...common], h.env, opts)
+  const release = async () => (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
+  const cr = async () => (await readInstallation(kube))!
+  const preflightGone = async () => {
+    expect(await readReleaseRecord(kube, 'cilium-preflight', 'kube-system')).toBeUndefined()
+    expect(await getObject(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', namespace: 'kube-system', name: 'cilium-pre-flight-check'})).toBeUndefined()
+  }
+  /** The end state an upgrade to 1.19.6 must reach, whatever the path. */
+  const expectUpgraded = async (label: string) => {
+    const [r, c] = [await release(), await cr()]
+    expect(r, label).toMatchObject({status: 'deployed', chartVersion: '1.19.6'})
+    expect(r.config, label).toMatchObject({upgradeCompatibility: '1.18'})
+    expect((r.config as {securityContext: {capabilities: {ciliumAgent: string[]}}}).securityContext.capabilities.ciliumAgent, label).toContain('SYSLOG')
+    expect(c.status?.cni, label).toEqual({chartVersion: '1.19.6', appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision, upgradeCompatibility: '1.18'})
+    expect(c.spec.cni.cilium.values, label).toEqual(initial.cr.spec.cni.cilium.values)
+    await preflightGone()
+    return r
+  }
+
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    const init = await runIchor(h.initArgs, h.env)
+    if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
+    initial = {release: await release(), cr: await cr()}
+  }, 900_000)
+  afterAll(async () => h?.stop())
+
+  it('init records upgradeCompatibility (the installed minor) in the release and the CR status; cni status names the next upgrade', async () => {
+    expect(initial.release.config).toMatchObject({upgradeCompatibility: '1.18'})
+    expect(initial.cr.status?.cni).toMatchObject({chartVersion: '1.18.0', upgradeCompatibility: '1.18'})
+    const status = await cli(['cni', 'status', '-o', 'json'])
+    expect(status.code, status.stderr).toBe(0)
+    expect(JSON.parse(status.stdout)).toMatchObject({upgradeCompatibility: '1.18', chart: {installed: '1.18.0', next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}}})
+  })
+
+  it('1.18.0 -> 1.20.0 is refused before anything runs: exit 2 naming 1.19, same revision, no Lease taken', async () => {
+    const run = await cli(['cni', 'upgrade', '--cilium-chart', UPSTREAM.cilium120Chart, '--json'])
+    expect(run.code, run.stderr).toBe(2)
+    expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 to 1\.20\.0 skips 1\.19: .*one minor at a time; upgrade to 1\.19\.6 first/)
+    expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
+    expect((await release()).revision).toBe(initial.release.revision)
+    expect(await cr()).toEqual(initial.cr)
+  })
+
+  it('--dry-run prints the plan, the chart used and the values diff, and changes nothing', async () => {
+    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--dry-run'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toMatch(/Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, .*not the pin \(1\.18\.0\)/)
+    expect(run.stdout).toMatch(/^\+\s+- SYSLOG$/m)
+    expect(run.stdout).toMatch(/would run/)
+    expect((await release()).revision).toBe(initial.release.revision)
+    await preflightGone()
+  })
+
+  it('1.18.0 -> 1.19.6: the pre-flight release was installed, ready and removed; then the release runs 1.19.6 and the CR records it', async () => {
+    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
+    const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
+    // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
+    expect(done).toEqual(expect.arrayContaining(['preflight-install', 'preflight-remove', 'helm-upgrade', 'record-values']))
+    // The readiness simulator reported the pre-flight DaemonSet and Deployment ready, as kubelet would.
+    expect(h.readiness.marked.some((m) => m.startsWith('DaemonSet/kube-system/cilium-pre-flight-check@'))).toBe(true)
+    expect(h.readiness.marked.some((m) => m.startsWith('Deployment/kube-system/cilium-pre-flight-check@'))).toBe(true)
+    const r = await expectUpgraded('uninterrupted')
+    expect(r.revision).toBe(initial.release.revision + 1)
+    const again = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    expect(again.code, again.stderr).toBe(0)
+    expect((await release()).revision).toBe(r.revision)
+  }, 600_000)
+
+  it('a downgrade (1.19.6 -> 1.18.0) is refused before anything runs: exit 2, same revision', async () => {
+    const r0 = await release()
+    const run = await cli(['cni', 'upgrade', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(run.code, run.stderr).toBe(2)
+    expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)
+    expect((await release()).revision).toBe(r0.revision)
+  })
+
+  it('SIGKILL at every step boundary, then a rerun: the same end state as the uninterrupted run', async () => {
+    const args = ['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--timeout', '120s', '--json']
+    const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
+    for (const [k, id] of ids.entries()) {
+      // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
+      // Asynchronous: the readiness simulator runs in this process and must mark the rollback ready meanwhile.
+      await promisify(execFile)(process.env.ICHOR_HELM!, ['rollback', 'cilium', String(initial.release.revision), '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath, '--wait', '--timeout', '300s'])
+      const back = await release()
+      expect(back, `reset before ${id}`).toMatchObject({status: 'deployed', chartVersion: '1.18.0'})
+      expect(valuesHash(back.config)).toBe(valuesHash(initial.release.config))
+      await writeInstallationStatus(kube, {...initial.cr.status!, cni: {...initial.cr.status!.cni, releaseRevision: back.revision}})
+
+      const killed = await cli(args, {killOn: (e: Event) => e.event === 'task' && e.index === k && e.status === 'checking'})
+      expect(killed.signal, `before ${id}: ${killed.stderr}`).toBe('SIGKILL')
+      const rerun = await cli(args)
+      expect(rerun.code, `before ${id}: ${rerun.stderr}${rerun.stdout.slice(-2000)}`).toBe(0)
+      const r = await expectUpgraded(`killed before ${id}`)
+      expect(r.revision, `killed before ${id}`).toBe(back.revision + 1)
+    }
+  }, 3_600_000)
+})

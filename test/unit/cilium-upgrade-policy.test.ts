@@ -1,0 +1,100 @@
+// `ichor cni upgrade`'s offline rules: Cilium's upgrade guide on versions, the owned keys
+// derived from the target chart (the real 1.18.0 / 1.19.6 / 1.20.0 charts), the pre-flight
+// values and the wait budget.
+import {describe, expect, it} from 'vitest'
+import {CILIUM_OWNED_KEYS} from '../../src/lib/cilium/defaults.js'
+import {chartUpgrade} from '../../src/lib/cilium/status.js'
+import {preflightValues, resolveUpgradeChart} from '../../src/lib/cilium/upgrade.js'
+import {checkCiliumValues, ciliumEffectiveValues} from '../../src/lib/cilium/validate.js'
+import {judgeCiliumUpgrade, nextCiliumUpgrade, upgradeWaitSeconds} from '../../src/lib/cilium/versions.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+const KNOWN = ['1.17.4', '1.17.9', '1.18.0', '1.18.3', '1.19.6', '1.20.0', '1.21.0-pre.0']
+
+describe('judgeCiliumUpgrade: never down, one minor at a time', () => {
+  it('given the same version, then there is nothing to upgrade', () => {
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.0', KNOWN)).toEqual({kind: 'same'})
+  })
+  it('given a patch or the next minor from the newest patch, then it is allowed without warnings', () => {
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.3', KNOWN)).toEqual({kind: 'patch', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.3', '1.19.6', KNOWN)).toEqual({kind: 'minor', warnings: []})
+  })
+  it('given the next minor from an older patch, then it is allowed with a warning naming the newest patch', () => {
+    const v = judgeCiliumUpgrade('1.18.0', '1.19.6', KNOWN)
+    expect(v).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--to 1\.18\.3/)]})
+  })
+  it('given two minors ahead, then it is refused naming the minor in between and the version to go to first', () => {
+    const v = judgeCiliumUpgrade('1.18.0', '1.20.0', KNOWN)
+    expect(v.kind).toBe('refused')
+    expect(v.kind === 'refused' && v.reason).toMatch(/1\.18\.0 to 1\.20\.0 skips 1\.19: .*one minor at a time; upgrade to 1\.19\.6 first/)
+    const three = judgeCiliumUpgrade('1.17.4', '1.20.0', KNOWN)
+    expect(three.kind === 'refused' && three.reason).toMatch(/skips 1\.18, 1\.19: .*upgrade to 1\.18\.3, then 1\.19\.6 first/)
+  })
+  it('given an older version (patch or minor), then it is refused as a downgrade', () => {
+    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
+    expect(judgeCiliumUpgrade('1.18.3', '1.18.0', KNOWN).kind).toBe('refused')
+  })
+  it('given another major or a version that is not one, then it is refused', () => {
+    expect(judgeCiliumUpgrade('1.20.0', '2.0.0', KNOWN).kind).toBe('refused')
+    expect(judgeCiliumUpgrade('1.18.0', 'latest', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
+  })
+})
+
+describe('nextCiliumUpgrade and cni status', () => {
+  it('is the newest patch of the minor first, else the newest patch of the next minor', () => {
+    expect(nextCiliumUpgrade('1.18.0', KNOWN)).toBe('1.18.3')
+    expect(nextCiliumUpgrade('1.18.3', KNOWN)).toBe('1.19.6')
+    expect(nextCiliumUpgrade('1.20.0', KNOWN)).toBeUndefined()
+  })
+  it('cni status names the next upgrade among the charts ichor knows, with its command', () => {
+    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
+    expect(chartUpgrade('1.20.0').next).toBeUndefined()
+  })
+})
+
+describe('owned keys from the target chart', () => {
+  const facts = {kubeProxy: 'replaced', tunnel: 'vxlan'} as const
+  const caps = (chartPath: string) => (ciliumEffectiveValues({chartPath, user: {}, facts}).securityContext as {capabilities: Record<string, string[]>}).capabilities
+  it("agent capabilities are the chart's default list minus SYS_MODULE: 1.19 and 1.20 add SYSLOG", () => {
+    expect(caps(UPSTREAM.ciliumChart).ciliumAgent).toEqual(['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'])
+    for (const chart of [UPSTREAM.cilium119Chart, UPSTREAM.cilium120Chart]) {
+      expect(caps(chart).ciliumAgent).toContain('SYSLOG')
+      expect(caps(chart).ciliumAgent).not.toContain('SYS_MODULE')
+      expect(caps(chart).cleanCiliumState).toEqual(['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'])
+    }
+  })
+  it('upgradeCompatibility is owned: the chart minor at init, the recorded minor afterwards', () => {
+    expect(ciliumEffectiveValues({chartPath: UPSTREAM.ciliumChart, user: {}, facts}).upgradeCompatibility).toBe('1.18')
+    expect(ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user: {}, facts: {...facts, upgradeCompatibility: '1.18'}}).upgradeCompatibility).toBe('1.18')
+    expect(CILIUM_OWNED_KEYS.map((k) => k.path.join('.'))).toContain('upgradeCompatibility')
+    const refused = checkCiliumValues({chartPath: UPSTREAM.cilium119Chart, user: {upgradeCompatibility: '1.10'}, facts})
+    expect(refused.issues).toEqual([expect.objectContaining({path: 'upgradeCompatibility'})])
+  })
+})
+
+describe('the pre-flight release and the wait budget', () => {
+  it("pre-flight values are the upgrade guide's, with the release's API server address", () => {
+    expect(preflightValues({k8sServiceHost: 'localhost', k8sServicePort: 7445, ipam: {mode: 'kubernetes'}})).toEqual({preflight: {enabled: true}, agent: false, operator: {enabled: false}, k8sServiceHost: 'localhost', k8sServicePort: 7445})
+    expect(preflightValues({})).toEqual({preflight: {enabled: true}, agent: false, operator: {enabled: false}})
+  })
+  it('helm waits one batch time more per two nodes the agents roll over', () => {
+    expect(upgradeWaitSeconds({baseSeconds: 900, nodes: 2})).toBe(1020)
+    expect(upgradeWaitSeconds({baseSeconds: 900, nodes: 50})).toBe(900 + 25 * 120)
+    expect(upgradeWaitSeconds({baseSeconds: 900, nodes: 0})).toBe(1020)
+  })
+})
+
+describe('resolveUpgradeChart: which file, which version, pinned or not', () => {
+  it('--to a version finds it in the mirror and says it is not the pin but a chart ichor knows', () => {
+    const t = resolveUpgradeChart({to: '1.19.6', mirror: UPSTREAM.dir})
+    expect(t.chart.version).toBe('1.19.6')
+    expect(t.describe).toMatch(/^Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, sha256 21c43cf53841\), not the pin \(1\.18\.0\); a chart ichor knows/)
+  })
+  it('--to the pinned version names the pin', () => {
+    expect(resolveUpgradeChart({to: '1.18.0', mirror: UPSTREAM.dir}).describe).toMatch(/the pinned chart 1\.18\.0$/)
+  })
+  it('--to a version the mirror lacks is exit 2 naming the flag; --to and --cilium-chart that disagree too', () => {
+    expect(() => resolveUpgradeChart({to: '1.19.2', mirror: UPSTREAM.dir})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/^--to 1\.19\.2: no Cilium chart 1\.19\.2/)}))
+    expect(() => resolveUpgradeChart({to: '1.20.0', chart: UPSTREAM.cilium119Chart})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/disagree: that file is Cilium 1\.19\.6/)}))
+  })
+})
