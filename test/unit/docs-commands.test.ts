@@ -126,7 +126,7 @@ describe('the checker', () => {
   })
   it('refuses a made-up flag, a made-up command and a value a flag does not take', () => {
     expect(problemsOf('ichor init --cluster-name a --made-up-flag')).toEqual(['`ichor init` has no flag --made-up-flag'])
-    expect(problemsOf('ichor cni upgrade --to 1.19.6')).toEqual(['no command `ichor cni upgrade`'])
+    expect(problemsOf('ichor cni downgrade --to 1.17.0')).toEqual(['no command `ichor cni downgrade`'])
     expect(problemsOf('ichor init [--tunnel vxlan|ipip]')).toEqual(['--tunnel ipip: not one of vxlan, geneve'])
     expect(problemsOf('ichor --verbos')).toEqual(['`ichor` has no flag --verbos'])
   })
