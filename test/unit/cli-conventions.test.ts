@@ -1,18 +1,17 @@
 // The conventions every command shares (issue 7, section 2), checked on the built CLI as a
 // user runs it: help, version, "did you mean", exit codes and the --json contract.
-import {spawnSync} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {runCli, type CliResult} from '../support/run-cli.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
-function ichor(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ...env}})
-  return {code: r.status, stdout: r.stdout, stderr: r.stderr}
+function ichor(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runCli(args, {env: {...process.env, ICHOR_MIRROR: '', ...env}})
 }
 
 /** stdout must be exactly one JSON document. */
@@ -26,20 +25,20 @@ const PLUGIN_COMMANDS = [['help'], ['autocomplete']]
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'assets', 'lock.json'), 'utf8'))
 
 describe('help', () => {
-  it.each(COMMANDS.map((c) => [c.join(' '), c]))('`ichor %s -h` prints its help, exit 0', (_name, cmd) => {
-    const r = ichor([...cmd, '-h'])
+  it.each(COMMANDS.map((c) => [c.join(' '), c]))('`ichor %s -h` prints its help, exit 0', async (_name, cmd) => {
+    const r = await ichor([...cmd, '-h'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain(`$ ichor ${cmd.join(' ')}`)
   })
-  it('`ichor -h` and `ichor help init` print help', () => {
-    expect(ichor(['-h']).stdout).toMatch(/TOPICS[\s\S]*cni/)
-    const r = ichor(['help', 'init'])
+  it('`ichor -h` and `ichor help init` print help', async () => {
+    expect((await ichor(['-h'])).stdout).toMatch(/TOPICS[\s\S]*cni/)
+    const r = await ichor(['help', 'init'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/\$ ichor init/)
     expect(r.stdout).toMatch(/--output-dir/)
   })
-  it('lists the global flags -v/--verbose and --debug on every command', () => {
-    const r = ichor(['version', '-h'])
+  it('lists the global flags -v/--verbose and --debug on every command', async () => {
+    const r = await ichor(['version', '-h'])
     expect(r.stdout).toMatch(/-v, --verbose/)
     expect(r.stdout).toMatch(/--debug/)
   })
@@ -47,61 +46,61 @@ describe('help', () => {
 
 describe('ichor version', () => {
   const pins = [lock.cilium.version, lock.argocd.version, lock.kokumi.version, 'v1.14.1', '1.37.0']
-  it('prints the CLI version and every pinned version; --version prints the same', () => {
+  it('prints the CLI version and every pinned version; --version prints the same', async () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version
-    const r = ichor(['version'])
+    const r = await ichor(['version'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain(`ichor ${version}`)
     for (const pin of pins) expect(r.stdout).toContain(pin)
-    expect(ichor(['--version']).stdout).toBe(r.stdout)
+    expect((await ichor(['--version'])).stdout).toBe(r.stdout)
   })
-  it('--json gives them as one object with a schemaVersion', () => {
-    const r = ichor(['version', '--json'])
+  it('--json gives them as one object with a schemaVersion', async () => {
+    const r = await ichor(['version', '--json'])
     expect(r.code).toBe(0)
     expect(oneJson(r.stdout)).toMatchObject({
       schemaVersion: 1,
       pinned: {cilium: lock.cilium.version, argocd: lock.argocd.version, kokumi: lock.kokumi.version, talos: 'v1.14.1', kubernetes: '1.37.0'},
     })
-    expect(oneJson(ichor(['--version', '--json']).stdout).pinned.cilium).toBe(lock.cilium.version)
+    expect(oneJson((await ichor(['--version', '--json'])).stdout).pinned.cilium).toBe(lock.cilium.version)
   })
 })
 
 describe('usage errors', () => {
-  it.each([...COMMANDS, ...PLUGIN_COMMANDS].map((c) => [c.join(' '), c]))('`ichor %s --json --no-such-flag`: one short JSON error on stdout, exit 2', (_name, cmd) => {
-    const r = ichor([...cmd, '--json', '--no-such-flag'])
+  it.each([...COMMANDS, ...PLUGIN_COMMANDS].map((c) => [c.join(' '), c]))('`ichor %s --json --no-such-flag`: one short JSON error on stdout, exit 2', async (_name, cmd) => {
+    const r = await ichor([...cmd, '--json', '--no-such-flag'])
     expect(r.code).toBe(2)
     expect(r.stdout.length).toBeLessThan(2000)
     const doc = oneJson(r.stdout)
     expect(doc).toMatchObject({schemaVersion: 1, error: {exitCode: 2, code: 'usage'}})
     expect(doc.error.message).toMatch(/--no-such-flag/)
   })
-  it('a flag typo suggests the flag meant, with and without --json', () => {
-    const r = ichor(['init', '--dry-rn'])
+  it('a flag typo suggests the flag meant, with and without --json', async () => {
+    const r = await ichor(['init', '--dry-rn'])
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/Nonexistent flag: --dry-rn/)
     expect(r.stderr).toMatch(/did you mean --dry-run\?/)
     expect(r.stdout).toBe('')
-    expect(oneJson(ichor(['cni', 'values', 'validate', '--sett', 'a=b', '--json']).stdout).error.hint).toBe('did you mean --set?')
+    expect(oneJson((await ichor(['cni', 'values', 'validate', '--sett', 'a=b', '--json'])).stdout).error.hint).toBe('did you mean --set?')
   })
-  it('a missing value and a bad option exit 2 with a one-line error', () => {
+  it('a missing value and a bad option exit 2 with a one-line error', async () => {
     for (const args of [['init', '--timeout'], ['init', '--tunnel', 'ipip']]) {
-      const r = ichor(args)
+      const r = await ichor(args)
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.stderr).toMatch(/^Error: /)
       expect(r.stderr).not.toMatch(/\n\s+at /)
     }
   })
-  it('an unknown command exits 2; with --json as one JSON error', () => {
-    expect(ichor(['inti']).code).toBe(2)
-    const r = ichor(['inti', '--json'])
+  it('an unknown command exits 2; with --json as one JSON error', async () => {
+    expect((await ichor(['inti'])).code).toBe(2)
+    const r = await ichor(['inti', '--json'])
     expect(r.code).toBe(2)
     expect(oneJson(r.stdout).error).toMatchObject({exitCode: 2, code: 'usage'})
   })
 })
 
 describe('shell completion', () => {
-  it('`ichor autocomplete script bash` prints a completion script for ichor', () => {
-    const r = ichor(['autocomplete', 'script', 'bash'], {XDG_CACHE_HOME: join(PROJECT_ROOT, '.cache', 'autocomplete-test')})
+  it('`ichor autocomplete script bash` prints a completion script for ichor', async () => {
+    const r = await ichor(['autocomplete', 'script', 'bash'], {XDG_CACHE_HOME: join(PROJECT_ROOT, '.cache', 'autocomplete-test')})
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/ichor/)
   })
@@ -109,16 +108,16 @@ describe('shell completion', () => {
 
 describe('bad files are usage errors (exit 2) naming the path', () => {
   const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10']
-  it('a chart that is not a gzip tarball, and a directory given as the chart', () => {
-    const notTar = ichor(['cni', 'values', 'validate', '--cilium-chart', join(PROJECT_ROOT, 'package.json')])
+  it('a chart that is not a gzip tarball, and a directory given as the chart', async () => {
+    const notTar = await ichor(['cni', 'values', 'validate', '--cilium-chart', join(PROJECT_ROOT, 'package.json')])
     expect(notTar.code).toBe(2)
     expect(notTar.stderr).toMatch(/package\.json is not a gzip tarball/)
-    const dir = ichor(['cni', 'values', 'validate', '--cilium-chart', PROJECT_ROOT, '--json'])
+    const dir = await ichor(['cni', 'values', 'validate', '--cilium-chart', PROJECT_ROOT, '--json'])
     expect(dir.code).toBe(2)
     expect(oneJson(dir.stdout).error.message).toMatch(/--cilium-chart: .* is a directory, expected a file/)
   })
-  it('an output directory below a file', () => {
-    const r = ichor(['init', '--dry-run', '--output-dir', join(PROJECT_ROOT, 'package.json', 'out'), ...NODES, '--mirror', UPSTREAM.dir])
+  it('an output directory below a file', async () => {
+    const r = await ichor(['init', '--dry-run', '--output-dir', join(PROJECT_ROOT, 'package.json', 'out'), ...NODES, '--mirror', UPSTREAM.dir])
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/--output-dir .*package\.json\/out.*(is not a directory|a part of the path is a file, not a folder)/)
     // Named and explained, never Node's raw `ENOTDIR: not a directory, ...` or a stack.
@@ -127,24 +126,24 @@ describe('bad files are usage errors (exit 2) naming the path', () => {
 })
 
 describe('flags', () => {
-  it('--control-plane and --worker take comma lists as well as repeats', () => {
+  it('--control-plane and --worker take comma lists as well as repeats', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = ichor(['init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10,192.0.2.12', '--worker', '192.0.2.11', '--worker', '192.0.2.13,192.0.2.14', '--mirror', UPSTREAM.dir, '--json'])
+    const r = await ichor(['init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10,192.0.2.12', '--worker', '192.0.2.11', '--worker', '192.0.2.13,192.0.2.14', '--mirror', UPSTREAM.dir, '--json'])
     expect(r.code, r.stderr).toBe(0)
     expect(oneJson(r.stdout).schemaVersion).toBe(1)
   })
-  it('assets fetch --only takes a comma list', () => {
-    const r = ichor(['assets', 'fetch', '--only', 'cilium,argocd', '--from', join(PROJECT_ROOT, 'no-such-mirror')])
+  it('assets fetch --only takes a comma list', async () => {
+    const r = await ichor(['assets', 'fetch', '--only', 'cilium,argocd', '--from', join(PROJECT_ROOT, 'no-such-mirror')])
     expect(r.stderr).not.toMatch(/Expected --only/)
     expect(r.stderr).toMatch(/- cilium: /)
     expect(r.stderr).toMatch(/- argocd: /)
     expect(r.stderr).not.toMatch(/- kokumi: /)
   })
-  it('-v shows the helm command run; without it nothing of the sort', () => {
+  it('-v shows the helm command run; without it nothing of the sort', async () => {
     const args = ['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart]
-    const verbose = ichor([...args, '-v'])
+    const verbose = await ichor([...args, '-v'])
     expect(verbose.code, verbose.stderr).toBe(0)
     expect(verbose.stderr).toMatch(/\$ \S*helm template /)
-    expect(ichor(args).stderr).not.toMatch(/helm template/)
+    expect((await ichor(args)).stderr).not.toMatch(/helm template/)
   })
 })

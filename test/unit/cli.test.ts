@@ -8,21 +8,21 @@ import {parseAllDocuments} from 'yaml'
 import {createHash} from 'node:crypto'
 import {untarSync} from '../../src/lib/chart/archive.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {runCli, type CliResult} from '../support/run-cli.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
 
-function ichor(args: string[], input?: string) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', input, env: {...process.env, ICHOR_MIRROR: ''}})
-  return {code: r.status, stdout: r.stdout, stderr: r.stderr}
+function ichor(args: string[], input?: string): Promise<CliResult> {
+  return runCli(args, {input, env: {...process.env, ICHOR_MIRROR: ''}})
 }
 
 const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
 
 describe('ichor init --dry-run --output DIR', () => {
-  it('renders patches, manifest, effective values and the plan offline, naming the artifacts used', () => {
+  it('renders patches, manifest, effective values and the plan offline, naming the artifacts used', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])
+    const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])
     expect(r.stderr).toMatch(/cilium: .*cilium-1\.18\.0\.tgz \(cilium 1\.18\.0, .*\) matches the pin 1\.18\.0/)
     expect(r.stderr).toMatch(/argocd: .*argo-cd-10\.1\.1\.tgz .*does NOT match the pin 10\.11\.6/)
     expect(r.code, r.stderr).toBe(0)
@@ -41,9 +41,9 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(effective).toMatchObject({kubeProxyReplacement: true, k8sServicePort: 7445, tunnelProtocol: 'vxlan', ipam: {mode: 'kubernetes'}})
   })
 
-  it('writes byte-identical bundles from two processes, with no Secret in them, and lists Secret names only', () => {
+  it('writes byte-identical bundles from two processes, with no Secret in them, and lists Secret names only', async () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'ichor-dry-')), mkdtempSync(join(tmpdir(), 'ichor-dry-'))]
-    for (const out of [a, b]) expect(ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir]).code).toBe(0)
+    for (const out of [a, b]) expect((await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])).code).toBe(0)
     for (const c of ['argocd', 'kokumi']) {
       const layer = readFileSync(join(a, 'bundles', `${c}.tar.gz`))
       expect(layer.equals(readFileSync(join(b, 'bundles', `${c}.tar.gz`)))).toBe(true)
@@ -63,9 +63,9 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(readFileSync(join(a, 'secrets.txt'), 'utf8')).not.toMatch(/password|:/i)
   })
 
-  it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', () => {
+  it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
+    const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
     expect(r.code, r.stderr).toBe(0)
     const [cp] = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
     expect(cp.cluster.network.cni.name).toBe('none')
@@ -74,11 +74,11 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(cp.cluster.inlineManifests[0].contents).toMatch(/tunnel-protocol: "?geneve/)
   })
 
-  it('refuses invalid Cilium values before writing anything', () => {
+  it('refuses invalid Cilium values before writing anything', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ichor-dry-')), 'o')
     const values = join(out, '..', 'v.yaml')
     writeFileSync(values, 'ipam:\n  mode: cluster-pool\nbpf:\n  masquerade: true\n')
-    const r = ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
+    const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/ipam\.mode: is owned by ichor/)
     expect(r.stderr).toMatch(/bpf\.masquerade: true breaks CoreDNS/)
@@ -86,14 +86,14 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(existsSync(out)).toBe(false)
   })
 
-  it('reports every bad flag together, exit 2, no stack trace', () => {
-    const r = ichor(['init', '--dry-run', '--output-dir', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
+  it('reports every bad flag together, exit 2, no stack trace', async () => {
+    const r = await ichor(['init', '--dry-run', '--output-dir', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
     expect(r.code).toBe(2)
     for (const flag of ['--cluster-name', '--endpoint', '--control-plane', '--talos-version']) expect(r.stderr).toContain(`- ${flag}:`)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   })
 
-  it('a missing artifact is a clear error saying how to get it', () => {
+  it('a missing artifact is a clear error saying how to get it', async () => {
     const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))}})
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
@@ -102,25 +102,25 @@ describe('ichor init --dry-run --output DIR', () => {
 })
 
 describe('ichor cni values validate', () => {
-  it('exit 0 and a one-line verdict for valid values', () => {
-    const r = ichor(['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+  it('exit 0 and a one-line verdict for valid values', async () => {
+    const r = await ichor(['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/Cilium values are valid for cilium 1\.18\.0/)
   })
-  it('--json carries every issue with its path, exit 2', () => {
-    const r = ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
+  it('--json carries every issue with its path, exit 2', async () => {
+    const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
     expect(r.code).toBe(2)
     const out = JSON.parse(r.stdout)
     expect(out.valid).toBe(false)
     expect(out.issues.map((i: {path: string}) => i.path).sort()).toEqual(['hubbel', 'tunnelProtocol'])
   })
-  it('malformed YAML is a clear error, no stack trace', () => {
-    const r = ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')
+  it('malformed YAML is a clear error, no stack trace', async () => {
+    const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/-f -: not valid YAML at line \d+/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   })
-  it('--help is fast enough to be generated from the manifest', () => {
+  it('--help is fast enough to be generated from the manifest', async () => {
     const out = execFileSync(process.execPath, [BIN, 'cni', 'values', 'validate', '--help'], {encoding: 'utf8'})
     expect(out).toMatch(/--forward-kube-dns-to-host/)
   })
