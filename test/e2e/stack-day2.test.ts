@@ -120,7 +120,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     await h.registry.restartEmpty()
     const whole = await runIchor(['stack', 'sync', '--json', '--dry-run', ...day2, ...assets], h.env)
     const ids = (jsonEvents(whole).find((e) => e.event === 'start') as {tasks: {id: string}[]}).tasks.map((t) => t.id)
-    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'wait-applications'])
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'close-registry-tunnel', 'wait-applications'])
     const log: string[] = []
     for (let k = 0; k < ids.length; k++) {
       const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env, {killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking'})
