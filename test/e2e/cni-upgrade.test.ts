@@ -107,7 +107,11 @@ describe('ichor cni upgrade on the harness', () => {
     for (const [k, id] of ids.entries()) {
       // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
       // Asynchronous: the readiness simulator runs in this process and must mark the rollback ready meanwhile.
-      await promisify(execFile)(process.env.ICHOR_HELM!, ['rollback', 'cilium', String(initial.release.revision), '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath, '--wait', '--timeout', '300s'])
+      // The newest 1.18.0 revision helm still keeps: it prunes revisions past its history limit (10).
+      const helm = (argv: string[]) => promisify(execFile)(process.env.ICHOR_HELM!, [...argv, '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath])
+      const history = JSON.parse((await helm(['history', 'cilium', '-o', 'json'])).stdout) as {revision: number; chart: string}[]
+      const base = history.filter((e) => e.chart === 'cilium-1.18.0').at(-1)!.revision
+      await helm(['rollback', 'cilium', String(base), '--wait', '--timeout', '300s'])
       const back = await release()
       expect(back, `reset before ${id}`).toMatchObject({status: 'deployed', chartVersion: '1.18.0'})
       expect(valuesHash(back.config)).toBe(valuesHash(initial.release.config))

@@ -26,7 +26,7 @@ describe('ichor cni status / values on the harness', () => {
   const end = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as Event | undefined
   const expectRecorded = (c: Installation, r: ReleaseRecord) =>
     expect(c.status?.cni).toEqual({chartVersion: r.chartVersion, appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision, upgradeCompatibility: '1.18'})
-  const effective = (c: Installation) => ciliumEffectiveValues({chartPath: '', user: c.spec.cni.cilium.values, facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel}})
+  const effective = (c: Installation) => ciliumEffectiveValues({chartPath: '', user: c.spec.cni.cilium.values, facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel, upgradeCompatibility: c.status?.cni?.upgradeCompatibility}})
 
   beforeAll(async () => {
     h = await startHarnessCluster()
@@ -45,8 +45,9 @@ describe('ichor cni status / values on the harness', () => {
     expect(report.kubeProxy).toMatchObject({desired: 'replaced', release: true, consistent: true})
     expect(report.readiness.daemonSet.rolledOut && report.readiness.operator.rolledOut).toBe(true)
     expect(report.talos).toMatchObject({checked: true, inlineManifestOn: [], inInventory: false})
-    // init keeps its rendered configs: status says they still carry the bootstrap Cilium, with the fix.
-    expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^talosctl machineconfig patch .*controlplane\.yaml/)})])
+    // init strips the bootstrap Cilium from its local controlplane.yaml too (issue 12 point 3): nothing to fix.
+    expect(report.talos.localConfigsWithInline).toEqual([])
+    expect(report.problems).toEqual([])
   })
 
   it('cni values get: the stored user layer, and the effective values', async () => {

@@ -136,6 +136,9 @@ function waitHealthyAt(name: string, digest: string): Promise<Obj> {
   )
 }
 
+/** A bundle's manifest.yaml: Argo CD (and the simulator) syncs Kubernetes objects, so each bundle holds one. */
+const configMap = (name: string, value: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sim-${name}\ndata:\n  value: "${value}"\n`
+
 describe('Kokumi 0.17 manifest test fixture', () => {
   it('is the real 0.14.0 install.yaml with only the Order CRD swapped for the 0.17 fixture and the images renamed 0.17.0', () => {
     const path = kokumi017ManifestFixture(fixtureDir)
@@ -248,7 +251,7 @@ describe('Kokumi/Argo CD status simulator', () => {
   it('simulator: Manual promotion serves nothing until promoted, then only what was promoted', async () => {
     const ns = await createNamespace(kc, 'manual-sim')
     const name = 'manual-sim'
-    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'a: 1\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', configMap('a', '1'))
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Manual')})
     const first = await preparedDigest(ns, name)
     await sim.tick()
@@ -259,7 +262,7 @@ describe('Kokumi/Argo CD status simulator', () => {
     await approveLatestPreparation(kube, ns, name)
     await waitHealthyAt(name, first)
     expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: true, served: true})
-    await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'a: 2\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', configMap('a', '2'))
     await setOrderVersion(ns, name, '1.0.0-bbbbbbbbbbbb')
     await preparedDigest(ns, name, first)
     await sim.tick()
@@ -276,7 +279,7 @@ describe('Kokumi/Argo CD status simulator', () => {
       spec: {project: 'default', source: {repoURL: 'https://example.invalid/repo.git', path: 'x'}, destination: {server: 'https://kubernetes.default.svc', namespace: ns}},
     }
     await custom.createNamespacedCustomObject({...APPLICATIONS, namespace: 'argocd', body: foreign})
-    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'b: 1\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', configMap('b', '1'))
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Automatic')})
     await waitUntil('refusal', async () => sim.events.some((e) => e.includes(`${name} not updated: it lacks ${ALLOWED_ORDER_ANNOTATION}`)))
     const app = (await getApplication(name))!
@@ -287,7 +290,7 @@ describe('Kokumi/Argo CD status simulator', () => {
   it('simulator: an Application whose Preparation digest vanished from the registry reads OutOfSync/Missing', async () => {
     const ns = await createNamespace(kc, 'gone-sim')
     const name = 'gone-sim'
-    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', 'c: 1\n')
+    await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', configMap('c', '1'))
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, name, '1.0.0-aaaaaaaaaaaa', 'Automatic')})
     const digest = await preparedDigest(ns, name)
     await waitHealthyAt(name, digest)

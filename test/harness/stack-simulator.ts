@@ -58,6 +58,9 @@ export const KOKUMI_CONTROLLER = {namespace: 'kokumi', name: 'kokumi-controller-
 const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
 /** argoproj/argo-cd common/common.go ArgoCDSSAManager: the field manager of Argo CD's server-side syncs. */
 export const ARGOCD_SSA_MANAGER = 'argocd-controller'
+
+/** Kinds the bundles hold that are cluster-scoped (everything else is namespaced). */
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'StorageClass', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'CiliumClusterwideNetworkPolicy'])
 const ARGOCD_NAMESPACE = 'argocd'
 const FIXED_TIME = new Date(0).toISOString().replace('.000Z', 'Z')
 const MANIFEST_ACCEPT = [
@@ -383,7 +386,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       // A sync runs whenever the Application is not Synced at this revision (a new one, or after
       // the registry came back): Argo CD applies the whole revision again.
       if (current.sync?.status !== 'Synced' || current.sync?.revision !== target) {
-        const failed = await syncRevision(repository, target).then(() => undefined, (err: Error) => err.message.split('\n')[0])
+        const failed = await syncRevision(repository, target, app.spec?.destination?.namespace).then(() => undefined, (err: Error) => err.message.split('\n')[0])
         if (failed) {
           sync = 'OutOfSync'
           health = 'Degraded'
@@ -417,7 +420,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   }
 
   /** Argo CD's sync of one revision: every object of its manifest.yaml, server-side, as argocd-controller, forced. */
-  async function syncRevision(repository: string, digest: string): Promise<void> {
+  async function syncRevision(repository: string, digest: string, destinationNamespace?: string): Promise<void> {
     const fetched = await oci.getManifest(repository, digest)
     const layers = (fetched.manifest as PulledManifest).layers
     let text: string | undefined
@@ -425,7 +428,13 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     if (text === undefined) throw new Error(`${repository}@${digest} holds no manifest.yaml`)
     kube ??= connectKube({kubeconfig: opts.kubeconfigPath})
     kube.catch(() => (kube = undefined))
-    const results = await serverSideApply(await kube, parseObjects(text, `${repository}@${digest}`), {fieldManager: ARGOCD_SSA_MANAGER, force: true})
+    // A namespaced object with no namespace goes to the Application's destination namespace,
+    // as Argo CD's sync does (gitops-engine pkg/sync/sync_context.go: the target namespace is
+    // set on namespaced resources that carry none).
+    const objects = parseObjects(text, `${repository}@${digest}`).map((o) =>
+      o.metadata.namespace || !destinationNamespace || CLUSTER_SCOPED.has(o.kind) ? o : {...o, metadata: {...o.metadata, namespace: destinationNamespace}},
+    )
+    const results = await serverSideApply(await kube, objects, {fieldManager: ARGOCD_SSA_MANAGER, force: true})
     events.push(`synced ${repository}@${digest}: ${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects changed`)
   }
 
