@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag} from '../../lib/cli/flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../lib/cli/flags.js'
 import {colourDiff} from '../../lib/cilium/diff.js'
 import {canPrompt, confirm} from '../../lib/init/prompts.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
@@ -24,7 +24,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
     timeout: timeoutFlag(900),
-    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+    ...lockFlags,
   }
 
   async run() {

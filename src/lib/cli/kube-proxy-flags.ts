@@ -1,7 +1,7 @@
 // The flags `ichor cni kube-proxy replace|restore` share.
 import {Flags} from '@oclif/core'
 import {assetFlags} from './base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag} from './flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from './flags.js'
 
 export const kubeProxySwitchFlags = {
   ...kubeFlags,
@@ -9,7 +9,7 @@ export const kubeProxySwitchFlags = {
   'dry-run': Flags.boolean({description: 'probe every step and show the plan; change nothing'}),
   yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (required when stdin is not a terminal)'}),
   timeout: timeoutFlag(900),
-  'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+  ...lockFlags,
   'cilium-chart': assetFlags['cilium-chart'],
   mirror: assetFlags.mirror,
 }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
 import {editCiliumValues} from '../../../lib/cilium/edit.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 import {openSession} from '../../../lib/session/session.js'
@@ -17,7 +17,7 @@ export default class CniValuesEdit extends IchorCommand {
     ...kubeFlags,
     ...talosAccessFlags,
     timeout: timeoutFlag(900),
-    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+    ...lockFlags,
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
   }

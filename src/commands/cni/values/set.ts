@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {stringify} from 'yaml'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
 import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
 import {colourDiff} from '../../../lib/cilium/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
@@ -24,7 +24,7 @@ The same values twice change nothing (no new Helm revision).`
     'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (asked on a terminal; none is asked when stdin is not one)'}),
     timeout: timeoutFlag(900),
-    'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
+    ...lockFlags,
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
   }
