@@ -1,13 +1,14 @@
 import {defineConfig} from 'vitest/config'
+import {testHelmPath} from './test/harness/helm.js'
 
 // Two projects: `unit` (offline, real helm and real upstream charts) and `e2e`
 // (the harness: real kube-apiserver/etcd, real registry, simulated Talos nodes).
 // `npm test` runs both.
 export default defineConfig({
   test: {
-    // Tests run the real helm binary unpacked by scripts/ensure-helm.mjs.
-    // Real helm on every render in tests (the render cache is tested on its own).
-    env: {ICHOR_HELM: new URL('./.cache/bin/helm', import.meta.url).pathname, ICHOR_RENDER_CACHE: 'off'},
+    // Tests run the real Helm 4 built from Go modules (scripts/build-helm.sh, cached; the
+    // helm e2e tests also run Helm 3), on every render (the render cache is tested on its own).
+    env: {ICHOR_HELM: testHelmPath(4), ICHOR_RENDER_CACHE: 'off'},
     testTimeout: 120_000,
     hookTimeout: 300_000,
     reporters: ['default', './test/support/summary-reporter.ts'],

@@ -13,10 +13,11 @@
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {ensureHelm} from '../scripts/ensure-helm.mjs'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const upstream = process.env.ICHOR_UPSTREAM ?? resolve(root, '..', 'shared', 'upstream')
-process.env.ICHOR_HELM ??= join(root, '.cache', 'bin', 'helm')
+process.env.ICHOR_HELM ??= ensureHelm().path
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)

@@ -6,6 +6,7 @@ import {spawnSync} from 'node:child_process'
 import {existsSync} from 'node:fs'
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {ensureHelm} from './ensure-helm.mjs'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const mirror = process.env.ICHOR_MIRROR ?? resolve(root, '..', 'shared', 'upstream')
@@ -20,5 +21,13 @@ const args = [
   '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
   '--mirror', mirror, ...process.argv.slice(2),
 ]
-const result = spawnSync(process.execPath, args, {stdio: 'inherit', env: {...process.env, ICHOR_HELM: process.env.ICHOR_HELM ?? join(root, '.cache', 'bin', 'helm')}})
+// ICHOR_HELM, else helm 3.18+ on PATH, else a Helm 4 built from Go modules (scripts/ensure-helm.mjs).
+let helm
+try {
+  helm = ensureHelm()
+} catch (error) {
+  console.error(error.message)
+  process.exit(1)
+}
+const result = spawnSync(process.execPath, args, {stdio: 'inherit', env: {...process.env, ICHOR_HELM: helm.path}})
 process.exit(result.status ?? 1)

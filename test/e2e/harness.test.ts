@@ -16,7 +16,7 @@ const run = promisify(execFile)
 
 function helmBinary(): string {
   const helm = process.env.ICHOR_HELM
-  if (!helm || !existsSync(helm)) throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: run node scripts/ensure-helm.mjs`)
+  if (!helm || !existsSync(helm)) throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/build-helm.sh builds`)
   return helm
 }
 

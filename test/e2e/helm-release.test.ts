@@ -1,6 +1,7 @@
 // Helm release operations against the harness: a real kube-apiserver + etcd, the real
-// helm binary (ICHOR_HELM), and the readiness simulator standing in for kubelets and
-// workload controllers (so `--wait` can finish). The chart is a tiny one written here.
+// helm binaries (Helm 3 and Helm 4, both built from Go modules; every lifecycle test runs
+// on each), and the readiness simulator standing in for kubelets and workload controllers
+// (so `--wait` can finish). The chart is a tiny one written here.
 import {execa} from 'execa'
 import {mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -9,22 +10,10 @@ import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject} from '@kubernetes/client-node'
 import {isDeepStrictEqual} from 'node:util'
-import {findHelm} from '../../src/lib/helm/binary.js'
-import {
-  canonicalJson,
-  helmInstall,
-  helmInvocationPath,
-  helmStatus,
-  helmUpgrade,
-  HelmReleaseError,
-  installArgs,
-  readReleaseRecord,
-  upgradeArgs,
-  valuesHash,
-} from '../../src/lib/helm/release.js'
-import {helmTemplate} from '../../src/lib/helm/template.js'
+import {canonicalJson, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {testHelms} from '../harness/helm.js'
 import {UPSTREAM} from '../support/upstream.js'
 import {startReadinessSimulator, type ReadinessSimulator} from '../harness/readiness-simulator.js'
 
@@ -79,6 +68,20 @@ spec:
   return chart
 }
 
+/**
+ * src/lib/helm as loaded for one helm binary: findHelm() detects helm once per module
+ * instance, so each version gets fresh modules with ICHOR_HELM pointing at its binary.
+ */
+async function loadHelmModules(path: string) {
+  process.env.ICHOR_HELM = path
+  vi.resetModules()
+  const release = await import('../../src/lib/helm/release.js')
+  const {helmTemplate} = await import('../../src/lib/helm/template.js')
+  const {findHelm} = await import('../../src/lib/helm/binary.js')
+  return {...release, helmTemplate, findHelm}
+}
+
+let h: Awaited<ReturnType<typeof loadHelmModules>>
 let cp: ControlPlane
 let sim: ReadinessSimulator
 let work: string
@@ -160,7 +163,7 @@ async function recordWrites(listPath: string, from: KubernetesObject): Promise<{
 
 /** Renders the chart as ichor's bootstrap does and adds Helm's ownership metadata. */
 async function renderOwned(release: string, namespace: string, values: unknown, chart = chartPath): Promise<KubernetesObject[]> {
-  const text = await helmTemplate({chartPath: chart, releaseName: release, namespace, values})
+  const text = await h.helmTemplate({chartPath: chart, releaseName: release, namespace, values})
   // YAML 1.1, as helm, kubectl and Talos read manifests: Cilium's `defaultMode: 0400` is
   // octal (256). Read as YAML 1.2 it would be 400, and helm's apply would then conflict.
   return parseAllDocuments(text, {version: '1.1'})
@@ -192,230 +195,261 @@ async function waitForDeploymentReady(name: string, namespace: string): Promise<
   }
 }
 
-beforeAll(async () => {
-  cp = await startControlPlane()
-  sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 1})
-  work = mkdtempSync(join(tmpdir(), 'ichor-helm-e2e-'))
-  chartPath = writeDemoChart(work)
-  kc = new KubeConfig()
-  kc.loadFromFile(cp.kubeconfigPath)
-  core = kc.makeApiClient(CoreV1Api)
-  apps = kc.makeApiClient(AppsV1Api)
-  objects = KubernetesObjectApi.makeApiClient(kc)
-  kube = await connectKube({kubeconfig: cp.kubeconfigPath})
-})
+const previousHelm = process.env.ICHOR_HELM
 
-afterAll(async () => {
-  await sim?.stop()
-  await cp?.stop()
-  if (work) rmSync(work, {recursive: true, force: true})
-})
-
-describe('helm release lifecycle on a real apiserver (readiness simulated)', () => {
-  const release = 'demo'
-  let namespace: string
-  const v1 = {greeting: 'hello', replicas: 1}
-  const v2 = {replicas: 2, greeting: 'bonjour'}
-
-  it('installs a new release at revision 1, deployed, with field manager "helm"', async () => {
-    namespace = await createNamespace('helm-lifecycle')
-    const target = {kubeconfig: cp.kubeconfigPath}
-    expect(await helmStatus({...target, release, namespace})).toBeUndefined()
-
-    const installed = await helmInstall({...target, release, namespace, chartPath, values: v1, takeOwnership: true, wait: true, timeoutSeconds: 60})
-    expect(installed).toEqual({release, namespace, status: 'deployed', revision: 1, chartName: 'demo', chartVersion: CHART_VERSION})
-    expect(await helmStatus({...target, release, namespace})).toEqual(installed)
-
-    const {cm, dep} = await readBoth(release, namespace)
-    expect(cm.data).toEqual({greeting: 'hello'})
-    expect(dep.metadata?.annotations?.['meta.helm.sh/release-name']).toBe(release)
-    const helm = await findHelm()
-    // Helm 4 applies server side and names the manager after the binary it was run as.
-    if (helm.major >= 4) expect(managersOf(dep)).toContain('helm/Apply')
+describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}) => {
+  beforeAll(async () => {
+    h = await loadHelmModules(path)
+    // The modules under test run exactly this binary.
+    expect(await h.findHelm()).toMatchObject({path, major})
+    cp = await startControlPlane()
+    sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 1})
+    work = mkdtempSync(join(tmpdir(), 'ichor-helm-e2e-'))
+    chartPath = writeDemoChart(work)
+    kc = new KubeConfig()
+    kc.loadFromFile(cp.kubeconfigPath)
+    core = kc.makeApiClient(CoreV1Api)
+    apps = kc.makeApiClient(AppsV1Api)
+    objects = KubernetesObjectApi.makeApiClient(kc)
+    kube = await connectKube({kubeconfig: cp.kubeconfigPath})
   })
 
-  it('reads the newest release record straight from its Secret: revision, chart version, values', async () => {
-    const record = await readReleaseRecord(kube, release, namespace)
-    expect(record).toMatchObject({
-      secretName: `sh.helm.release.v1.${release}.v1`,
-      release,
-      namespace,
-      revision: 1,
-      status: 'deployed',
-      chartName: 'demo',
-      chartVersion: CHART_VERSION,
-      config: v1,
+  afterAll(async () => {
+    process.env.ICHOR_HELM = previousHelm
+    vi.resetModules()
+    await sim?.stop()
+    await cp?.stop()
+    if (work) rmSync(work, {recursive: true, force: true})
+  })
+
+  describe('helm release lifecycle on a real apiserver (readiness simulated)', () => {
+    const release = 'demo'
+    let namespace: string
+    const v1 = {greeting: 'hello', replicas: 1}
+    const v2 = {replicas: 2, greeting: 'bonjour'}
+
+    it('installs a new release at revision 1, deployed, with field manager "helm"', async () => {
+      namespace = await createNamespace('helm-lifecycle')
+      const target = {kubeconfig: cp.kubeconfigPath}
+      expect(await h.helmStatus({...target, release, namespace})).toBeUndefined()
+
+      const installed = await h.helmInstall({...target, release, namespace, chartPath, values: v1, takeOwnership: true, wait: true, timeoutSeconds: 60})
+      expect(installed).toEqual({release, namespace, status: 'deployed', revision: 1, chartName: 'demo', chartVersion: CHART_VERSION})
+      expect(await h.helmStatus({...target, release, namespace})).toEqual(installed)
+
+      const {cm, dep} = await readBoth(release, namespace)
+      expect(cm.data).toEqual({greeting: 'hello'})
+      expect(dep.metadata?.annotations?.['meta.helm.sh/release-name']).toBe(release)
+      const helm = await h.findHelm()
+      // Helm 4 applies server side and names the manager after the binary it was run as.
+      if (helm.major >= 4) expect(managersOf(dep)).toContain('helm/Apply')
     })
-    expect(record!.manifest).toContain('kind: Deployment')
-    expect(valuesHash(record!.config)).toBe(valuesHash(v1))
-    expect(await readReleaseRecord(kube, 'no-such-release', namespace)).toBeUndefined()
+
+    it('reads the newest release record straight from its Secret: revision, chart version, values', async () => {
+      const record = await h.readReleaseRecord(kube, release, namespace)
+      expect(record).toMatchObject({
+        secretName: `sh.helm.release.v1.${release}.v1`,
+        release,
+        namespace,
+        revision: 1,
+        status: 'deployed',
+        chartName: 'demo',
+        chartVersion: CHART_VERSION,
+        config: v1,
+      })
+      expect(record!.manifest).toContain('kind: Deployment')
+      expect(valuesHash(record!.config)).toBe(valuesHash(v1))
+      expect(await h.readReleaseRecord(kube, 'no-such-release', namespace)).toBeUndefined()
+    })
+
+    it('upgrades with new values to revision 2 and records exactly those values', async () => {
+      const upgraded = await h.helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: v2, rollbackOnFailure: true, wait: true, timeoutSeconds: 60})
+      expect(upgraded).toMatchObject({status: 'deployed', revision: 2})
+      const {cm, dep} = await readBoth(release, namespace)
+      expect(cm.data).toEqual({greeting: 'bonjour'})
+      expect(dep.spec?.replicas).toBe(2)
+      const record = await h.readReleaseRecord(kube, release, namespace)
+      expect(record).toMatchObject({revision: 2, status: 'deployed', config: v2})
+      expect(valuesHash(record!.config)).toBe(valuesHash(v2))
+    })
+
+    it('rolls a failing upgrade back: the release is deployed again at the previous values', async () => {
+      // containerPort 99999 passes helm's schema checks but the apiserver refuses it.
+      const bad = {greeting: 'broken', replicas: 2, port: 99999}
+      const error = await h.helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: bad, rollbackOnFailure: true, wait: true, timeoutSeconds: 60}).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(error).toBeInstanceOf(h.HelmReleaseError)
+      expect((error as HelmReleaseError).helmMessage).toMatch(/containerPort|65535/)
+      expect((error as HelmReleaseError).hint).toMatch(/rolled the release back/)
+
+      const status = await h.helmStatus({kubeconfig: cp.kubeconfigPath, release, namespace})
+      expect(status?.status).toBe('deployed')
+      const record = await h.readReleaseRecord(kube, release, namespace)
+      expect(record?.status).toBe('deployed')
+      expect(record?.config).toEqual(v2)
+      // Reported: the failed attempt is revision 3 and the rollback writes revision 4.
+      expect(record?.revision).toBe(4)
+      const {cm, dep} = await readBoth(release, namespace)
+      expect(cm.data).toEqual({greeting: 'bonjour'})
+      expect(dep.spec?.template.spec?.containers[0]?.ports?.[0]?.containerPort).toBe(8080)
+    })
   })
 
-  it('upgrades with new values to revision 2 and records exactly those values', async () => {
-    const upgraded = await helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: v2, rollbackOnFailure: true, wait: true, timeoutSeconds: 60})
-    expect(upgraded).toMatchObject({status: 'deployed', revision: 2})
-    const {cm, dep} = await readBoth(release, namespace)
-    expect(cm.data).toEqual({greeting: 'bonjour'})
-    expect(dep.spec?.replicas).toBe(2)
-    const record = await readReleaseRecord(kube, release, namespace)
-    expect(record).toMatchObject({revision: 2, status: 'deployed', config: v2})
-    expect(valuesHash(record!.config)).toBe(valuesHash(v2))
+  describe('adopting objects created outside helm with --take-ownership', () => {
+    const values = {greeting: 'from-bootstrap', replicas: 1}
+
+    for (const how of ['create-only (Talos before 1.13)', 'server-side apply by "talos" (Talos 1.13+)'] as const) {
+      it(`adopts objects made by ${how}: revision 1, no spec or data change, no new Deployment generation`, async () => {
+        const ssa = how.startsWith('server-side')
+        const release = ssa ? 'adopt-ssa' : 'adopt-create'
+        const namespace = await createNamespace(release)
+        for (const obj of await renderOwned(release, namespace, values)) {
+          if (ssa) await objects.patch(obj, undefined, undefined, 'talos', true, PatchStrategy.ServerSideApply)
+          else await objects.create(obj, undefined, undefined, 'talos')
+        }
+        await waitForDeploymentReady(release, namespace)
+        const before = await readBoth(release, namespace)
+        const cmWrites = await recordWrites(`/api/v1/namespaces/${namespace}/configmaps`, before.cm)
+        const depWrites = await recordWrites(`/apis/apps/v1/namespaces/${namespace}/deployments`, before.dep)
+
+        const installed = await h.helmInstall({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values, takeOwnership: true, wait: true, timeoutSeconds: 60})
+        expect(installed).toMatchObject({status: 'deployed', revision: 1})
+
+        const after = await readBoth(release, namespace)
+        const observed = {how, configMap: await cmWrites.stop(), deployment: await depWrites.stop(), managers: {configMap: managersOf(after.cm), deployment: managersOf(after.dep)}}
+        console.log(`adoption observed: ${JSON.stringify(observed)}`)
+        // The adoption changes no object: spec, data, labels and annotations are as the
+        // bootstrap left them and the Deployment keeps its generation (no rollout). What helm
+        // may write is its own field ownership (metadata.managedFields), nothing else.
+        expect(comparable(after.cm)).toEqual(comparable(before.cm))
+        expect(comparable(after.dep)).toEqual(comparable(before.dep))
+        expect(after.dep.metadata?.generation).toBe(before.dep.metadata?.generation)
+        for (const write of [...observed.configMap, ...observed.deployment]) expect(write.changed).toEqual(['metadata.managedFields'])
+        expect(observed.configMap.length).toBeLessThanOrEqual(1)
+        expect(observed.deployment.length).toBeLessThanOrEqual(1)
+
+        // After adoption the bootstrap writer still co-owns every field. Helm 4 applies server
+        // side, so changing such a field without --force-conflicts is refused as a conflict
+        // (and rolled back); ichor's upgrade forces, because the release is what ichor owns.
+        const changed = {...values, greeting: 'from-helm'}
+        const helm = await h.findHelm()
+        const target = {kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, wait: true, timeoutSeconds: 60}
+        let revision = 1
+        if (helm.major >= 4) {
+          const refused = await h.helmUpgrade({...target, values: changed, forceConflicts: false}).then(
+            () => undefined,
+            (e: unknown) => e as HelmReleaseError,
+          )
+          console.log(`upgrade after adoption without --force-conflicts: ${refused?.helmMessage ?? 'succeeded'}`)
+          expect(refused?.helmMessage).toMatch(/conflict/i)
+          expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: values.greeting})
+          revision = (await h.helmStatus({kubeconfig: cp.kubeconfigPath, release, namespace}))!.revision
+        }
+        const upgraded = await h.helmUpgrade({...target, values: changed})
+        expect(upgraded).toMatchObject({status: 'deployed', revision: revision + 1})
+        expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'from-helm'})
+        expect((await h.readReleaseRecord(kube, release, namespace))?.config).toEqual(changed)
+      })
+    }
   })
 
-  it('rolls a failing upgrade back: the release is deployed again at the previous values', async () => {
-    // containerPort 99999 passes helm's schema checks but the apiserver refuses it.
-    const bad = {greeting: 'broken', replicas: 2, port: 99999}
-    const error = await helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: bad, rollbackOnFailure: true, wait: true, timeoutSeconds: 60}).then(
-      () => undefined,
-      (e: unknown) => e,
-    )
-    expect(error).toBeInstanceOf(HelmReleaseError)
-    expect((error as HelmReleaseError).helmMessage).toMatch(/containerPort|65535/)
-    expect((error as HelmReleaseError).hint).toMatch(/rolled the release back/)
+  describe('adopting the real Cilium 1.18.0 render', () => {
+    it('takes over the bootstrap objects as release revision 1 without changing any of them', async () => {
+      // Hubble off keeps the render deterministic without a Job controller: its default TLS
+      // method generates new certificates on every render, and the cronJob method adds a
+      // post-install hook Job that nothing runs here.
+      const values = {hubble: {enabled: false}, kubeProxyReplacement: true, k8sServiceHost: 'localhost', k8sServicePort: 7445}
+      const rendered = await renderOwned('cilium', 'kube-system', values, UPSTREAM.ciliumChart)
+      expect(rendered.map((o) => o.kind)).toContain('DaemonSet')
+      // Namespaces first, as Talos applies them.
+      const ordered = [...rendered.filter((o) => o.kind === 'Namespace'), ...rendered.filter((o) => o.kind !== 'Namespace')]
+      for (const obj of ordered) await objects.create(obj, undefined, undefined, 'talos')
+      for (const d of rendered.filter((o) => o.kind === 'Deployment')) await waitForDeploymentReady(d.metadata!.name!, 'kube-system')
 
-    const status = await helmStatus({kubeconfig: cp.kubeconfigPath, release, namespace})
-    expect(status?.status).toBe('deployed')
-    const record = await readReleaseRecord(kube, release, namespace)
-    expect(record?.status).toBe('deployed')
-    expect(record?.config).toEqual(v2)
-    // Reported: the failed attempt is revision 3 and the rollback writes revision 4.
-    expect(record?.revision).toBe(4)
-    const {cm, dep} = await readBoth(release, namespace)
-    expect(cm.data).toEqual({greeting: 'bonjour'})
-    expect(dep.spec?.template.spec?.containers[0]?.ports?.[0]?.containerPort).toBe(8080)
-  })
-})
+      const read = (o: KubernetesObject) => objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
+      // Let the readiness simulator settle the DaemonSets' status before the snapshot.
+      await sim.tick()
+      const before = await Promise.all(rendered.map(read))
 
-describe('adopting objects created outside helm with --take-ownership', () => {
-  const values = {greeting: 'from-bootstrap', replicas: 1}
+      const installed = await h.helmInstall({kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values, takeOwnership: true, wait: true, timeoutSeconds: 120})
+      expect(installed).toMatchObject({status: 'deployed', revision: 1, chartName: 'cilium', chartVersion: '1.18.0'})
 
-  for (const how of ['create-only (Talos before 1.13)', 'server-side apply by "talos" (Talos 1.13+)'] as const) {
-    it(`adopts objects made by ${how}: revision 1, no spec or data change, no new Deployment generation`, async () => {
-      const ssa = how.startsWith('server-side')
-      const release = ssa ? 'adopt-ssa' : 'adopt-create'
-      const namespace = await createNamespace(release)
-      for (const obj of await renderOwned(release, namespace, values)) {
-        if (ssa) await objects.patch(obj, undefined, undefined, 'talos', true, PatchStrategy.ServerSideApply)
-        else await objects.create(obj, undefined, undefined, 'talos')
+      const after = await Promise.all(rendered.map(read))
+      for (const [i, obj] of after.entries()) {
+        const name = `${obj.kind}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name}`
+        expect(comparable(obj), name).toEqual(comparable(before[i]!))
+        expect(obj.metadata?.generation, name).toBe(before[i]!.metadata?.generation)
+        expect(managersOf(obj), name).toEqual(expect.arrayContaining(['talos/Update']))
       }
-      await waitForDeploymentReady(release, namespace)
-      const before = await readBoth(release, namespace)
-      const cmWrites = await recordWrites(`/api/v1/namespaces/${namespace}/configmaps`, before.cm)
-      const depWrites = await recordWrites(`/apis/apps/v1/namespaces/${namespace}/deployments`, before.dep)
+      const record = await h.readReleaseRecord(kube, 'cilium', 'kube-system')
+      expect(record).toMatchObject({revision: 1, status: 'deployed', chartName: 'cilium', chartVersion: '1.18.0', config: values})
+      expect(valuesHash(record!.config)).toBe(valuesHash(values))
+    })
+  })
 
-      const installed = await helmInstall({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values, takeOwnership: true, wait: true, timeoutSeconds: 60})
-      expect(installed).toMatchObject({status: 'deployed', revision: 1})
+  describe('invoking helm as "helm" whatever ICHOR_HELM is called', () => {
+    it('keeps the field manager "helm" when ICHOR_HELM points at a binary with another name', async () => {
+      const helm = await h.findHelm()
+      const renamedDir = join(work, 'renamed')
+      mkdirSync(renamedDir)
+      const renamed = join(renamedDir, 'helm-4-custom')
+      symlinkSync(helm.path, renamed)
+      expect(basename(helmInvocationPath(renamed))).toBe('helm')
+      expect(helmInvocationPath(renamed)).toBe(helmInvocationPath(renamed))
+      expect(helmInvocationPath(helm.path)).toBe(helm.path)
 
-      const after = await readBoth(release, namespace)
-      const observed = {how, configMap: await cmWrites.stop(), deployment: await depWrites.stop(), managers: {configMap: managersOf(after.cm), deployment: managersOf(after.dep)}}
-      console.log(`adoption observed: ${JSON.stringify(observed)}`)
-      // The adoption changes no object: spec, data, labels and annotations are as the
-      // bootstrap left them and the Deployment keeps its generation (no rollout). What helm
-      // may write is its own field ownership (metadata.managedFields), nothing else.
-      expect(comparable(after.cm)).toEqual(comparable(before.cm))
-      expect(comparable(after.dep)).toEqual(comparable(before.dep))
-      expect(after.dep.metadata?.generation).toBe(before.dep.metadata?.generation)
-      for (const write of [...observed.configMap, ...observed.deployment]) expect(write.changed).toEqual(['metadata.managedFields'])
-      expect(observed.configMap.length).toBeLessThanOrEqual(1)
-      expect(observed.deployment.length).toBeLessThanOrEqual(1)
+      const namespace = await createNamespace('helm-renamed')
+      const previous = process.env.ICHOR_HELM
+      process.env.ICHOR_HELM = renamed
+      try {
+        vi.resetModules()
+        const fresh = await import('../../src/lib/helm/release.js')
+        await fresh.helmInstall({kubeconfig: cp.kubeconfigPath, release: 'via-link', namespace, chartPath, values: {}, wait: true, timeoutSeconds: 60})
+      } finally {
+        process.env.ICHOR_HELM = previous
+        vi.resetModules()
+      }
+      // The control: the same binary run under its other name. The official helm CLI pins its
+      // manager to "helm" (cmd/helm sets kube.ManagedFieldsManager), so this is "helm" too
+      // today; only a build that leaves it unset would take the binary's name, which the
+      // symlink guards against.
+      const direct = await execa(renamed, ['install', 'direct', chartPath, '-n', namespace, '--kubeconfig', cp.kubeconfigPath, '--values', '-'], {input: '{}', reject: false})
+      expect(direct.exitCode, direct.stderr).toBe(0)
 
-      // After adoption the bootstrap writer still co-owns every field. Helm 4 applies server
-      // side, so changing such a field without --force-conflicts is refused as a conflict
-      // (and rolled back); ichor's upgrade forces, because the release is what ichor owns.
-      const changed = {...values, greeting: 'from-helm'}
-      const helm = await findHelm()
-      const target = {kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, wait: true, timeoutSeconds: 60}
-      let revision = 1
+      const viaLink = await core.readNamespacedConfigMap({name: 'via-link-config', namespace})
+      const viaOtherName = await core.readNamespacedConfigMap({name: 'direct-config', namespace})
       if (helm.major >= 4) {
-        const refused = await helmUpgrade({...target, values: changed, forceConflicts: false}).then(
-          () => undefined,
-          (e: unknown) => e as HelmReleaseError,
-        )
-        console.log(`upgrade after adoption without --force-conflicts: ${refused?.helmMessage ?? 'succeeded'}`)
-        expect(refused?.helmMessage).toMatch(/conflict/i)
-        expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: values.greeting})
-        revision = (await helmStatus({kubeconfig: cp.kubeconfigPath, release, namespace}))!.revision
+        expect(managersOf(viaLink)).toEqual(['helm/Apply'])
+        expect(managersOf(viaOtherName)).toEqual(['helm/Apply'])
+      } else {
+        expect(managersOf(viaLink).every((m) => m.startsWith('helm/'))).toBe(true)
       }
-      const upgraded = await helmUpgrade({...target, values: changed})
-      expect(upgraded).toMatchObject({status: 'deployed', revision: revision + 1})
-      expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'from-helm'})
-      expect((await readReleaseRecord(kube, release, namespace))?.config).toEqual(changed)
     })
-  }
-})
-
-describe('adopting the real Cilium 1.18.0 render', () => {
-  it('takes over the bootstrap objects as release revision 1 without changing any of them', async () => {
-    // Hubble off keeps the render deterministic without a Job controller: its default TLS
-    // method generates new certificates on every render, and the cronJob method adds a
-    // post-install hook Job that nothing runs here.
-    const values = {hubble: {enabled: false}, kubeProxyReplacement: true, k8sServiceHost: 'localhost', k8sServicePort: 7445}
-    const rendered = await renderOwned('cilium', 'kube-system', values, UPSTREAM.ciliumChart)
-    expect(rendered.map((o) => o.kind)).toContain('DaemonSet')
-    // Namespaces first, as Talos applies them.
-    const ordered = [...rendered.filter((o) => o.kind === 'Namespace'), ...rendered.filter((o) => o.kind !== 'Namespace')]
-    for (const obj of ordered) await objects.create(obj, undefined, undefined, 'talos')
-    for (const d of rendered.filter((o) => o.kind === 'Deployment')) await waitForDeploymentReady(d.metadata!.name!, 'kube-system')
-
-    const read = (o: KubernetesObject) => objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
-    // Let the readiness simulator settle the DaemonSets' status before the snapshot.
-    await sim.tick()
-    const before = await Promise.all(rendered.map(read))
-
-    const installed = await helmInstall({kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values, takeOwnership: true, wait: true, timeoutSeconds: 120})
-    expect(installed).toMatchObject({status: 'deployed', revision: 1, chartName: 'cilium', chartVersion: '1.18.0'})
-
-    const after = await Promise.all(rendered.map(read))
-    for (const [i, obj] of after.entries()) {
-      const name = `${obj.kind}/${obj.metadata?.namespace ?? ''}/${obj.metadata?.name}`
-      expect(comparable(obj), name).toEqual(comparable(before[i]!))
-      expect(obj.metadata?.generation, name).toBe(before[i]!.metadata?.generation)
-      expect(managersOf(obj), name).toEqual(expect.arrayContaining(['talos/Update']))
-    }
-    const record = await readReleaseRecord(kube, 'cilium', 'kube-system')
-    expect(record).toMatchObject({revision: 1, status: 'deployed', chartName: 'cilium', chartVersion: '1.18.0', config: values})
-    expect(valuesHash(record!.config)).toBe(valuesHash(values))
   })
-})
 
-describe('invoking helm as "helm" whatever ICHOR_HELM is called', () => {
-  it('keeps the field manager "helm" when ICHOR_HELM points at a binary with another name', async () => {
-    const helm = await findHelm()
-    const renamedDir = join(work, 'renamed')
-    mkdirSync(renamedDir)
-    const renamed = join(renamedDir, 'helm-4-custom')
-    symlinkSync(helm.path, renamed)
-    expect(basename(helmInvocationPath(renamed))).toBe('helm')
-    expect(helmInvocationPath(renamed)).toBe(helmInvocationPath(renamed))
-    expect(helmInvocationPath(helm.path)).toBe(helm.path)
+  describe('helm flags', () => {
+    const flagBase = {kubeconfig: '/k', release: 'cilium', namespace: 'kube-system', chartPath: '/c.tgz', values: {}}
 
-    const namespace = await createNamespace('helm-renamed')
-    const previous = process.env.ICHOR_HELM
-    process.env.ICHOR_HELM = renamed
-    try {
-      vi.resetModules()
-      const fresh = await import('../../src/lib/helm/release.js')
-      await fresh.helmInstall({kubeconfig: cp.kubeconfigPath, release: 'via-link', namespace, chartPath, values: {}, wait: true, timeoutSeconds: 60})
-    } finally {
-      process.env.ICHOR_HELM = previous
-      vi.resetModules()
-    }
-    // The control: the same binary run under its other name. The official helm CLI pins its
-    // manager to "helm" (cmd/helm sets kube.ManagedFieldsManager), so this is "helm" too
-    // today; only a build that leaves it unset would take the binary's name, which the
-    // symlink guards against.
-    const direct = await execa(renamed, ['install', 'direct', chartPath, '-n', namespace, '--kubeconfig', cp.kubeconfigPath, '--values', '-'], {input: '{}', reject: false})
-    expect(direct.exitCode, direct.stderr).toBe(0)
-
-    const viaLink = await core.readNamespacedConfigMap({name: 'via-link-config', namespace})
-    const viaOtherName = await core.readNamespacedConfigMap({name: 'direct-config', namespace})
-    if (helm.major >= 4) {
-      expect(managersOf(viaLink)).toEqual(['helm/Apply'])
-      expect(managersOf(viaOtherName)).toEqual(['helm/Apply'])
-    } else {
-      expect(managersOf(viaLink).every((m) => m.startsWith('helm/'))).toBe(true)
-    }
+    it('every flag ichor builds exists in this helm and none is deprecated (checked against `helm <verb> --help`)', async () => {
+      const helm = await h.findHelm()
+      expect(helm).toMatchObject({path, major})
+      for (const [verb, args] of [
+        ['install', installArgs(helm, {...flagBase, takeOwnership: true, createNamespace: true, kubeContext: 'x'})],
+        ['upgrade', upgradeArgs(helm, {...flagBase, takeOwnership: true, kubeContext: 'x'})],
+      ] as const) {
+        const help = (await execa(helm.path, [verb, '--help'])).stdout
+        for (const flag of args.filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!)) {
+          expect(help, `${verb} ${flag}`).toMatch(new RegExp(`\\s${flag}[\\s\\[]`))
+        }
+        // Nothing deprecated either (Helm 4 still parses --atomic but deprecates it).
+        const run = await execa(helm.path, [verb, ...args.slice(1), '--dry-run=client'].filter((a) => a !== '--output' && a !== 'json'), {reject: false, input: '{}'})
+        expect(run.stderr).not.toMatch(/deprecated/i)
+      }
+    })
   })
+
 })
 
 describe('helm flags per version', () => {
@@ -438,22 +472,6 @@ describe('helm flags per version', () => {
     expect(upgradeArgs({major: 3}, {...base, rollbackOnFailure: false})).toContain('--wait')
     expect(installArgs({major: 3}, base)).toContain('--wait')
     expect(installArgs({major: 3}, {...base, takeOwnership: true})).not.toContain('--force-conflicts')
-  })
-
-  it('every flag it builds exists in the detected helm (checked against `helm <verb> --help`)', async () => {
-    const helm = await findHelm()
-    for (const [verb, args] of [
-      ['install', installArgs(helm, {...base, takeOwnership: true, createNamespace: true, kubeContext: 'x'})],
-      ['upgrade', upgradeArgs(helm, {...base, takeOwnership: true, kubeContext: 'x'})],
-    ] as const) {
-      const help = (await execa(helm.path, [verb, '--help'])).stdout
-      for (const flag of args.filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!)) {
-        expect(help, `${verb} ${flag}`).toMatch(new RegExp(`\\s${flag}[\\s\\[]`))
-      }
-      // Nothing deprecated either (Helm 4 still parses --atomic but deprecates it).
-      const run = await execa(helm.path, [verb, ...args.slice(1), '--dry-run=client'].filter((a) => a !== '--output' && a !== 'json'), {reject: false, input: '{}'})
-      expect(run.stderr).not.toMatch(/deprecated/i)
-    }
   })
 })
 

@@ -178,7 +178,7 @@ export function writeCiliumLikeChart(dir: string): string {
 
 function helmBinary(): string {
   const helm = process.env.ICHOR_HELM
-  if (!helm) throw new Error('ICHOR_HELM is not set: run `node scripts/ensure-helm.mjs` (vitest.config.ts points ICHOR_HELM at it)')
+  if (!helm) throw new Error('ICHOR_HELM is not set: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/build-helm.sh builds')
   return helm
 }
 
