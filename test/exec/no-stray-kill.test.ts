@@ -27,12 +27,13 @@ function isExecutableFile(path: string): boolean {
 }
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
-const SETUP_HELM = join(PROJECT_ROOT, '.cache', 'bin', 'helm')
+// The real Go-built Helm 4 (vitest.config.ts sets ICHOR_HELM to it).
+const SETUP_HELM = process.env.ICHOR_HELM ?? ''
 const SIMULATOR = join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs')
 const RECORDER = join(PROJECT_ROOT, 'test', 'exec', 'support', 'kill-recorder.mjs')
 const PARENT = join(PROJECT_ROOT, 'test', 'exec', 'support', 'same-group-parent.mjs')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
-if (!isExecutableFile(SETUP_HELM)) throw new Error(`${SETUP_HELM} is missing: run \`npm run setup\` first`)
+if (!isExecutableFile(SETUP_HELM)) throw new Error(`the test helm (ICHOR_HELM=${SETUP_HELM}) is missing: scripts/build-helm.sh 4 builds it`)
 
 const work = mkdtempSync(join(tmpdir(), 'ichor-stray-kill-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))
@@ -43,7 +44,7 @@ const PATH_WITHOUT_BINARIES = (process.env.PATH ?? '')
   .filter((dir) => dir && !['helm', 'talosctl'].some((name) => isExecutableFile(join(dir, name))))
   .join(delimiter)
 
-/** A directory holding `helm` (the setup's) and `talosctl` (the node simulator). */
+/** A directory holding `helm` (the test helm) and `talosctl` (the node simulator). */
 function binariesDir(): string {
   const dir = join(work, 'bin')
   if (!existsSync(dir)) {

@@ -1,6 +1,6 @@
 // `ichor doctor` on the built CLI, as a user runs it, against present, missing and
-// wrong-version binaries. The helm of the "present" case is the real one (.cache/bin/helm,
-// ICHOR_HELM in the vitest config); the wrong versions are small scripts that print a
+// wrong-version binaries. The helm of the "present" case is the real Go-built Helm 4
+// (ICHOR_HELM in the vitest config); the wrong versions are small scripts that print a
 // version, which is all ichor reads of them: what is tested is ichor's reaction to it.
 // The real talosctl and a real API server are in test/e2e/doctor.test.ts.
 import {spawn} from 'node:child_process'

