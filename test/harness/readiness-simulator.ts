@@ -3,8 +3,15 @@
 // polls them and writes, through the status subresource, the status the real
 // controllers would report once every pod is ready on `nodes` nodes. That is enough
 // for kstatus (helm 4 `--wait`), helm 3's legacy waiter and `kubectl rollout status`.
-// It says nothing about whether the pods would actually run.
-import {AppsV1Api, BatchV1Api, KubeConfig, type V1DaemonSet, type V1Deployment, type V1Job, type V1StatefulSet} from '@kubernetes/client-node'
+// Helm 3's waiter (helm.sh/helm/v3 v3.18.6 pkg/kube/ready.go, IsReady → deploymentReady)
+// also reads the Deployment's newest ReplicaSet (internal/third_party/.../deploymentutil.go
+// GetNewReplicaSet: listed by the Deployment's selector, controlled by it, with a template
+// equal to the Deployment's ignoring `pod-template-hash`) and wants its observedGeneration
+// current and its readyReplicas at least replicas - maxUnavailable. So for every Deployment
+// the simulator also creates that ReplicaSet, as the deployment controller would, and
+// reports it ready. It says nothing about whether the pods would actually run.
+import {AppsV1Api, BatchV1Api, KubeConfig, type V1DaemonSet, type V1Deployment, type V1Job, type V1ReplicaSet, type V1StatefulSet} from '@kubernetes/client-node'
+import {createHash} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
 
 export interface ReadinessSimulatorOptions {
@@ -53,6 +60,8 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
         ns ? apps.listNamespacedDaemonSet({namespace: ns}) : apps.listDaemonSetForAllNamespaces(),
       ])
       for (const d of deployments.items) {
+        if ([...holds].some((held) => held('Deployment', d))) continue
+        await ensureReadyReplicaSet(d)
         await markReady('Deployment', d, deploymentStatus(d), (body) =>
           apps.replaceNamespacedDeploymentStatus({name: body.metadata!.name!, namespace: body.metadata!.namespace!, body}),
         )
@@ -90,6 +99,41 @@ export function startReadinessSimulator(opts: ReadinessSimulatorOptions): Readin
       marked.push(`${kind}/${m.namespace}/${m.name}@${m.generation}`)
     } catch (err) {
       // A conflict (the object changed meanwhile) or a deletion: the next round sees the new state.
+      if (!isTransient(err)) throw err
+    }
+  }
+
+  // The ReplicaSet the deployment controller would make for the Deployment's current
+  // template (named and labelled by a hash of it), created once and reported ready.
+  async function ensureReadyReplicaSet(d: V1Deployment): Promise<void> {
+    const m = d.metadata!
+    const template = d.spec!.template
+    const hash = createHash('sha256').update(JSON.stringify(template)).digest('hex').slice(0, 10)
+    const name = `${m.name}-${hash}`.slice(0, 253)
+    const replicas = d.spec?.replicas ?? 1
+    try {
+      let rs: V1ReplicaSet
+      try {
+        rs = await apps.readNamespacedReplicaSet({name, namespace: m.namespace!})
+      } catch (err) {
+        if (statusCode(err) !== 404) throw err
+        const labels = {...template.metadata?.labels, 'pod-template-hash': hash}
+        rs = await apps.createNamespacedReplicaSet({
+          namespace: m.namespace!,
+          body: {
+            metadata: {name, namespace: m.namespace, labels, ownerReferences: [{apiVersion: 'apps/v1', kind: 'Deployment', name: m.name!, uid: m.uid!, controller: true, blockOwnerDeletion: true}]},
+            spec: {
+              replicas,
+              selector: {...d.spec!.selector, matchLabels: {...d.spec!.selector.matchLabels, 'pod-template-hash': hash}},
+              template: {...template, metadata: {...template.metadata, labels}},
+            },
+          },
+        })
+      }
+      const status = {replicas, readyReplicas: replicas, availableReplicas: replicas, fullyLabeledReplicas: replicas, observedGeneration: rs.metadata?.generation}
+      if (isDeepStrictEqual(normalize(rs.status), normalize(status))) return
+      await apps.replaceNamespacedReplicaSetStatus({name, namespace: m.namespace!, body: {...rs, status}})
+    } catch (err) {
       if (!isTransient(err)) throw err
     }
   }
@@ -201,4 +245,8 @@ function normalize(status: unknown): unknown {
 function isTransient(err: unknown): boolean {
   const code = (err as {code?: number}).code
   return code === 409 || code === 404
+}
+
+function statusCode(err: unknown): number | undefined {
+  return (err as {code?: number}).code
 }
