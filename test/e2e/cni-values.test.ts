@@ -44,7 +44,7 @@ describe('ichor cni status / values on the harness', () => {
     expect(report).toMatchObject({healthy: true, release: {revision: 1, status: 'deployed', chartVersion: '1.18.0'}, values: {inSync: true}, chart: {pinned: '1.18.0', upgrade: 'up-to-date'}})
     expect(report.kubeProxy).toMatchObject({desired: 'replaced', release: true, consistent: true})
     expect(report.readiness.daemonSet.rolledOut && report.readiness.operator.rolledOut).toBe(true)
-    expect(report.talos).toMatchObject({checked: true, inlineManifestOn: [], inInventory: false})
+    expect(report.talos).toMatchObject({checked: true, inlineManifestOn: [], inInventory: false, managedByTalos: []})
     // init strips the bootstrap Cilium from its local controlplane.yaml too (issue 12 point 3): nothing to fix.
     expect(report.talos.localConfigsWithInline).toEqual([])
     expect(report.problems).toEqual([])

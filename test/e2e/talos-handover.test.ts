@@ -1,6 +1,7 @@
-// The Cilium hand-over survives `talosctl upgrade-k8s` (issue 4, product item 2).
+// The Cilium hand-over survives `talosctl upgrade-k8s` (issue 4, product item 2), Talos's
+// background manifest runs (issue 12, point 1) and Talos's field manager (issue 12, point 2).
 // Real: kube-apiserver + etcd (harness), helm. Simulated: the Talos nodes
-// (test/sim/talosctl-simulator.mjs, applying inline manifests as Talos 1.14 does).
+// (test/sim/talosctl-simulator.mjs, applying inline manifests as each Talos version does).
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -15,14 +16,16 @@ import {
   removeInlineManifestFromControlPlanes,
   talosHandoverPending,
 } from '../../src/lib/talos/handover.js'
+import {helmInstall, helmUpgrade} from '../../src/lib/helm/release.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY, isCiliumInTalosInventory} from '../../src/lib/talos/inventory.js'
-import {bootstrap, getMachineConfig} from '../../src/lib/talos/talosctl.js'
+import {applyConfig, bootstrap, getMachineConfig} from '../../src/lib/talos/talosctl.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
 import {
   CILIUM_INLINE_MANIFEST,
   CILIUM_LIKE_REFS,
   CONTROL_PLANE_IP,
   OTHER_INLINE_MANIFEST,
+  SECOND_CONTROL_PLANE_IP,
   WORKER_IP,
   bootstrapSimulatedCluster,
   helm,
@@ -43,23 +46,27 @@ interface Env {
   chartDir: string
 }
 
-async function setUp(): Promise<Env> {
+/** A bootstrapped cluster; a second control plane joins after the bootstrap, as `talosctl apply-config` adds one. */
+async function setUp(opts: {talosVersion?: string; secondControlPlane?: boolean} = {}): Promise<Env> {
+  const talosVersion = opts.talosVersion ?? TALOS
   const cp = await startControlPlane()
   const sim = startSimulatedNodes(
     [
-      {ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion: TALOS},
-      {ip: WORKER_IP, role: 'worker', talosVersion: TALOS},
+      {ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion},
+      ...(opts.secondControlPlane ? [{ip: SECOND_CONTROL_PLANE_IP, role: 'controlplane' as const, talosVersion}] : []),
+      {ip: WORKER_IP, role: 'worker', talosVersion},
     ],
     {kubeconfigPath: cp.kubeconfigPath},
   )
   const cluster = await bootstrapSimulatedCluster(sim, {
-    talosVersion: TALOS,
+    talosVersion,
     withWorker: true,
     manifests: [
       {name: 'cilium', contents: CILIUM_INLINE_MANIFEST},
       {name: 'site', contents: OTHER_INLINE_MANIFEST},
     ],
   })
+  if (opts.secondControlPlane) await applyConfig({node: SECOND_CONTROL_PLANE_IP, file: cluster.controlPlaneConfig, insecure: true})
   const chartDir = writeCiliumLikeChart(mkdtempSync(join(tmpdir(), 'ichor-cilium-chart-')))
   return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), kube: await connectKube({kubeconfig: cluster.kubeconfigPath}), chartDir}
 }
@@ -126,13 +133,13 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
 
   it('the probes report the hand-over pending, then done after it ran; a second run changes nothing', async () => {
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
-    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [CONTROL_PLANE_IP], inInventory: true})
+    expect(await talosHandoverPending(env.kube, access)).toMatchObject({inlineManifestOn: [CONTROL_PLANE_IP], manifestRunOn: [CONTROL_PLANE_IP], inInventory: true})
 
     const result = await handOverCiliumFromTalos(env.kube, access)
     expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
     expect(result.inventory.removedEntries.sort()).toEqual(CILIUM_KEYS)
 
-    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], inInventory: false})
+    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], manifestRunOn: [], inInventory: false, managedByTalos: []})
     expect(await controlPlaneHasInlineManifest({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig, name: 'site'})).toBe(true)
     expect(await getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).not.toContain('cilium-config')
     // Talos keeps its own entries; Cilium's objects no longer claim to be Talos's.
@@ -143,7 +150,7 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
     }
 
     const again = await handOverCiliumFromTalos(env.kube, access)
-    expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}})
+    expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}, strippedTalosManager: []})
   })
 
   it('talosctl upgrade-k8s with prune leaves every Cilium object exactly as it was', async () => {
@@ -193,5 +200,81 @@ describe('the same sequence without the inventory step (control: proves the test
     expect(await readObjects(env.kc, CILIUM_LIKE_REFS)).toEqual(CILIUM_LIKE_REFS.map(() => undefined))
     // ... while --manifests-no-prune would have kept them: nothing left to show, the CNI is gone.
     expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+  })
+})
+
+/** Flags of a talosctl call against one simulated node. */
+const nodeArgs = (env: Env, node: string) => ['--nodes', node, '--endpoints', node, '--talosconfig', env.cluster.talosconfig]
+
+describe('the hand-over while Talos is still running its manifest runs (two control planes, Talos 1.14)', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp({secondControlPlane: true})
+    await helm(['install', 'cilium', env.chartDir, '--namespace', 'kube-system', '--take-ownership'], env.cp.kubeconfigPath)
+  })
+  afterAll(() => tearDown(env))
+
+  it("waits until no control plane's manifest run lists cilium before editing the inventory, so no run writes Cilium back", async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP, SECOND_CONTROL_PLANE_IP], settleMs: 100}
+    const result = await handOverCiliumFromTalos(env.kube, access)
+    expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP, SECOND_CONTROL_PLANE_IP])
+    expect(result.inventory.removedEntries).toEqual(CILIUM_KEYS)
+    // Whatever runs the removal started have written by the next talosctl command (the simulator's model).
+    const status = await env.sim.run(['get', 'manifeststatus', '--output', 'yaml', ...nodeArgs(env, SECOND_CONTROL_PLANE_IP)])
+    expect(status.exitCode, status.stderr).toBe(0)
+    expect(status.stdout).toContain('99-site')
+    expect(status.stdout).not.toContain('99-cilium')
+    expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], manifestRunOn: [], inInventory: false, managedByTalos: []})
+  })
+
+  it('a late Talos write that brings Cilium back is what the probe reports, and the next run removes it again', async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP, SECOND_CONTROL_PLANE_IP], settleMs: 100}
+    // What a run that read the inventory before the edit writes: the whole old list, unconditionally.
+    const core = env.kc.makeApiClient(CoreV1Api)
+    await core.replaceNamespacedConfigMap({
+      ...TALOS_INVENTORY,
+      body: {metadata: {...TALOS_INVENTORY}, data: Object.fromEntries([...CILIUM_KEYS, 'kube-system_site-settings__ConfigMap'].map((k) => [k, '']))},
+    })
+    expect(await talosHandoverPending(env.kube, access)).toMatchObject({inInventory: true})
+    const again = await handOverCiliumFromTalos(env.kube, access)
+    expect(again.inventory.removedEntries).toEqual(CILIUM_KEYS)
+    expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+  })
+})
+
+describe('Talos 1.12 (no inventory): the hand-over strips the field manager talos, so a values change can drop a field', () => {
+  let env: Env
+  const release = () => ({release: 'cilium', namespace: 'kube-system', chartPath: env.chartDir, kubeconfig: env.cp.kubeconfigPath, wait: false})
+  const kubeProxyReplacementKey = async () => (await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})).data?.['kube-proxy-replacement']
+  beforeAll(async () => {
+    env = await setUp({talosVersion: 'v1.12.11'})
+    // Adopted as ichor adopts: Helm 4 server-side, --take-ownership --force-conflicts.
+    await helmInstall({...release(), values: {}, takeOwnership: true})
+  })
+  afterAll(() => tearDown(env))
+
+  it('before the hand-over, talos keeps a field a server-side upgrade no longer renders (the defect)', async () => {
+    expect(await inventoryKeys(env.kc).catch(() => 'none')).toBe('none')
+    for (const obj of await readObjects(env.kc, CILIUM_LIKE_REFS)) expect(obj?.metadata?.managedFields?.map((f) => f.manager)).toContain('talos')
+    await helmUpgrade({...release(), values: {kubeProxyReplacement: false}, rollbackOnFailure: false})
+    expect(await kubeProxyReplacementKey()).toBe('true')
+    await helmUpgrade({...release(), values: {}, rollbackOnFailure: false})
+  })
+
+  it('after the hand-over no object of the release lists talos, and the same values change removes the field', async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], settleMs: 100}
+    expect((await talosHandoverPending(env.kube, access)).managedByTalos).toHaveLength(CILIUM_LIKE_REFS.length)
+    const result = await handOverCiliumFromTalos(env.kube, access)
+    expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
+    expect(result.inventory).toEqual({inventoryExists: false, removedEntries: []})
+    expect(result.strippedTalosManager).toHaveLength(CILIUM_LIKE_REFS.length)
+    for (const obj of await readObjects(env.kc, CILIUM_LIKE_REFS)) expect(obj?.metadata?.managedFields?.map((f) => f.manager)).not.toContain('talos')
+    expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], manifestRunOn: [], inInventory: false, managedByTalos: []})
+
+    await helmUpgrade({...release(), values: {kubeProxyReplacement: false}, rollbackOnFailure: false})
+    expect(await kubeProxyReplacementKey()).toBeUndefined()
+    const cm = await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
+    expect(cm.data?.['tunnel-protocol']).toBe('vxlan')
   })
 })

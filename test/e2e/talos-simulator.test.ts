@@ -3,6 +3,7 @@
 import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
+import {parse} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
@@ -49,6 +50,15 @@ async function changeInlineManifest(env: Env, talosVersion: string, contents: st
   writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
   r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
   expect(r.exitCode, r.stderr).toBe(0)
+  // The manifest run the change started ends in the background: the next talosctl command sees it done.
+  expect(await manifestsApplied(env)).toEqual(['99-app'])
+}
+
+/** `talosctl get manifeststatus`: the manifest ids of the control plane's last finished run. */
+async function manifestsApplied(env: Env): Promise<string[]> {
+  const r = await env.sim.run(['get', 'manifeststatus', '--output', 'yaml', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig])
+  expect(r.exitCode, r.stderr).toBe(0)
+  return ((parse(r.stdout) as {spec?: {manifestsApplied?: string[]}} | null)?.spec?.manifestsApplied ?? [])
 }
 
 async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
@@ -109,7 +119,8 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
 
   it('the hand-over has no inventory step on such a cluster', async () => {
     const result = await handOverCiliumFromTalos(env.kube, {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], name: 'app'})
-    expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}})
+    expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}, strippedTalosManager: []})
+    expect(await manifestsApplied(env)).toEqual([])
   })
 })
 
@@ -157,6 +168,26 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     await changeInlineManifest(env, V, configMap('one', '2') + '---\n' + configMap('three', 'talos'))
     expect(await readValue(env.kc, 'three')).toBe('mine')
     expect(await inventory(env.kc)).toEqual(['kube-system_one__ConfigMap', 'kube-system_three__ConfigMap'])
+  })
+
+  it('a config change starts a manifest run that writes back the inventory copy it read: an edit made before it finished is lost', async () => {
+    // go-kubernetes v0.2.41 configmap inventory Write: an Update without resourceVersion.
+    const drop = `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
+    const dropped = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+    expect(dropped.exitCode, dropped.stderr).toBe(0)
+    expect(await manifestsApplied(env)).toEqual([])
+    const before = await inventory(env.kc)
+    const file = join(env.sim.workDir, 'with-four.yaml')
+    writeFileSync(file, inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '2') + '---\n' + configMap('three', 'talos') + '---\n' + configMap('four', '1')}]))
+    const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
+    expect(r.exitCode, r.stderr).toBe(0)
+    expect(await readValue(env.kc, 'four')).toBe('1') // the objects are applied at once
+    // Someone edits the inventory while the run is still going ...
+    const core = env.kc.makeApiClient(CoreV1Api)
+    await core.replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {metadata: {...TALOS_INVENTORY}, data: {'kube-system_four__ConfigMap': ''}}})
+    // ... and the run's write, done by the time the node answers again, restores its own copy.
+    expect(await manifestsApplied(env)).toEqual(['99-app'])
+    expect(await inventory(env.kc)).toEqual([...before!, 'kube-system_four__ConfigMap'].sort())
   })
 
   it('apply-config with --insecure is refused once the node is configured', async () => {

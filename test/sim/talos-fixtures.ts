@@ -125,6 +125,7 @@ export function kubeProxyOffPatch(talosVersion: string): string {
 
 export const CONTROL_PLANE_IP = '127.0.0.11'
 export const WORKER_IP = '127.0.0.12'
+export const SECOND_CONTROL_PLANE_IP = '127.0.0.13'
 
 export interface BootstrappedCluster {
   talosconfig: string
@@ -164,14 +165,16 @@ export async function bootstrapSimulatedCluster(
 
 /**
  * A chart whose templates are the Cilium-like objects (Helm adds its own ownership
- * metadata); `tunnelProtocol` is its one value, rendering `vxlan` like the bootstrap.
+ * metadata); `tunnelProtocol` (default `vxlan`) and `kubeProxyReplacement` (default true:
+ * the `kube-proxy-replacement` key, removed when false) render like the bootstrap by default.
  */
 export function writeCiliumLikeChart(dir: string): string {
   mkdirSync(join(dir, 'templates'), {recursive: true})
   writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: cilium\nversion: 1.18.0\nappVersion: 1.18.0\n')
-  writeFileSync(join(dir, 'values.yaml'), 'tunnelProtocol: vxlan\n')
+  writeFileSync(join(dir, 'values.yaml'), 'tunnelProtocol: vxlan\nkubeProxyReplacement: true\n')
   const templated = CILIUM_LIKE_OBJECTS.replace('tunnel-protocol: vxlan', 'tunnel-protocol: {{ .Values.tunnelProtocol | quote }}')
-  if (templated === CILIUM_LIKE_OBJECTS) throw new Error('fixture: tunnel-protocol not found in the Cilium-like objects')
+    .replace('  kube-proxy-replacement: "true"\n', '{{- if .Values.kubeProxyReplacement }}\n  kube-proxy-replacement: "true"\n{{- end }}\n')
+  if (!templated.includes('.Values.tunnelProtocol') || !templated.includes('.Values.kubeProxyReplacement')) throw new Error('fixture: a templated key is missing from the Cilium-like objects')
   writeFileSync(join(dir, 'templates', 'cilium.yaml'), templated)
   return dir
 }

@@ -20,6 +20,10 @@
 //           kube-system/talos-bootstrap-manifests-inventory (existing objects backfilled).
 //           upgrade-k8s: server-side apply with force, then prune inventory objects that are
 //           no longer in the manifests (unless --manifests-no-prune), inventory policy checked.
+// A config change on a bootstrapped control plane starts a manifest run that finishes in the
+// background: it reads the inventory at once and writes that copy back (an unconditional
+// Update, as go-kubernetes v0.2.41 does) when the next talosctl command starts; only then
+// does `get manifeststatus` list the new manifest ids (see startManifestApply).
 // Of Talos's own bootstrap manifests only "10-kube-proxy" is modelled (CoreDNS and flannel
 // are not applied): internal/app/machined/pkg/controllers/k8s/manifest.go (v1.14.0-rc.1)
 // renders it on control planes while the proxy is enabled (KubeProxyConfig `enabled`, else
@@ -99,7 +103,8 @@ function loadNode(ip, what) {
 }
 
 function saveNode(node) {
-  writeFileSync(node.path, JSON.stringify({mode: node.mode, config: node.config, configVersion: node.configVersion}, null, 2))
+  const {mode, config, configVersion, manifestsApplied, pendingManifestRun} = node
+  writeFileSync(node.path, JSON.stringify({mode, config, configVersion, manifestsApplied, pendingManifestRun}, null, 2))
 }
 
 function isBootstrapped() {
@@ -379,8 +384,22 @@ async function replaceObject(obj) {
   kubectl(['replace', `--field-manager=${FIELD_MANAGER}`], obj)
 }
 
-/** What the node's ManifestApplyController does with its control plane's inline manifests. */
-async function nodeApplyManifests(node) {
+/**
+ * Manifest ids as Talos names its Manifest resources: `<priority>-<name>`. Inline manifests
+ * get priority 99 (k8s/control_plane.go, ControlPlaneExtraManifestsController, v1.14.1);
+ * kube-proxy is Talos's own "10-kube-proxy".
+ */
+function manifestIds(configText) {
+  return [...(proxyEnabled(configText) ? ['10-kube-proxy'] : []), ...inlineManifests(configText).map((m) => `99-${m.name}`)].sort()
+}
+
+/**
+ * One run of the node's ManifestApplyController (k8s/manifest_apply.go, v1.14.1): under
+ * Talos's etcd mutex it reads the inventory ConfigMap, creates what is missing (backfilling
+ * what exists), then writes the inventory back, then sets its ManifestStatus to the manifest
+ * ids it ran with. Returns the inventory it read and updated (null before 1.13: no inventory).
+ */
+async function runManifestApply(node) {
   const objects = manifestObjects(node.config)
   if (!versionAtLeast(node.talosVersion, 1, 13)) {
     for (const obj of objects) {
@@ -389,7 +408,7 @@ async function nodeApplyManifests(node) {
       await createObject(obj)
       log(`created ${describe(obj)}`)
     }
-    return
+    return null
   }
   const inventory = await readInventory()
   for (const obj of objects) {
@@ -404,12 +423,51 @@ async function nodeApplyManifests(node) {
     inventory.add(key)
     log(`created ${describe(obj)}`)
   }
-  await writeInventory(inventory)
+  return inventory
+}
+
+/** A whole run at once (etcd bootstrap: nothing else is running yet). */
+async function nodeApplyManifests(node) {
+  const inventory = await runManifestApply(node)
+  if (inventory) await writeInventory(inventory)
+  node.manifestsApplied = manifestIds(node.config)
+  saveNode(node)
+}
+
+/**
+ * After a config change the controller runs in the background on the node: `talosctl patch`
+ * answers before it is done. The simulator reads the inventory and applies the objects now,
+ * and finishes the run (the inventory Update of the copy read now, then the ManifestStatus)
+ * when the next talosctl command starts — i.e. after whatever the caller did in between
+ * through the API server. go-kubernetes v0.2.41 (the version Talos v1.14.1 pins),
+ * kubernetes/ssa/internal/inventory/configmap/inventory.go `Write`, builds a fresh ConfigMap
+ * without resourceVersion and calls `Update`: unconditional, so an edit made between the read
+ * and the write is overwritten. That is the race the hand-over must wait out (ManifestStatus
+ * no longer listing the removed manifest means the run has written).
+ */
+async function startManifestApply(node) {
+  const inventory = await runManifestApply(node)
+  node.pendingManifestRun = {inventory: inventory ? [...inventory] : null, manifestsApplied: manifestIds(node.config)}
+  saveNode(node)
+}
+
+/** Finishes every control plane's background run (see startManifestApply). */
+async function finishPendingManifestRuns() {
+  if (!process.env.TALOS_SIM_STATE) return
+  for (const decl of declaredNodes()) {
+    const node = loadNode(decl.ip, 'manifest apply')
+    const run = node.pendingManifestRun
+    if (!run) continue
+    if (run.inventory) await writeInventory(new Set(run.inventory))
+    node.manifestsApplied = run.manifestsApplied
+    node.pendingManifestRun = undefined
+    saveNode(node)
+  }
 }
 
 /** After a config change on a bootstrapped control plane, Talos runs its manifest controller again. */
 async function afterConfigChange(node) {
-  if (node.mode === 'configured' && isControlPlane(node) && isBootstrapped()) await nodeApplyManifests(node)
+  if (node.mode === 'configured' && isControlPlane(node) && isBootstrapped()) await startManifestApply(node)
 }
 
 const isControlPlane = (node) => node.role === 'controlplane' || node.role === 'init'
@@ -544,8 +602,29 @@ function kubeconfig(args) {
   copyFileSync(source, out)
 }
 
+/**
+ * `talosctl get manifeststatus`: the ManifestStatus resource (controlplane namespace, id
+ * "manifests", spec.manifestsApplied) the ManifestApplyController writes after each run
+ * (pkg/machinery/resources/k8s/manifest_status.go, v1.14.1). None on a worker.
+ */
+function getManifestStatus(args) {
+  const ip = requireNode(args, 'error getting resources')
+  const node = loadNode(ip, 'error getting resources')
+  requireConfigured(node, args, 'error getting resources')
+  if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get manifeststatus -o yaml`')
+  if (!node.manifestsApplied) return
+  process.stdout.write(
+    stringify({
+      node: ip,
+      metadata: {namespace: 'controlplane', type: 'ManifestStatuses.kubernetes.talos.dev', id: 'manifests', version: 1, owner: 'k8s.ManifestApplyController', phase: 'running'},
+      spec: {manifestsApplied: node.manifestsApplied},
+    }),
+  )
+}
+
 function getMachineConfig(args) {
   const [, type] = args.positionals
+  if (['manifeststatus', 'manifeststatuses'].includes(type)) return getManifestStatus(args)
   if (!['machineconfig', 'machineconfigs', 'mc'].includes(type)) fail(`the simulator only answers \`get machineconfig\` (got ${type})`)
   const ip = requireNode(args, 'error getting resources')
   const node = loadNode(ip, 'error getting resources')
@@ -675,6 +754,7 @@ function validate(args) {
 async function main(argv) {
   const args = parseArgs(argv)
   const [cmd, sub] = args.positionals
+  if (!['gen', 'validate'].includes(cmd) && !(cmd === 'version' && args.bool('client'))) await finishPendingManifestRuns()
   switch (cmd) {
     case 'version':
       return version(args)

@@ -11,6 +11,8 @@ import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {inlineManifestForms, inlineManifestRemovalPatch, controlPlanesWithInlineManifest} from '../talos/handover.js'
 import {isCiliumInTalosInventory} from '../talos/inventory.js'
+import {objectsManagedByTalos, releaseObjectRefs} from '../talos/field-manager.js'
+import {describeObject} from '../kube/objects.js'
 import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
 import {getMachineConfig} from '../talos/talosctl.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
@@ -56,6 +58,8 @@ export interface CniStatusReport {
     talosconfig?: string
     inlineManifestOn?: string[]
     inInventory: boolean
+    /** Objects of the release whose managedFields still list `talos`. */
+    managedByTalos: string[]
     localConfigsWithInline: string[]
   }
   problems: CniProblem[]
@@ -139,6 +143,11 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   } else if (inlineOn && inlineOn.length > 0) {
     problems.push({severity: 'error', what: `the bootstrap inline manifest is still on control plane(s) ${inlineOn.join(', ')}`, fix: initAgain})
   }
+  // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.
+  const managedByTalos = release ? (await objectsManagedByTalos(kube, releaseObjectRefs(release.manifest, release.namespace))).map((r) => describeObject(r)) : []
+  if (managedByTalos.length > 0) {
+    problems.push({severity: 'error', what: `${managedByTalos.length} Cilium object(s) still list Talos's field manager "talos" (e.g. ${managedByTalos[0]}): a values change cannot remove the fields Talos set`, fix: initAgain})
+  }
   const localConfigsWithInline = access.localConfigs.filter((f) => inlineManifestForms(readFileSync(f, 'utf8')).length > 0)
   for (const file of localConfigsWithInline) {
     // One --patch per document, each as one line of JSON (valid YAML) so it pastes into a shell.
@@ -158,7 +167,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     upgradeCompatibility: ctx.modes.upgradeCompatibility,
     kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent, daemonSet: kubeProxyDs, talosNodes},
     readiness: {daemonSet, operator},
-    talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, localConfigsWithInline},
+    talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, managedByTalos, localConfigsWithInline},
     problems,
   }
 }

@@ -1,16 +1,25 @@
 // The Talos side of the Cilium hand-over, run once Helm has adopted the objects
-// (DESIGN.md step 4). Two idempotent steps, each with a read-only probe:
-//   1. remove the inline-manifest entry from every control plane, then
-//   2. take the Cilium objects out of Talos's inventory (Talos 1.13+), so
-//      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render.
+// (DESIGN.md step 4). Idempotent steps, each with a read-only probe:
+//   1. remove the inline-manifest entry from every control plane,
+//   2. wait for the manifest run that removal starts on each control plane, then
+//   3. take the Cilium objects out of Talos's inventory (Talos 1.13+), so
+//      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render,
+//      and check again after a settle period,
+//   4. drop the field manager `talos` from every object of the release (every version).
 // The order matters: a control plane that still carries the entry backfills existing
-// objects into the inventory, undoing step 2 (INVENTORY.md, section 3).
+// objects into the inventory, and a run that read the inventory before step 3 writes
+// that copy back (INVENTORY.md, section 3).
+import {setTimeout as sleep} from 'node:timers/promises'
 import {isMap, isSeq, parseAllDocuments} from 'yaml'
+import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
+import {readReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
+import type {ObjectRef} from '../kube/objects.js'
+import {objectsManagedByTalos, releaseObjectRefs, stripTalosFieldManager} from './field-manager.js'
 import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
 import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
-import {getMachineConfig, patchMachineConfig} from './talosctl.js'
+import {getMachineConfig, getManifestsApplied, patchMachineConfig} from './talosctl.js'
 
 export type InlineManifestForm = 'document' | 'legacy'
 
@@ -97,23 +106,106 @@ export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAc
   return patched
 }
 
+/** Talos names an inline manifest's Manifest resource `99-<name>` (ControlPlaneExtraManifestsController, v1.14.1). */
+export function inlineManifestId(name = DEFAULT_INLINE_MANIFEST_NAME): string {
+  return `99-${name}`
+}
+
+/**
+ * Control planes whose manifest controller last ran with the entry (`get manifeststatus`):
+ * a run started by the removal has read the inventory but not yet written it back, and its
+ * write is an unconditional Update of that copy (go-kubernetes configmap inventory), so an
+ * inventory edit made before it finishes is undone. A node without a status has no run to wait for.
+ */
+export async function controlPlanesStillApplyingInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
+  const id = inlineManifestId(opts.name)
+  const applied = await Promise.all(opts.controlPlanes.map((node) => getManifestsApplied({node, talosconfig: opts.talosconfig})))
+  return opts.controlPlanes.filter((_, i) => applied[i]?.includes(id))
+}
+
+export interface HandoverTiming {
+  /** How long to wait for every control plane's manifest run (default 5 min). */
+  manifestRunTimeoutMs?: number
+  /** How long the inventory must stay without Cilium after the edit (default 5 s). */
+  settleMs?: number
+  progress?: (message: string) => void
+}
+
+async function waitForManifestRuns(opts: ControlPlaneAccess & HandoverTiming): Promise<void> {
+  const deadline = Date.now() + (opts.manifestRunTimeoutMs ?? 300_000)
+  let reported = ''
+  for (;;) {
+    const pending = await controlPlanesStillApplyingInlineManifest(opts)
+    if (pending.length === 0) return
+    if (Date.now() >= deadline) {
+      throw new IchorError(`Talos has not finished applying the removal of the "${opts.name ?? DEFAULT_INLINE_MANIFEST_NAME}" inline manifest on ${pending.join(', ')}`, {
+        hint: `see \`talosctl -n ${pending[0]} get manifeststatus -o yaml\` and \`talosctl -n ${pending[0]} logs controller-runtime\`, then run the same command again`,
+      })
+    }
+    const line = `waiting for Talos's manifest run on ${pending.join(', ')}`
+    if (line !== reported) opts.progress?.((reported = line))
+    await sleep(1000)
+  }
+}
+
 export interface HandoverResult {
   /** Control planes whose inline entry was removed by this run. */
   patchedNodes: string[]
   inventory: InventoryRemoval
+  /** Objects of the release from which the field manager `talos` was removed. */
+  strippedTalosManager: ObjectRef[]
+}
+
+export interface HandoverPending {
+  inlineManifestOn: string[]
+  /** Control planes whose last manifest run still had the entry (its inventory write may be pending). */
+  manifestRunOn: string[]
+  inInventory: boolean
+  /** Objects of the release still listing the field manager `talos`. */
+  managedByTalos: ObjectRef[]
+}
+
+/** The objects the Helm release manifest names (none when there is no release yet). */
+async function releaseObjects(kube: Kube): Promise<ObjectRef[]> {
+  const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  return record ? releaseObjectRefs(record.manifest, record.namespace) : []
 }
 
 /** Is anything of the hand-over left to do? (read-only; for --dry-run and task probes) */
-export async function talosHandoverPending(kube: Kube, opts: ControlPlaneAccess): Promise<{inlineManifestOn: string[]; inInventory: boolean}> {
-  return {
-    inlineManifestOn: await controlPlanesWithInlineManifest(opts),
-    inInventory: await isCiliumInTalosInventory(kube),
-  }
+export async function talosHandoverPending(kube: Kube, opts: ControlPlaneAccess): Promise<HandoverPending> {
+  const [inlineManifestOn, manifestRunOn, inInventory, managedByTalos] = await Promise.all([
+    controlPlanesWithInlineManifest(opts),
+    controlPlanesStillApplyingInlineManifest(opts),
+    isCiliumInTalosInventory(kube),
+    releaseObjects(kube).then((refs) => objectsManagedByTalos(kube, refs)),
+  ])
+  return {inlineManifestOn, manifestRunOn, inInventory, managedByTalos}
 }
 
-/** Both steps, in the order that keeps Talos from putting Cilium back into its inventory. */
-export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAccess): Promise<HandoverResult> {
+/**
+ * The hand-over, in the order that keeps Talos from putting Cilium back into its inventory:
+ * remove the entry from every control plane; wait until each control plane's manifest run
+ * no longer lists it (the run the removal started has written its inventory copy); take
+ * Cilium out of the inventory; after a settle period check again, and repeat the edit if
+ * a late write brought the keys back. Then drop `talos` from every object of the release.
+ */
+export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAccess & HandoverTiming): Promise<HandoverResult> {
   const patchedNodes = await removeInlineManifestFromControlPlanes(opts)
+  await waitForManifestRuns(opts)
   const inventory = await removeCiliumFromTalosInventory(kube)
-  return {patchedNodes, inventory}
+  for (let attempt = 1; inventory.removedEntries.length > 0 || attempt > 1; attempt++) {
+    await sleep(opts.settleMs ?? 5000)
+    if (!(await isCiliumInTalosInventory(kube))) break
+    if (attempt === 3) {
+      throw new IchorError("Talos keeps writing Cilium back into its inventory (kube-system/talos-bootstrap-manifests-inventory)", {
+        hint: 'check that no control plane config carries the cilium inline manifest (`talosctl get manifeststatus`), then run the same command again',
+      })
+    }
+    opts.progress?.("Talos wrote Cilium back into its inventory; removing it again")
+    await waitForManifestRuns(opts)
+    const again = await removeCiliumFromTalosInventory(kube)
+    inventory.removedEntries = [...new Set([...inventory.removedEntries, ...again.removedEntries])].sort()
+  }
+  const strippedTalosManager = await stripTalosFieldManager(kube, await releaseObjects(kube))
+  return {patchedNodes, inventory, strippedTalosManager}
 }

@@ -7,12 +7,12 @@ import {IchorError} from '../errors/errors.js'
 import {isConflict, isNotFound, KubeApiError, type Kube} from '../kube/client.js'
 import {type KubeObject, resolvePath} from '../kube/objects.js'
 import {CILIUM_RELEASE as CILIUM, FIELD_MANAGER} from '../constants.js'
+import {TALOS_FIELD_MANAGER} from './field-manager.js'
 import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from './ownership.js'
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
-/** Talos's field manager (constants.KubernetesFieldManagerName). */
-export const TALOS_FIELD_MANAGER = 'talos'
+export {TALOS_FIELD_MANAGER} from './field-manager.js'
 const RBAC_GROUP = 'rbac.authorization.k8s.io'
 
 /** One inventory entry: group and kind, never a version. */

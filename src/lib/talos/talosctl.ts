@@ -275,6 +275,24 @@ export async function getMachineConfig(opts: {node: string; talosconfig: string}
   return active.spec
 }
 
+/**
+ * The manifest ids the node's ManifestApplyController last ran with (`get manifeststatus`:
+ * spec.manifestsApplied of the ManifestStatus resource, written after each run, Talos
+ * v1.12 and later). Inline manifests are listed as `99-<name>`. Undefined when the node has
+ * no status (a worker, or no run yet).
+ */
+export async function getManifestsApplied(opts: {node: string; talosconfig: string}): Promise<string[] | undefined> {
+  const out = await run(['get', 'manifeststatus', '--output', 'yaml', ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl get manifeststatus',
+  })
+  const status = parseAllDocuments(out)
+    .map((doc) => doc.toJS() as {metadata?: {id?: string}; spec?: {manifestsApplied?: unknown}} | null)
+    .find((r) => r?.metadata?.id === 'manifests')
+  const applied = status?.spec?.manifestsApplied
+  return Array.isArray(applied) ? applied.map(String) : status ? [] : undefined
+}
+
 export interface PatchMachineConfigOptions {
   node: string
   talosconfig: string

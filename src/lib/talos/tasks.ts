@@ -151,17 +151,20 @@ export function talosHandoverTask(p: {session: Session; state: LocalState; contr
     async probe() {
       const pending = await talosHandoverPending(await p.session.kube(), access)
       const local = localConfigWithInline(p.state) !== undefined
-      if (pending.inlineManifestOn.length === 0 && !pending.inInventory && !local) return holds('Helm alone owns Cilium; the local controlplane.yaml has no inline entry')
       const left = [
         pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '',
+        pending.manifestRunOn.length ? `Talos's manifest run on ${pending.manifestRunOn.join(', ')} still lists the inline manifest` : '',
         pending.inInventory ? "Cilium is in Talos's inventory" : '',
+        pending.managedByTalos.length ? `${pending.managedByTalos.length} Cilium object(s) still list the field manager talos` : '',
         local ? `${p.state.controlPlaneConfig} still carries the inline manifest` : '',
-      ]
-      return missing(left.filter(Boolean).join('; '))
+      ].filter(Boolean)
+      return left.length === 0 ? holds('Helm alone owns Cilium; the local controlplane.yaml has no inline entry') : missing(left.join('; '))
     },
     async run(progress) {
-      const r = await handOverCiliumFromTalos(await p.session.kube(), access)
+      const r = await handOverCiliumFromTalos(await p.session.kube(), {...access, progress})
       progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
+      if (r.inventory.removedEntries.length) progress(`${r.inventory.removedEntries.length} entries taken out of Talos's inventory`)
+      if (r.strippedTalosManager.length) progress(`field manager talos removed from ${r.strippedTalosManager.length} object(s)`)
       const stripped = localConfigWithInline(p.state)
       if (stripped !== undefined) {
         writeStateFile(p.state, 'controlPlaneConfig', stripped)
