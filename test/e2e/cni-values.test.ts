@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {ciliumEffectiveValues} from '../../src/lib/cilium/validate.js'
 import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {readInstallation, type Installation} from '../../src/lib/state/installation.js'
+import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
@@ -95,6 +95,24 @@ describe('ichor cni status / values on the harness', () => {
     expect(again.code, again.stderr).toBe(0)
     expect(end(again)?.changed).toBe(false)
     expect((await release()).revision).toBe(after.revision)
+  })
+
+  it('a cluster whose status predates the values hash: cni status says in sync and names the fix; a set without arguments records the hash, no new revision', async () => {
+    const [r0, c0] = [await release(), await cr()]
+    const {appliedValuesHash: _recorded, ...older} = c0.status!.cni
+    await writeInstallationStatus(kube, {...c0.status!, cni: older})
+    const status = await cli(['cni', 'status', '-o', 'json'])
+    expect(status.code, status.stderr).toBe(0)
+    const report = JSON.parse(status.stdout)
+    expect(report.values).toMatchObject({inSync: true, releaseHash: valuesHash(r0.config)})
+    expect(report.values.recordedHash).toBeUndefined()
+    expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^ichor cni values set\s+\(no arguments: records it\)/)})])
+    const set = await cli(['cni', 'values', 'set', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(set.code, set.stderr).toBe(0)
+    expect((await release()).revision).toBe(r0.revision)
+    const c = await cr()
+    expect({spec: c.spec, status: c.status}).toEqual({spec: c0.spec, status: c0.status})
+    expect(JSON.parse((await cli(['cni', 'status', '-o', 'json'])).stdout).problems).toEqual([])
   })
 
   it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
