@@ -1,6 +1,7 @@
 // Cilium day-2 on the harness after one `ichor init`: `cni status`, a no-op `cni values set`
-// (the values the release already runs: no Helm revision) and `cni values diff`, each the
+// (the values the release already runs: fails if it makes a Helm revision) and `cni values diff`, each the
 // median of 5 wall times of the CLI as an operator runs it (render cache on, as on a laptop).
+import {availableParallelism, loadavg} from 'node:os'
 import {join} from 'node:path'
 import {fmtMs, median} from './lib.mjs'
 
@@ -30,10 +31,12 @@ export async function run(ctx) {
     const before = (await readReleaseRecord(kube, 'cilium', 'kube-system')).revision
     const noop = await times('no-op cni values set', ['cni', 'values', 'set', '--cilium-chart', chart])
     const after = (await readReleaseRecord(kube, 'cilium', 'kube-system')).revision
+    if (after !== before) throw new Error(`a no-op cni values set made Helm revision ${after} (was ${before})`)
     const diff = await times('cni values diff', ['cni', 'values', 'diff', 'hubble.relay.enabled=true', '--cilium-chart', chart])
     console.log(`cni status (median of 5): ${fmtMs(status)}   goal <= 1 s`)
     console.log(`no-op cni values set (median of 5): ${fmtMs(noop)}, Helm revision ${before} -> ${after}   goal <= 1.5 s and no revision`)
     console.log(`cni values diff (median of 5): ${fmtMs(diff)}   goal <= 1.5 s`)
+    console.log(`load average (1, 5, 15 min) at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')} on ${availableParallelism()} cores`)
   } finally {
     await h.stop()
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bench`: prints numbers (it asserts nothing). Sections:
+// `npm run bench`: prints numbers (it asserts nothing but the cni section's "no Helm revision"). Sections:
 //   cli     start-up: `ichor --help` and `ichor version` medians
 //   binary  the single binary's `--help` start-up against `node bin/run.js --help`, and its size
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,

@@ -1,8 +1,8 @@
 // `ichor cni upgrade` on one harness cluster after a full `ichor init` (Cilium 1.18.0):
 // 1.18.0 -> 1.20.0 refused before anything runs, a dry run that changes nothing, the
 // upgrade to 1.19.6 with its pre-flight release seen and gone, a downgrade refused, and
-// SIGKILL at every step boundary (the release rolled back to 1.18.0 between cases), each
-// rerun ending where the uninterrupted run ended.
+// SIGKILL at every step boundary and inside helm upgrade (the release rolled back to 1.18.0
+// between cases), each rerun ending with the canonical dump of the uninterrupted run.
 import {execFile} from 'node:child_process'
 import {promisify} from 'node:util'
 import {join} from 'node:path'
@@ -12,6 +12,8 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject} from '../../src/lib/kube/objects.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {cniDump} from '../harness/dump.js'
+import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; tasks?: {id: string}[]}
@@ -21,6 +23,8 @@ describe('ichor cni upgrade on the harness', () => {
   let kube: Kube
   let common: string[]
   let initial: {release: ReleaseRecord; cr: Installation}
+  /** The canonical dump the uninterrupted upgrade left, revisions counted from the one before it. */
+  let upgraded: Awaited<ReturnType<typeof cniDump>>
   const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...common], h.env, opts)
   const release = async () => (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
   const cr = async () => (await readInstallation(kube))!
@@ -88,6 +92,8 @@ describe('ichor cni upgrade on the harness', () => {
     expect(h.readiness.marked.some((m) => m.startsWith('Deployment/kube-system/cilium-pre-flight-check@'))).toBe(true)
     const r = await expectUpgraded('uninterrupted')
     expect(r.revision).toBe(initial.release.revision + 1)
+    upgraded = await cniDump(kube, initial.release.revision)
+    expect(upgraded).toMatchObject({release: {revision: '+1', status: 'deployed', chart: '1.19.6'}, history: ['+0 superseded', '+1 deployed'], cr: {status: {releaseRevision: '+1', chartVersion: '1.19.6'}}})
     const again = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(again.code, again.stderr).toBe(0)
     expect((await release()).revision).toBe(r.revision)
@@ -101,10 +107,11 @@ describe('ichor cni upgrade on the harness', () => {
     expect((await release()).revision).toBe(r0.revision)
   })
 
-  it('SIGKILL at every step boundary, then a rerun: the same end state as the uninterrupted run', async () => {
+  it('SIGKILL at every step boundary and inside helm upgrade (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals the uninterrupted run', async () => {
     const args = ['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--timeout', '120s', '--json']
     const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
-    for (const [k, id] of ids.entries()) {
+    const cases = [...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})), {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
+    for (const kase of cases) {
       // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
       // Asynchronous: the readiness simulator runs in this process and must mark the rollback ready meanwhile.
       // The newest 1.18.0 revision helm still keeps: it prunes revisions past its history limit (10).
@@ -113,16 +120,32 @@ describe('ichor cni upgrade on the harness', () => {
       const base = history.filter((e) => e.chart === 'cilium-1.18.0').at(-1)!.revision
       await helm(['rollback', 'cilium', String(base), '--wait', '--timeout', '300s'])
       const back = await release()
-      expect(back, `reset before ${id}`).toMatchObject({status: 'deployed', chartVersion: '1.18.0'})
+      expect(back, `reset, then ${kase.name}`).toMatchObject({status: 'deployed', chartVersion: '1.18.0'})
       expect(valuesHash(back.config)).toBe(valuesHash(initial.release.config))
       await writeInstallationStatus(kube, {...initial.cr.status!, cni: {...initial.cr.status!.cni, releaseRevision: back.revision}})
 
-      const killed = await cli(args, {killOn: (e: Event) => e.event === 'task' && e.index === k && e.status === 'checking'})
-      expect(killed.signal, `before ${id}: ${killed.stderr}`).toBe('SIGKILL')
+      let killed: CliRun
+      if (!kase.inside) {
+        killed = await cli(args, {killOn: (e: Event) => e.event === 'task' && e.index === kase.k && e.status === 'checking'})
+      } else {
+        // The upgraded DaemonSet is kept unready, so helm is still waiting when ichor and its helm are killed.
+        const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && obj.metadata?.name === 'cilium')
+        try {
+          let pid = 0
+          const running = cli(args, {onStart: (c) => (pid = c.pid!)})
+          await waitUntil('helm to leave the release pending-upgrade', async () => (await release()).status === 'pending-upgrade', 600_000)
+          killTree(pid)
+          killed = await running
+        } finally {
+          lift()
+        }
+        expect(await release(), kase.name).toMatchObject({status: 'pending-upgrade', chartVersion: '1.19.6'})
+      }
+      expect(killed.signal, `${kase.name}: ${killed.stderr}`).toBe('SIGKILL')
       const rerun = await cli(args)
-      expect(rerun.code, `before ${id}: ${rerun.stderr}${rerun.stdout.slice(-2000)}`).toBe(0)
-      const r = await expectUpgraded(`killed before ${id}`)
-      expect(r.revision, `killed before ${id}`).toBe(back.revision + 1)
+      expect(rerun.code, `${kase.name}: ${rerun.stderr}${rerun.stdout.slice(-2000)}`).toBe(0)
+      await expectUpgraded(kase.name)
+      expect(await cniDump(kube, back.revision), kase.name).toEqual(upgraded)
     }
   }, 3_600_000)
 })

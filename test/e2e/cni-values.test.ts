@@ -1,7 +1,7 @@
 // Cilium day-2 on one harness cluster after a full `ichor init`: `cni status`, `cni values
 // get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
-// rolled back, SIGKILL at every step boundary of `cni values set`, and two concurrent sets.
-import {execFileSync} from 'node:child_process'
+// rolled back, SIGKILL at every step boundary of `cni values set` and inside its helm, each compared with an
+// uninterrupted run by a canonical dump, and two concurrent sets.
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -10,8 +10,10 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {ciliumEffectiveValues} from '../../src/lib/cilium/validate.js'
 import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {readInstallation, type Installation} from '../../src/lib/state/installation.js'
+import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {cniDump} from '../harness/dump.js'
+import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
@@ -95,6 +97,24 @@ describe('ichor cni status / values on the harness', () => {
     expect((await release()).revision).toBe(after.revision)
   })
 
+  it('a cluster whose status predates the values hash: cni status says in sync and names the fix; a set without arguments records the hash, no new revision', async () => {
+    const [r0, c0] = [await release(), await cr()]
+    const {appliedValuesHash: _recorded, ...older} = c0.status!.cni
+    await writeInstallationStatus(kube, {...c0.status!, cni: older})
+    const status = await cli(['cni', 'status', '-o', 'json'])
+    expect(status.code, status.stderr).toBe(0)
+    const report = JSON.parse(status.stdout)
+    expect(report.values).toMatchObject({inSync: true, releaseHash: valuesHash(r0.config)})
+    expect(report.values.recordedHash).toBeUndefined()
+    expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^ichor cni values set\s+\(no arguments: records it\)/)})])
+    const set = await cli(['cni', 'values', 'set', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(set.code, set.stderr).toBe(0)
+    expect((await release()).revision).toBe(r0.revision)
+    const c = await cr()
+    expect({spec: c.spec, status: c.status}).toEqual({spec: c0.spec, status: c0.status})
+    expect(JSON.parse((await cli(['cni', 'status', '-o', 'json'])).stdout).problems).toEqual([])
+  })
+
   it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
     const [r0, c0] = [await release(), await cr()]
     const run = await cli(['cni', 'values', 'set', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
@@ -125,41 +145,51 @@ describe('ichor cni status / values on the harness', () => {
     expect(status.code, status.stdout).toBe(0)
   }, 180_000)
 
-  it('SIGKILL at every step boundary (and inside helm, with helm killed too), then a rerun: one new revision, the same end state', async () => {
-    const first = await cli(['cni', 'values', 'set', 'podAnnotations.kill=reference', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
-    expect(first.code, first.stderr).toBe(0)
-    const ids = (jsonEvents(first).find((e) => e.event === 'start') as Event).tasks!.map((t) => t.id)
+  it('SIGKILL at every step boundary and inside helm (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals an uninterrupted run', async () => {
+    // Two targets the cases alternate between, each first reached uninterrupted: its dump is the reference.
+    // `debug.enabled` shows in cilium-config, the pod annotation in the DaemonSet (a rollout).
+    const target = (t: 'x' | 'y') => [`podAnnotations.kill=${t}`, `debug.enabled=${t === 'x'}`]
+    const set = (t: 'x' | 'y', opts?: Parameters<typeof runIchor>[2]) => cli(['cni', 'values', 'set', ...target(t), '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json'], opts)
+    const reference: Record<string, Awaited<ReturnType<typeof cniDump>>> = {}
+    let ids: string[] = []
+    for (const t of ['x', 'y'] as const) {
+      const base = (await release()).revision
+      const run = await set(t)
+      expect(run.code, run.stderr).toBe(0)
+      ids = (jsonEvents(run).find((e) => e.event === 'start') as Event).tasks!.map((e) => e.id)
+      reference[t] = await cniDump(kube, base)
+    }
     expect(ids).toEqual(['lease', 'validate-values', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values'])
+    expect(reference.x).toMatchObject({release: {revision: '+1', status: 'deployed', config: {podAnnotations: {kill: 'x'}, debug: {enabled: true}}}, history: ['+0 superseded', '+1 deployed'], ciliumConfig: {debug: 'true'}})
+    expect(reference.x!.cr.status).toEqual({chartVersion: '1.18.0', appliedValuesHash: valuesHash(reference.x!.release!.config), releaseRevision: '+1', upgradeCompatibility: '1.18'})
+
     const cases = [...ids.map((id, k) => ({name: `before ${id}`, k, inside: false})), {name: 'inside helm-upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
     for (const [n, kase] of cases.entries()) {
-      const before = await release()
-      const args = ['cni', 'values', 'set', `podAnnotations.kill=run${n}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json']
-      let pid: number | undefined
-      const killed = await cli(args, {
-        onStart: (c) => (pid = c.pid),
-        killOn: (e) => {
-          if (!kase.inside) return e.event === 'task' && e.index === kase.k && e.status === 'checking'
-          if (e.event === 'task' && e.index === kase.k && e.status === 'running') {
-            // Kill helm as well (a lost laptop): its record stays pending-upgrade.
-            setTimeout(() => {
-              for (const child of childPids(pid!)) process.kill(child, 'SIGKILL')
-              process.kill(pid!, 'SIGKILL')
-            }, 700)
-          }
-          return false
-        },
-      })
+      const t = n % 2 === 0 ? 'x' : 'y' // the state before is the other target
+      const base = (await release()).revision
+      let killed: CliRun
+      if (!kase.inside) {
+        killed = await set(t, {killOn: (e) => e.event === 'task' && e.index === kase.k && e.status === 'checking'})
+      } else {
+        // The new DaemonSet is kept unready so helm is still waiting when ichor and helm are killed.
+        const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && obj.metadata?.name === 'cilium')
+        try {
+          let pid = 0
+          const running = set(t, {onStart: (c) => (pid = c.pid!)})
+          await waitUntil('helm to leave the release pending-upgrade', async () => (await release()).status === 'pending-upgrade')
+          killTree(pid)
+          killed = await running
+        } finally {
+          lift()
+        }
+        expect((await release()).status, kase.name).toBe('pending-upgrade')
+      }
       expect(killed.signal, `${kase.name}: ${killed.stderr}`).toBe('SIGKILL')
-      const rerun = await cli(args)
-      expect(rerun.code, `${kase.name}: ${rerun.stderr}`).toBe(0)
-      const r = await release()
-      const c = await cr()
-      expect(r, kase.name).toMatchObject({revision: before.revision + 1, status: 'deployed'})
-      expect(c.spec.cni.cilium.values).toEqual({hubble: {relay: {enabled: true}}, podAnnotations: {kill: `run${n}`}})
-      expect(valuesHash(r.config)).toBe(valuesHash(effective(c)))
-      expectRecorded(c, r)
+      const rerun = await set(t)
+      expect(rerun.code, `${kase.name}: ${rerun.stderr}${rerun.stdout.slice(-1500)}`).toBe(0)
+      expect(await cniDump(kube, base), kase.name).toEqual(reference[t])
     }
-  }, 600_000)
+  }, 900_000)
 
   it('two concurrent sets: one is refused naming the holder (exit 3); run again, neither change is lost', async () => {
     const a = ['cni', 'values', 'set', 'podAnnotations.first=a', '--cilium-chart', UPSTREAM.ciliumChart]
@@ -216,11 +246,3 @@ describe('ichor cni status / values on the harness', () => {
     expect((await cr()).spec.cni.cilium.values).toEqual(c0.spec.cni.cilium.values)
   }, 600_000)
 })
-
-function childPids(pid: number): number[] {
-  try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0)
-  } catch {
-    return []
-  }
-}

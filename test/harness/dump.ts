@@ -35,3 +35,43 @@ export async function canonicalDump(kube: Kube, h: HarnessCluster) {
   }
 }
 
+
+/** Keys of a status that record when, not what: left out of a comparison. */
+const TIME_KEY = /(time|timestamp|at)$/i
+function withoutTimes(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutTimes)
+  if (!value || typeof value !== 'object') return value
+  return Object.fromEntries(Object.entries(value).filter(([k]) => !TIME_KEY.test(k)).map(([k, v]) => [k, withoutTimes(v)]))
+}
+
+/**
+ * The Cilium side of the end state, for the day-2 kill tests: the release's newest record
+ * (chart, user-supplied values, status), the status of every revision from `base` on, the
+ * IchorInstallation's spec.cni and status.cni (minus timestamps) and cilium-config's data.
+ * Revision numbers are counted from `base`, the revision before the command ran, so a
+ * killed-and-rerun command compares with an uninterrupted one that started elsewhere.
+ */
+export async function cniDump(kube: Kube, base: number) {
+  const ns = 'kube-system'
+  const [records, release, cr, cm] = await Promise.all([
+    listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns}, {labelSelector: 'owner=helm,name=cilium'}),
+    readReleaseRecord(kube, 'cilium', ns),
+    getObject<Obj & {spec?: {cni?: unknown}; status?: {cni?: {releaseRevision?: number}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}),
+    getObject<Obj>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'cilium-config', namespace: ns}),
+  ])
+  const history = records
+    .map((s) => ({revision: Number(s.metadata.labels?.version), status: s.metadata.labels?.status}))
+    .filter((r) => r.revision >= base)
+    .sort((a, b) => a.revision - b.revision)
+    .map((r) => `+${r.revision - base} ${r.status}`)
+  const cniStatus = cr?.status?.cni
+  return {
+    release: release && {revision: `+${release.revision - base}`, status: release.status, chart: release.chartVersion, config: release.config},
+    history,
+    cr: {
+      spec: cr?.spec?.cni,
+      status: cniStatus && withoutTimes({...cniStatus, releaseRevision: cniStatus.releaseRevision === undefined ? undefined : `+${cniStatus.releaseRevision - base}`}),
+    },
+    ciliumConfig: cm?.data,
+  }
+}

@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../lib/cli/flags.js'
-import {colourDiff} from '../../lib/cilium/diff.js'
+import {paintDiff} from '../../lib/cilium/diff.js'
 import {canPrompt, confirm} from '../../lib/init/prompts.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
@@ -30,7 +30,6 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
   async run() {
     const {flags} = await this.parse(CniUpgrade)
     const json = this.jsonEnabled()
-    const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
     const ask = !flags.yes && !json && canPrompt()
     const result = await runCniUpgrade({
       to: flags.to, chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
@@ -40,7 +39,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
         ? async (plan, diff) => {
             this.log(plan.target.describe)
             for (const w of plan.warnings) this.warn(w)
-            this.log(diff ? paint(diff).trimEnd() : 'The effective values would not change.')
+            this.log(diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.')
             return confirm(`Upgrade Cilium from ${plan.installed} to ${plan.target.chart.version}?`)
           }
         : undefined,
@@ -48,7 +47,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     if (!json) {
       this.log(`\n${result.chart}`)
       for (const w of result.warnings) this.warn(w)
-      if (flags['dry-run']) this.log(result.diff ? paint(result.diff).trimEnd() : 'The effective values would not change.')
+      if (flags['dry-run']) this.log(result.diff ? paintDiff(result.diff).trimEnd() : 'The effective values would not change.')
     }
     return result
   }

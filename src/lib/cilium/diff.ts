@@ -1,12 +1,8 @@
 // `ichor cni values diff`: the effective values and the rendered manifest a change would
-// apply, each against what the live release holds. The unified diff is GNU diff's own
-// (`diff -u`, from diffutils) on two temporary files; no diff algorithm is written here.
-import {mkdtemp, rm, writeFile} from 'node:fs/promises'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
-import {execa} from 'execa'
+// apply, each against what the live release holds. Both are unified diffs from jsdiff (the
+// `diff` package), made by the one function below so they have the same shape.
+import {createTwoFilesPatch, FILE_HEADERS_ONLY} from 'diff'
 import {stringify} from 'yaml'
-import {IchorError} from '../errors/errors.js'
 import type {ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import type {Values} from '../values/path.js'
@@ -22,22 +18,18 @@ export interface CniValuesDiff {
   revision?: number
 }
 
-export async function unifiedDiff(before: string, after: string, labels: [string, string]): Promise<string> {
+/** `---`/`+++` labels, then hunks with three lines of context, as `diff -u` prints them; '' when equal. */
+export function unifiedDiff(before: string, after: string, labels: [string, string]): string {
   if (before === after) return ''
-  const dir = await mkdtemp(join(tmpdir(), 'ichor-diff-'))
-  try {
-    const [a, b] = [join(dir, 'a'), join(dir, 'b')]
-    await Promise.all([writeFile(a, before, {mode: 0o600}), writeFile(b, after, {mode: 0o600})])
-    const r = await execa('diff', ['-u', '--label', labels[0], '--label', labels[1], a, b], {reject: false})
-    if (r.exitCode === 0) return ''
-    if (r.exitCode !== 1) throw new IchorError(`diff failed: ${r.stderr || `exit ${r.exitCode}`}`, {hint: 'install GNU diffutils (the `diff` command)'})
-    return r.stdout.endsWith('\n') ? r.stdout : `${r.stdout}\n`
-  } finally {
-    await rm(dir, {recursive: true, force: true})
-  }
+  return createTwoFilesPatch(labels[0], labels[1], before, after, undefined, undefined, {context: 3, headerOptions: FILE_HEADERS_ONLY})
 }
 
-/** Red removals, green additions, cyan hunk headers (for a terminal). */
+/** Colour only for a terminal, and never when NO_COLOR is set to anything but '' (no-color.org). */
+export function wantsColour(stream: {isTTY?: boolean}, env: NodeJS.ProcessEnv = process.env): boolean {
+  return stream.isTTY === true && !env.NO_COLOR
+}
+
+/** Red removals, green additions, cyan hunk headers, bold file labels (for a terminal). */
 export function colourDiff(text: string): string {
   return text
     .split('\n')
@@ -45,10 +37,15 @@ export function colourDiff(text: string): string {
     .join('\n')
 }
 
+/** The diff as it should reach `stream`: coloured when `wantsColour`, untouched otherwise. */
+export function paintDiff(text: string, stream: {isTTY?: boolean} = process.stdout, env: NodeJS.ProcessEnv = process.env): string {
+  return wantsColour(stream, env) ? colourDiff(text) : text
+}
+
 const yaml = (v: unknown) => stringify(v, {sortMapEntries: true})
 
 /** The release's effective values against `effective`, as a unified diff of sorted YAML. */
-export function effectiveValuesDiff(release: ReleaseRecord | undefined, effective: Values): Promise<string> {
+export function effectiveValuesDiff(release: ReleaseRecord | undefined, effective: Values): string {
   const label = release ? `release ${release.release} revision ${release.revision}` : 'no release'
   return unifiedDiff(release ? yaml(release.config) : '', yaml(effective), [`${label} (effective values)`, 'proposed (effective values)'])
 }
@@ -58,10 +55,8 @@ export async function diffCiliumValues(kube: Kube, input: ValuesInput, sources: 
   const release = change.context.release
   const rendered = await renderCiliumChart(change.chartPath, change.effective, kube.serverVersion?.replace(/^v/, '').split('+')[0], undefined, {noHooks: true})
   const label = release ? `release ${release.release} revision ${release.revision}` : 'no release'
-  const [values, manifest] = await Promise.all([
-    effectiveValuesDiff(release, change.effective),
-    unifiedDiff(release ? normalizeManifest(release.manifest) : '', normalizeManifest(rendered), [`${label} (manifest)`, 'proposed (manifest)']),
-  ])
+  const values = effectiveValuesDiff(release, change.effective)
+  const manifest = unifiedDiff(release ? normalizeManifest(release.manifest) : '', normalizeManifest(rendered), [`${label} (manifest)`, 'proposed (manifest)'])
   return {values, manifest, changed: values !== '' || manifest !== '', revision: release?.revision}
 }
 

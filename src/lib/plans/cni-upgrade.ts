@@ -61,7 +61,7 @@ export async function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeRes
     await readUpgradePlan(kube, o)
     if (o.confirm && !o.dryRun) {
       const preview = await prepareCiliumUpgrade(kube, o)
-      const diff = await effectiveValuesDiff(preview.context.release, preview.effective)
+      const diff = effectiveValuesDiff(preview.context.release, preview.effective)
       if (!(await o.confirm(preview.plan, diff))) throw new IchorError('cancelled: nothing was changed', {exitCode: 1})
     }
     // Read again under the Lease (the first step): the release and stored layer cannot move under us.
@@ -69,7 +69,7 @@ export async function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeRes
     const change = () => (prepared ??= prepareCiliumUpgrade(kube, o))
     const result = await runTasks(upgradeSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     const c = await change()
-    const diff = await effectiveValuesDiff(c.context.release, c.effective)
+    const diff = effectiveValuesDiff(c.context.release, c.effective)
     return {...result, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff}
   } finally {
     await session.close()

@@ -49,7 +49,7 @@ export async function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValues
     await confirmOrAbort({yes: o.yes ?? false, dryRun: o.dryRun, json: o.json ?? false}, 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)')
     const result = await runTasks(valuesSetSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     const c = await change()
-    const diff = o.dryRun ? await effectiveValuesDiff(c.context.release, c.effective) : undefined
+    const diff = o.dryRun ? effectiveValuesDiff(c.context.release, c.effective) : undefined
     return {...result, values: {previous: c.previousUser, user: c.user, hash: c.hash}, diff}
   } finally {
     await session.close()

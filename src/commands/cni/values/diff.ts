@@ -1,7 +1,7 @@
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
-import {colourDiff, diffCiliumValues} from '../../../lib/cilium/diff.js'
+import {diffCiliumValues, paintDiff} from '../../../lib/cilium/diff.js'
 import {openSession} from '../../../lib/session/session.js'
 
 export default class CniValuesDiff extends IchorCommand {
@@ -21,8 +21,7 @@ export default class CniValuesDiff extends IchorCommand {
     try {
       const diff = await diffCiliumValues(await session.kube(), input, {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror})
       if (!this.jsonEnabled()) {
-        const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
-        this.log(diff.changed ? paint(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`)
+        this.log(diff.changed ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`)
       }
       return diff
     } finally {

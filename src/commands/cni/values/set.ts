@@ -3,7 +3,7 @@ import {stringify} from 'yaml'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
 import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
-import {colourDiff} from '../../../lib/cilium/diff.js'
+import {paintDiff} from '../../../lib/cilium/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
@@ -38,9 +38,8 @@ The same values twice change nothing (no new Helm revision).`
       yes: flags.yes, json, output: outputModeFor({json}),
     })
     if (!json && flags['dry-run']) {
-      const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
       this.log(`\nThe user layer would become:\n${stringify(result.values.user).trimEnd()}\n`)
-      this.log(result.diff ? paint(result.diff).trimEnd() : 'The effective values would not change.')
+      this.log(result.diff ? paintDiff(result.diff).trimEnd() : 'The effective values would not change.')
     }
     return result
   }

@@ -1,0 +1,38 @@
+// SIGKILL of ichor together with the processes it started (helm): what a kill of its process
+// group does (Ctrl-C, `kill -- -PGID`, a CI timeout), without killing the test runner, which
+// shares that group with the ichor it spawned.
+import {execFileSync} from 'node:child_process'
+
+function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0)
+  } catch {
+    return [] // ps exits 1 when there is none
+  }
+}
+
+/** Every process under `pid`, deepest first. */
+export function descendants(pid: number): number[] {
+  return childPids(pid).flatMap((c) => [...descendants(c), c])
+}
+
+/** Stops `pid` (it cannot react to its children dying), SIGKILLs everything under it, then it. */
+export function killTree(pid: number): void {
+  process.kill(pid, 'SIGSTOP')
+  for (const p of [...descendants(pid), pid]) {
+    try {
+      process.kill(p, 'SIGKILL')
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Polls `condition` until it holds; throws naming `what` after `timeoutMs`. */
+export async function waitUntil(what: string, condition: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
