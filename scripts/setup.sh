@@ -4,7 +4,8 @@
 #                                 else Helm 4 built from Go modules (cached)
 #   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
 #                                 Helm 3, Helm 4, kube-apiserver/etcd and talosctl binaries
-#                                 built from Go modules (cached)
+#                                 built from Go modules (cached), and the Cilium Go module whose
+#                                 policy CRDs the harness registers
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -33,4 +34,5 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   echo "setup: helm 4 at $(scripts/build-helm.sh 4)"
   echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
   if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
+  echo "setup: Cilium policy CRDs from $(scripts/fetch-cilium-crds.sh)"
 fi

@@ -37,6 +37,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     ...lockFlags,
     timeout: timeoutFlag(900),
     ...assetFlags,
+    'allow-unpinned': Flags.boolean({description: 'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned'}),
   }
 
   async run() {
@@ -46,7 +47,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel},
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
-      promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], outputDir: f['output-dir'], stateDir: f['state-dir'], kubeconfig: f.kubeconfig, context: f.context,
+      promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], kubeconfig: f.kubeconfig, context: f.context,
       registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })
     if (!json) this.log(outcome.kind === 'offline' ? renderOfflineDryRun(outcome.result) : f['dry-run'] ? dryRunClosing(outcome.result.changed) : renderInitSummary(outcome.inputs, outcome.result))

@@ -1,10 +1,12 @@
 // `ichor init` end to end on the harness: real kube-apiserver + etcd, real registry, real
 // helm and talosctl (gen/validate). Simulated: the Talos nodes, kubelet readiness, Cilium's
-// operator registering its CRDs, and Kokumi/Argo CD turning Orders into Applications.
+// operator registering its (real) CRDs, and Kokumi/Argo CD turning Orders into Applications.
+import {createHash} from 'node:crypto'
 import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {untarSync} from '../../src/lib/chart/archive.js'
 import {helmUpgrade, readReleaseRecord} from '../../src/lib/helm/release.js'
 import type {ChildProcess} from 'node:child_process'
@@ -69,6 +71,13 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     }
     const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
     expect(cr?.status).toMatchObject({cni: {chartVersion: '1.18.0', releaseRevision: 1}, stack: {argocd: {applicationHealth: 'Healthy'}}})
+    // What was installed, and that two of the three are not the pins (the run had --allow-unpinned).
+    const digest = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex')
+    expect((cr?.status as {artifacts?: unknown}).artifacts).toEqual({
+      cilium: {file: 'cilium-1.18.0.tgz', version: '1.18.0', sha256: pinnedAssets().cilium.sha256, pinned: true},
+      argocd: {file: 'argo-cd-10.1.1.tgz', version: '10.1.1', sha256: digest(UPSTREAM.argocdChart), pinned: false},
+      kokumi: {file: 'install.yaml', version: '0.14.0', sha256: digest(UPSTREAM.kokumiManifest), pinned: false},
+    })
     const dump = await canonicalDump(kube, h)
     expect(dump.inventoryKeys).toEqual([])
     expect(dump.policies.length).toBeGreaterThan(10)
@@ -168,6 +177,14 @@ describe('ichor init refuses bad input before touching any node', () => {
     const r = await runIchor(args, h.env)
     expect(r.code).toBe(2)
     expect(`${r.stdout}${r.stderr}`).toMatch(/--kokumi-manifest: no such file \/nonexistent\/install\.yaml/)
+    untouched()
+  })
+
+  it('artifacts that are not the pinned ones, without --allow-unpinned', async () => {
+    const r = await runIchor(h.initArgs.filter((a) => a !== '--allow-unpinned'), h.env)
+    expect(r.code).toBe(2)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/--argocd-chart: .*argo-cd 10\.1\.1 \(argo-cd-10\.1\.1\.tgz, sha256 [0-9a-f]{64}, from flag\) is not the pinned argo-cd 10\.11\.6 .*pass --allow-unpinned/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(/--kokumi-manifest: .*kokumi 0\.14\.0 .*is not the pinned kokumi 0\.17\.0/)
     untouched()
   })
 

@@ -16,14 +16,16 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {helmTemplate} from '../../src/lib/helm/template.js'
+import {serverSideApply} from '../../src/lib/kube/apply.js'
 import {connectKube} from '../../src/lib/kube/client.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {approveLatestPreparation, readPromotion} from '../../src/lib/stack/promote.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
 import {policiesFor} from '../../src/lib/stack/policies.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {createCrdRaw, installCiliumCrdsSimulated, SIMULATED_CILIUM_CRDS, startCiliumOperatorSimulator} from '../harness/cilium-simulator.js'
+import {ciliumPolicyCrds, createCrdRaw, installCiliumCrdsSimulated, startCiliumOperatorSimulator} from '../harness/cilium-simulator.js'
 import {KOKUMI_017_MANIFEST_FIXTURE_NAME, kokumi017ManifestFixture, kokumi017OrderCrdFixture, ORDER_CRD_NAME} from '../harness/fixtures.js'
 import {createNamespace, loadKubeConfig, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
 import {startRegistry, type RunningRegistry} from '../harness/registry.js'
@@ -311,7 +313,7 @@ describe('Kokumi/Argo CD status simulator', () => {
 })
 
 describe('Cilium operator simulator', () => {
-  it('simulator: registers the Cilium policy CRDs, after which ichor CiliumNetworkPolicies apply', async () => {
+  it("simulator: registers Cilium's real policy CRDs, after which ichor's CiliumNetworkPolicies apply and a policy Cilium's schema does not know is refused", async () => {
     const ciliumApi = {group: 'cilium.io', version: 'v2'}
     const policies = policiesFor('kokumi')
     expect(policies.length).toBeGreaterThan(0)
@@ -323,20 +325,38 @@ describe('Cilium operator simulator', () => {
 
     await installCiliumCrdsSimulated(cp.kubeconfigPath)
     await installCiliumCrdsSimulated(cp.kubeconfigPath) // Already there is fine.
-    for (const policy of policies) {
-      await custom.createNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi', body: policy})
-    }
+    // Cilium's own CRDs: the operator's schema-version label and the full schema, not an open one.
+    const cnp = await kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({name: 'ciliumnetworkpolicies.cilium.io'})
+    expect(cnp.metadata?.labels?.['io.cilium.k8s.crd.schema.version']).toBe('1.31.11')
+    const schema = cnp.spec.versions[0]!.schema!.openAPIV3Schema!
+    expect(schema.properties?.spec?.properties?.endpointSelector).toBeDefined()
+    expect(schema.properties?.spec?.properties?.ingress?.items?.properties?.fromEndpoints).toBeDefined()
+    expect(schema.x_kubernetes_preserve_unknown_fields).not.toBe(true)
+
+    // Applied the way ichor applies them (server-side apply, fieldValidation=Strict).
+    const kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+    await serverSideApply(kube, policies)
     const stored = (await custom.listNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi'})) as {items: Obj[]}
     expect(stored.items.map((p) => p.metadata.name).sort()).toEqual(policies.map((p) => p.metadata.name).sort())
-    // The open schema keeps every field as written.
-    const sample = policies[0]! as unknown as Obj & {specs?: unknown}
-    const first = stored.items.find((p) => p.metadata.name === sample.metadata.name)! as Obj & {specs?: unknown}
-    expect(first.spec ?? first.specs).toEqual(sample.spec ?? sample.specs)
-    await custom.createClusterCustomObject({
-      ...ciliumApi,
-      plural: 'ciliumclusterwidenetworkpolicies',
-      body: {apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: {name: 'sim-ccnp'}, spec: {endpointSelector: {}}},
-    })
+    // Nothing ichor wrote was pruned by the schema.
+    for (const policy of policies as unknown as (Obj & {specs?: unknown})[]) {
+      const read = stored.items.find((p) => p.metadata.name === policy.metadata.name)! as Obj & {specs?: unknown}
+      expect(read.spec ?? read.specs).toEqual(policy.spec ?? policy.specs)
+    }
+
+    // A field Cilium's schema does not know (a typo of toPorts) is refused by name, and an
+    // invalid value of a known field by Cilium's enum; nothing is stored.
+    const policy = (name: string, egress: unknown): KubeObject => ({apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: {name, namespace: 'kokumi'}, spec: {endpointSelector: {}, egress}} as KubeObject)
+    await expect(serverSideApply(kube, [policy('typo', [{toPort: [{ports: [{port: '53'}]}]}])])).rejects.toThrow(/\.spec\.egress\[0\]\.toPort: field not declared in schema/)
+    await expect(serverSideApply(kube, [policy('bad-protocol', [{toPorts: [{ports: [{port: '53', protocol: 'DNS'}]}]}])])).rejects.toThrow(/protocol: Unsupported value: "DNS"/)
+    const names = ((await custom.listNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi'})) as {items: Obj[]}).items.map((p) => p.metadata.name)
+    expect(names).not.toContain('typo')
+    expect(names).not.toContain('bad-protocol')
+
+    // Cilium's schema wants at least one rule list: a bare selector, which the open schema took, is refused.
+    const ccnp = (spec: object) => ({apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: {name: 'sim-ccnp'}, spec} as KubeObject)
+    await expect(serverSideApply(kube, [ccnp({endpointSelector: {}})])).rejects.toThrow(/must validate at least one schema \(anyOf\)/)
+    await serverSideApply(kube, [ccnp({endpointSelector: {}, ingress: [{fromEntities: ['cluster']}]})])
   })
 
   it('simulator: the operator simulator registers the CRDs once kube-system/cilium-operator exists', async () => {
@@ -362,7 +382,7 @@ describe('Cilium operator simulator', () => {
       await operator.installed
       await operator.stop()
       const ext = ownKc.makeApiClient(ApiextensionsV1Api)
-      for (const crd of SIMULATED_CILIUM_CRDS) {
+      for (const crd of ciliumPolicyCrds()) {
         const read = await ext.readCustomResourceDefinition({name: crd.metadata.name})
         expect(read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')).toBe(true)
       }

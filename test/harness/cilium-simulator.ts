@@ -1,13 +1,20 @@
 // Cilium operator simulator. The Cilium chart ships no CRDs: in a real cluster the
 // cilium-operator registers them when it starts. No operator pod runs on the harness, so
-// this registers the two CRDs ichor's policies need, with the real group, names, scope and
-// versions but an open schema (the real ones carry Cilium's full OpenAPI schema, which the
-// operator embeds in its binary and which is not available here).
+// this registers the two CRDs ichor's policies need, and they are the real ones: Cilium's
+// own CiliumNetworkPolicy and CiliumClusterwideNetworkPolicy CRDs (full OpenAPI schema) from
+// the Cilium Go module pinned in test/cilium-crds/go.mod (v1.18.0), wrapped as the operator
+// does (github.com/cilium/cilium pkg/k8s/apis/cilium.io/client/register.go: the go:embed-ed
+// crds/v2 YAMLs, GetPregeneratedCRD, constructV1CRD). So the real apiserver validates every
+// policy ichor applies against Cilium's schema. What is simulated is only when they appear:
+// once kube-system/cilium-operator exists.
 import {AppsV1Api, KubeConfig} from '@kubernetes/client-node'
+import {execFileSync} from 'node:child_process'
+import {readFileSync} from 'node:fs'
 import {request} from 'node:https'
+import {join} from 'node:path'
+import {parse as parseYaml} from 'yaml'
+import {PROJECT_ROOT} from '../support/upstream.js'
 import {waitForCrdEstablished} from './kube.js'
-
-const OPEN_SCHEMA = {openAPIV3Schema: {type: 'object', 'x-kubernetes-preserve-unknown-fields': true}}
 
 /** A CRD as plain JSON, with the API's own key names. */
 export interface RawCrd {
@@ -17,47 +24,50 @@ export interface RawCrd {
   spec: Record<string, unknown>
 }
 
-function ciliumCrd(opts: {
-  plural: string
-  kind: string
-  shortNames: string[]
-  scope: 'Namespaced' | 'Cluster'
-}): RawCrd {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: {
-      name: `${opts.plural}.cilium.io`,
-      labels: {'ichor.test/simulated-by': 'cilium-operator-simulator'},
-    },
-    spec: {
-      group: 'cilium.io',
-      names: {
-        kind: opts.kind,
-        listKind: `${opts.kind}List`,
-        plural: opts.plural,
-        singular: opts.kind.toLowerCase(),
-        shortNames: opts.shortNames,
-        categories: ['cilium', 'ciliumpolicy'],
-      },
-      scope: opts.scope,
-      versions: [{name: 'v2', served: true, storage: true, schema: OPEN_SCHEMA, subresources: {status: {}}}],
-    },
-  }
+let moduleDir: string | undefined
+
+/**
+ * The Cilium module's folder, from scripts/fetch-cilium-crds.sh (downloaded on first use; a
+ * failure throws, so a test that needs it fails loudly). ICHOR_CILIUM_MODULE names another folder.
+ */
+export function ciliumModuleDir(): string {
+  moduleDir ??= process.env.ICHOR_CILIUM_MODULE || execFileSync('bash', [join(PROJECT_ROOT, 'scripts', 'fetch-cilium-crds.sh')], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+  return moduleDir
 }
 
-/** The CRDs the simulated operator registers. */
-export const SIMULATED_CILIUM_CRDS: readonly RawCrd[] = [
-  ciliumCrd({plural: 'ciliumnetworkpolicies', kind: 'CiliumNetworkPolicy', shortNames: ['cnp', 'ciliumnp'], scope: 'Namespaced'}),
-  ciliumCrd({plural: 'ciliumclusterwidenetworkpolicies', kind: 'CiliumClusterwideNetworkPolicy', shortNames: ['ccnp'], scope: 'Cluster'}),
-]
+const CLIENT_PACKAGE = join('pkg', 'k8s', 'apis', 'cilium.io')
+const POLICY_CRD_FILES = ['ciliumnetworkpolicies.yaml', 'ciliumclusterwidenetworkpolicies.yaml']
+const SCHEMA_VERSION_LABEL = 'io.cilium.k8s.crd.schema.version'
 
-/** Registers the simulated Cilium CRDs (already present is fine) and waits until they are Established. */
+let crds: readonly RawCrd[] | undefined
+
+/** Cilium's real policy CRDs as its operator creates them (constructV1CRD: its name, the schema-version label, names without listKind). */
+export function ciliumPolicyCrds(): readonly RawCrd[] {
+  if (crds) return crds
+  const dir = ciliumModuleDir()
+  const register = readFileSync(join(dir, CLIENT_PACKAGE, 'register.go'), 'utf8')
+  const schemaVersion = /CustomResourceDefinitionSchemaVersion = "([^"]+)"/.exec(register)?.[1]
+  if (!schemaVersion) throw new Error(`cilium operator simulator: no CustomResourceDefinitionSchemaVersion in ${join(dir, CLIENT_PACKAGE, 'register.go')}`)
+  crds = POLICY_CRD_FILES.map((file) => {
+    const generated = parseYaml(readFileSync(join(dir, CLIENT_PACKAGE, 'client', 'crds', 'v2', file), 'utf8')) as RawCrd & {spec: {names: Record<string, unknown>}}
+    const {listKind: _defaulted, ...names} = generated.spec.names
+    const {group, scope, versions, conversion} = generated.spec
+    return {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: {name: generated.metadata.name, labels: {[SCHEMA_VERSION_LABEL]: schemaVersion}},
+      spec: {group, names, scope, versions, ...(conversion ? {conversion} : {})},
+    }
+  })
+  return crds
+}
+
+/** Registers Cilium's policy CRDs as its operator does (already present is fine) and waits until they are Established. */
 export async function installCiliumCrdsSimulated(kubeconfigPath: string, timeoutMs = 30_000): Promise<void> {
   const kc = new KubeConfig()
   kc.loadFromFile(kubeconfigPath)
-  for (const crd of SIMULATED_CILIUM_CRDS) await createCrdRaw(kc, crd, {ignoreExisting: true})
-  for (const crd of SIMULATED_CILIUM_CRDS) await waitForCrdEstablished(kc, crd.metadata.name, timeoutMs)
+  for (const crd of ciliumPolicyCrds()) await createCrdRaw(kc, crd, {ignoreExisting: true})
+  for (const crd of ciliumPolicyCrds()) await waitForCrdEstablished(kc, crd.metadata.name, timeoutMs)
 }
 
 /**
@@ -95,6 +105,8 @@ export interface CiliumOperatorSimulator {
  * creates it), then registers the Cilium CRDs as the started operator would.
  */
 export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; intervalMs?: number}): CiliumOperatorSimulator {
+  // Read (downloaded if missing) now: a missing module fails the harness start, not a later wait.
+  ciliumPolicyCrds()
   const kc = new KubeConfig()
   kc.loadFromFile(opts.kubeconfigPath)
   const apps = kc.makeApiClient(AppsV1Api)

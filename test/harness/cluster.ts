@@ -67,6 +67,8 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
     '--control-plane', CONTROL_PLANE, '--worker', WORKER, '--talos-version', talosVersion,
     '--state-dir', stateDir, '--registry-endpoint', registry.endpoint, '--yes', '--timeout', '120',
     '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
+    // The mirror's Argo CD chart (10.1.1) and Kokumi (0.14.0) are older than the pins: a real run needs it.
+    '--allow-unpinned',
   ]
   return {
     cp, registry, nodes, stateDir, kokumiManifest, readiness, env, initArgs,

@@ -26,6 +26,8 @@ export interface InitRequest {
   sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
   promotion: PromotionMode
   dryRun: boolean
+  /** --allow-unpinned: a real run may install artifacts that are not the pinned ones (recorded as such in the CR). */
+  allowUnpinned?: boolean
   /** With dryRun: render offline into this folder, contact nothing. */
   outputDir?: string
   stateDir?: string
@@ -97,6 +99,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     generated,
     onAsset: req.note,
     servedApiGroups,
+    pinning: {dryRun: req.dryRun, allowUnpinned: req.allowUnpinned ?? false},
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
   // Said as soon as the chart is known, before any step runs (the plan awaits the same render).

@@ -1,6 +1,7 @@
 // Everything `ichor init` renders before it touches a node: artifacts resolved, Cilium
 // values validated and rendered once (that render is also the inline manifest), Talos
 // patches. Pure and offline; used by the dry run and by the real run alike.
+import {refuseUnpinnedArtifacts} from '../assets/pinning.js'
 import {describeAsset, resolveAsset, type AssetSources, type ResolvedAsset} from '../assets/resolve.js'
 import type {AssetId} from '../assets/lock.js'
 import {CILIUM_RELEASE, KUBEPRISM_PORT, type TunnelProtocol} from '../cilium/defaults.js'
@@ -39,6 +40,8 @@ export interface InitRenderOptions {
   onAsset?: (line: string) => void
   /** API groups the cluster serves, when it exists already (a rerun): its facts replace a fresh cluster's. */
   servedApiGroups?: Set<string>
+  /** A real run refuses artifacts that are not the pinned ones unless allowed (--allow-unpinned); absent: any is taken. */
+  pinning?: {dryRun: boolean; allowUnpinned: boolean}
 }
 
 /**
@@ -69,6 +72,7 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     assets[id] = resolveAsset(id, opts.sources[id] ?? {})
     opts.onAsset?.(describeAsset(assets[id]))
   }
+  if (opts.pinning) refuseUnpinnedArtifacts('ichor init', Object.values(assets), opts.pinning)
   // The Argo CD render (a helm process) runs alongside the Cilium one.
   const stack = prepareStack({
     argocdChartPath: assets.argocd.path,

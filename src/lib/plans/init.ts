@@ -3,6 +3,7 @@
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
 import {existsSync} from 'node:fs'
+import {installedArtifact} from '../assets/pinning.js'
 import {adoptCiliumTask, ciliumReleaseDrift, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InitInputs} from '../init/inputs.js'
@@ -11,7 +12,7 @@ import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
-import type {InstallationSpec} from '../state/installation.js'
+import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
@@ -85,7 +86,7 @@ function initSteps(d: PlanData): Task[] {
     cluster(ordersTask({session, stack})),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
-    cluster(recordStatusTask({session, release, stack})),
+    cluster(recordStatusTask({session, release, stack, artifacts: async () => installedArtifacts((await render()).assets)})),
     cluster(showKokumiPasswordOnceTask({session, outcome: d.secrets})),
   ]
 }
@@ -183,4 +184,9 @@ function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
     cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
     stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
   }
+}
+
+/** What the IchorInstallation records about the artifacts this run installs. */
+function installedArtifacts(assets: InitRender['assets']): NonNullable<InstallationStatus['artifacts']> {
+  return {cilium: installedArtifact(assets.cilium), argocd: installedArtifact(assets.argocd), kokumi: installedArtifact(assets.kokumi)}
 }

@@ -2,7 +2,9 @@
 // last applied (status), as types with their read and write functions. Plus the Secrets
 // in ichor-system that hold what must never be regenerated.
 import {parse as parseYaml} from 'yaml'
+import type {AssetId} from '../assets/lock.js'
 import {readPackagedAsset} from '../assets/packaged.js'
+import type {InstalledArtifact} from '../assets/pinning.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {serverSideApply} from '../kube/apply.js'
@@ -42,6 +44,8 @@ export interface InstallationStatus {
   stack: Partial<Record<StackComponent, ComponentStatus>>
   /** The Kokumi admin password was put into a successful init's result (shown once, then only on demand). */
   kokumiAdminPasswordShown?: boolean
+  /** The upstream artifacts the last init installed, and whether each was the pinned one. */
+  artifacts?: Partial<Record<AssetId, InstalledArtifact>>
 }
 
 export interface Installation {

@@ -35,15 +35,19 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
   }
 }
 
-async function observedStatus(session: Session, release: CiliumReleaseView, stack: PreparedStack): Promise<InstallationStatus> {
+async function observedStatus(session: Session, release: CiliumReleaseView, stack: PreparedStack, installed?: InstallationStatus['artifacts']): Promise<InstallationStatus> {
   const kube = await session.kube()
   const record = await release.get()
-  const shown = (await readInstallation(kube))?.status?.kokumiAdminPasswordShown
+  const recorded = (await readInstallation(kube))?.status
+  const shown = recorded?.kokumiAdminPasswordShown
+  // What init installed; a command that installs no artifact keeps the record.
+  const artifacts = installed ?? recorded?.artifacts
   const status: InstallationStatus = {
     cni: cniStatusOf(record),
     stack: {},
     // Not observed: kept as recorded (the password is shown once).
     ...(shown === undefined ? {} : {kokumiAdminPasswordShown: shown}),
+    ...(artifacts === undefined ? {} : {artifacts}),
   }
   for (const c of Object.values(stack.components)) {
     const [app, order] = await Promise.all([readApplication(kube, c.component), readOrder(kube, c.component)])
@@ -58,16 +62,17 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
   return status
 }
 
-export function recordStatusTask(p: {session: Session; release: CiliumReleaseView; stack: Later<PreparedStack>}): Task {
+export function recordStatusTask(p: {session: Session; release: CiliumReleaseView; stack: Later<PreparedStack>; artifacts?: Later<InstallationStatus['artifacts']>}): Task {
+  const observed = async () => observedStatus(p.session, p.release, await p.stack(), await p.artifacts?.())
   return {
     id: 'record-status',
     title: 'Record what was applied in the IchorInstallation status',
     async probe() {
       const cr = await readInstallation(await p.session.kube())
-      return isDeepStrictEqual(cr?.status, await observedStatus(p.session, p.release, await p.stack())) ? holds('status is current') : missing('status is out of date')
+      return isDeepStrictEqual(cr?.status, await observed()) ? holds('status is current') : missing('status is out of date')
     },
     async run() {
-      await writeInstallationStatus(await p.session.kube(), await observedStatus(p.session, p.release, await p.stack()))
+      await writeInstallationStatus(await p.session.kube(), await observed())
     },
   }
 }
