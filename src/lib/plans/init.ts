@@ -9,8 +9,9 @@ import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
+import type {PromotionMode} from '../stack/orders.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
+import {firstApplyTask, ordersTask, policiesTask, promoteFirstInstallTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
@@ -48,6 +49,8 @@ export interface InitResult extends RunResult {
   controlPlaneConfig: {path: string; inlineManifest: boolean}
   /** Where the cluster differs from its IchorInstallation, each with the command that restores it; said on every run. */
   drift: {subject: string; message: string; restore: string}[]
+  /** How Kokumi promotes new bundles; with Manual, init approved the first install itself (promote-first-install). */
+  promotion: PromotionMode
 }
 
 /** Everything a step may need, resolved before the plan is built or resolved by its first step. */
@@ -83,6 +86,7 @@ function initSteps(d: PlanData): Task[] {
     cluster(publishBundlesTask({session, stack})),
     closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
+    cluster(promoteFirstInstallTask({session, stack, timeoutMs})),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
     cluster(recordStatusTask({session, release, stack})),
@@ -117,6 +121,7 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
       kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
       bundles: Object.values(stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
       drift,
+      promotion: stack.promotion,
       controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
     }
   } finally {
