@@ -14,6 +14,7 @@ import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import {firstApplyTask, ordersTask, policiesTask, promoteFirstInstallTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
+import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
 import {isReachable, type Reachability} from '../talos/talosctl.js'
@@ -103,6 +104,7 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
   const nodes = checkNodesReachable(options.inputs, options.state)
   for (const p of [render, nodes]) p.catch(() => undefined) // awaited by the validate step
   const secrets: StackSecretsOutcome = {}
+  let lock: StateLock | undefined
   try {
     // A cluster named with --kubeconfig must answer (else exit 2, nothing written); on an
     // existing cluster every step, node steps included, runs under the Lease.
@@ -110,6 +112,8 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
     // The state folder is made private (or refused, exit 2) before anything is written into
     // it; a dry run creates nothing but still closes a folder others can read.
     if (!options.dryRun || existsSync(options.state.dir)) for (const line of prepareStateDir(options.state).fixed) options.note?.(line)
+    // Two runs on one state folder would both generate Talos secrets before the cluster (and its Lease) exists.
+    if (!options.dryRun) lock = lockStateDir(options.state.dir, 'init')
     if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
     const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
     const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
@@ -125,6 +129,7 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
       controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
     }
   } finally {
+    lock?.release()
     await session.close()
   }
 }
