@@ -213,18 +213,16 @@ const OTHER_BUNDLE = /x509|certificate signed by unknown authority|bad certifica
 export async function isReachable(node: string, opts: {talosconfig?: string; timeoutMs?: number} = {}): Promise<Reachability> {
   const bin = await findTalosctl()
   const timeout = opts.timeoutMs ?? 10_000
-  // The authenticated call first: on a rerun (every node configured from this bundle) it is the only one.
+  const insecure = await exec(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], timeout)
+  if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
+  const insecureMessage = insecure.timedOut ? `no answer within ${timeout / 1000}s` : talosctlMessage(insecure.stderr)
   let refused: string | undefined
   if (opts.talosconfig) {
     const secure = await exec(bin, ['version', ...nodeFlags(node, opts.talosconfig)], timeout)
     if (secure.exitCode === 0 && !secure.timedOut) return {node, state: 'configured', ours: true}
-    if (secure.timedOut) return {node, state: 'unreachable', message: `no answer within ${timeout / 1000}s`}
-    const message = talosctlMessage(secure.stderr || secure.stdout)
+    const message = secure.timedOut ? '' : talosctlMessage(secure.stderr || secure.stdout)
     if (OTHER_BUNDLE.test(message)) refused = message
   }
-  const insecure = await exec(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], timeout)
-  if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
-  const insecureMessage = insecure.timedOut ? `no answer within ${timeout / 1000}s` : talosctlMessage(insecure.stderr)
   // A configured node refuses a client without a certificate: up, and not in maintenance mode.
   if (/certificate required|PermissionDenied|Unauthenticated|not authorized/i.test(insecureMessage)) {
     return refused ? {node, state: 'configured', ours: false, message: refused} : {node, state: 'configured'}

@@ -127,6 +127,7 @@ export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen
       await Promise.all(roles.flatMap(([role, list, file]) => list.map(async (node) => {
         const r = await isReachable(node, {talosconfig: p.state.talosconfig})
         if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
+        if (r.state === 'unreachable') throw new IchorError(`${role} ${node} did not answer before its config was applied (${r.message ?? 'no answer'})`)
         if (r.state !== 'maintenance') return
         await applyConfig({node, file, insecure: true})
         progress(`${role} ${node} configured`)
