@@ -39,7 +39,18 @@ describe('talosctl wrapper on simulated nodes', () => {
     expect(unknown.message).toMatch(/connection refused/)
     await applyConfig({node: CONTROL_PLANE_IP, file: configs.controlPlane, insecure: true})
     expect((await isReachable(CONTROL_PLANE_IP)).state).toBe('configured')
-    expect((await isReachable(CONTROL_PLANE_IP, {talosconfig: configs.talosconfig})).state).toBe('configured')
+    expect(await isReachable(CONTROL_PLANE_IP, {talosconfig: configs.talosconfig})).toEqual({node: CONTROL_PLANE_IP, state: 'configured', ours: true})
+  })
+
+  // Issue 12 point 11: a configured node speaks mutual TLS with its own bundle only (apid).
+  it('a configured node refuses the talosconfig of another secrets bundle: configured, not ours', async () => {
+    const secrets = join(sim.workDir, 'other-secrets.yaml')
+    await genSecrets(secrets)
+    const other = await genConfig({clusterName: 'w', endpoint: `https://${CONTROL_PLANE_IP}:6443`, secretsPath: secrets, talosVersion: 'v1.14.1', kubernetesVersion: '1.36.3', outDir: join(sim.workDir, 'other')})
+    const r = await isReachable(CONTROL_PLANE_IP, {talosconfig: other.talosconfig})
+    expect(r).toMatchObject({node: CONTROL_PLANE_IP, state: 'configured', ours: false})
+    expect(r.message).toMatch(/x509: certificate signed by unknown authority/)
+    await expect(getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: other.talosconfig})).rejects.toThrow(/unknown authority/)
   })
 
   it('names the node and carries talosctl message on failure', async () => {

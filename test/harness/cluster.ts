@@ -19,12 +19,18 @@ import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 export const CONTROL_PLANE = '127.0.0.11'
 export const WORKER = '127.0.0.12'
 export const TALOS_VERSION = 'v1.14.1'
+/** Further node addresses for clusters with more than one control plane or worker (3+2: HA). */
+const MORE_CONTROL_PLANES = ['127.0.0.21', '127.0.0.22', '127.0.0.23', '127.0.0.24']
+const MORE_WORKERS = ['127.0.0.31', '127.0.0.32', '127.0.0.33', '127.0.0.34']
 
 export interface HarnessCluster {
   cp: ControlPlane
   registry: RunningRegistry
   nodes: SimulatedNodes
   stateDir: string
+  /** The node addresses, first control plane (the endpoint and the bootstrap node) first. */
+  controlPlanes: string[]
+  workers: string[]
   /** The Kokumi install.yaml `ichor init` installs (real 0.14.0 unless the 0.17 fixture was asked for). */
   kokumiManifest: string
   /** The readiness simulator: tests hold workloads unready through it. */
@@ -36,18 +42,17 @@ export interface HarnessCluster {
   stop(): Promise<void>
 }
 
-export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?: KokumiVariant} = {}): Promise<HarnessCluster> {
+export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?: KokumiVariant; controlPlanes?: number; workers?: number} = {}): Promise<HarnessCluster> {
   const talosVersion = opts.talosVersion ?? TALOS_VERSION
+  const controlPlanes = [CONTROL_PLANE, ...MORE_CONTROL_PLANES].slice(0, opts.controlPlanes ?? 1)
+  const workers = [WORKER, ...MORE_WORKERS].slice(0, opts.workers ?? 1)
   const cp = await startControlPlane()
   const registry = await startRegistry()
   const nodes = startSimulatedNodes(
-    [
-      {ip: CONTROL_PLANE, role: 'controlplane', talosVersion},
-      {ip: WORKER, role: 'worker', talosVersion},
-    ],
+    [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
     {kubeconfigPath: cp.kubeconfigPath},
   )
-  const readiness: ReadinessSimulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 2})
+  const readiness: ReadinessSimulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: controlPlanes.length + workers.length})
   const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
   const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
@@ -64,14 +69,14 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
   }
   const initArgs = [
     'init', '--cluster-name', 'e2e', '--endpoint', `https://${CONTROL_PLANE}:6443`,
-    '--control-plane', CONTROL_PLANE, '--worker', WORKER, '--talos-version', talosVersion,
+    ...controlPlanes.flatMap((n) => ['--control-plane', n]), ...workers.flatMap((n) => ['--worker', n]), '--talos-version', talosVersion,
     '--state-dir', stateDir, '--registry-endpoint', registry.endpoint, '--yes', '--timeout', '120',
     '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
     // The mirror's Argo CD chart (10.1.1) and Kokumi (0.14.0) are older than the pins: a real run needs it.
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, kokumiManifest, readiness, env, initArgs,
+    cp, registry, nodes, stateDir, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()

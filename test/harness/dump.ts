@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {readReleaseRecord} from '../../src/lib/helm/release.js'
 import type {Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
-import {CONTROL_PLANE, type HarnessCluster} from './cluster.js'
+import type {HarnessCluster} from './cluster.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>}
 
@@ -31,7 +31,7 @@ export async function canonicalDump(kube: Kube, h: HarnessCluster) {
     secrets: [...(await secretNames('ichor-system')), ...(await secretNames('kokumi')), ...(await secretNames('argocd'))].sort(),
     policies: policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).sort(),
     inventoryKeys: Object.keys(inventory?.data ?? {}).filter((k) => /cilium/i.test(k)),
-    controlPlaneHasCilium: /KubeInlineManifestConfig|inlineManifests/.test(nodeConfig(h, CONTROL_PLANE)),
+    controlPlaneHasCilium: h.controlPlanes.some((ip) => /KubeInlineManifestConfig|inlineManifests/.test(nodeConfig(h, ip))),
   }
 }
 

@@ -32,7 +32,7 @@
 // upgrade-k8s prunes it), and turning it on creates what is neither live nor in the inventory.
 // The objects carry the names and labels of k8stemplates/kube-proxy.go (no real pod spec).
 import {spawnSync} from 'node:child_process'
-import {randomBytes} from 'node:crypto'
+import {X509Certificate, randomBytes} from 'node:crypto'
 import {copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {parseAllDocuments, stringify} from 'yaml'
@@ -123,13 +123,41 @@ function requireTalosconfig(args, ip, what) {
   if (!path || !existsSync(path)) fail(`${what}: failed to determine endpoints (no talosconfig for node ${ip})`)
 }
 
+const UNKNOWN_AUTHORITY = 'rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"'
+
 function requireConfigured(node, args, what) {
   if (args.bool('insecure')) {
     if (node.mode === 'configured') fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: certificate required"`)
     return
   }
   requireTalosconfig(args, node.ip, what)
-  if (node.mode !== 'configured') fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`)
+  if (node.mode !== 'configured') fail(`${what}: ${UNKNOWN_AUTHORITY}`)
+  requireSameBundle(node, args, what)
+}
+
+/**
+ * A configured node talks only to a talosconfig of its own secrets bundle (mutual TLS). apid
+ * serves with client auth Mutual against the machine's OS CA, `machine.ca` of its config
+ * (siderolabs/talos internal/app/apid/pkg/provider/tls.go ServerConfig: WithClientAuthType(Mutual),
+ * WithCACertPEM(ca)), and talosctl verifies the node's certificate, issued by that CA, against the
+ * talosconfig's `ca`. So another bundle's talosconfig fails the handshake on the client side
+ * ("signed by unknown authority"); a talosconfig with the right `ca` but a client certificate
+ * another CA signed is refused by the node ("bad certificate").
+ */
+function requireSameBundle(node, args, what) {
+  const path = args.one('talosconfig') ?? process.env.TALOSCONFIG
+  const talosconfig = parseDocs(readFileSync(path, 'utf8'), 'talosconfig')[0] ?? {}
+  const context = talosconfig.contexts?.[talosconfig.context] ?? {}
+  const nodeCa = parseDocs(node.config, 'machine config').find(isLegacy)?.machine?.ca?.crt
+  if (!nodeCa || context.ca !== nodeCa) fail(`${what}: ${UNKNOWN_AUTHORITY}`)
+  let ca, client
+  try {
+    ca = new X509Certificate(Buffer.from(nodeCa, 'base64'))
+    client = new X509Certificate(Buffer.from(context.crt ?? '', 'base64'))
+  } catch {
+    return // the stand-in `gen` of this simulator writes no real certificates: the CA match above is all it can check
+  }
+  if (!client.verify(ca.publicKey)) fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: bad certificate"`)
 }
 
 function versionAtLeast(version, major, minor) {

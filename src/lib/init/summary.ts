@@ -12,6 +12,9 @@ export function renderInitSummary(inputs: InitInputs, result: InitResult): strin
     result.controlPlaneConfig.inlineManifest
       ? `  Talos:       ${result.controlPlaneConfig.path} still carries the Cilium inline manifest: do not apply it (rerun \`ichor init\` to finish the hand-over)`
       : `  Talos:       Cilium inline manifest removed from the control planes and from ${result.controlPlaneConfig.path} (safe to apply to add a control plane)`,
+    ...(result.promotion === 'Manual'
+      ? ['  Promotion:   Manual. ichor approved the first install itself (nothing was served before, so nothing to protect); every later bundle waits for `ichor stack promote argocd|kokumi`']
+      : []),
     '  Argo CD UI:  kubectl -n argocd port-forward svc/argocd-server 8080:80',
     '  Kokumi UI:   kubectl -n kokumi port-forward svc/kokumi-server 8081:80',
   ]

@@ -10,10 +10,12 @@ import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
+import type {PromotionMode} from '../stack/orders.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import {firstApplyTask, ordersTask, policiesTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
+import {firstApplyTask, ordersTask, policiesTask, promoteFirstInstallTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
 import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
+import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
 import {isReachable, type Reachability} from '../talos/talosctl.js'
@@ -49,6 +51,8 @@ export interface InitResult extends RunResult {
   controlPlaneConfig: {path: string; inlineManifest: boolean}
   /** Where the cluster differs from its IchorInstallation, each with the command that restores it; said on every run. */
   drift: {subject: string; message: string; restore: string}[]
+  /** How Kokumi promotes new bundles; with Manual, init approved the first install itself (promote-first-install). */
+  promotion: PromotionMode
 }
 
 /** Everything a step may need, resolved before the plan is built or resolved by its first step. */
@@ -84,6 +88,7 @@ function initSteps(d: PlanData): Task[] {
     cluster(publishBundlesTask({session, stack})),
     closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
+    cluster(promoteFirstInstallTask({session, stack, timeoutMs})),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
     cluster(recordStatusTask({session, release, stack, artifacts: async () => installedArtifacts((await render()).assets)})),
@@ -100,6 +105,7 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
   const nodes = checkNodesReachable(options.inputs, options.state)
   for (const p of [render, nodes]) p.catch(() => undefined) // awaited by the validate step
   const secrets: StackSecretsOutcome = {}
+  let lock: StateLock | undefined
   try {
     // A cluster named with --kubeconfig must answer (else exit 2, nothing written); on an
     // existing cluster every step, node steps included, runs under the Lease.
@@ -107,6 +113,8 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
     // The state folder is made private (or refused, exit 2) before anything is written into
     // it; a dry run creates nothing but still closes a folder others can read.
     if (!options.dryRun || existsSync(options.state.dir)) for (const line of prepareStateDir(options.state).fixed) options.note?.(line)
+    // Two runs on one state folder would both generate Talos secrets before the cluster (and its Lease) exists.
+    if (!options.dryRun) lock = lockStateDir(options.state.dir, 'init')
     if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
     const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
     const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
@@ -118,9 +126,11 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
       kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
       bundles: Object.values(stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
       drift,
+      promotion: stack.promotion,
       controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
     }
   } finally {
+    lock?.release()
     await session.close()
   }
 }

@@ -43,3 +43,22 @@ export async function approveLatestPreparation(kube: Kube, namespace: string, or
   })
   return preparation
 }
+
+export interface FirstPromotionState {
+  /** The Serving named after the Order points at a Preparation: something was promoted before. */
+  served: boolean
+  /** The Order's latest Preparation, once Kokumi rendered one. */
+  preparation?: string
+  approved: boolean
+}
+
+/** Like readPromotion, but never throws while the Order or its first Preparation is still coming. */
+export async function readFirstPromotion(kube: Kube, namespace: string, order: string): Promise<FirstPromotionState> {
+  const [o, serving] = await Promise.all([
+    getObject<OrderObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: order, namespace}),
+    getObject<ServingObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: order, namespace}),
+  ])
+  const preparation = o?.status?.latestPreparationName
+  const prep = preparation ? await getObject(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name: preparation, namespace}) : undefined
+  return {served: Boolean(serving?.spec?.preparationName), preparation, approved: prep?.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true'}
+}

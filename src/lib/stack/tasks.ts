@@ -16,6 +16,7 @@ import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
 import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
+import {approveLatestPreparation, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -208,6 +209,47 @@ export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): 
     async run() {
       // ichor owns the Orders (label ichor.maesh.dev/managed): its fields win.
       await serverSideApply(await p.session.kube(), await desired(), {force: true})
+    },
+  }
+}
+
+/**
+ * `--promotion Manual` makes each new bundle wait for a person (`ichor stack promote`). The
+ * first install has nothing to protect: nothing is served yet, and without an approval init
+ * would wait for Applications nobody creates. So init approves the first Preparation of each
+ * component itself; once a component's Serving points at a Preparation, every later bundle
+ * waits for `ichor stack promote <component>` as Manual promises.
+ */
+export function promoteFirstInstallTask(p: {session: Session; stack: Later<PreparedStack>; timeoutMs: number}): Task {
+  const pending = async (): Promise<StackComponent[]> => {
+    if ((await p.stack()).promotion === 'Automatic') return []
+    const kube = await p.session.kube()
+    const out: StackComponent[] = []
+    for (const c of await components(p.stack)) {
+      const s = await readFirstPromotion(kube, c.namespace, c.component)
+      if (!s.served && !s.approved) out.push(c.component)
+    }
+    return out
+  }
+  return {
+    id: 'promote-first-install',
+    title: 'Promotion Manual: approve the first install of each component (nothing is served yet)',
+    async probe() {
+      if ((await p.stack()).promotion === 'Automatic') return holds('promotion Automatic: Kokumi serves each bundle')
+      const left = await pending()
+      if (left.length > 0) return missing(`first install of ${left.join(' and ')}: nothing served yet`)
+      return holds('each component was promoted once; later bundles wait for `ichor stack promote <component>`')
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const component of await pending()) {
+        const ns = COMPONENT_NAMESPACE[component]
+        await waitFor(`Kokumi to render the first Preparation of Order ${ns}/${component}`, async () => {
+          const s = await readFirstPromotion(kube, ns, component)
+          return {done: Boolean(s.preparation), state: s.preparation ? `Preparation ${s.preparation} rendered` : `Order ${ns}/${component} has no Preparation yet`}
+        }, {timeoutMs: p.timeoutMs, onProgress: progress})
+        progress(`${component}: approved ${await approveLatestPreparation(kube, ns, component)}`)
+      }
     },
   }
 }

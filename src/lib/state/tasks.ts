@@ -4,14 +4,25 @@ import {isDeepStrictEqual} from 'node:util'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {readApplication, readOrder} from '../health/reads.js'
 import {createIfAbsent} from '../kube/apply.js'
-import {getObject} from '../kube/objects.js'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {isReachable} from '../talos/talosctl.js'
+import {otherBundleError} from '../talos/tasks.js'
 import {cniStatusOf, type CiliumReleaseView} from '../cilium/tasks.js'
 import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {readInstallation, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
-import {requireStateFile, type LocalState} from './local.js'
+import {readInstallation, readTalosBundle, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
+import {readStateFile, requireStateFile, type LocalState} from './local.js'
+
+/** The cluster holds a bundle other than this state folder's: the nodes run that one, never overwrite it. */
+function otherStoredBundleError(state: LocalState): IchorError {
+  return new IchorError(`the cluster's ${ICHOR_SYSTEM}/${STATE_SECRETS.talos} holds another Talos secrets bundle than ${state.secrets}`, {
+    exitCode: EXIT.lease,
+    hint: `another machine initialised this cluster: run ichor init with a new --state-dir and the cluster's kubeconfig, and it restores the stored bundle`,
+  })
+}
 
 export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; timeoutMs: number}): Task {
   return {
@@ -22,15 +33,25 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
       const cr = await readInstallation(kube)
       if (!cr) return missing('no IchorInstallation yet')
       if (!isDeepStrictEqual(cr.spec, await p.spec())) return missing('the desired state differs from the stored one')
-      const secret = await getObject(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM}, {metadataOnly: true})
-      return secret ? holds('stored') : missing('the Talos secrets are not in the cluster yet')
+      const stored = await readTalosBundle(kube)
+      if (!stored) return missing('the Talos secrets are not in the cluster yet')
+      // (A dry run from another machine has no local bundle yet: talos-secrets would restore this one.)
+      const local = readStateFile(p.state, 'secrets')
+      if (local.status === 'ok' && !stored.secretsYaml.equals(Buffer.from(local.text))) throw otherStoredBundleError(p.state)
+      return holds('stored')
     },
     async run() {
       const kube = await p.session.kube()
       await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
       // Never a cut-short bundle into the cluster: another machine would restore it.
       const bundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
+      // Only the bundle the nodes run: the first control plane must accept its talosconfig.
+      const node = (await p.spec()).talos.controlPlanes[0]!
+      const r = await isReachable(node, {talosconfig: p.state.talosconfig})
+      if (r.ours !== true) throw r.ours === false ? otherBundleError(p.state, r) : new IchorError(`control plane ${node} did not accept the talosconfig in ${p.state.dir} (${r.state}${r.message ? `: ${r.message}` : ''}); the Talos secrets were not stored in the cluster`)
       await createIfAbsent(kube, talosBundleSecret(bundle))
+      const stored = await readTalosBundle(kube)
+      if (!stored?.secretsYaml.equals(bundle.secretsYaml)) throw otherStoredBundleError(p.state)
     },
   }
 }

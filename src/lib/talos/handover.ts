@@ -86,24 +86,21 @@ export async function controlPlaneHasInlineManifest(opts: {node: string; talosco
 
 /** Probe for the cluster: the control planes still carrying the entry. */
 export async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
-  const out: string[] = []
-  for (const node of opts.controlPlanes) {
-    if (await controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name})) out.push(node)
-  }
-  return out
+  const carries = await Promise.all(opts.controlPlanes.map((node) => controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name})))
+  return opts.controlPlanes.filter((_, i) => carries[i])
 }
 
 /** Removes the entry from every control plane that has it (no reboot). Returns the nodes patched. */
 export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAccess): Promise<string[]> {
-  const patched: string[] = []
-  for (const node of opts.controlPlanes) {
+  // Every control plane at once (each patch is one round trip and a manifest run on that node).
+  const done = await Promise.all(opts.controlPlanes.map(async (node) => {
     const config = await getMachineConfig({node, talosconfig: opts.talosconfig})
     const patch = inlineManifestRemovalPatch(config, opts.name)
-    if (!patch) continue
+    if (!patch) return false
     await patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
-    patched.push(node)
-  }
-  return patched
+    return true
+  }))
+  return opts.controlPlanes.filter((_, i) => done[i])
 }
 
 /** Talos names an inline manifest's Manifest resource `99-<name>` (ControlPlaneExtraManifestsController, v1.14.1). */

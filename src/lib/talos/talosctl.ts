@@ -192,9 +192,18 @@ export type NodeState = 'maintenance' | 'configured' | 'unreachable'
 export interface Reachability {
   node: string
   state: NodeState
-  /** talosctl's message when the node did not answer. */
+  /** talosctl's message when the node did not answer, or refused the talosconfig. */
   message?: string
+  /**
+   * A configured node checked with a talosconfig: true when it accepted it (configured from
+   * this bundle), false when the TLS handshake failed (configured from another bundle: Talos
+   * speaks mutual TLS with the certificates of its own bundle only). Undefined when unchecked.
+   */
+  ours?: boolean
 }
+
+/** The handshake errors of a node whose CA is not the talosconfig's (either side may refuse). */
+const OTHER_BUNDLE = /x509|certificate signed by unknown authority|bad certificate|authentication handshake failed/i
 
 /**
  * Probes a node with a short timeout. An insecure `version` answers only in maintenance
@@ -207,12 +216,16 @@ export async function isReachable(node: string, opts: {talosconfig?: string; tim
   const insecure = await exec(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], timeout)
   if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
   const insecureMessage = insecure.timedOut ? `no answer within ${timeout / 1000}s` : talosctlMessage(insecure.stderr)
+  let refused: string | undefined
   if (opts.talosconfig) {
     const secure = await exec(bin, ['version', ...nodeFlags(node, opts.talosconfig)], timeout)
-    if (secure.exitCode === 0 && !secure.timedOut) return {node, state: 'configured'}
+    if (secure.exitCode === 0 && !secure.timedOut) return {node, state: 'configured', ours: true}
+    const message = secure.timedOut ? '' : talosctlMessage(secure.stderr || secure.stdout)
+    if (OTHER_BUNDLE.test(message)) refused = message
   }
+  // A configured node refuses a client without a certificate: up, and not in maintenance mode.
   if (/certificate required|PermissionDenied|Unauthenticated|not authorized/i.test(insecureMessage)) {
-    return {node, state: 'configured'}
+    return refused ? {node, state: 'configured', ours: false, message: refused} : {node, state: 'configured'}
   }
   return {node, state: 'unreachable', message: insecureMessage}
 }

@@ -3,6 +3,8 @@
 import {createHash} from 'node:crypto'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import {connectKube} from '../kube/client.js'
 import {readWorkloadRollout} from '../health/reads.js'
 import {waitForApiServer, waitForDaemonSetReady} from '../kube/wait.js'
@@ -83,31 +85,53 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
 }
 
 /**
+ * A node configured from another secrets bundle (a second machine ran `init` against the same
+ * fresh nodes first): it refuses this bundle's talosconfig, so nothing here may touch it, and
+ * this bundle must never reach the cluster. Exit 3, as for another operator holding the Lease.
+ */
+export function otherBundleError(state: LocalState, r: Reachability): IchorError {
+  return new IchorError(
+    `node ${r.node} is already configured from another Talos secrets bundle: it refuses the talosconfig in ${state.dir} (${r.message ?? 'TLS handshake refused'})`,
+    {
+      exitCode: EXIT.lease,
+      hint: `another machine ran ichor init against these nodes. Continue on that machine, or copy its state folder here and pass it with --state-dir; once its init has finished, \`ichor init --kubeconfig <its kubeconfig> --state-dir <a new folder>\` restores the bundle from the cluster. To start over instead, reset node ${r.node} to maintenance mode (talosctl reset) first.`,
+    },
+  )
+}
+
+/**
  * Applies the configs to nodes still in maintenance mode. `seen` is what the read-only
- * pre-check found, used for the first probe only (a re-probe asks the nodes again).
+ * pre-check found, used for the first probe only (a re-probe asks the nodes again) and only
+ * when it checked the configured nodes with this state folder's talosconfig.
  */
 export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen?: Later<Reachability[]>}): Task {
   let seen = p.seen
   const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers]
+  const ask = () => Promise.all(nodes.map((n) => isReachable(n, {talosconfig: p.state.talosconfig})))
   return {
     id: 'apply-configs',
     title: 'Apply machine configs to nodes in maintenance mode',
     async probe() {
-      const states = seen ? await seen() : await Promise.all(nodes.map((n) => isReachable(n, {talosconfig: p.state.talosconfig})))
+      let states = seen ? await seen() : await ask()
       seen = undefined
+      // A fresh state folder had no talosconfig at the pre-check: "configured" was not checked against this bundle.
+      if (states.some((s) => s.state === 'configured' && s.ours === undefined)) states = await ask()
+      const foreign = states.find((s) => s.state === 'configured' && s.ours === false)
+      if (foreign) throw otherBundleError(p.state, foreign)
       const waiting = states.filter((s) => s.state !== 'configured').map((s) => s.node)
-      return waiting.length === 0 ? holds('every node is configured') : missing(`in maintenance mode: ${waiting.join(', ')}`)
+      return waiting.length === 0 ? holds('every node is configured from this bundle') : missing(`in maintenance mode: ${waiting.join(', ')}`)
     },
     async run(progress) {
       const roles = [['control plane', p.inputs.controlPlanes, p.state.controlPlaneConfig], ['worker', p.inputs.workers, p.state.workerConfig]] as const
-      for (const [role, list, file] of roles) {
-        for (const node of list) {
-          const {state} = await isReachable(node, {talosconfig: p.state.talosconfig})
-          if (state !== 'maintenance') continue
-          await applyConfig({node, file, insecure: true})
-          progress(`${role} ${node} configured`)
-        }
-      }
+      // Every node at once: a 3+2 cluster must not take five times a single node's wait.
+      await Promise.all(roles.flatMap(([role, list, file]) => list.map(async (node) => {
+        const r = await isReachable(node, {talosconfig: p.state.talosconfig})
+        if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
+        if (r.state === 'unreachable') throw new IchorError(`${role} ${node} did not answer before its config was applied (${r.message ?? 'no answer'})`)
+        if (r.state !== 'maintenance') return
+        await applyConfig({node, file, insecure: true})
+        progress(`${role} ${node} configured`)
+      })))
     },
   }
 }
@@ -122,6 +146,9 @@ export function bootstrapTask(p: {state: LocalState; inputs: InitInputs; session
       return (await p.session.clusterAnswers()) ? holds('the API server answers') : missing('the cluster is not bootstrapped yet')
     },
     async run(progress) {
+      // Bootstrapping is etcd's point of no return: only on a node that runs this bundle.
+      const r = await isReachable(node, {talosconfig: p.state.talosconfig})
+      if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
       const {alreadyBootstrapped} = await bootstrap({node, talosconfig: p.state.talosconfig})
       if (alreadyBootstrapped) progress('etcd was already bootstrapped')
       await fetchKubeconfig({node, talosconfig: p.state.talosconfig, outPath: p.state.kubeconfig})
