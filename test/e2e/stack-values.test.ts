@@ -179,7 +179,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
 
     const sync = await cli(['stack', 'sync', '--json'])
     expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
-    expect(doneTaskIds(sync)).toEqual(['resync-drifted'])
+    expect(doneTaskIds(sync)).toEqual(['lease', 'resync-drifted'])
     expect((await server()).spec.template.spec.containers[0].image).toBe(image)
     const after = await status()
     expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
