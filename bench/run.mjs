@@ -8,7 +8,7 @@
 //   stack   Argo CD render + bundle, bundle sizes, push time to a local registry
 //   yaml    parse and emit of the Argo CD render per YAML library (the choice of library)
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
-//   stack-day2  `stack status` and a no-op `stack sync` on the harness
+//   stack-day2  `stack status`, a no-op `stack sync` and `stack values set` on the harness
 //   cni     cni status, a no-op cni values set, cni values diff on the harness
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'

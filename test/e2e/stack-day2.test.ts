@@ -10,6 +10,7 @@ import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {bcryptVerify} from '../../src/lib/stack/bcrypt.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -119,11 +120,11 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
   it('sync killed at every step boundary converges to the same digests', async () => {
     await h.registry.restartEmpty()
     const whole = await runIchor(['stack', 'sync', '--json', '--dry-run', ...day2, ...assets], h.env)
-    const ids = (jsonEvents(whole).find((e) => e.event === 'start') as {tasks: {id: string}[]}).tasks.map((t) => t.id)
-    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'close-registry-tunnel', 'wait-applications'])
+    const ids = taskIds(whole)
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
     const log: string[] = []
     for (let k = 0; k < ids.length; k++) {
-      const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env, {killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking'})
+      const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env, {killOn: killBeforeTask(k)})
       log.push(`kill before ${ids[k]}: ${r.signal ?? `exit ${r.code}`}`)
       expect(r.code === 0 || r.signal === 'SIGKILL', `${ids[k]}: ${r.stderr}`).toBe(true)
     }

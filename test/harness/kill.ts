@@ -1,8 +1,10 @@
-// SIGKILL of ichor together with the processes it started (helm): what a kill of its process
-// group does (Ctrl-C, `kill -- -PGID`, a CI timeout), without killing the test runner, which
-// shares that group with the ichor it spawned.
+// Killing ichor in e2e tests: the kill-at-every-boundary pattern the day-2 tests share (the
+// plan's step ids from a --json run's start event, a `killOn` predicate that SIGKILLs the CLI as
+// step k starts), and a SIGKILL of ichor together with the processes it started (helm): what a
+// kill of its process group does (Ctrl-C, `kill -- -PGID`, a CI timeout), without killing the
+// test runner, which shares that group with the ichor it spawned.
 import {execFileSync} from 'node:child_process'
-
+import {jsonEvents, type CliRun} from './cluster.js'
 function childPids(pid: number): number[] {
   try {
     return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0)
@@ -36,3 +38,18 @@ export async function waitUntil(what: string, condition: () => Promise<boolean>,
     await new Promise((r) => setTimeout(r, 100))
   }
 }
+
+type Event = Record<string, unknown>
+
+/** The ids of the steps a --json run announced in its start event. */
+export function taskIds(run: CliRun): string[] {
+  const start = jsonEvents(run).find((e) => e.event === 'start') as {tasks?: {id: string}[]} | undefined
+  if (!start?.tasks) throw new Error(`no start event in the run's output:\n${run.stderr.slice(-2000)}`)
+  return start.tasks.map((t) => t.id)
+}
+
+/** SIGKILL as step `k` starts. */
+export const killBeforeTask = (k: number) => (e: Event) => e.event === 'task' && e.index === k && e.status === 'checking'
+
+/** The ids of the steps a run finished with `done` (ran and proved). */
+export const doneTaskIds = (run: CliRun) => jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id as string)

@@ -375,6 +375,8 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     let sync: string
     let health: string
     let revision: string | undefined = current.sync?.revision
+    const operation = (app as Obj & {operation?: {sync?: unknown}}).operation
+    let operationState: Record<string, unknown> | undefined
     if (current.sync?.revision !== target && !['Progressing', 'Missing'].includes(current.health?.status)) {
       // First sight of this revision: Argo CD compares before it syncs.
       sync = 'OutOfSync'
@@ -384,9 +386,12 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       health = 'Healthy'
       revision = target
       // A sync runs whenever the Application is not Synced at this revision (a new one, or after
-      // the registry came back): Argo CD applies the whole revision again.
-      if (current.sync?.status !== 'Synced' || current.sync?.revision !== target) {
+      // the registry came back), or a sync operation was requested (`argocd app sync` sets the
+      // Application's `operation`; controller/appcontroller.go processRequestedAppOperations runs
+      // it, records status.operationState and clears the field): Argo CD applies the whole revision again.
+      if (current.sync?.status !== 'Synced' || current.sync?.revision !== target || operation) {
         const failed = await syncRevision(repository, target, app.spec?.destination?.namespace).then(() => undefined, (err: Error) => err.message.split('\n')[0])
+        if (operation) operationState = {operation, phase: failed ? 'Failed' : 'Succeeded', message: failed ?? 'successfully synced (all tasks run)', syncResult: {revision: target}, startedAt: FIXED_TIME, finishedAt: FIXED_TIME}
         if (failed) {
           sync = 'OutOfSync'
           health = 'Degraded'
@@ -403,12 +408,16 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       sync: {status: sync, ...(revision ? {revision} : {}), comparedTo: {source: app.spec?.source, destination: app.spec?.destination}},
       health: {status: health},
       sourceType: 'Directory',
+      ...(operationState ? {operationState} : {}),
     }
-    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return
-    const body = {...app, status}
+    if (!operationState && isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return
+    const {operation: _done, ...rest} = app as Obj & {operation?: unknown}
+    const body = {...(operationState ? rest : app), status}
     try {
       if (await hasApplicationStatusSubresource()) {
-        await custom.replaceNamespacedCustomObjectStatus({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body})
+        // The operation lives in the main resource: cleared there first, then the status.
+        const cleared = operationState ? ((await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: rest})) as Obj) : app
+        await custom.replaceNamespacedCustomObjectStatus({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: {...cleared, status}})
       } else {
         // Argo CD's Application CRD has no status subresource: status is written with the object.
         await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body})

@@ -7,33 +7,19 @@ import {readServedApiGroups} from '../health/reads.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {readTalosFacts, type TalosFacts} from '../talos/facts.js'
-import {readValuesFile} from '../values/input.js'
-import {deepMerge} from '../values/merge.js'
 import type {Values} from '../values/path.js'
-import {applySetFlags} from '../values/set-flags.js'
+import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
 import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './kube-proxy.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 
-/** What the operator asked for. */
-export type ValuesInput =
-  | {kind: 'edit'; files: string[]; sets: string[]; replace: boolean}
-  /** A whole user layer (the edited buffer); `base` is the layer the editor started from. */
-  | {kind: 'layer'; user: Values; base?: Values}
+export {newUserLayer, type ValuesInput} from '../values/layer.js'
 
 export interface ChangeSources extends ChartSources {
   talosconfig?: string
   stateDir?: string
-}
-
-export function newUserLayer(current: Values, input: ValuesInput): Values {
-  if (input.kind === 'layer') return structuredClone(input.user)
-  let files: Values = {}
-  for (const f of input.files) files = deepMerge(files, readValuesFile(f))
-  const base = input.replace ? files : deepMerge(structuredClone(current), files)
-  return applySetFlags(base, input.sets)
 }
 
 /** The guards' facts: API groups served, the CR's modes, and Talos's side when a talosconfig is at hand. */

@@ -1,12 +1,13 @@
 // `ichor stack sync` as one plan: after the registry lost its content (an emptyDir of a
 // restarted pod), put back the bundles ichor published, with the same digests, and have
-// Kokumi render again the Preparations Argo CD pulls. Every step probes first, so with
-// everything present the run changes nothing (`changed: false`).
+// Kokumi render again the Preparations Argo CD pulls; have Argo CD sync again the objects
+// changed out of band. Every step probes first, so with everything present the run changes
+// nothing (`changed: false`).
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {renderStackFromInstallation} from '../stack/from-installation.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
-import {republishTask, rerenderTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
+import {republishTask, rerenderTask, resyncDriftedTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
 import {readInstallation} from '../state/installation.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
@@ -29,6 +30,7 @@ function stackSyncSteps(session: Session, o: StackSyncOptions): Task[] {
     leaseTask({session, breakLock: o.breakLock}),
     republishTask({session, published, stack}),
     rerenderTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
+    resyncDriftedTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
     closeRegistryTunnelTask({session}),
     waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
   ]

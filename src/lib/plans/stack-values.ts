@@ -4,14 +4,18 @@
 // is applied directly: Kokumi renders, Argo CD syncs. The same values twice change nothing.
 import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
-import {ValidationError} from '../errors/errors.js'
 import {serverSideApply} from '../kube/apply.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import {renderStackFromInstallation, requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import {requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
+import type {ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
-import {ordersTask, publishBundlesTask, waitApplicationsTask} from '../stack/tasks.js'
+import {ordersTask, publishBundlesTask, rerenderTask, waitApplicationsTask} from '../stack/tasks.js'
+import {readOrder} from '../health/reads.js'
+import type {PreparedStack} from '../stack/prepare.js'
+import {STACK_COMPONENTS} from '../stack/status.js'
 import {recordStatusTask} from '../state/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -23,6 +27,8 @@ export interface StackValuesSetOptions {
   component: StackComponent
   /** The layer from -f/--set, merged onto the stored one (a null removes a key). */
   values: Values
+  /** `stack values edit`: the whole new layer, and the stored layer the editor started from. */
+  layer?: {user: Values; base: Values}
   kubeconfig?: string
   context?: string
   registryEndpoint?: string
@@ -80,17 +86,19 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
   try {
     await session.clusterAnswers()
     const stored = (await requireInstallation(session)).spec.stack[o.component].values ?? {}
-    const values = dropNulls(deepMerge(stored, o.values))
+    if (o.layer) checkEditBase(o.component, stored, o.layer.base)
+    const values = dropNulls(o.layer ? o.layer.user : deepMerge(stored, o.values))
     // Render before anything is touched: invalid values are exit 2 with nothing changed.
-    const stack = await renderStackFromInstallation(session, o.sources, {component: o.component, values}).catch((error: unknown) => {
-      if (error instanceof ValidationError) throw new ValidationError(`${o.component} values are invalid, nothing was changed`, error.issues)
-      throw error
-    })
+    const stack = await renderWithValues(session, o.sources, o.component, values)
     const later = async () => stack
     const steps = [
       leaseTask({session, breakLock: o.breakLock}),
       storeValuesTask(session, o.component, values),
       publishBundlesTask({session, stack: later}),
+      // After a registry wipe the Preparations of Orders this run does not move are gone too:
+      // Argo CD could never sync them, so the wait below would only time out. Render them again
+      // first (the bundles they pull were just published back, at their digests).
+      rerenderTask({session, components: () => unmovedOrders(session, stack), timeoutMs: o.timeoutMs}),
       closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
@@ -104,6 +112,14 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
   }
 }
 
+/** The components whose Order already asks for the tag this run publishes (the Order step leaves them as they are). */
+async function unmovedOrders(session: Session, stack: PreparedStack): Promise<StackComponent[]> {
+  const kube = await session.kube()
+  const out: StackComponent[] = []
+  for (const c of STACK_COMPONENTS) if (((await readOrder(kube, c))?.spec as {source?: {version?: string}} | undefined)?.source?.version === stack.components[c].bundle.tag) out.push(c)
+  return out
+}
+
 /** `--set a.b=null` removes a key from the stored layer (it stays a user layer, not a chart override). */
 function dropNulls(v: Values): Values {
   const out: Values = {}
@@ -112,4 +128,29 @@ function dropNulls(v: Values): Values {
     out[k] = x && typeof x === 'object' && !Array.isArray(x) ? dropNulls(x as Values) : x
   }
   return out
+}
+
+/** `ichor stack values diff`: opens a session, diffs, closes. Changes nothing. */
+export async function runStackValuesDiff(o: {component: StackComponent; input: ValuesInput; kubeconfig?: string; context?: string; registryEndpoint?: string; sources: StackArtifactSources}): Promise<StackValuesDiff> {
+  const session = openSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
+  try {
+    await session.clusterAnswers()
+    return await diffStackValues(session, o.component, o.input, o.sources)
+  } finally {
+    await session.close()
+  }
+}
+
+/** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
+export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values' | 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent}> {
+  const session = openSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
+  let edited
+  try {
+    await session.clusterAnswers()
+    edited = await editStackValues(session, o.component, o.sources)
+  } finally {
+    await session.close()
+  }
+  if (!edited.user) return {changed: false, component: o.component}
+  return runStackValuesSetPlan({...o, values: {}, layer: {user: edited.user, base: edited.base}, dryRun: false})
 }

@@ -7,6 +7,7 @@ import {readApplication, readOrder, type ApplicationState} from '../health/reads
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'
+import {readBundleDrift, type DriftedObject} from './drift.js'
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
@@ -49,6 +50,8 @@ export interface ComponentStackStatus {
   application: {exists: boolean} & ApplicationState
   /** Ways in which what runs is not what ichor published; empty when in line. */
   drift: string[]
+  /** Objects of the published bundle a sync would change (a dry-run apply as Argo CD's manager). */
+  driftedObjects: DriftedObject[]
   /** Everything that makes the component degraded (drift included); empty when healthy. */
   problems: string[]
   healthy: boolean
@@ -149,8 +152,11 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
     if (order.promotion === 'Manual') problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
     else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
   }
+  // Objects changed out of band: only against a bundle the registry still holds.
+  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag)) ?? []) : []
+  for (const d of driftedObjects) drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
   problems.push(...drift)
-  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, problems, healthy: problems.length === 0}
+  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, driftedObjects, problems, healthy: problems.length === 0}
 }
 
 export interface StackSessionOptions {

@@ -3,7 +3,7 @@
 // wait for Argo CD to deliver both.
 import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
-import {readDelivery, readOrder} from '../health/reads.js'
+import {readApplication, readDelivery, readOrder} from '../health/reads.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
@@ -15,10 +15,11 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
+import {readBundleDrift, type DriftedObject} from './drift.js'
 import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
-import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
+import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
 import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
@@ -376,12 +377,12 @@ export function republishTask(p: {session: Session; published: Later<PublishedBu
  * retries: the next reconcile pulls the source again and pushes the Preparation back. No
  * user object is deleted and the Order's spec is untouched.
  */
-export function rerenderTask(p: {session: Session; components: readonly StackComponent[]; timeoutMs: number}): Task {
+export function rerenderTask(p: {session: Session; components: readonly StackComponent[] | Later<readonly StackComponent[]>; timeoutMs: number}): Task {
   const lost = async (): Promise<{component: StackComponent; why: string}[]> => {
     const kube = await p.session.kube()
     const client = await p.session.registry()
     const out: {component: StackComponent; why: string}[] = []
-    for (const c of p.components) {
+    for (const c of typeof p.components === 'function' ? await p.components() : p.components) {
       const order = await readOrderArtifact(kube, c)
       if (!order) continue // no Order: init's business, not sync's
       if (!order.ready) out.push({component: c, why: `Order ${COMPONENT_NAMESPACE[c]}/${c} is not Ready`})
@@ -423,4 +424,53 @@ async function readOrderArtifact(kube: Kube, c: StackComponent): Promise<{ready:
   if (!order) return undefined
   const ready = order.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false
   return {ready, repository: `${ns}/${c}`, digest: order.status?.latestArtifactDigest, preparation: order.status?.latestPreparationName}
+}
+
+/**
+ * `stack sync`: objects of a published bundle changed out of band (see drift.ts) are put back
+ * by Argo CD, not by ichor: the Application gets a sync operation at the revision it already
+ * runs, which is what `argocd app sync` does (it sets the Application's `operation` field,
+ * argoproj/argo-cd server/application/application.go Sync; the application controller runs
+ * and then clears it, controller/appcontroller.go processRequestedAppOperations). The step
+ * holds once no object differs any more.
+ */
+export function resyncDriftedTask(p: {session: Session; components: readonly StackComponent[]; timeoutMs: number}): Task {
+  const drifted = async (): Promise<{component: StackComponent; objects: DriftedObject[]}[]> => {
+    const kube = await p.session.kube()
+    const client = await p.session.registry()
+    const recorded = (await readInstallation(kube))?.status?.stack ?? {}
+    const out: {component: StackComponent; objects: DriftedObject[]}[] = []
+    for (const c of p.components) {
+      const tag = recorded[c]?.publishedTag
+      const objects = tag ? await readBundleDrift(kube, client, c, tag) : undefined
+      if (objects?.length) out.push({component: c, objects})
+    }
+    return out
+  }
+  const describe = (d: {component: StackComponent; objects: DriftedObject[]}[]) => d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
+  return {
+    id: 'resync-drifted',
+    title: 'Have Argo CD sync again the objects that differ from the published bundles',
+    async probe() {
+      const d = await drifted()
+      return d.length > 0 ? missing(`changed out of band: ${describe(d)}`) : holds('every object of the published bundles is as published')
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const {component} of await drifted()) {
+        const revision = (await readApplication(kube, component))?.revision
+        if (!revision) throw new IchorError(`Application ${APPLICATION_NAMESPACE}/${component} has no synced revision to sync again`, {hint: 'wait for Kokumi to serve the Order, then rerun ichor stack sync'})
+        await kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${APPLICATION_NAMESPACE}/applications/${component}`, {
+          body: {operation: {initiatedBy: {username: FIELD_MANAGER}, sync: {revision, syncOptions: ['ServerSideApply=true']}}},
+          contentType: 'application/merge-patch+json',
+          query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+        })
+        progress(`${component}: sync of ${revision.slice(0, 19)} requested`)
+      }
+      await waitFor('Argo CD to sync the changed objects back', async () => {
+        const d = await drifted()
+        return {done: d.length === 0, state: d.length === 0 ? 'all as published' : describe(d)}
+      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+    },
+  }
 }

@@ -1,0 +1,38 @@
+import {Args} from '@oclif/core'
+import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
+import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
+import type {StackComponent} from '../../../lib/stack/policies.js'
+import {outputModeFor} from '../../../lib/tasks/engine.js'
+
+export default class StackValuesEdit extends IchorCommand {
+  static override summary = "Edit the user layer of Argo CD's or Kokumi's values in $VISUAL or $EDITOR, then apply it as `stack values set` does."
+  static override description = 'Values that do not validate reopen the editor with the problems as comments at the top; a buffer left unchanged changes nothing. Saving the buffer is the confirmation.'
+  static override examples = [
+    '<%= config.bin %> stack values edit argocd --kubeconfig ./kubeconfig',
+    'EDITOR="code --wait" <%= config.bin %> stack values edit kokumi',
+  ]
+  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override flags = {
+    ...kubeFlags,
+    ...registryEndpointFlag,
+    timeout: timeoutFlag(900),
+    ...lockFlags,
+    'argocd-chart': assetFlags['argocd-chart'],
+    'kokumi-manifest': assetFlags['kokumi-manifest'],
+    mirror: assetFlags.mirror,
+  }
+
+  async run() {
+    const {args, flags} = await this.parse(StackValuesEdit)
+    const json = this.jsonEnabled()
+    const result = await runStackValuesEdit({
+      component: args.component as StackComponent, kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
+      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
+      timeoutMs: flags.timeout, output: outputModeFor({json}), breakLock: flags['break-lock'],
+    })
+    if (!('tag' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
+    else if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).` : `\n${result.component} already has these values: nothing changed.`)
+    return result
+  }
+}

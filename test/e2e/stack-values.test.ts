@@ -1,0 +1,188 @@
+// `ichor stack values diff|edit`, `stack values set` killed at every step boundary, a set after
+// the registry lost its content, and object drift in `stack status`, after one full `ichor
+// init` on the harness: real apiserver, registry, helm, the real Argo CD chart and Kokumi
+// 0.14.0 manifest; simulated Talos nodes, readiness and Kokumi/Argo CD (stack-simulator.ts).
+import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {stringify} from 'yaml'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import type {StackStatus} from '../../src/lib/stack/status.js'
+import {readInstallation} from '../../src/lib/state/installation.js'
+import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {doneTaskIds, killBeforeTask, taskIds} from '../harness/kill.js'
+import {waitUntil} from '../harness/kube.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Obj = KubeObject & {spec?: any; status?: any}
+type Component = 'argocd' | 'kokumi'
+
+let h: HarnessCluster
+let kube: Kube
+let oci: OciClient
+let day2: string[]
+let assets: string[]
+
+const endEvent = (r: CliRun) => jsonEvents(r).find((e) => e.event === 'end') as {ok: boolean; changed: boolean} | undefined
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}, opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...day2, ...assets], {...h.env, ...env}, opts)
+const status = async () => {
+  const run = await runIchor(['stack', 'status', '-o', 'json', ...day2], h.env)
+  return {run, doc: JSON.parse(run.stdout) as StackStatus}
+}
+const order = (c: Component) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
+
+/** What a values set leaves behind for a component: the CR's spec and status, the registry, the Order, the Application. */
+async function endState(c: Component) {
+  const cr = (await readInstallation(kube))!
+  const recorded = cr.status!.stack[c]!
+  const app = await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
+  const o = await order(c)
+  return {
+    spec: cr.spec.stack[c],
+    status: recorded,
+    registry: (await oci.headManifest(`ichor/${c}`, recorded.publishedTag))?.digest,
+    order: {spec: o?.spec, preparation: o?.status?.latestArtifactDigest},
+    application: {revision: app?.status?.sync?.revision, sync: app?.status?.sync?.status, health: app?.status?.health?.status},
+  }
+}
+
+beforeAll(async () => {
+  h = await startHarnessCluster()
+  const init = await runIchor([...h.initArgs, '--json'], h.env)
+  expect(init.code, `${init.stderr}\n${init.stdout.slice(-2000)}`).toBe(0)
+  kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  oci = new OciClient(h.registry.endpoint)
+  day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
+  assets = ['--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+}, 600_000)
+afterAll(async () => h?.stop())
+
+describe('ichor stack values diff|edit and set under kills, losses and drift', () => {
+  it('values diff: nothing against the published bundle; a change shows in the effective values and the bundle objects; bad values exit 2', async () => {
+    for (const c of ['argocd', 'kokumi']) {
+      const none = await cli(['stack', 'values', 'diff', c, '--json'])
+      expect(none.code, none.stderr).toBe(0)
+      expect(jsonResult(none)).toMatchObject({component: c, changed: false, values: '', manifest: ''})
+    }
+    const argocd = await cli(['stack', 'values', 'diff', 'argocd', 'server.replicas=2'])
+    expect(argocd.code, argocd.stderr).toBe(0)
+    const [values, manifest] = argocd.stdout.split(/^(?=--- published 10\.1\.1-)/m)
+    expect(values).toMatch(/^--- published argocd \(effective values\)$/m)
+    expect(values).toMatch(/^\+\s+replicas: 2$/m)
+    expect(manifest).toMatch(/^\+\+\+ proposed 10\.1\.1-[0-9a-f]{12} \(manifest\.yaml\)$/m)
+    expect(manifest).toMatch(/^\+\s+replicas: 2$/m)
+    const kokumi = await cli(['stack', 'values', 'diff', 'kokumi', 'controller.replicas=2', '--json'])
+    expect(kokumi.code, kokumi.stderr).toBe(0)
+    const k = jsonResult<{changed: boolean; values: string; manifest: string; published: {tag: string}; proposed: {tag: string}}>(kokumi)
+    expect(k.changed).toBe(true)
+    expect(k.values).toMatch(/^\+\s+replicas: 2$/m)
+    expect(k.manifest).toMatch(/^\+\s+replicas: 2$/m)
+    expect(k.proposed.tag).not.toBe(k.published.tag)
+    const bad = await cli(['stack', 'values', 'diff', 'kokumi', 'controller.replicaz=2'])
+    expect(bad.code).toBe(2)
+    expect(`${bad.stdout}${bad.stderr}`).toMatch(/controller\.replicaz/)
+  }, 300_000)
+
+  it('values edit: an unchanged buffer is a no-op; a refused buffer reopens with the problems on top; the fixed one is published and served', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-'))
+    const editor = join(dir, 'editor.sh')
+    // The "editor": records what it was shown, then writes the next prepared buffer (if any).
+    writeFileSync(editor, '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n', {mode: 0o700})
+    const edit = (c: Component, sub: string, buffers: Record<number, unknown> = {}) => {
+      mkdirSync(join(dir, sub))
+      for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
+      return cli(['stack', 'values', 'edit', c, '--json'], {EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
+    }
+    const before = await endState('argocd')
+    const unchanged = await edit('argocd', 'unchanged')
+    expect(unchanged.code, unchanged.stderr).toBe(0)
+    expect(jsonResult(unchanged)).toMatchObject({changed: false, component: 'argocd'})
+    expect(await endState('argocd')).toEqual(before)
+    expect(readFileSync(join(dir, 'unchanged', 'seen-1.yaml'), 'utf8')).toMatch(/^# The user layer of Argo CD's chart values/m)
+
+    const fixed = await edit('argocd', 'fix', {1: {server: {replicaz: 2}}, 2: {server: {replicas: 2}}})
+    expect(fixed.code, `${fixed.stderr}\n${fixed.stdout.slice(-2000)}`).toBe(0)
+    expect(readFileSync(join(dir, 'fix', 'seen-2.yaml'), 'utf8')).toMatch(/^# The values were not accepted:\n#\s+- server\.replicaz: /m)
+    const result = jsonResult<{tag: string; digest: string; changed: boolean}>(fixed)
+    expect(result.changed).toBe(true)
+    const after = await endState('argocd')
+    expect(after.spec).toEqual({values: {server: {replicas: 2}}})
+    expect(after.status).toMatchObject({publishedTag: result.tag, digest: result.digest, applicationSync: 'Synced', applicationHealth: 'Healthy'})
+    expect(after.order.spec.source.version).toBe(result.tag)
+    expect(after.application).toEqual({revision: after.order.preparation, sync: 'Synced', health: 'Healthy'})
+    // What was edited is what is published: diff with no change shows nothing.
+    const none = await cli(['stack', 'values', 'diff', 'argocd', '--json'])
+    expect(jsonResult(none)).toMatchObject({changed: false})
+
+    const kokumi = await edit('kokumi', 'kokumi', {1: {server: {replicas: 2}}})
+    expect(kokumi.code, `${kokumi.stderr}\n${kokumi.stdout.slice(-2000)}`).toBe(0)
+    expect((await endState('kokumi')).spec).toEqual({values: {server: {replicas: 2}}})
+    expect((await status()).doc.healthy).toBe(true)
+  }, 600_000)
+
+  it('values set killed as each step starts, then rerun: the same end state as an uninterrupted run', async () => {
+    const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
+    // The end states of uninterrupted runs to either value: each kill case moves to the other one.
+    const reference: Record<string, Awaited<ReturnType<typeof endState>>> = {}
+    let ids: string[] = []
+    for (const v of ['a', 'b']) {
+      const r = await set(v)
+      expect(r.code, r.stderr).toBe(0)
+      reference[v] = await endState('argocd')
+      ids = taskIds(r)
+    }
+    expect(ids).toEqual(['lease', 'store-values', 'publish-bundles', 'rerender-orders', 'close-registry-tunnel', 'orders', 'wait-applications', 'record-status'])
+    const kokumi = await endState('kokumi')
+    for (const [k, id] of ids.entries()) {
+      const v = k % 2 === 0 ? 'a' : 'b'
+      const killed = await set(v, {killOn: killBeforeTask(k)})
+      expect(killed.signal, `before ${id}: ${killed.stderr}`).toBe('SIGKILL')
+      const rerun = await set(v)
+      expect(rerun.code, `before ${id}: ${rerun.stderr}`).toBe(0)
+      expect(await endState('argocd'), `killed before ${id}`).toEqual(reference[v])
+    }
+    expect(await endState('kokumi')).toEqual(kokumi)
+  }, 1_200_000)
+
+  it('values set after the registry lost its content: the losses are put back first, the set converges well within its timeout', async () => {
+    await h.registry.restartEmpty()
+    const lost = await status()
+    expect(lost.run.code).toBe(1)
+    const r = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.wiped=yes', '--timeout', '120s', '--json'])
+    expect(r.code, `${r.stderr}\n${r.stdout.slice(-3000)}`).toBe(0)
+    expect(doneTaskIds(r)).toEqual(expect.arrayContaining(['publish-bundles', 'rerender-orders']))
+    const after = await status()
+    expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
+    expect(after.doc.components.every((c) => c.registry.bundle && c.registry.preparation)).toBe(true)
+  }, 600_000)
+
+  it('an object changed out of band: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back', async () => {
+    const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
+    const image = (await server()).spec.template.spec.containers[0].image as string
+    const clean = await status()
+    expect(clean.run.code, JSON.stringify(clean.doc.components.map((c) => c.problems))).toBe(0)
+    expect(clean.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
+    await kube.request('PATCH', '/apis/apps/v1/namespaces/argocd/deployments/argocd-server', {
+      body: [{op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/argoproj/argocd:v0.0.0-out-of-band'}],
+      contentType: 'application/json-patch+json',
+      query: {fieldManager: 'kubectl-edit'},
+    })
+    const drifted = await status()
+    expect(drifted.run.code).toBe(1)
+    const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
+    expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
+    expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
+    expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
+
+    const sync = await cli(['stack', 'sync', '--json'])
+    expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
+    expect(doneTaskIds(sync)).toEqual(['lease', 'resync-drifted'])
+    expect((await server()).spec.template.spec.containers[0].image).toBe(image)
+    const after = await status()
+    expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
+    expect(after.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
+  }, 600_000)
+})
