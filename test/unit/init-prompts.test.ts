@@ -16,7 +16,7 @@ const CTRL_C = '\x03'
 
 describe('ichor init on a terminal', () => {
   it('checks each answer as it is typed, asks again when wrong, takes comma lists, and Ctrl-C aborts with exit 130', async () => {
-    const t = terminal(['init', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')])
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')])
     await t.expect('Cluster name')
     t.type(`${CLEAR_LINE}Bad_Name${ENTER}`)
     await t.expect('is not a DNS-1123 label')
