@@ -10,27 +10,46 @@ import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {readInstallation, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
+import {readInstallation, readTalosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
 import {requireStateFile, type LocalState} from './local.js'
+import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME} from './sealed-bundle.js'
+import type {StateKey} from './state-key.js'
 
-export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; timeoutMs: number}): Task {
+export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; stateKey: StateKey | undefined; timeoutMs: number}): Task {
   return {
     id: 'state-in-cluster',
-    title: 'Install the IchorInstallation CRD and store the desired state and Talos secrets',
+    title: 'Install the IchorInstallation CRD and store the desired state and the Talos secrets (encrypted with age)',
     async probe() {
       const kube = await p.session.kube()
       const cr = await readInstallation(kube)
       if (!cr) return missing('no IchorInstallation yet')
       if (!isDeepStrictEqual(cr.spec, await p.spec())) return missing('the desired state differs from the stored one')
       const secret = await getObject(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM}, {metadataOnly: true})
-      return secret ? holds('stored') : missing('the Talos secrets are not in the cluster yet')
+      if (!secret) return missing('the Talos secrets are not in the cluster yet')
+      return storedFormatOf(secret) === 'sealed' ? holds('stored, the Talos secrets encrypted with age') : missing(`${TALOS_SECRET_NAME} is in plaintext (an older ichor wrote it): re-writing it encrypted with age`)
     },
-    async run() {
+    async run(progress) {
       const kube = await p.session.kube()
+      if (!p.stateKey) throw new Error('storing the Talos bundle needs the state key (resolved before the plan)')
+      const key = p.stateKey
       await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
-      // Never a cut-short bundle into the cluster: another machine would restore it.
-      const bundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
-      await createIfAbsent(kube, talosBundleSecret(bundle))
+      const stored = await readTalosBundleSecret(kube)
+      if (!stored) {
+        // Never a cut-short bundle into the cluster: another machine would restore it.
+        const bundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
+        // Created, never overwritten: the cluster's bundle is the one its nodes trust.
+        await createIfAbsent(kube, await sealedBundleSecret(bundle, key))
+        return
+      }
+      if (storedFormatOf(stored) === 'sealed') return
+      // An older ichor's plaintext copy: the same bundle, sealed, replaces it (resourceVersion-guarded).
+      const opened = await bundleOfSecret(stored, async () => key)
+      if (!opened) throw new Error(`${TALOS_SECRET_NAME} holds no whole bundle; delete it so that this run stores the local one`)
+      const sealed = await sealedBundleSecret(opened.bundle, key)
+      await kube.request('PUT', `/api/v1/namespaces/${ICHOR_SYSTEM}/secrets/${STATE_SECRETS.talos}`, {
+        body: {...sealed, metadata: {...sealed.metadata, resourceVersion: stored.metadata.resourceVersion}},
+      })
+      progress(`${TALOS_SECRET_NAME} was in plaintext (an older ichor wrote it): re-written encrypted with age`)
     },
   }
 }
