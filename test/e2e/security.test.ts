@@ -50,10 +50,12 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     liftRegistry()
     // And the Talos bundle put back as an older ichor kept it: plaintext keys, no format annotation
     sealedByFirstRun = await talosSecret()
-    const data = {'secrets.yaml': readFileSync(join(h.stateDir, 'secrets.yaml')).toString('base64'), talosconfig: readFileSync(join(h.stateDir, 'talosconfig')).toString('base64')}
-    await kube.request('PUT', '/api/v1/namespaces/ichor-system/secrets/ichor-talos', {
-      body: {apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: {name: 'ichor-talos', namespace: 'ichor-system', resourceVersion: sealedByFirstRun?.metadata.resourceVersion}, data},
-    })
+    if (sealedByFirstRun) {
+      const data = {'secrets.yaml': readFileSync(join(h.stateDir, 'secrets.yaml')).toString('base64'), talosconfig: readFileSync(join(h.stateDir, 'talosconfig')).toString('base64')}
+      await kube.request('PUT', '/api/v1/namespaces/ichor-system/secrets/ichor-talos', {
+        body: {apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: {name: 'ichor-talos', namespace: 'ichor-system', resourceVersion: sealedByFirstRun.metadata.resourceVersion}, data},
+      })
+    }
     // When it is run again, and then a third time
     second = await runIchor([...h.initArgs, '--json'], h.env)
     third = await runIchor([...h.initArgs, '--json'], h.env)
@@ -142,13 +144,28 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     const right = await runIchor([...args, '--state-passphrase-file', h.passphraseFile], {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
     expect(right.code, `${right.stderr}\n${right.stdout.slice(-2000)}`).toBe(0)
     expect(jsonEvents(right).filter((e) => e.event === 'progress' && e.id === 'talos-secrets').map((e) => e.message)).toEqual(['restored from the cluster'])
-    for (const file of ['secrets.yaml', 'talosconfig']) {
-      expect(readFileSync(join(laptop, file), 'utf8')).toBe(readFileSync(join(h.stateDir, file), 'utf8'))
-      expect(statSync(join(laptop, file)).mode & 0o777).toBe(0o600)
-    }
+    // The same secrets; the talosconfig is re-issued by talosctl gen config from them, under the same CA.
+    expect(readFileSync(join(laptop, 'secrets.yaml'), 'utf8')).toBe(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8'))
+    const caOf = (dir: string) => (parseYaml(readFileSync(join(dir, 'talosconfig'), 'utf8')) as {contexts: Record<string, {ca: string}>}).contexts.e2e?.ca
+    expect(caOf(laptop)).toBe(caOf(h.stateDir))
+    for (const file of ['secrets.yaml', 'talosconfig']) expect(statSync(join(laptop, file)).mode & 0o777).toBe(0o600)
     expect((await talosSecret())?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
     expect(`${right.stdout}${right.stderr}`).not.toContain(passphrase())
   }, 600_000)
+
+  it('cni kube-proxy without a local talosconfig opens the sealed copy first: no passphrase or a wrong one is exit 2 before any step', async () => {
+    const empty = join(dirname(h.stateDir), 'laptop-3')
+    const args = ['cni', 'kube-proxy', 'restore', '--yes', '--json', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', empty]
+    const {ICHOR_STATE_PASSPHRASE_FILE: _, ...noPassphrase} = h.env
+    const none = await runIchor(args, noPassphrase)
+    expect(none.code, none.stderr).toBe(2)
+    expect(`${none.stdout}${none.stderr}`).toContain('no passphrase for the Talos admin bundle, and no terminal to ask on')
+    const wrongFile = join(dirname(h.stateDir), 'wrong-passphrase')
+    const wrong = await runIchor([...args, '--state-passphrase-file', wrongFile], noPassphrase)
+    expect(wrong.code, wrong.stderr).toBe(2)
+    expect(`${wrong.stdout}${wrong.stderr}`).toContain(`the passphrase from --state-passphrase-file ${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`)
+    for (const run of [none, wrong]) expect(jsonEvents(run).filter((e) => e.event === 'task' && e.status !== 'checking')).toEqual([])
+  })
 
   it('a tag moved in the registry after ichor pushed is detected, never reported as delivered', async () => {
     type Order = Obj & {spec: {source: {oci: string; version: string}}; status?: {latestArtifactDigest?: string}}
