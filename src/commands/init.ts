@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag} from '../lib/cli/flags.js'
 import {ciliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
 import {renderInitSummary} from '../lib/init/summary.js'
@@ -13,6 +13,7 @@ export default class Init extends IchorCommand {
 With --dry-run --output-dir DIR nothing is contacted: everything is validated and rendered into DIR and the plan is printed.`
   static override examples = [
     '<%= config.bin %> init --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --worker 192.0.2.11',
+    'ICHOR_STATE_PASSPHRASE_FILE=~/.config/ichor/homelab.pass <%= config.bin %> init --yes --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10',
     '<%= config.bin %> init --dry-run --output-dir ./out --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --mirror ./mirror',
   ]
   static override flags = {
@@ -31,6 +32,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'dry-run': Flags.boolean({description: 'change nothing; with --output-dir render everything offline, otherwise probe a live cluster'}),
     'output-dir': Flags.string({description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
     'state-dir': Flags.string({description: 'local state directory (Talos secrets, configs, kubeconfig) before the cluster holds them; default: $XDG_STATE_HOME/ichor/<cluster>', helpValue: 'DIR'}),
+    ...statePassphraseFlags,
     ...kubeFlags,
     kubeconfig: Flags.string({description: 'kubeconfig of an existing cluster, to continue it from a machine without the local state (default: the state directory\'s, never KUBECONFIG: init creates the cluster)', helpValue: 'FILE'}),
     ...registryEndpointFlag,
@@ -47,7 +49,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel},
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
-      promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], kubeconfig: f.kubeconfig, context: f.context,
+      promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], statePassphraseFile: f['state-passphrase-file'], kubeconfig: f.kubeconfig, context: f.context,
       registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })
     if (!json) this.log(outcome.kind === 'offline' ? renderOfflineDryRun(outcome.result) : f['dry-run'] ? dryRunClosing(outcome.result.changed) : renderInitSummary(outcome.inputs, outcome.result))

@@ -8,6 +8,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {readTalosBundle} from '../../src/lib/state/installation.js'
+import {readStateKeyFile} from '../../src/lib/state/state-key.js'
 import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
@@ -85,7 +86,7 @@ describe('ichor init on 3 control planes + 2 workers with --promotion Manual', (
     expect(said).toMatch(/node 127\.0\.0\.11 is already configured from another Talos secrets bundle: it refuses the talosconfig in \S*second-laptop/)
     expect(said).toMatch(/another machine ran ichor init against these nodes.*--state-dir/s)
     expect(said).toMatch(/talosctl reset/)
-    const stored = await readTalosBundle(kube)
+    const stored = (await readTalosBundle(kube, () => readStateKeyFile(reference.passphraseFile, 'the harness passphrase')))?.bundle
     expect(stored?.secretsYaml.toString('utf8')).toBe(readFileSync(join(reference.stateDir, 'secrets.yaml'), 'utf8'))
     expect(readFileSync(join(other, 'secrets.yaml'), 'utf8')).not.toBe(stored?.secretsYaml.toString('utf8'))
     // The first laptop still converges with nothing to do.

@@ -208,6 +208,24 @@ describe('ichor init refuses bad input before touching any node', () => {
     untouched()
   })
 
+  it('no passphrase for the sealed Talos bundle and no terminal: exit 2 naming the flag and the variable; a key file others can read is refused', async () => {
+    const stateDir = join(h.stateDir, '..', 'state-no-passphrase')
+    const args = h.initArgs.map((a) => (a === h.stateDir ? stateDir : a))
+    const {ICHOR_STATE_PASSPHRASE_FILE: _, ...noPassphrase} = h.env
+    const r = await runIchor(args, noPassphrase)
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toContain('ichor init: no passphrase for the Talos admin bundle, and no terminal to ask on')
+    expect(r.stderr).toMatch(/--state-passphrase-file FILE.*ICHOR_STATE_PASSPHRASE_FILE=FILE/)
+    const open = join(h.stateDir, '..', 'open-passphrase')
+    writeFileSync(open, 'readable by all\n', {mode: 0o644})
+    const shared = await runIchor([...args, '--state-passphrase-file', open], noPassphrase)
+    expect(shared.code, shared.stderr).toBe(2)
+    expect(shared.stderr).toContain(`--state-passphrase-file ${open}: ${open} is accessible by group or others (mode 0644)`)
+    expect(`${shared.stdout}${shared.stderr}`).not.toContain('readable by all')
+    expect(existsSync(stateDir)).toBe(false)
+    untouched()
+  })
+
   it('a run whose Lease is broken and taken while it is paused (SIGSTOP) starts no action after SIGCONT and exits 3 naming the new holder', async () => {
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     let child!: ChildProcess

@@ -1,7 +1,12 @@
 // Security points of issue 13 on one harness cluster (see test/harness/README.md for what is
 // real and what is simulated): the Kokumi admin password shown once, after all; the
-// registry's network policies in place before the registry can answer.
+// registry's network policies in place before the registry can answer; the Talos admin bundle
+// kept in the cluster sealed with age (an older ichor's plaintext copy re-sealed by a rerun,
+// another state folder restored with the passphrase, a wrong passphrase refused).
+import {existsSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {dirname, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parse as parseYaml} from 'yaml'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
@@ -22,6 +27,8 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
   let second: CliRun
   let third: CliRun
   let policiesBeforeRegistry: string[] | undefined
+  let sealedByFirstRun: Obj | undefined
+  const talosSecret = () => getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-talos', namespace: 'ichor-system'})
 
   beforeAll(async () => {
     h = await startHarnessCluster()
@@ -41,6 +48,14 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     failed = await runIchor([...withTimeout(h.initArgs, 15), '--json'], h.env)
     lift()
     liftRegistry()
+    // And the Talos bundle put back as an older ichor kept it: plaintext keys, no format annotation
+    sealedByFirstRun = await talosSecret()
+    if (sealedByFirstRun) {
+      const data = {'secrets.yaml': readFileSync(join(h.stateDir, 'secrets.yaml')).toString('base64'), talosconfig: readFileSync(join(h.stateDir, 'talosconfig')).toString('base64')}
+      await kube.request('PUT', '/api/v1/namespaces/ichor-system/secrets/ichor-talos', {
+        body: {apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: {name: 'ichor-talos', namespace: 'ichor-system', resourceVersion: sealedByFirstRun.metadata.resourceVersion}, data},
+      })
+    }
     // When it is run again, and then a third time
     second = await runIchor([...h.initArgs, '--json'], h.env)
     third = await runIchor([...h.initArgs, '--json'], h.env)
@@ -81,6 +96,75 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toBe(`${await password()}\n`)
     expect(r.stderr).not.toContain(await password())
+  })
+
+  const passphrase = () => readFileSync(h.passphraseFile, 'utf8').trim()
+  const talosValues = () => {
+    const secrets = parseYaml(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')) as {cluster: {secret: string}; secrets: {bootstraptoken: string}; trustdinfo: {token: string}}
+    return [secrets.trustdinfo.token, secrets.secrets.bootstraptoken, secrets.cluster.secret]
+  }
+  const expectSealed = (secret: Obj | undefined) => {
+    expect(secret?.metadata.annotations?.['ichor.maesh.dev/bundle-format']).toBe('age-armor-v1')
+    expect(Object.keys(secret?.data ?? {})).toEqual(['bundle.age'])
+    const decoded = Buffer.from(secret!.data!['bundle.age']!, 'base64').toString('utf8')
+    expect(decoded).toMatch(/^-----BEGIN AGE ENCRYPTED FILE-----\n[A-Za-z0-9+/=\n]+-----END AGE ENCRYPTED FILE-----\n$/)
+    for (const needle of ['BEGIN ED25519', 'BEGIN EC', 'BEGIN RSA', 'key:', 'crt:', ...talosValues()]) expect(decoded).not.toContain(needle)
+  }
+
+  it('the first run keeps the Talos bundle in the cluster sealed with age: ciphertext only, no Talos key material', () => {
+    expectSealed(sealedByFirstRun)
+    expect(`${failed.stdout}${failed.stderr}`).not.toContain(passphrase())
+  })
+
+  it("an older ichor's plaintext copy is read without the passphrase and re-written sealed by the next run, which says so", async () => {
+    const progress = jsonEvents(second).filter((e) => e.event === 'progress' && e.id === 'state-in-cluster').map((e) => e.message)
+    expect(progress).toEqual(['ichor-system/ichor-talos was in plaintext (an older ichor wrote it): re-written encrypted with age'])
+    expectSealed(await talosSecret())
+    expect(jsonEvents(third).find((e) => e.event === 'task' && e.id === 'state-in-cluster' && e.status === 'skipped')).toBeDefined()
+    for (const run of [second, third]) expect(`${run.stdout}${run.stderr}`).not.toContain(passphrase())
+  })
+
+  it('another state folder continues with the kubeconfig and the passphrase; a wrong passphrase is exit 2 and changes nothing', async () => {
+    const laptop = join(dirname(h.stateDir), 'laptop-2')
+    const args = [...h.initArgs.map((a) => (a === h.stateDir ? laptop : a)), '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--json']
+    const before = await talosSecret()
+    const lease = () => getObject(kube, {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', name: 'ichor-lock', namespace: 'ichor-system'})
+    const leaseBefore = await lease()
+    const wrongFile = join(dirname(h.stateDir), 'wrong-passphrase')
+    writeFileSync(wrongFile, 'not the passphrase\n', {mode: 0o600})
+    // Given a wrong passphrase, Then exit 2 naming the Secret, nothing written anywhere
+    const wrong = await runIchor(args, {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
+    expect(wrong.code, wrong.stderr).toBe(2)
+    expect(`${wrong.stdout}${wrong.stderr}`).toContain(`the passphrase from ICHOR_STATE_PASSPHRASE_FILE=${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`)
+    expect(`${wrong.stdout}${wrong.stderr}`).not.toContain('not the passphrase')
+    expect(existsSync(laptop)).toBe(false)
+    expect((await talosSecret())?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
+    expect((await lease())?.metadata.resourceVersion).toBe(leaseBefore?.metadata.resourceVersion)
+    // Given the passphrase (as the flag this time), Then the state folder is restored from the cluster
+    const right = await runIchor([...args, '--state-passphrase-file', h.passphraseFile], {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
+    expect(right.code, `${right.stderr}\n${right.stdout.slice(-2000)}`).toBe(0)
+    expect(jsonEvents(right).filter((e) => e.event === 'progress' && e.id === 'talos-secrets').map((e) => e.message)).toEqual(['restored from the cluster'])
+    // The same secrets; the talosconfig is re-issued by talosctl gen config from them, under the same CA.
+    expect(readFileSync(join(laptop, 'secrets.yaml'), 'utf8')).toBe(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8'))
+    const caOf = (dir: string) => (parseYaml(readFileSync(join(dir, 'talosconfig'), 'utf8')) as {contexts: Record<string, {ca: string}>}).contexts.e2e?.ca
+    expect(caOf(laptop)).toBe(caOf(h.stateDir))
+    for (const file of ['secrets.yaml', 'talosconfig']) expect(statSync(join(laptop, file)).mode & 0o777).toBe(0o600)
+    expect((await talosSecret())?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
+    expect(`${right.stdout}${right.stderr}`).not.toContain(passphrase())
+  }, 600_000)
+
+  it('cni kube-proxy without a local talosconfig opens the sealed copy first: no passphrase or a wrong one is exit 2 before any step', async () => {
+    const empty = join(dirname(h.stateDir), 'laptop-3')
+    const args = ['cni', 'kube-proxy', 'restore', '--yes', '--json', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', empty]
+    const {ICHOR_STATE_PASSPHRASE_FILE: _, ...noPassphrase} = h.env
+    const none = await runIchor(args, noPassphrase)
+    expect(none.code, none.stderr).toBe(2)
+    expect(`${none.stdout}${none.stderr}`).toContain('no passphrase for the Talos admin bundle, and no terminal to ask on')
+    const wrongFile = join(dirname(h.stateDir), 'wrong-passphrase')
+    const wrong = await runIchor([...args, '--state-passphrase-file', wrongFile], noPassphrase)
+    expect(wrong.code, wrong.stderr).toBe(2)
+    expect(`${wrong.stdout}${wrong.stderr}`).toContain(`the passphrase from --state-passphrase-file ${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`)
+    for (const run of [none, wrong]) expect(jsonEvents(run).filter((e) => e.event === 'task' && e.status !== 'checking')).toEqual([])
   })
 
   it('a tag moved in the registry after ichor pushed is detected, never reported as delivered', async () => {

@@ -4,7 +4,7 @@
 // Applications. The CLI runs as a subprocess, exactly as an operator runs it.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {realTalosctlPath} from './talosctl.js'
-import {mkdtempSync, rmSync} from 'node:fs'
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startControlPlane, type ControlPlane} from './apiserver.js'
@@ -35,6 +35,8 @@ export interface HarnessCluster {
   kokumiManifest: string
   /** The readiness simulator: tests hold workloads unready through it. */
   readiness: ReadinessSimulator
+  /** The 0600 file with the passphrase the Talos bundle is sealed with in the cluster (ICHOR_STATE_PASSPHRASE_FILE in env). */
+  passphraseFile: string
   /** Environment for the CLI subprocess. */
   env: NodeJS.ProcessEnv
   /** The `ichor init` arguments for this cluster (add --json etc.). */
@@ -59,8 +61,12 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
   const stateDir = join(work, 'state')
   // The real Kokumi 0.14.0 manifest and CRDs by default; the 0.17 fixture on request.
   const kokumiManifest = opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest
+  // Every init seals the Talos bundle it keeps in the cluster: scripts give the passphrase as a file.
+  const passphraseFile = join(work, 'state-passphrase')
+  writeFileSync(passphraseFile, 'harness passphrase, not a secret\n', {mode: 0o600})
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    ICHOR_STATE_PASSPHRASE_FILE: passphraseFile,
     ICHOR_TALOSCTL: nodes.talosctl,
     TALOS_SIM_STATE: nodes.stateDir,
     TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
@@ -76,7 +82,7 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
+    cp, registry, nodes, stateDir, passphraseFile, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()

@@ -38,6 +38,23 @@ describe('ichor init on a terminal', () => {
     expect(t.screen()).not.toMatch(/\n\s+at /)
   }, 300_000)
 
+  it('asks for the passphrase of the Talos bundle after the confirmation, twice for a new bundle, again when the two differ; never echoed', async () => {
+    const t = terminal(['init', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'])
+    await t.expect('Worker node addresses')
+    t.type(ENTER)
+    await t.expect('Configure 192.0.2.10 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
+    t.type(`y${ENTER}`)
+    await t.expect('Passphrase for the Talos admin bundle kept in the cluster')
+    t.type(`first-try${ENTER}`)
+    await t.expect('The same passphrase again')
+    t.type(`first-tyr${ENTER}`)
+    await t.expect('The passphrases differ; try again.')
+    await t.expect('Passphrase for the Talos admin bundle kept in the cluster')
+    t.type(CTRL_C)
+    expect(await t.exited).toBe(130)
+    expect(t.screen()).not.toMatch(/first-t/)
+  }, 300_000)
+
   it('--yes never prompts: a missing flag is an error naming it', async () => {
     const t = terminal(['init', '--yes', '--mirror', UPSTREAM.dir])
     expect(await t.exited).toBe(2)

@@ -25,6 +25,17 @@ export const talosAccessFlags = {
   'state-dir': Flags.string({description: "init's local state directory (default: $XDG_STATE_HOME/ichor/<cluster>)", helpValue: 'DIR'}),
 }
 
+/**
+ * For every command that reads or writes the Talos admin bundle ichor keeps in the cluster
+ * (encrypted with age). Never the passphrase itself on argv: a file, or the named env var.
+ */
+export const statePassphraseFlags = {
+  'state-passphrase-file': Flags.string({
+    description: 'file (0600) with the passphrase or age identity (AGE-SECRET-KEY-1…) the Talos admin bundle in the cluster is encrypted with (default: ICHOR_STATE_PASSPHRASE_FILE, else asked on a terminal)',
+    helpValue: 'FILE',
+  }),
+}
+
 const DURATION_FORMS = 'a Go/helm duration such as 90s, 15m, 1h or 1h30m, or plain seconds'
 const UNIT_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
 

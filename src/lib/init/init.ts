@@ -9,7 +9,9 @@ import {runInitPlan, type InitResult} from '../plans/init.js'
 import {generateStackSecrets} from '../stack/prepare.js'
 import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
-import {readInstallation, type InstallationSpec} from '../state/installation.js'
+import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
+import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
 import type {Values} from '../values/path.js'
@@ -31,6 +33,8 @@ export interface InitRequest {
   /** With dryRun: render offline into this folder, contact nothing. */
   outputDir?: string
   stateDir?: string
+  /** --state-passphrase-file: the key of the Talos bundle kept in the cluster (else the environment, else a prompt). */
+  statePassphraseFile?: string
   kubeconfig?: string
   context?: string
   registryEndpoint?: string
@@ -64,6 +68,10 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   const inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
+  // The key of the Talos bundle kept in the cluster: checked (or found missing) before
+  // anything reaches a node or the cluster; a prompt comes after the confirmation.
+  const givenKey = await givenStateKey(req.statePassphraseFile)
+  if (!req.dryRun && !givenKey && !interactive) throw missingStateKeyError('ichor init')
   const given = {
     cilium: req.values.cilium ? readValuesFile(req.values.cilium, '--cilium-values') : undefined,
     argocd: req.values.argocd ? readValuesFile(req.values.argocd, '--argocd-values') : undefined,
@@ -76,10 +84,15 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const session = offline ? undefined : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
   let userValues: {cilium: Values; argocd: Values; kokumi: Values}
   let servedApiGroups: Set<string> | undefined
+  let storedBundle: SecretWithData | undefined
   try {
     const live = session && (await session.clusterAnswers()) ? await session.kube() : undefined
     userValues = keepStoredLayers(given, live ? (await readInstallation(live))?.spec : undefined)
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
+    storedBundle = live ? await readTalosBundleSecret(live) : undefined
+    if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
+      req.note(`${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`)
+    }
   } catch (error) {
     await session?.close()
     throw error
@@ -125,11 +138,14 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
         throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
       }
     }
+    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun})
     const result = await runInitPlan({
       session,
       inputs,
       render: rendering,
       state,
+      stateKey,
+      clusterBundle,
       generated,
       userValues,
       registryEndpoint: req.registryEndpoint,
@@ -145,6 +161,19 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   } finally {
     await session?.close() // the plan closed it already; a refusal before the plan did not
   }
+}
+
+/**
+ * The key (given, or asked: twice for a new bundle, once for a sealed one) and the bundle
+ * the cluster keeps, opened now: a wrong key is exit 2 before any step. A dry run asks
+ * nothing and opens the bundle only when a key was given.
+ */
+async function unlockStoredBundle(stored: SecretWithData | undefined, given: StateKey | undefined, o: {prompt: boolean}): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
+  const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
+  const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
+  if (!stored || (sealed && !stateKey)) return {stateKey}
+  const opened = await bundleOfSecret(stored, async () => stateKey!)
+  return {stateKey, clusterBundle: opened?.bundle}
 }
 
 const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const

@@ -17,6 +17,7 @@ import {withPrivateTempDir} from '../fs/private-files.js'
 import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {readInstallation} from '../state/installation.js'
+import {givenStateKey, missingStateKeyError, promptStateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
 import {kubeProxyNodes} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
@@ -30,6 +31,8 @@ export interface CniKubeProxyOptions extends ChangeSources, PlanOptions {
   yes: boolean
   /** --json: never prompt. */
   json: boolean
+  /** --state-passphrase-file: the key of the Talos bundle in the cluster, needed when no talosconfig is at hand. */
+  statePassphraseFile?: string
 }
 
 export interface CniKubeProxyResult extends RunResult {
@@ -61,6 +64,12 @@ function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => 
 export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubeProxyResult> {
   // A real run changes the CNI and the nodes: on a terminal it asks, without one it needs --yes.
   if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
+  const givenKey = await givenStateKey(o.statePassphraseFile)
+  const stateKey = async () => {
+    if (givenKey) return givenKey
+    if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
+    throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
+  }
   const session = openSession({command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`, kubeconfig: o.kubeconfig, context: o.context})
   try {
     return await withPrivateTempDir('ichor-kube-proxy-', async (dir) => {
@@ -74,7 +83,7 @@ export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubePr
       const talos: KubeProxyTalosInput = {
         session,
         talos: async () => cr.spec.talos,
-        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, dir)),
+        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, dir, stateKey)),
       }
       if (asksForConfirmation(o)) {
         const nodes = kubeProxyNodes(cr.spec.talos).map((n) => n.node).join(', ')
@@ -83,6 +92,8 @@ export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubePr
           : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
         await confirmOrAbort(o, `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`)
       }
+      // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.
+      await talos.talosconfig()
       const result = await runTasks(kubeProxySteps(session, o, change, talos), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
       return {...result, from, to: o.target, hash: (await change()).hash}
     })

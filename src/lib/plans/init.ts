@@ -13,7 +13,8 @@ import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import {firstApplyTask, ordersTask, policiesTask, promoteFirstInstallTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
-import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
+import type {InstallationSpec, InstallationStatus, TalosBundle} from '../state/installation.js'
+import type {StateKey} from '../state/state-key.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
@@ -33,6 +34,10 @@ export interface InitOptions extends PlanOptions {
   /** May still be rendering: the nodes are probed meanwhile (read-only). */
   render: Promise<InitRender>
   state: LocalState
+  /** The key the Talos bundle is sealed with in the cluster (absent only in a dry run without one). */
+  stateKey?: StateKey
+  /** The bundle the cluster already keeps, opened with stateKey before the plan (another machine continues with it). */
+  clusterBundle?: TalosBundle
   userValues: {cilium: Values; argocd: Values; kokumi: Values}
   /** Fresh values, used only where the cluster holds none yet. */
   generated: GeneratedStackSecrets
@@ -73,12 +78,12 @@ function initSteps(d: PlanData): Task[] {
   const cluster = (task: Task) => onCluster(session, task)
   return [
     validateTask(d),
-    talosSecretsTask({state, session}),
+    talosSecretsTask({state, clusterBundle: o.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
-    cluster(storeDesiredStateTask({session, state, timeoutMs, spec: async () => desiredSpec(o, await render())})),
+    cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, spec: async () => desiredSpec(o, await render())})),
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
     cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),

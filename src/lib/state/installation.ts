@@ -14,6 +14,8 @@ import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
+import {bundleOfSecret, type SecretWithData, type StoredFormat} from './sealed-bundle.js'
+import type {StateKey} from './state-key.js'
 import type {Values} from '../values/path.js'
 
 export interface InstallationSpec {
@@ -100,19 +102,13 @@ export interface TalosBundle {
   talosconfig: Buffer
 }
 
-export function talosBundleSecret(bundle: TalosBundle): KubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: {name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}},
-    type: 'Opaque',
-    data: {'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')},
-  }
+/** The Secret holding the Talos bundle (sealed, or plaintext from an older ichor), or undefined. */
+export async function readTalosBundleSecret(kube: Kube): Promise<SecretWithData | undefined> {
+  return getObject<SecretWithData>(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM})
 }
 
-export async function readTalosBundle(kube: Kube): Promise<TalosBundle | undefined> {
-  const s = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name: STATE_SECRETS.talos, namespace: ICHOR_SYSTEM})
-  const data = s?.data
-  if (!data?.['secrets.yaml'] || !data.talosconfig) return undefined
-  return {secretsYaml: Buffer.from(data['secrets.yaml'], 'base64'), talosconfig: Buffer.from(data.talosconfig, 'base64')}
+/** The bundle the cluster keeps; `key` is asked for only when it is sealed. Undefined when there is none. */
+export async function readTalosBundle(kube: Kube, key: () => Promise<StateKey>): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
+  const secret = await readTalosBundleSecret(kube)
+  return secret && bundleOfSecret(secret, key)
 }

@@ -13,8 +13,10 @@ import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {readInstallation, readTalosBundle, talosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus} from './installation.js'
+import {readInstallation, readTalosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus, type TalosBundle} from './installation.js'
 import {readStateFile, requireStateFile, type LocalState} from './local.js'
+import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from './sealed-bundle.js'
+import type {StateKey} from './state-key.js'
 
 /** The cluster holds a bundle other than this state folder's: the nodes run that one, never overwrite it. */
 function otherStoredBundleError(state: LocalState): IchorError {
@@ -24,34 +26,55 @@ function otherStoredBundleError(state: LocalState): IchorError {
   })
 }
 
-export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; timeoutMs: number}): Task {
+/** Throws when the stored bundle (opened with the key) is not the local one. */
+async function requireSameBundle(stored: SecretWithData, local: Buffer, key: StateKey, state: LocalState): Promise<void> {
+  const opened = await bundleOfSecret(stored, async () => key)
+  if (opened && !opened.bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
+}
+
+export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; stateKey: StateKey | undefined; timeoutMs: number}): Task {
   return {
     id: 'state-in-cluster',
-    title: 'Install the IchorInstallation CRD and store the desired state and Talos secrets',
+    title: 'Install the IchorInstallation CRD and store the desired state and the Talos secrets (encrypted with age)',
     async probe() {
       const kube = await p.session.kube()
       const cr = await readInstallation(kube)
       if (!cr) return missing('no IchorInstallation yet')
       if (!isDeepStrictEqual(cr.spec, await p.spec())) return missing('the desired state differs from the stored one')
-      const stored = await readTalosBundle(kube)
+      const stored = await readTalosBundleSecret(kube)
       if (!stored) return missing('the Talos secrets are not in the cluster yet')
       // (A dry run from another machine has no local bundle yet: talos-secrets would restore this one.)
       const local = readStateFile(p.state, 'secrets')
-      if (local.status === 'ok' && !stored.secretsYaml.equals(Buffer.from(local.text))) throw otherStoredBundleError(p.state)
-      return holds('stored')
+      if (local.status === 'ok' && p.stateKey) await requireSameBundle(stored, Buffer.from(local.text), p.stateKey, p.state)
+      return storedFormatOf(stored) === 'sealed' ? holds('stored, the Talos secrets encrypted with age') : missing(`${TALOS_SECRET_NAME} is in plaintext (an older ichor wrote it): re-writing it encrypted with age`)
     },
-    async run() {
+    async run(progress) {
       const kube = await p.session.kube()
+      if (!p.stateKey) throw new Error('storing the Talos bundle needs the state key (resolved before the plan)')
+      const key = p.stateKey
       await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
       // Never a cut-short bundle into the cluster: another machine would restore it.
-      const bundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
-      // Only the bundle the nodes run: the first control plane must accept its talosconfig.
-      const node = (await p.spec()).talos.controlPlanes[0]!
-      const r = await isReachable(node, {talosconfig: p.state.talosconfig})
-      if (r.ours !== true) throw r.ours === false ? otherBundleError(p.state, r) : new IchorError(`control plane ${node} did not accept the talosconfig in ${p.state.dir} (${r.state}${r.message ? `: ${r.message}` : ''}); the Talos secrets were not stored in the cluster`)
-      await createIfAbsent(kube, talosBundleSecret(bundle))
-      const stored = await readTalosBundle(kube)
-      if (!stored?.secretsYaml.equals(bundle.secretsYaml)) throw otherStoredBundleError(p.state)
+      const bundle: TalosBundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
+      const stored = await readTalosBundleSecret(kube)
+      if (!stored) {
+        // Only the bundle the nodes run: the first control plane must accept its talosconfig.
+        const node = (await p.spec()).talos.controlPlanes[0]!
+        const r = await isReachable(node, {talosconfig: p.state.talosconfig})
+        if (r.ours !== true) throw r.ours === false ? otherBundleError(p.state, r) : new IchorError(`control plane ${node} did not accept the talosconfig in ${p.state.dir} (${r.state}${r.message ? `: ${r.message}` : ''}); the Talos secrets were not stored in the cluster`)
+        // Created, never overwritten: the cluster's bundle is the one its nodes trust.
+        await createIfAbsent(kube, await sealedBundleSecret(bundle, key))
+        const now = await readTalosBundleSecret(kube)
+        if (now) await requireSameBundle(now, bundle.secretsYaml, key, p.state)
+        return
+      }
+      await requireSameBundle(stored, bundle.secretsYaml, key, p.state)
+      if (storedFormatOf(stored) === 'sealed') return
+      // An older ichor's plaintext copy: the same bundle, sealed, replaces it (resourceVersion-guarded).
+      const sealed = await sealedBundleSecret(bundle, key)
+      await kube.request('PUT', `/api/v1/namespaces/${ICHOR_SYSTEM}/secrets/${STATE_SECRETS.talos}`, {
+        body: {...sealed, metadata: {...sealed.metadata, resourceVersion: stored.metadata.resourceVersion}},
+      })
+      progress(`${TALOS_SECRET_NAME} was in plaintext (an older ichor wrote it): re-written encrypted with age`)
     },
   }
 }

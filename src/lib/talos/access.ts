@@ -8,11 +8,16 @@ import {IchorError} from '../errors/errors.js'
 import {writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Kube} from '../kube/client.js'
 import {readTalosBundle, type Installation} from '../state/installation.js'
+import type {StateKey} from '../state/state-key.js'
 
-export async function resolveTalosconfig(kube: Kube, installation: Installation, flags: {talosconfig?: string; stateDir?: string}, privateDir: string): Promise<string> {
+export async function resolveTalosconfig(
+  kube: Kube, installation: Installation, flags: {talosconfig?: string; stateDir?: string}, privateDir: string,
+  /** The key of the sealed cluster copy, asked for only when that copy is needed. */
+  key: () => Promise<StateKey>,
+): Promise<string> {
   const access = talosAccess(installation, flags)
   if (access.talosconfig) return access.talosconfig
-  const bundle = await readTalosBundle(kube)
+  const bundle = (await readTalosBundle(kube, key))?.bundle
   if (!bundle) {
     throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {exitCode: 2, hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)'})
   }

@@ -9,7 +9,7 @@ import {connectKube} from '../kube/client.js'
 import {readWorkloadRollout} from '../health/reads.js'
 import {waitForApiServer, waitForDaemonSetReady} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
-import {readTalosBundle, type InstallationSpec} from '../state/installation.js'
+import type {InstallationSpec, TalosBundle} from '../state/installation.js'
 import {CorruptStateFileError, prepareStateDir, readStateFile, secureStateFiles, writeStateFile, type LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
@@ -23,7 +23,7 @@ import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig a
  * it answers (another machine, or a local copy cut short by a full disk); else generated
  * — never over a corrupt one, which configured nodes would no longer accept.
  */
-export function talosSecretsTask(p: {state: LocalState; session: Session}): Task {
+export function talosSecretsTask(p: {state: LocalState; clusterBundle: TalosBundle | undefined}): Task {
   return {
     id: 'talos-secrets',
     title: 'Generate or reuse the Talos secrets bundle',
@@ -35,7 +35,8 @@ export function talosSecretsTask(p: {state: LocalState; session: Session}): Task
     async run(progress) {
       prepareStateDir(p.state)
       const local = readStateFile(p.state, 'secrets')
-      const bundle = (await p.session.clusterAnswers()) ? await readTalosBundle(await p.session.kube()) : undefined
+      // Read and opened before the plan (a wrong key is refused before any step).
+      const bundle = p.clusterBundle
       if (bundle) {
         writeStateFile(p.state, 'secrets', bundle.secretsYaml)
         writeStateFile(p.state, 'talosconfig', bundle.talosconfig)

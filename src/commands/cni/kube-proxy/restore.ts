@@ -18,7 +18,7 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
     const {flags} = await this.parse(CniKubeProxyRestore)
     const json = this.jsonEnabled()
     return runCniKubeProxy({
-      target: 'kube-proxy', kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'],
+      target: 'kube-proxy', kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'], statePassphraseFile: flags['state-passphrase-file'],
       chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
       yes: flags.yes, json, output: outputModeFor({json}),
     })
