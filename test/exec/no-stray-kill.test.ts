@@ -111,6 +111,13 @@ function forbidden(kills: KillRecord[]): KillRecord[] {
   return kills.filter((k) => k.refused || (k.via === 'ChildProcess.kill' && (k.childPid === null || (k.childPid ?? 0) <= 0)) || (k.via === 'process.kill' && (k.pid ?? 0) <= 0))
 }
 
+/** The 0600 file with the passphrase a real init seals the Talos bundle with. */
+function passphraseFile(): string {
+  const file = join(work, 'state-passphrase')
+  writeFileSync(file, 'stray-kill test passphrase\n', {mode: 0o600})
+  return file
+}
+
 function valuesFile(name: string, text: string): string {
   const file = join(work, name)
   writeFileSync(file, text)
@@ -162,8 +169,8 @@ describe('no signal ever reaches a pid-less child, pid 0 or a process group (iss
 
   it('a failing init (unreachable node), with talosctl absent and with it present', async () => {
     const report = await fromSameGroupCaller([
-      {args: ['init', '--yes', '--allow-unpinned', ...NODES], binariesOnPath: false},
-      {args: ['init', '--yes', '--allow-unpinned', ...NODES], binariesOnPath: true},
+      {args: ['init', '--yes', '--allow-unpinned', '--state-passphrase-file', passphraseFile(), ...NODES], binariesOnPath: false},
+      {args: ['init', '--yes', '--allow-unpinned', '--state-passphrase-file', passphraseFile(), ...NODES], binariesOnPath: true},
     ])
     expect(forbidden(report.kills)).toEqual([])
     expect({code: report.code, signal: report.signal, survived: report.survived}).toEqual({code: 0, signal: null, survived: true})

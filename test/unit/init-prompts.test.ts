@@ -39,7 +39,7 @@ describe('ichor init on a terminal', () => {
   }, 300_000)
 
   it('asks for the passphrase of the Talos bundle after the confirmation, twice for a new bundle, again when the two differ; never echoed', async () => {
-    const t = terminal(['init', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'])
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'])
     await t.expect('Worker node addresses')
     t.type(ENTER)
     await t.expect('Configure 192.0.2.10 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
