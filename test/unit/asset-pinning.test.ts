@@ -1,7 +1,7 @@
 // A real run installs only the pinned artifacts unless --allow-unpinned; a dry run takes any.
 // The real upstream files: Cilium 1.18.0 is byte-exact the pin, Argo CD 10.1.1 and Kokumi
 // 0.14.0 are older than the pins.
-import {existsSync, mkdtempSync} from 'node:fs'
+import {existsSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -65,7 +65,10 @@ describe('ichor init (real run) with artifacts that are not the pinned ones', ()
       'init', '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10',
       '--state-dir', join(work, 'state'), '--yes', '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', UPSTREAM.kokumiManifest,
     ]
-    const env = {...process.env, ICHOR_MIRROR: ''}
+    // (a real init also needs the passphrase the Talos bundle is sealed with: given, so the pin check is what refuses)
+    const passphrase = join(work, 'passphrase')
+    writeFileSync(passphrase, 'unpinned test passphrase\n', {mode: 0o600})
+    const env = {...process.env, ICHOR_MIRROR: '', ICHOR_STATE_PASSPHRASE_FILE: passphrase}
     const real = await runCli(args, {env})
     const said = `${real.stdout}${real.stderr}`
     expect(real.code, said).toBe(2)
