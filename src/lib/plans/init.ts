@@ -83,7 +83,7 @@ function initSteps(d: PlanData): Task[] {
     applyConfigsTask({state, inputs, seen: d.nodes}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
-    cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, spec: async () => desiredSpec(o, await render())})),
+    cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, clusterBundle: o.clusterBundle, spec: async () => desiredSpec(o, await render())})),
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
     cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),

@@ -26,13 +26,16 @@ function otherStoredBundleError(state: LocalState): IchorError {
   })
 }
 
-/** Throws when the stored bundle (opened with the key) is not the local one. */
-async function requireSameBundle(stored: SecretWithData, local: Buffer, key: StateKey, state: LocalState): Promise<void> {
-  const opened = await bundleOfSecret(stored, async () => key)
-  if (opened && !opened.bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
+/**
+ * Throws when the stored bundle is not the local one. `opened` is the bundle the plan already
+ * opened before its steps: opening a sealed one again costs a scrypt run (seconds).
+ */
+async function requireSameBundle(stored: SecretWithData, local: Buffer, key: StateKey, state: LocalState, opened?: TalosBundle): Promise<void> {
+  const bundle = opened ?? (await bundleOfSecret(stored, async () => key))?.bundle
+  if (bundle && !bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
 }
 
-export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; stateKey: StateKey | undefined; timeoutMs: number}): Task {
+export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; stateKey: StateKey | undefined; clusterBundle?: TalosBundle; timeoutMs: number}): Task {
   return {
     id: 'state-in-cluster',
     title: 'Install the IchorInstallation CRD and store the desired state and the Talos secrets (encrypted with age)',
@@ -45,7 +48,7 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
       if (!stored) return missing('the Talos secrets are not in the cluster yet')
       // (A dry run from another machine has no local bundle yet: talos-secrets would restore this one.)
       const local = readStateFile(p.state, 'secrets')
-      if (local.status === 'ok' && p.stateKey) await requireSameBundle(stored, Buffer.from(local.text), p.stateKey, p.state)
+      if (local.status === 'ok' && p.stateKey) await requireSameBundle(stored, Buffer.from(local.text), p.stateKey, p.state, p.clusterBundle)
       return storedFormatOf(stored) === 'sealed' ? holds('stored, the Talos secrets encrypted with age') : missing(`${TALOS_SECRET_NAME} is in plaintext (an older ichor wrote it): re-writing it encrypted with age`)
     },
     async run(progress) {
@@ -67,7 +70,7 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
         if (now) await requireSameBundle(now, bundle.secretsYaml, key, p.state)
         return
       }
-      await requireSameBundle(stored, bundle.secretsYaml, key, p.state)
+      await requireSameBundle(stored, bundle.secretsYaml, key, p.state, p.clusterBundle)
       if (storedFormatOf(stored) === 'sealed') return
       // An older ichor's plaintext copy: the same bundle, sealed, replaces it (resourceVersion-guarded).
       const sealed = await sealedBundleSecret(bundle, key)
