@@ -2,7 +2,7 @@
 // helm and talosctl (gen/validate). Simulated: the Talos nodes, kubelet readiness, Cilium's
 // operator registering its (real) CRDs, and Kokumi/Argo CD turning Orders into Applications.
 import {createHash} from 'node:crypto'
-import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
@@ -14,8 +14,9 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {acquireLease, breakLease, readLease} from '../../src/lib/kube/lease.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {OciClient} from '../../src/lib/oci/client.js'
-import {CONTROL_PLANE, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents, jsonResult} from '../harness/cluster.js'
+import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents, jsonResult} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
+import {waitUntil} from '../harness/kill.js'
 import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -225,6 +226,51 @@ describe('ichor init refuses bad input before touching any node', () => {
     expect(existsSync(stateDir)).toBe(false)
     untouched()
   })
+
+  // Issue 12 point 11: two machines (two state folders) race on the same fresh nodes. Both runs
+  // probe every node in maintenance mode; the simulator then holds every apply until both runs
+  // are past their probes (TALOS_SIM_APPLY_GATE) and slows the second machine's link to the
+  // control plane and the first machine's to the worker, so configuring nodes in any order but
+  // "first control plane first" would leave one node on each bundle.
+  it('two inits from two machines on the same fresh nodes: one goes on; the other stops at the first control plane and configures no node', async () => {
+    const gate = join(h.stateDir, '..', 'apply-gate')
+    const otherDir = join(h.stateDir, '..', 'second-machine')
+    const otherArgs = h.initArgs.map((a, i) => (h.initArgs[i - 1] === '--state-dir' ? otherDir : a))
+    const inside: Promise<void>[] = []
+    // The winner is stopped as it reaches the bootstrap, so the tests below still start on unbootstrapped nodes.
+    const start = (args: string[], delay: string) => {
+      let reached!: () => void
+      inside.push(new Promise<void>((r) => (reached = r)))
+      const env = {...h.env, TALOS_SIM_APPLY_GATE: gate, TALOS_SIM_APPLY_DELAY: delay}
+      return runIchor([...args, '--json'], env, {
+        killOn: (e) => {
+          if (e.event === 'task' && e.id === 'apply-configs' && e.status === 'running') reached()
+          return e.event === 'task' && e.id === 'bootstrap-etcd' && e.status === 'checking'
+        },
+      })
+    }
+    const first = start(h.initArgs, `${WORKER}=4000`)
+    const second = start(otherArgs, `${CONTROL_PLANE}=4000`)
+    await Promise.all(inside)
+    // Both runs have an apply held at the gate; a run that applies to several nodes at once has them
+    // all there a moment later.
+    const waiters = () => readdirSync(join(gate, '..')).filter((f) => f.startsWith('apply-gate.waiting-')).map((f) => readFileSync(join(gate, '..', f), 'utf8'))
+    await waitUntil('both runs held at the apply gate', async () => [`${WORKER}=4000`, `${CONTROL_PLANE}=4000`].every((d) => waiters().some((w) => w.endsWith(d))), 60_000)
+    await new Promise((r) => setTimeout(r, 1_000))
+    writeFileSync(gate, '')
+    const [a, b] = await Promise.all([first, second])
+    expect(b.code, b.stderr).toBe(3)
+    expect(a.signal, `${a.stdout}${a.stderr}`).toBe('SIGKILL')
+    expect(jsonEvents(a)).toContainEqual(expect.objectContaining({event: 'task', id: 'apply-configs', status: 'done'}))
+    expect(`${b.stdout}${b.stderr}`).toMatch(/node 127\.0\.0\.11 is already configured from another Talos secrets bundle: it refuses the talosconfig in \S*second-machine/)
+    // Every node runs the winner's bundle (its machine CA), and the cluster keeps that bundle.
+    const machineCa = (yamlText: string) => parseAllDocuments(yamlText).map((d) => d.toJS() as {machine?: {ca?: {crt?: string}}}).find((d) => d?.machine?.ca)?.machine?.ca?.crt
+    const winnerCa = machineCa(readFileSync(join(h.stateDir, 'worker.yaml'), 'utf8'))
+    expect(winnerCa).toBeTruthy()
+    expect(machineCa(readFileSync(join(otherDir, 'worker.yaml'), 'utf8'))).not.toBe(winnerCa)
+    for (const ip of [CONTROL_PLANE, WORKER]) expect(machineCa(nodeConfig(h, ip)), ip).toBe(winnerCa)
+    expect(existsSync(join(h.nodes.stateDir, 'bootstrapped'))).toBe(false)
+  }, 600_000)
 
   it('a run whose Lease is broken and taken while it is paused (SIGSTOP) starts no action after SIGCONT and exits 3 naming the new holder', async () => {
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})

@@ -33,8 +33,9 @@
 // The objects carry the names and labels of k8stemplates/kube-proxy.go (no real pod spec).
 import {spawnSync} from 'node:child_process'
 import {X509Certificate, randomBytes} from 'node:crypto'
-import {copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
 
 const INVENTORY_NAMESPACE = 'kube-system'
@@ -586,22 +587,77 @@ function version(args) {
   process.stdout.write(`${client}Server:\n\tNODE:        ${ip}\n\tTag:         v${node.talosVersion.replace(/^v/, '')}\n`)
 }
 
-function applyConfig(args) {
+/**
+ * Test knobs to replay a race between two operators (never set outside a test that needs them):
+ * TALOS_SIM_APPLY_GATE names a file every apply waits for, so two runs' applies start together
+ * (each waiter leaves `<gate>.waiting-<pid>` saying its node and delay);
+ * TALOS_SIM_APPLY_DELAY ("ip=ms,...") then holds this process's apply to one node back, as a slow
+ * link would.
+ */
+async function waitForApplyKnobs(ip) {
+  const gate = process.env.TALOS_SIM_APPLY_GATE
+  if (gate && !existsSync(gate)) {
+    // Says who waits (node and delay), so the test opens the gate once every run is held at it.
+    writeFileSync(`${gate}.waiting-${process.pid}`, `${ip} ${process.env.TALOS_SIM_APPLY_DELAY ?? ''}`)
+    while (!existsSync(gate)) await sleep(50)
+  }
+  const delay = (process.env.TALOS_SIM_APPLY_DELAY ?? '').split(',').map((d) => d.split('=')).find(([node]) => node === ip)
+  if (delay) await sleep(Number(delay[1]))
+}
+
+/**
+ * One apply at a time per node: machined's ApplyConfiguration takes applyConfigMu with TryLock and
+ * answers a concurrent call with FailedPrecondition (siderolabs/talos
+ * internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go, main after v1.14). The lock
+ * file names its holder's pid, so a simulator process killed mid-apply does not hold it forever.
+ */
+async function withApplyLock(node, fn) {
+  const lock = `${node.path}.apply-lock`
+  try {
+    writeFileSync(lock, String(process.pid), {flag: 'wx'})
+  } catch {
+    const holder = Number(readFileSync(lock, 'utf8'))
+    if (isAlive(holder)) fail('error applying new configuration: rpc error: code = FailedPrecondition desc = another apply configuration is already in progress')
+    writeFileSync(lock, String(process.pid))
+  }
+  try {
+    return await fn()
+  } finally {
+    rmSync(lock, {force: true})
+  }
+}
+
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function applyConfig(args) {
   const ip = requireNode(args, 'error applying new configuration')
-  const node = loadNode(ip, 'error applying new configuration')
+  loadNode(ip, 'error applying new configuration')
   const file = args.one('file') ?? fail('apply-config: required flag(s) "file" not set')
   const text = readFileSync(file, 'utf8')
-  const docs = parseDocs(text, `error applying new configuration: failed to parse config`)
-  const type = machineType(docs) ?? fail('error applying new configuration: the config has no machine.type')
-  if ((type === 'worker') !== (node.role === 'worker')) fail(`error applying new configuration: the simulated node ${ip} is a ${node.role}, the config is for ${type}`)
-  if (args.bool('insecure')) {
-    if (node.mode !== 'maintenance') requireConfigured(node, args, 'error applying new configuration')
-  } else requireConfigured(node, args, 'error applying new configuration')
-  node.mode = 'configured'
-  node.config = text
-  node.configVersion = (node.configVersion ?? 0) + 1
-  saveNode(node)
-  return afterConfigChange(node)
+  await waitForApplyKnobs(ip)
+  // Read the node under its lock: another operator's apply may have configured it meanwhile.
+  const node = loadNode(ip, 'error applying new configuration')
+  return withApplyLock(node, () => {
+    const current = loadNode(ip, 'error applying new configuration')
+    const docs = parseDocs(text, `error applying new configuration: failed to parse config`)
+    const type = machineType(docs) ?? fail('error applying new configuration: the config has no machine.type')
+    if ((type === 'worker') !== (current.role === 'worker')) fail(`error applying new configuration: the simulated node ${ip} is a ${current.role}, the config is for ${type}`)
+    if (args.bool('insecure')) {
+      if (current.mode !== 'maintenance') requireConfigured(current, args, 'error applying new configuration')
+    } else requireConfigured(current, args, 'error applying new configuration')
+    current.mode = 'configured'
+    current.config = text
+    current.configVersion = (current.configVersion ?? 0) + 1
+    saveNode(current)
+    return afterConfigChange(current)
+  })
 }
 
 async function bootstrap(args) {

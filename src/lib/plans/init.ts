@@ -80,7 +80,7 @@ function initSteps(d: PlanData): Task[] {
     validateTask(d),
     talosSecretsTask({state, clusterBundle: o.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
-    applyConfigsTask({state, inputs, seen: d.nodes}),
+    applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
     cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, clusterBundle: o.clusterBundle, spec: async () => desiredSpec(o, await render())})),

@@ -1,6 +1,7 @@
 // Steps on the local state and the Talos nodes, up to a running API server, and the
 // hand-over of Cilium from Talos to Helm. Each factory closes over what it needs.
 import {createHash} from 'node:crypto'
+import {setTimeout as sleep} from 'node:timers/promises'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {IchorError} from '../errors/errors.js'
@@ -104,11 +105,44 @@ export function otherBundleError(state: LocalState, r: Reachability): IchorError
  * Applies the configs to nodes still in maintenance mode. `seen` is what the read-only
  * pre-check found, used for the first probe only (a re-probe asks the nodes again) and only
  * when it checked the configured nodes with this state folder's talosconfig.
+ *
+ * The first control plane is configured, and confirmed to run this bundle, before any other
+ * node: when two machines race on the same fresh nodes, a node in maintenance mode takes the
+ * first config it is given, so the run that wins the first control plane is the one that goes
+ * on, and the other stops there without having configured any node (no split cluster).
  */
-export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen?: Later<Reachability[]>}): Task {
+export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen?: Later<Reachability[]>; timeoutMs?: number}): Task {
   let seen = p.seen
   const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers]
   const ask = () => Promise.all(nodes.map((n) => isReachable(n, {talosconfig: p.state.talosconfig})))
+  const reach = (node: string) => isReachable(node, {talosconfig: p.state.talosconfig})
+  /** Applies one node's config when it is in maintenance mode; a node another bundle configured is exit 3. */
+  const applyTo = async (role: string, node: string, file: string, progress: (line: string) => void) => {
+    const r = await reach(node)
+    if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
+    if (r.state === 'unreachable') throw new IchorError(`${role} ${node} did not answer before its config was applied (${r.message ?? 'no answer'})`)
+    if (r.state !== 'maintenance') return
+    try {
+      await applyConfig({node, file, insecure: true})
+    } catch (error) {
+      // Refused because another machine's config got there first: say so, as the probe would.
+      const after = await reach(node)
+      if (after.state === 'configured' && after.ours === false) throw otherBundleError(p.state, after)
+      throw error
+    }
+    progress(`${role} ${node} configured`)
+  }
+  /** Waits until the node answers this bundle's talosconfig (it installs and restarts after an apply). */
+  const confirmOurs = async (node: string) => {
+    const deadline = Date.now() + (p.timeoutMs ?? 600_000)
+    for (;;) {
+      const r = await reach(node)
+      if (r.state === 'configured' && r.ours === true) return
+      if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
+      if (Date.now() > deadline) throw new IchorError(`control plane ${node} did not answer with the talosconfig in ${p.state.dir} after its config was applied (${r.state}${r.message ? `: ${r.message}` : ''})`)
+      await sleep(2_000)
+    }
+  }
   return {
     id: 'apply-configs',
     title: 'Apply machine configs to nodes in maintenance mode',
@@ -123,16 +157,14 @@ export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen
       return waiting.length === 0 ? holds('every node is configured from this bundle') : missing(`in maintenance mode: ${waiting.join(', ')}`)
     },
     async run(progress) {
-      const roles = [['control plane', p.inputs.controlPlanes, p.state.controlPlaneConfig], ['worker', p.inputs.workers, p.state.workerConfig]] as const
-      // Every node at once: a 3+2 cluster must not take five times a single node's wait.
-      await Promise.all(roles.flatMap(([role, list, file]) => list.map(async (node) => {
-        const r = await isReachable(node, {talosconfig: p.state.talosconfig})
-        if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
-        if (r.state === 'unreachable') throw new IchorError(`${role} ${node} did not answer before its config was applied (${r.message ?? 'no answer'})`)
-        if (r.state !== 'maintenance') return
-        await applyConfig({node, file, insecure: true})
-        progress(`${role} ${node} configured`)
-      })))
+      const [first, ...others] = p.inputs.controlPlanes
+      await applyTo('control plane', first!, p.state.controlPlaneConfig, progress)
+      await confirmOurs(first!)
+      // Then every other node at once: a 3+2 cluster must not take five times a single node's wait.
+      await Promise.all([
+        ...others.map((node) => applyTo('control plane', node, p.state.controlPlaneConfig, progress)),
+        ...p.inputs.workers.map((node) => applyTo('worker', node, p.state.workerConfig, progress)),
+      ])
     },
   }
 }
