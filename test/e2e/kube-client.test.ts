@@ -202,3 +202,20 @@ describe('openRegistryEndpoint', () => {
     expect(existsSync(dirname(tunnel.socketPath!))).toBe(false)
   })
 })
+
+// Issue 10: writes other than server-side apply (the Lease, status and inventory updates, JSON
+// and merge patches) name a field the server does not know instead of dropping it.
+describe('strict field validation on every write', () => {
+  it('a PUT, a POST and a merge patch with an unknown field are refused naming it; a caller may still choose its own level', async () => {
+    const path = '/api/v1/namespaces/default/configmaps'
+    await kube.request('POST', path, {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'strict'}, data: {a: '1'}}})
+    const live = await kube.request<Record<string, unknown>>('GET', `${path}/strict`)
+    const unknown = /unknown field "dataa"/
+    await expect(kube.request('PUT', `${path}/strict`, {body: {...live, dataa: {b: '2'}}})).rejects.toThrow(unknown)
+    await expect(kube.request('POST', path, {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'strict2'}, dataa: {}}})).rejects.toThrow(unknown)
+    await expect(kube.request('PATCH', `${path}/strict`, {body: {dataa: {b: '2'}}, contentType: 'application/merge-patch+json'})).rejects.toThrow(unknown)
+    expect((await kube.request<{data: unknown}>('GET', `${path}/strict`)).data).toEqual({a: '1'})
+    // An explicit level wins (nothing in ichor asks for less than Strict; this shows the default is only a default).
+    await kube.request('PATCH', `${path}/strict`, {body: {dataa: {b: '2'}}, contentType: 'application/merge-patch+json', query: {fieldValidation: 'Ignore'}})
+  })
+})

@@ -32,6 +32,9 @@ export interface RawResponse<T> {
   body: T
 }
 
+/** The methods that carry an object (or a patch of one) the API server decodes. */
+const WRITES = new Set(['POST', 'PUT', 'PATCH'])
+
 export interface RequestOptions {
   body?: unknown
   /** Defaults to application/json when a body is given. */
@@ -172,6 +175,8 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
   async function requestOnce<T>(method: string, path: string, options: RequestOptions = {}): Promise<RawResponse<T>> {
     const url = new URL(base.pathname.replace(/\/$/, '') + path, base)
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v))
+    // Every write names a field the server does not know as an error instead of dropping it.
+    if (options.body !== undefined && WRITES.has(method) && !url.searchParams.has('fieldValidation')) url.searchParams.set('fieldValidation', 'Strict')
     const payload = options.body === undefined ? undefined : Buffer.from(JSON.stringify(options.body))
     const reqOptions: https.RequestOptions = {
       method,
