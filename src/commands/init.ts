@@ -1,5 +1,5 @@
 import {Flags} from '@oclif/core'
-import {assetFlags, IchorCommand} from '../lib/cli/base.js'
+import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag} from '../lib/cli/flags.js'
 import {ciliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
@@ -39,7 +39,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     ...lockFlags,
     timeout: timeoutFlag(900),
     ...assetFlags,
-    'allow-unpinned': Flags.boolean({description: 'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned'}),
+    ...allowUnpinnedFlag,
   }
 
   async run() {

@@ -4,6 +4,7 @@
 // 0.14.0 manifest; simulated Talos nodes, readiness and Kokumi/Argo CD (stack-simulator.ts).
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
+import {gunzipSync, gzipSync} from 'node:zlib'
 import {join} from 'node:path'
 import {stringify} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -84,6 +85,27 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     const bad = await cli(['stack', 'values', 'diff', 'kokumi', 'controller.replicaz=2'])
     expect(bad.code).toBe(2)
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/controller\.replicaz/)
+  }, 300_000)
+
+  // Issue 10: a real run that publishes takes the pinned artifacts or those the cluster was installed
+  // with (status.artifacts); anything else needs --allow-unpinned, as init does.
+  it('an Argo CD chart neither pinned nor installed: stack values set and stack sync refuse it without --allow-unpinned (exit 2, nothing changed); --dry-run takes it', async () => {
+    const other = join(mkdtempSync(join(tmpdir(), 'ichor-chart-')), 'argo-cd-10.1.1.tgz')
+    writeFileSync(other, gzipSync(gunzipSync(readFileSync(UPSTREAM.argocdChart)), {level: 1})) // the same chart, other bytes
+    const args = [...day2, '--argocd-chart', other, '--kokumi-manifest', h.kokumiManifest]
+    const before = await endState('argocd')
+    for (const run of [['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=3'], ['stack', 'sync']]) {
+      const r = await runIchor([...run, ...args], h.env)
+      const said = `${r.stdout}${r.stderr}`
+      expect(r.code, said).toBe(2)
+      expect(said).toMatch(new RegExp(`ichor ${run.slice(0, run[1] === 'sync' ? 2 : 3).join(' ')}: not the pinned artifacts, nothing was changed`))
+      expect(said).toMatch(/--argocd-chart: .*is not the pinned argo-cd 10\.11\.6 .*pass --allow-unpinned/)
+      // The Kokumi manifest the cluster was installed with is not asked about again.
+      expect(said).not.toMatch(/--kokumi-manifest:/)
+    }
+    expect(await endState('argocd')).toEqual(before)
+    const dry = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=3', '--dry-run', ...args], h.env)
+    expect(dry.code, dry.stderr).toBe(0)
   }, 300_000)
 
   it('values edit: an unchanged buffer is a no-op; a refused buffer reopens with the problems on top; the fixed one is published and served', async () => {

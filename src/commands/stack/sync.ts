@@ -1,5 +1,5 @@
 import {Flags} from '@oclif/core'
-import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
+import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../lib/cli/flags.js'
 import {runStackSyncPlan} from '../../lib/plans/stack-sync.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
@@ -21,6 +21,7 @@ export default class StackSync extends IchorCommand {
     'argocd-chart': assetFlags['argocd-chart'],
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
+    ...allowUnpinnedFlag,
   }
 
   async run() {
@@ -28,7 +29,7 @@ export default class StackSync extends IchorCommand {
     const json = this.jsonEnabled()
     const result = await runStackSyncPlan({
       kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
-      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
+      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
       timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
     })
     if (!json) this.log(result.changed ? (result.dryRun ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nThe stack is back in line.') : '\nNothing to do: the registry holds everything and Kokumi serves it.')

@@ -8,6 +8,9 @@ import {OVERRIDE_FLAG, type ResolvedAsset} from './resolve.js'
 
 export const ALLOW_UNPINNED_FLAG = '--allow-unpinned'
 
+/** The refusal of unpinned artifacts: exit 2 like bad input, but about the artifacts, not the values. */
+export class UnpinnedArtifactsError extends ValidationError {}
+
 /** What the IchorInstallation records about an installed artifact. */
 export interface InstalledArtifact {
   /** The file's name (not its folder: that is one machine's). */
@@ -34,5 +37,5 @@ export function refuseUnpinnedArtifacts(command: string, assets: readonly Resolv
     message: `${a.pinned.description} ${a.pinned.name} ${a.version} (${basename(a.path)}, sha256 ${a.sha256}, from ${a.origin}) is not the pinned ${a.pinned.name} ${a.pinned.version} (sha256 ${a.pinned.sha256}); `
       + `pass ${ALLOW_UNPINNED_FLAG} to install it anyway (the IchorInstallation records it as unpinned), or use the pinned one (\`ichor assets fetch\`)`,
   }))
-  if (issues.length > 0) throw new ValidationError(`${command}: not the pinned artifacts, nothing was changed`, issues)
+  if (issues.length > 0) throw new UnpinnedArtifactsError(`${command}: not the pinned artifacts, nothing was changed`, issues)
 }

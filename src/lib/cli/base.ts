@@ -72,3 +72,8 @@ export const assetFlags = {
   mirror: Flags.string({description: 'local mirror directory to take artifacts from when none was fetched (also ICHOR_MIRROR)', helpValue: 'DIR'}),
   'assets-dir': Flags.string({description: 'where `ichor assets fetch` put the artifacts (also ICHOR_ASSETS_DIR; default $XDG_CACHE_HOME/ichor/assets)', helpValue: 'DIR'}),
 }
+
+/** --allow-unpinned, for the commands that install or publish from an upstream artifact. */
+export const allowUnpinnedFlag = {
+  'allow-unpinned': Flags.boolean({description: 'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned'}),
+}

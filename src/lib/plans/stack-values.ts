@@ -8,7 +8,7 @@ import {serverSideApply} from '../kube/apply.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import {requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import {checkStackArtifacts, requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
 import type {ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
@@ -102,7 +102,7 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
-      recordStatusTask({session, release: ciliumReleaseView(session), stack: later}),
+      recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => ({...(await requireInstallation(session)).status?.artifacts, ...stack.artifacts})}),
     ]
     const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
     const c = stack.components[o.component]
@@ -147,7 +147,9 @@ export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values'
   let edited
   try {
     await session.clusterAnswers()
-    edited = await editStackValues(session, o.component, o.sources)
+    // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
+    await checkStackArtifacts(session, o.sources)
+    edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined})
   } finally {
     await session.close()
   }

@@ -5,6 +5,7 @@
 // each buffer checked by rendering it, as `stack values set` would.
 import {isDeepStrictEqual} from 'node:util'
 import {stringify} from 'yaml'
+import {UnpinnedArtifactsError} from '../assets/pinning.js'
 import {resolveAsset} from '../assets/resolve.js'
 import {unifiedDiff} from '../cilium/diff.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
@@ -12,7 +13,7 @@ import type {Session} from '../session/session.js'
 import {editValuesBuffer} from '../values/edit-buffer.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {Values} from '../values/path.js'
-import {renderStackFromInstallation, requireInstallation, type StackArtifactSources} from './from-installation.js'
+import {renderStackFromInstallation, requireInstallation, type StackArtifactSources, type StackRender} from './from-installation.js'
 import {validateKokumiValues} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 import {readPublishedManifest} from './drift.js'
@@ -38,9 +39,9 @@ export function stackEffectiveValues(component: StackComponent, user: Values, so
 }
 
 /** Renders the stack with `values` as the component's layer; bad values are exit 2 naming the component. */
-export async function renderWithValues(session: Session, sources: StackArtifactSources, component: StackComponent, values: Values): Promise<PreparedStack> {
+export async function renderWithValues(session: Session, sources: StackArtifactSources, component: StackComponent, values: Values): Promise<StackRender> {
   return renderStackFromInstallation(session, sources, {component, values}).catch((error: unknown) => {
-    if (error instanceof ValidationError) throw new ValidationError(`${component} values are invalid, nothing was changed`, error.issues)
+    if (error instanceof ValidationError && !(error instanceof UnpinnedArtifactsError)) throw new ValidationError(`${component} values are invalid, nothing was changed`, error.issues)
     throw error
   })
 }

@@ -1,5 +1,5 @@
 import {Args} from '@oclif/core'
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
 import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
@@ -21,6 +21,7 @@ export default class StackValuesEdit extends IchorCommand {
     'argocd-chart': assetFlags['argocd-chart'],
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
+    ...allowUnpinnedFlag,
   }
 
   async run() {
@@ -28,7 +29,7 @@ export default class StackValuesEdit extends IchorCommand {
     const json = this.jsonEnabled()
     const result = await runStackValuesEdit({
       component: args.component as StackComponent, kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
-      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
+      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values edit', dryRun: false, allowUnpinned: flags['allow-unpinned']}},
       timeoutMs: flags.timeout, output: outputModeFor({json}), breakLock: flags['break-lock'],
     })
     if (!('tag' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')

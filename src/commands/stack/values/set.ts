@@ -1,5 +1,5 @@
 import {Args, Flags} from '@oclif/core'
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
 import {loadUserValues} from '../../../lib/cilium/user-values.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
@@ -25,6 +25,7 @@ export default class StackValuesSet extends IchorCommand {
     'argocd-chart': assetFlags['argocd-chart'],
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
+    ...allowUnpinnedFlag,
   }
 
   async run() {
@@ -33,7 +34,7 @@ export default class StackValuesSet extends IchorCommand {
     const result = await runStackValuesSetPlan({
       component: args.component as StackComponent, values: loadUserValues(flags.values, flags.set),
       kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
-      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
+      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
       timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
     })
     if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).` : `\n${result.component} already has these values: nothing changed.`)
