@@ -99,10 +99,13 @@ export async function readPreparationSource(kube: Kube, component: StackComponen
  * Orders name a tag, and a tag moved in the (anonymous, writable) registry in between would
  * have Argo CD deploy someone else's manifests. That is an error, never something to wait out.
  */
-export async function readDelivery(kube: Kube, component: StackComponent, options: {pushedDigest?: string} = {}): Promise<DeliveryState> {
+export async function readDelivery(kube: Kube, component: StackComponent, options: {pushedDigest?: string; pushedTag?: string} = {}): Promise<DeliveryState> {
   const ns = COMPONENT_NAMESPACE[component]
   const order = await readOrder(kube, component)
   if (!order) return {done: false, state: 'no Order yet'}
+  // An Order not yet moved to the pushed tag serves an older bundle, rightly from another digest.
+  const asked = (order.spec as {source?: {version?: string}} | undefined)?.source?.version
+  if (options.pushedTag && asked !== options.pushedTag) return {done: false, state: `Order ${ns}/${component} asks for ${asked ?? 'no version'}, not ${options.pushedTag} yet`, order}
   if (!order.ready || !order.current) return {done: false, state: `Order ${ns}/${component} not Ready for its current version yet`, order}
   const application = await readApplication(kube, component)
   if (!application) return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} not created yet`, order}

@@ -292,10 +292,10 @@ export function waitApplicationsTask(p: {session: Session; stack?: Later<Prepare
   const names = async (): Promise<readonly StackComponent[]> => p.components ?? (await components(p.stack!)).map((c) => c.component)
   // The digest ichor pushed per component: delivery is checked against it, not only against
   // the Order (which names a tag). Rendered now, or as recorded in the IchorInstallation status.
-  const pushed = async (kube: Kube): Promise<Partial<Record<StackComponent, string>>> => {
-    if (p.stack) return Object.fromEntries((await components(p.stack)).map((c) => [c.component, c.bundle.artifact.manifestDigest]))
+  const pushed = async (kube: Kube): Promise<Partial<Record<StackComponent, {pushedDigest?: string; pushedTag?: string}>>> => {
+    if (p.stack) return Object.fromEntries((await components(p.stack)).map((c) => [c.component, {pushedDigest: c.bundle.artifact.manifestDigest, pushedTag: c.bundle.tag}]))
     const recorded = (await readInstallation(kube))?.status?.stack ?? {}
-    return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, s?.digest]))
+    return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, {pushedDigest: s?.digest, pushedTag: s?.publishedTag}]))
   }
   return {
     id: 'wait-applications',
@@ -305,7 +305,7 @@ export function waitApplicationsTask(p: {session: Session; stack?: Later<Prepare
       const kube = await p.session.kube()
       const digests = await pushed(kube)
       for (const c of await names()) {
-        const s = await readDelivery(kube, c, {pushedDigest: digests[c]})
+        const s = await readDelivery(kube, c, digests[c])
         if (!s.done) return missing(s.state)
       }
       return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
@@ -314,7 +314,7 @@ export function waitApplicationsTask(p: {session: Session; stack?: Later<Prepare
       const kube = await p.session.kube()
       const digests = await pushed(kube)
       for (const c of await names()) {
-        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c, {pushedDigest: digests[c]}), {timeoutMs: p.timeoutMs, onProgress: progress})
+        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c, digests[c]), {timeoutMs: p.timeoutMs, onProgress: progress})
       }
     },
   }
