@@ -7,8 +7,14 @@
 // "commands.cjs") that is compiled only when a command runs: `--help` and topic listings
 // compile and run oclif alone. That bundle shares this oclif instance (its require of
 // "@oclif/core" is answered with it), so settings and caches are one.
+//
+// The binary starts from a V8 startup snapshot (useSnapshot): scripts/build-binary.mjs runs
+// this file once at build time, so loading oclif, package.json and the manifest is done
+// then; at run time Node deserializes that heap and calls main(). Whatever depends on the
+// machine it runs on is read in main() or in a module the build defers (build/deferred.cjs).
 const {dirname} = require('node:path')
 const sea = require('node:sea')
+const v8 = require('node:v8')
 const vm = require('node:vm')
 const oclif = require('@oclif/core')
 const {manifest, pjson} = require('ichor:bundle')
@@ -37,6 +43,11 @@ function topicList(topics, base = '') {
   ])
 }
 
+// The manifest's commands as the plugin lists them, sorted once at snapshot time.
+const commandList = Object.values(manifest.commands)
+  .map((cached) => ({...cached, pluginAlias: pjson.name, pluginType: 'core'}))
+  .sort((a, b) => a.id.localeCompare(b.id))
+
 /** oclif's Plugin interface, served from the bundle instead of the file system. */
 class BundledPlugin {
   constructor(root) {
@@ -54,9 +65,7 @@ class BundledPlugin {
     this.commandsDir = undefined
     this.hooks = {}
     this.options = {root, isRoot: true, pjson}
-    this.commands = Object.entries(manifest.commands)
-      .map(([id, cached]) => ({...cached, pluginAlias: this.alias, pluginType: 'core', load: () => this.findCommand(id, {must: true})}))
-      .sort((a, b) => a.id.localeCompare(b.id))
+    this.commands = commandList.map((cached) => ({...cached, load: () => this.findCommand(cached.id, {must: true})}))
   }
 
   get commandIDs() {
@@ -81,9 +90,16 @@ class BundledPlugin {
   }
 }
 
-const root = process.execPath
-void oclif.execute({
-  // A single executable application repeats the executable as argv[1].
-  args: process.argv.slice(2),
-  loadOptions: {root, pjson, plugins: new Map([[pjson.name, new BundledPlugin(root)]])},
-})
+function main() {
+  // debug (oclif's logger) read DEBUG when the snapshot was built; read it again.
+  if (process.env.DEBUG) require('debug').enable(process.env.DEBUG)
+  const root = process.execPath
+  void oclif.execute({
+    // A single executable application repeats the executable as argv[1].
+    args: process.argv.slice(2),
+    loadOptions: {root, pjson, plugins: new Map([[pjson.name, new BundledPlugin(root)]])},
+  })
+}
+
+if (v8.startupSnapshot.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main)
+else main()

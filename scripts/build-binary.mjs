@@ -54,9 +54,11 @@ const dist = (p) => pathToFileURL(join(root, 'dist', 'lib', 'assets', p)).href
 const {ASSET_IDS, pinnedAssets} = await import(dist('lock.js'))
 const {describeAsset, resolveAsset} = await import(dist('resolve.js'))
 
-// Scratch space of this build only (bundles, SEA config and blob), removed at the end.
+// Scratch space of this build only (bundles, SEA config and blob), removed at the end
+// unless ICHOR_SEA_KEEP is set: its ichor.cjs can then be profiled under plain node.
 const work = mkdtempSync(join(tmpdir(), 'ichor-sea-'))
-process.on('exit', () => rmSync(work, {recursive: true, force: true}))
+if (process.env.ICHOR_SEA_KEEP) console.error(`build-binary: ICHOR_SEA_KEEP: the bundles stay in ${work}`)
+else process.on('exit', () => rmSync(work, {recursive: true, force: true}))
 
 // --- the artifacts, verified against assets/lock.json -------------------------------
 const seaAssets = {}
@@ -131,6 +133,35 @@ const neverLoaded = {
     b.onLoad({filter: /.*/, namespace: 'never-loaded'}, (a) => ({contents: `throw new Error(${JSON.stringify(`${a.path} is not in the ichor binary`)})`, loader: 'js'}))
   },
 }
+// The main script runs once at build time to make the startup snapshot (build/sea-entry.cjs).
+// These modules read the terminal, environment or argv when they load, so they load at run
+// time instead: each is replaced by build/deferred.cjs's stand-in, which fails the build if
+// the snapshot touches it.
+const DEFERRED = [
+  /\/node_modules\/(ansis|supports-color|clean-stack|ansi-escapes)\/index\.js$/, // colour level, --no-color, home folder, TERM_PROGRAM
+  /\/node_modules\/@oclif\/core\/lib\/(screen|ux\/index|command)\.js$/, // terminal width, spinner or not, stdout's EPIPE listener
+]
+const deferAtStart = {
+  name: 'defer-at-start',
+  setup(b) {
+    b.onResolve({filter: /.*/}, async (a) => {
+      if (a.kind !== 'require-call' || a.pluginData?.real || a.namespace !== 'file') return undefined
+      const r = await b.resolve(a.path, {kind: a.kind, importer: a.importer, resolveDir: a.resolveDir, pluginData: {real: true}})
+      if (r.errors.length > 0 || !DEFERRED.some((re) => re.test(r.path.split('\\').join('/')))) return undefined
+      return {path: r.path, namespace: 'deferred'}
+    })
+    b.onLoad({filter: /.*/, namespace: 'deferred'}, (a) => {
+      const esModule = /Object\.defineProperty\(exports, "__esModule"/.test(readFileSync(a.path, 'utf8'))
+      const name = relative(root, a.path).split('\\').join('/').replace(/^.*node_modules\//, '')
+      return {
+        resolveDir: root,
+        loader: 'js',
+        contents: `module.exports = require(${JSON.stringify(join(root, 'build', 'deferred.cjs'))})(() => require(${JSON.stringify(a.path)}), ${JSON.stringify(name)}, ${esModule})`,
+        pluginData: {real: true},
+      }
+    })
+  },
+}
 const common = {
   bundle: true,
   platform: 'node',
@@ -145,15 +176,21 @@ const common = {
   // ESM code reads import.meta.url; in a CommonJS bundle it is the executable's URL. oclif's
   // engine check reads its package.json from disk, which a binary does not have.
   define: {'import.meta.url': '__ichorImportMetaUrl', 'process.env.OCLIF_DISABLE_ENGINE_WARNING': '"1"'},
-  banner: {js: 'var __ichorImportMetaUrl = require("node:url").pathToFileURL(process.execPath).href;'},
 }
 const main = join(work, 'ichor.cjs')
 const commandsBundle = join(work, 'commands.cjs')
 const started = Date.now()
 const built = await Promise.all([
-  build({...common, entryPoints: [join(root, 'build', 'sea-entry.cjs')], outfile: main}),
-  // The commands share the main script's oclif (see build/sea-entry.cjs).
-  build({...common, entryPoints: ['ichor:commands'], outfile: commandsBundle, external: ['@oclif/core']}),
+  build({...common, entryPoints: [join(root, 'build', 'sea-entry.cjs')], outfile: main, plugins: [deferAtStart, ...common.plugins]}),
+  // The commands share the main script's oclif (see build/sea-entry.cjs). They are compiled
+  // at run time, so their import.meta.url can be the executable's.
+  build({
+    ...common,
+    entryPoints: ['ichor:commands'],
+    outfile: commandsBundle,
+    external: ['@oclif/core'],
+    banner: {js: 'var __ichorImportMetaUrl = require("node:url").pathToFileURL(process.execPath).href;'},
+  }),
 ])
 if (process.env.ICHOR_SEA_METAFILE) writeFileSync(process.env.ICHOR_SEA_METAFILE, JSON.stringify(built.map((r) => r.metafile)))
 seaAssets['commands.cjs'] = commandsBundle
@@ -163,7 +200,8 @@ console.error(`build-binary: bundled in ${Date.now() - started} ms: main script 
 // --- the SEA blob, injected into a copy of this node --------------------------------
 const blob = join(work, 'sea-prep.blob')
 const seaConfig = join(work, 'sea-config.json')
-writeFileSync(seaConfig, JSON.stringify({main, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true, assets: seaAssets}, null, 2))
+// useSnapshot: the main script's heap after loading (build/sea-entry.cjs) is stored in the blob.
+writeFileSync(seaConfig, JSON.stringify({main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: true, assets: seaAssets}, null, 2))
 execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], {stdio: ['ignore', 'ignore', 'inherit']})
 const out = resolve(flags.out)
 mkdirSync(dirname(out), {recursive: true})

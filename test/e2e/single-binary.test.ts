@@ -29,13 +29,14 @@ async function run(file: string, args: string[], opts: {env?: Record<string, str
   return {code: r.exitCode, stdout: r.stdout, stderr: r.stderr}
 }
 
-/** The binary with nothing but its own directory and helm's on PATH, and no other environment. */
-function binary(args: string[]) {
-  return run('env', ['-i', `PATH=${binDir}:${dirname(helm())}`, `HOME=${join(work, 'home')}`, 'ichor', ...args], {cwd: binDir})
+/** The binary with nothing but its own directory and helm's on PATH, and no other environment than `env`. */
+function binary(args: string[], env: Record<string, string> = {}) {
+  const vars = Object.entries(env).map(([k, v]) => `${k}=${v}`)
+  return run('env', ['-i', `PATH=${binDir}:${dirname(helm())}`, `HOME=${join(work, 'home')}`, ...vars, 'ichor', ...args], {cwd: binDir})
 }
 
-function npmBuild(args: string[]) {
-  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets')}})
+function npmBuild(args: string[], env: Record<string, string> = {}) {
+  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), ...env}})
 }
 
 async function buildBinary(args: string[]) {
@@ -107,6 +108,21 @@ describe('the binary, alone in an empty directory, without Node', () => {
     const initHelp = await binary(['init', '--help'])
     expect(initHelp.code, initHelp.stderr).toBe(0)
     expect(initHelp.stdout).toBe((await npmBuild(['init', '--help'])).stdout)
+  })
+
+  it('reads the terminal width and colour support when it starts, not when its startup snapshot was built', async () => {
+    // The snapshot is made by a build with no terminal and no colour: a binary that kept
+    // what oclif, ansis and supports-color read at load time would print 80 columns, plain.
+    const env = {OCLIF_COLUMNS: '60', FORCE_COLOR: '3'}
+    for (const args of [['init', '--help'], ['cni', 'values', 'set', '--help']]) {
+      const fromBinary = await binary(args, env)
+      expect(fromBinary.code, fromBinary.stderr).toBe(0)
+      expect(fromBinary.stdout, args.join(' ')).toBe((await npmBuild(args, env)).stdout)
+      expect(fromBinary.stdout).toContain('\u001B[1mUSAGE\u001B[22m')
+      // Wrapped at 60 columns, not at the 80 of a help without a terminal.
+      const uncoloured = fromBinary.stdout.replace(/\u001B\[[0-9;]*m/g, '')
+      expect(uncoloured).not.toBe((await binary(args)).stdout)
+    }
   })
 
   it('renders `init --dry-run --output DIR` from its embedded artifacts, byte for byte as the npm build does from the mirror', async () => {
