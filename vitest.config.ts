@@ -4,6 +4,12 @@ import {testHelmPath} from './test/harness/helm.js'
 // Two projects: `unit` (offline, real helm and real upstream charts) and `e2e`
 // (the harness: real kube-apiserver/etcd, real registry, simulated Talos nodes).
 // `npm test` runs both.
+//
+// They run side by side: each pool is one queue of workers for the whole run (its size comes
+// from the root options, not a project's), and vitest starts different pools at the same time.
+// So e2e, which mostly waits on the apiserver and the CLI it spawns, has the `threads` pool to
+// itself with one worker (one file at a time: fileParallelism), while the CPU-bound unit files
+// keep the `forks` pool (some change the process's cwd or umask, which a worker thread cannot).
 export default defineConfig({
   test: {
     // Tests run the real Helm 4 built from Go modules (scripts/build-helm.sh, cached; the
@@ -12,9 +18,10 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 300_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
+    poolOptions: {threads: {maxThreads: 1, minThreads: 1}},
     projects: [
-      {extends: true, test: {name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**']}},
-      {extends: true, test: {name: 'e2e', include: ['test/e2e/**/*.test.ts'], fileParallelism: false}},
+      {extends: true, test: {name: 'unit', pool: 'forks', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**']}},
+      {extends: true, test: {name: 'e2e', pool: 'threads', include: ['test/e2e/**/*.test.ts'], fileParallelism: false}},
     ],
   },
 })

@@ -31,7 +31,8 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
   const talosSecret = () => getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-talos', namespace: 'ichor-system'})
 
   beforeAll(async () => {
-    h = await startHarnessCluster()
+    // A passphrase (age's scrypt), not the harness's default identity: these tests are about passphrases.
+    h = await startHarnessCluster({stateKey: 'passphrase'})
     // Given a first run that mints the password and then fails (Argo CD's server never gets ready)
     const lift = h.readiness.holdUnready((kind, obj) => kind === 'Deployment' && obj.metadata?.name === 'argocd-server')
     // The registry is held unready (unreachable) until the policies in kokumi have been listed.
@@ -98,7 +99,7 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     expect(r.stderr).not.toContain(await password())
   })
 
-  const passphrase = () => readFileSync(h.passphraseFile, 'utf8').trim()
+  const passphrase = () => readFileSync(h.stateKeyFile, 'utf8').trim()
   const talosValues = () => {
     const secrets = parseYaml(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')) as {cluster: {secret: string}; secrets: {bootstraptoken: string}; trustdinfo: {token: string}}
     return [secrets.trustdinfo.token, secrets.secrets.bootstraptoken, secrets.cluster.secret]
@@ -141,7 +142,7 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     expect((await talosSecret())?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
     expect((await lease())?.metadata.resourceVersion).toBe(leaseBefore?.metadata.resourceVersion)
     // Given the passphrase (as the flag this time), Then the state folder is restored from the cluster
-    const right = await runIchor([...args, '--state-passphrase-file', h.passphraseFile], {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
+    const right = await runIchor([...args, '--state-passphrase-file', h.stateKeyFile], {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
     expect(right.code, `${right.stderr}\n${right.stdout.slice(-2000)}`).toBe(0)
     expect(jsonEvents(right).filter((e) => e.event === 'progress' && e.id === 'talos-secrets').map((e) => e.message)).toEqual(['restored from the cluster'])
     // The same secrets; the talosconfig is re-issued by talosctl gen config from them, under the same CA.

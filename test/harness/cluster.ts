@@ -3,8 +3,9 @@
 // operator registering its CRDs, and Kokumi/Argo CD turning Orders into healthy
 // Applications. The CLI runs as a subprocess, exactly as an operator runs it.
 import {spawn, type ChildProcess} from 'node:child_process'
+import {generateIdentity} from 'age-encryption'
 import {realTalosctlPath} from './talosctl.js'
-import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {appendFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startControlPlane, type ControlPlane} from './apiserver.js'
@@ -35,8 +36,11 @@ export interface HarnessCluster {
   kokumiManifest: string
   /** The readiness simulator: tests hold workloads unready through it. */
   readiness: ReadinessSimulator
-  /** The 0600 file with the passphrase the Talos bundle is sealed with in the cluster (ICHOR_STATE_PASSPHRASE_FILE in env). */
-  passphraseFile: string
+  /**
+   * The 0600 key file the Talos bundle is sealed with in the cluster (ICHOR_STATE_PASSPHRASE_FILE
+   * in env): an age X25519 identity by default, a passphrase when `stateKey: 'passphrase'` was asked for.
+   */
+  stateKeyFile: string
   /** Environment for the CLI subprocess. */
   env: NodeJS.ProcessEnv
   /** The `ichor init` arguments for this cluster (add --json etc.). */
@@ -44,7 +48,20 @@ export interface HarnessCluster {
   stop(): Promise<void>
 }
 
-export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?: KokumiVariant; controlPlanes?: number; workers?: number} = {}): Promise<HarnessCluster> {
+export interface HarnessOptions {
+  talosVersion?: string
+  kokumi?: KokumiVariant
+  controlPlanes?: number
+  workers?: number
+  /**
+   * What the key file holds. An identity by default: a passphrase is age's scrypt (work factor
+   * 18, some seconds of pure JS per seal and per open, on every init and kube-proxy command);
+   * the tests about passphrases ask for one.
+   */
+  stateKey?: 'identity' | 'passphrase'
+}
+
+export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<HarnessCluster> {
   const talosVersion = opts.talosVersion ?? TALOS_VERSION
   const controlPlanes = [CONTROL_PLANE, ...MORE_CONTROL_PLANES].slice(0, opts.controlPlanes ?? 1)
   const workers = [WORKER, ...MORE_WORKERS].slice(0, opts.workers ?? 1)
@@ -61,17 +78,21 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
   const stateDir = join(work, 'state')
   // The real Kokumi 0.14.0 manifest and CRDs by default; the 0.17 fixture on request.
   const kokumiManifest = opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest
-  // Every init seals the Talos bundle it keeps in the cluster: scripts give the passphrase as a file.
-  const passphraseFile = join(work, 'state-passphrase')
-  writeFileSync(passphraseFile, 'harness passphrase, not a secret\n', {mode: 0o600})
+  // Every init seals the Talos bundle it keeps in the cluster: scripts give the key as a file.
+  const stateKeyFile = join(work, 'state-key')
+  const key = opts.stateKey === 'passphrase' ? 'harness passphrase, not a secret' : `# harness identity, not a secret\n${await generateIdentity()}`
+  writeFileSync(stateKeyFile, `${key}\n`, {mode: 0o600})
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    ICHOR_STATE_PASSPHRASE_FILE: passphraseFile,
+    ICHOR_STATE_PASSPHRASE_FILE: stateKeyFile,
     ICHOR_TALOSCTL: nodes.talosctl,
     TALOS_SIM_STATE: nodes.stateDir,
     TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
     TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(),
     ICHOR_MIRROR: '',
+    // The simulated nodes write Talos's inventory back only when a talosctl command starts
+    // (talosctl-simulator.mjs), never while the hand-over waits: its 5 s settle period adds nothing here.
+    ICHOR_TALOS_INVENTORY_SETTLE_MS: '100',
   }
   const initArgs = [
     'init', '--cluster-name', 'e2e', '--endpoint', `https://${CONTROL_PLANE}:6443`,
@@ -82,7 +103,7 @@ export async function startHarnessCluster(opts: {talosVersion?: string; kokumi?:
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, passphraseFile, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
+    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()
@@ -124,8 +145,21 @@ export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?:
         }
       })
     }
-    child.on('close', (code, signal) => resolve({code, signal, stdout: out.stdout, stderr: out.stderr, ms: performance.now() - started}))
+    child.on('close', (code, signal) => {
+      const ms = performance.now() - started
+      logRun(args, ms, code, signal)
+      resolve({code, signal, stdout: out.stdout, stderr: out.stderr, ms})
+    })
   })
+}
+
+/** ICHOR_E2E_RUN_LOG=FILE: one line per CLI run (command, ms, exit), to see where a suite's time goes. */
+function logRun(args: string[], ms: number, code: number | null, signal: NodeJS.Signals | null): void {
+  const file = process.env.ICHOR_E2E_RUN_LOG
+  if (!file) return
+  const firstFlag = args.findIndex((a) => a.startsWith('-'))
+  const command = args.slice(0, firstFlag === -1 ? args.length : firstFlag).join(' ')
+  appendFileSync(file, `${process.env.VITEST_POOL_ID ?? ''}\t${command}\t${Math.round(ms)}\t${signal ?? code}\n`)
 }
 
 function parseEvent(line: string): Record<string, unknown> | undefined {

@@ -120,10 +120,23 @@ export async function controlPlanesStillApplyingInlineManifest(opts: ControlPlan
   return opts.controlPlanes.filter((_, i) => applied[i]?.includes(id))
 }
 
+export const INVENTORY_SETTLE_ENV = 'ICHOR_TALOS_INVENTORY_SETTLE_MS'
+const DEFAULT_INVENTORY_SETTLE_MS = 5000
+
+/**
+ * The settle period after the inventory edit: 5 s, or whole milliseconds from
+ * ICHOR_TALOS_INVENTORY_SETTLE_MS (the test harness, whose simulated nodes write the
+ * inventory back only when a talosctl command starts, so nothing arrives while it waits).
+ */
+export function inventorySettleMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[INVENTORY_SETTLE_ENV]?.trim()
+  return raw && /^\d+$/.test(raw) ? Number(raw) : DEFAULT_INVENTORY_SETTLE_MS
+}
+
 export interface HandoverTiming {
   /** How long to wait for every control plane's manifest run (default 5 min). */
   manifestRunTimeoutMs?: number
-  /** How long the inventory must stay without Cilium after the edit (default 5 s). */
+  /** How long the inventory must stay without Cilium after the edit (default inventorySettleMs()). */
   settleMs?: number
   progress?: (message: string) => void
 }
@@ -191,7 +204,7 @@ export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAcce
   await waitForManifestRuns(opts)
   const inventory = await removeCiliumFromTalosInventory(kube)
   for (let attempt = 1; inventory.removedEntries.length > 0 || attempt > 1; attempt++) {
-    await sleep(opts.settleMs ?? 5000)
+    await sleep(opts.settleMs ?? inventorySettleMs())
     if (!(await isCiliumInTalosInventory(kube))) break
     if (attempt === 3) {
       throw new IchorError("Talos keeps writing Cilium back into its inventory (kube-system/talos-bootstrap-manifests-inventory)", {
