@@ -52,6 +52,21 @@ describe('ichor cni status / values on the harness', () => {
     expect(report.problems).toEqual([])
   })
 
+  it('cni status reads each node\'s machine config once, with one talosctl process per node and no helm', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-cni-status-procs-'))
+    const log = join(dir, 'calls')
+    const wrap = (name: string, real: string) => {
+      writeFileSync(join(dir, name), `#!/bin/sh\necho "${name} $*" >> '${log}'\nexec '${real}' "$@"\n`, {mode: 0o755})
+      return join(dir, name)
+    }
+    const env = {...h.env, ICHOR_TALOSCTL: wrap('talosctl', h.env.ICHOR_TALOSCTL!), ICHOR_HELM: wrap('helm', process.env.ICHOR_HELM!)}
+    const run = await runIchor(['cni', 'status', '-o', 'json', ...common], env)
+    expect(run.code, run.stderr).toBe(0)
+    expect(JSON.parse(run.stdout).talos).toMatchObject({checked: true, inlineManifestOn: []})
+    // Talos v1.14: kube-proxy lives in the control plane's config, so one node serves both checks.
+    expect(readFileSync(log, 'utf8').trim().split('\n').map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['talosctl get machineconfig'])
+  })
+
   it('cni values get: the stored user layer, and the effective values', async () => {
     const kubeconfig = ['--kubeconfig', join(h.stateDir, 'kubeconfig')]
     const user = await runIchor(['cni', 'values', 'get', '-o', 'json', ...kubeconfig], h.env)

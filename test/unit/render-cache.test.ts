@@ -4,7 +4,7 @@ import {join} from 'node:path'
 import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {findHelm} from '../../src/lib/helm/binary.js'
-import {holdsSecretData, renderCache} from '../../src/lib/helm/render-cache.js'
+import {helmCacheIdentity, holdsSecretData, renderCache} from '../../src/lib/helm/render-cache.js'
 import {helmTemplate} from '../../src/lib/helm/template.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -82,9 +82,8 @@ describe('helm template render cache', () => {
   it('Given a cache an older ichor left 0755 with a 0644 entry holding a generated CA, Then the entry is not served but removed, and the folder closed', async () => {
     const values = {hubble: {tls: {auto: {method: 'helm'}}}}
     const old = await helmTemplate({chartPath: UPSTREAM.ciliumChart, releaseName: 'cilium', namespace: 'kube-system', values})
-    const helm = await findHelm()
     const args = ['template', 'cilium', UPSTREAM.ciliumChart, '--namespace', 'kube-system', '--values', '-']
-    const entry = renderCache(helm.version, UPSTREAM.ciliumChart, args, JSON.stringify(values))!
+    const entry = renderCache(helmCacheIdentity((await findHelm()).path), UPSTREAM.ciliumChart, args, JSON.stringify(values))!
     mkdirSync(renders(), {recursive: true, mode: 0o755})
     chmodSync(renders(), 0o755)
     writeFileSync(entry.file, old, {mode: 0o644})

@@ -9,7 +9,7 @@ import {CILIUM_RELEASE} from '../constants.js'
 import {readConfigMapKey, readWorkloadRollout, type WorkloadRollout} from '../health/reads.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {inlineManifestForms, inlineManifestRemovalPatch, controlPlanesWithInlineManifest} from '../talos/handover.js'
+import {inlineManifestForms, inlineManifestRemovalPatch} from '../talos/handover.js'
 import {isCiliumInTalosInventory} from '../talos/inventory.js'
 import {objectsManagedByTalos, releaseObjectRefs} from '../talos/field-manager.js'
 import {describeObject} from '../kube/objects.js'
@@ -78,16 +78,28 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   const access = talosAccess(ctx.installation, opts)
   const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
   const talosconfig = access.talosconfig
-  const [daemonSet, operator, kprConfig, inInventory, inlineOn, kubeProxyDs, talosNodes] = await Promise.all([
+  // One `talosctl get machineconfig` per node serves both Talos checks (a control plane is in both).
+  const configs = new Map<string, Promise<string>>()
+  const machineConfig = (node: string, file: string) => {
+    if (!configs.has(node)) configs.set(node, getMachineConfig({node, talosconfig: file}))
+    return configs.get(node)!
+  }
+  // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.
+  // Read with the rest (one GET per object of the release), not after it.
+  const talosManaged = ctx.release ? objectsManagedByTalos(kube, releaseObjectRefs(ctx.release.manifest, ctx.release.namespace)) : Promise.resolve([])
+  const [daemonSet, operator, kprConfig, inInventory, inlineOn, kubeProxyDs, talosNodes, managedRefs] = await Promise.all([
     readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'),
     readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator'),
     readConfigMapKey(kube, ns, 'cilium-config', 'kube-proxy-replacement'),
     isCiliumInTalosInventory(kube),
-    talosconfig ? controlPlanesWithInlineManifest({talosconfig, controlPlanes}) : Promise.resolve(undefined),
+    talosconfig
+      ? Promise.all(controlPlanes.map(async (node) => (inlineManifestForms(await machineConfig(node, talosconfig)).length > 0 ? [node] : []))).then((n) => n.flat())
+      : Promise.resolve(undefined),
     readWorkloadRollout(kube, 'DaemonSet', KUBE_PROXY.namespace, KUBE_PROXY.name),
     talosconfig
-      ? Promise.all(kubeProxyNodes(ctx.installation.spec.talos).map(async ({node}) => ({node, enabled: kubeProxyEnabledIn(await getMachineConfig({node, talosconfig}))})))
+      ? Promise.all(kubeProxyNodes(ctx.installation.spec.talos).map(async ({node}) => ({node, enabled: kubeProxyEnabledIn(await machineConfig(node, talosconfig))})))
       : Promise.resolve(undefined),
+    talosManaged,
   ])
   const problems: CniProblem[] = []
   const release = ctx.release
@@ -143,8 +155,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   } else if (inlineOn && inlineOn.length > 0) {
     problems.push({severity: 'error', what: `the bootstrap inline manifest is still on control plane(s) ${inlineOn.join(', ')}`, fix: initAgain})
   }
-  // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.
-  const managedByTalos = release ? (await objectsManagedByTalos(kube, releaseObjectRefs(release.manifest, release.namespace))).map((r) => describeObject(r)) : []
+  const managedByTalos = managedRefs.map((r) => describeObject(r))
   if (managedByTalos.length > 0) {
     problems.push({severity: 'error', what: `${managedByTalos.length} Cilium object(s) still list Talos's field manager "talos" (e.g. ${managedByTalos[0]}): a values change cannot remove the fields Talos set`, fix: initAgain})
   }

@@ -2,9 +2,9 @@
 // so YAML 1.1/1.2 differences cannot change a type between validation and render.
 import {IchorError} from '../errors/errors.js'
 import {runProcess, startError} from '../exec/run.js'
-import {findHelm} from './binary.js'
+import {findHelm, helmPath} from './binary.js'
 import {helmEnv} from './env.js'
-import {renderCache} from './render-cache.js'
+import {helmCacheIdentity, renderCache} from './render-cache.js'
 
 export interface TemplateOptions {
   chartPath: string
@@ -30,16 +30,18 @@ export class HelmRenderError extends IchorError {
 }
 
 export async function helmTemplate(opts: TemplateOptions): Promise<string> {
-  const helm = await findHelm()
   const args = ['template', opts.releaseName, opts.chartPath, '--namespace', opts.namespace, '--values', '-']
   for (const api of opts.apiVersions ?? []) args.push('--api-versions', api)
   if (opts.kubeVersion) args.push('--kube-version', opts.kubeVersion)
   if (opts.includeCrds) args.push('--include-crds')
   if (opts.noHooks) args.push('--no-hooks')
   const input = JSON.stringify(opts.values ?? {})
-  const cache = renderCache(helm.version, opts.chartPath, args, input)
+  // A hit needs no helm process at all: the key names the binary by its file identity, and
+  // an entry exists only when that binary passed the version check and rendered it.
+  const cache = renderCache(helmCacheIdentity(helmPath()), opts.chartPath, args, input)
   const hit = cache?.read()
   if (hit !== undefined) return hit
+  const helm = await findHelm()
   const result = await runProcess(helm.path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: opts.signal}).catch((error: unknown) => {
     throw startError('helm', helm.path, error)
   })

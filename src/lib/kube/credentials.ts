@@ -8,6 +8,7 @@
 import {readFileSync} from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
+import {createSecureContext, type SecureContext} from 'node:tls'
 import {IchorError} from '../errors/errors.js'
 import {describeMiss, lookPath} from '../exec/resolve.js'
 import {runProcess} from '../exec/run.js'
@@ -80,8 +81,11 @@ export function requestAuth(config: Kubeconfig): RequestAuth {
       }
       options.headers = headers
 
+      // Connections are kept open between requests (a command makes dozens): without
+      // keep-alive each request was a new TCP connection, TLS handshake and secure context.
+      // The agent unrefs idle sockets, so they never hold the process open.
       if (plainHttp) {
-        agent ??= {identity: 'http', agent: new http.Agent()}
+        agent ??= {identity: 'http', agent: new http.Agent({keepAlive: true})}
         options.agent = agent.agent
         return
       }
@@ -96,7 +100,14 @@ export function requestAuth(config: Kubeconfig): RequestAuth {
       // One agent while the TLS material stays the same: its session cache makes later
       // handshakes cheap. A plugin's rotated client certificate gets a new one.
       const identity = [ca, cert, key].map((b) => b?.toString('base64') ?? '').join('|')
-      if (agent?.identity !== identity) agent = {identity, agent: new https.Agent(tls)}
+      if (agent?.identity !== identity) {
+        // One secure context for all its connections (material that does not load fails at connect, as before).
+        let secureContext: SecureContext | undefined
+        try {
+          secureContext = createSecureContext(tls)
+        } catch {}
+        agent = {identity, agent: new https.Agent({...tls, keepAlive: true, ...(secureContext ? {secureContext} : {})})}
+      }
       options.agent = agent.agent
     },
     invalidate() {

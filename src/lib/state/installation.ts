@@ -14,7 +14,7 @@ import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import {bundleOfSecret, type SecretWithData, type StoredFormat} from './sealed-bundle.js'
+import type {SecretWithData, StoredFormat} from './sealed-bundle.js'
 import type {StateKey} from './state-key.js'
 import type {Values} from '../values/path.js'
 
@@ -110,5 +110,8 @@ export async function readTalosBundleSecret(kube: Kube): Promise<SecretWithData 
 /** The bundle the cluster keeps; `key` is asked for only when it is sealed. Undefined when there is none. */
 export async function readTalosBundle(kube: Kube, key: () => Promise<StateKey>): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
   const secret = await readTalosBundleSecret(kube)
-  return secret && bundleOfSecret(secret, key)
+  if (!secret) return undefined
+  // Loaded here: age (and its post-quantum crypto) is for the commands that open the bundle, not every reader of the CR.
+  const {bundleOfSecret} = await import('./sealed-bundle.js')
+  return bundleOfSecret(secret, key)
 }

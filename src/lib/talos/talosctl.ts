@@ -96,11 +96,14 @@ interface RunOptions {
 }
 
 async function run(args: string[], opts: RunOptions): Promise<string> {
-  const bin = await findTalosctl()
+  // The binary is resolved on disk first; whether it runs at all (`version --client`) is asked
+  // only when the call fails, so a working talosctl costs one process per call, not two.
+  const bin = talosctlPath()
   const result = await exec(bin, args, opts.timeoutMs ?? 120_000)
+  if (result.exitCode === 0 && !result.timedOut) return result.stdout
+  await findTalosctl() // a talosctl that does not run is said so, not blamed on the node
   if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
-  if (result.exitCode !== 0) throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
-  return result.stdout
+  throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
 }
 
 /** talosctl's message without its "error ...:" boilerplate lines collapsed away. */
