@@ -5,7 +5,7 @@
 // nothing (`changed: false`).
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import {checkStackArtifacts, renderStackFromInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import {renderStackFromInstallation, type StackArtifactSources} from '../stack/from-installation.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {republishTask, rerenderTask, resyncDriftedTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
 import {readInstallation} from '../state/installation.js'
@@ -40,7 +40,6 @@ export async function runStackSyncPlan(o: StackSyncOptions): Promise<StackSyncRe
   const session = openSession({command: 'stack sync', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()
-    await checkStackArtifacts(session, o.sources) // unpinned artifacts: exit 2 before the Lease
     return await runTasks(stackSyncSteps(session, o), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
   } finally {
     await session.close()
