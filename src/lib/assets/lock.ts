@@ -1,8 +1,8 @@
 // The pinned upstream artifacts: assets/lock.json names each by URL, size and SHA-256.
-import {homedir} from 'node:os'
 import {dirname, isAbsolute, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {readPackagedAsset} from './packaged.js'
+import {homeDir} from '../fs/home.js'
 
 export type AssetId = 'cilium' | 'argocd' | 'kokumi'
 export const ASSET_IDS: readonly AssetId[] = ['cilium', 'argocd', 'kokumi']
@@ -36,7 +36,7 @@ export function assetsDir(flag?: string): string {
 /** $XDG_CACHE_HOME, else ~/.cache (the XDG spec ignores a relative value). */
 export function cacheHome(): string {
   const xdg = process.env.XDG_CACHE_HOME
-  return xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache')
+  return xdg && isAbsolute(xdg) ? xdg : join(homeDir(), '.cache')
 }
 
 let cached: Record<AssetId, PinnedAsset> | undefined

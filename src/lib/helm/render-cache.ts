@@ -12,10 +12,10 @@
 // empty shells (Argo CD's argocd-secret) are still cached. The folder is 0700, entries 0600.
 import {createHash} from 'node:crypto'
 import {existsSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
-import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {ensurePrivateDir, securePrivateFiles, writePrivateFileAtomic} from '../fs/private-files.js'
+import {homeDir} from '../fs/home.js'
 
 export interface RenderCacheEntry {
   /** The entry's file (for tests). */
@@ -26,7 +26,7 @@ export interface RenderCacheEntry {
 
 /** $XDG_CACHE_HOME/ichor/renders. */
 export function renderCacheDir(): string {
-  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'ichor', 'renders')
+  return join(process.env.XDG_CACHE_HOME || join(homeDir(), '.cache'), 'ichor', 'renders')
 }
 
 /**

@@ -8,10 +8,10 @@
 // Only reading happens here; src/lib/kube/credentials.ts turns the entries into TLS
 // options and an Authorization header.
 import {existsSync, readFileSync} from 'node:fs'
-import {homedir} from 'node:os'
 import {delimiter, dirname, isAbsolute, join, resolve, sep} from 'node:path'
 import {parse} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import {homeDir} from '../fs/home.js'
 
 export interface KubeconfigOptions {
   /** Path of the kubeconfig file (the `--kubeconfig` flag); wins over KUBECONFIG. */
@@ -130,7 +130,7 @@ export function loadKubeconfig(options: KubeconfigOptions = {}): Kubeconfig {
           throw new IchorError(`none of the files in KUBECONFIG (${process.env.KUBECONFIG}) exists`, {hint: NO_CONFIG_HINT})
         }
       } else {
-        const file = join(homedir(), '.kube', 'config')
+        const file = join(homeDir(), '.kube', 'config')
         if (!existsSync(file)) throw new IchorError('no kubeconfig found', {hint: NO_CONFIG_HINT})
         files = [file]
       }
@@ -193,7 +193,7 @@ export function describeKubeconfigSource(options: KubeconfigOptions): string {
   if (options.kubeconfigYaml !== undefined) return 'kubeconfig given in memory'
   if (options.kubeconfig) return `--kubeconfig ${options.kubeconfig}`
   if (process.env.KUBECONFIG) return `KUBECONFIG=${process.env.KUBECONFIG}`
-  return join(homedir(), '.kube', 'config')
+  return join(homeDir(), '.kube', 'config')
 }
 
 function readEntries(text: string, baseDir: string, file?: string): Entries {

@@ -4,10 +4,10 @@
 // Every file here holds a root secret of the cluster: 0600 in a 0700 folder, written
 // atomically, and checked when read (a truncated bundle must never be reused).
 import {closeSync, fsyncSync, openSync, renameSync, rmSync} from 'node:fs'
-import {homedir} from 'node:os'
 import {join} from 'node:path'
 import {parse as parseYaml, parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import {homeDir} from '../fs/home.js'
 import {
   describeModeFix, ensurePrivateDir, readCheckedFile, securePrivateFiles, writePrivateFileAtomic,
 } from '../fs/private-files.js'
@@ -33,7 +33,7 @@ export const STATE_FILES: readonly StateFile[] = ['secrets', 'talosconfig', 'kub
 
 /** Where every cluster's local state folder lives by default: $XDG_STATE_HOME/ichor. */
 export function stateRoot(): string {
-  return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'ichor')
+  return join(process.env.XDG_STATE_HOME || join(homeDir(), '.local', 'state'), 'ichor')
 }
 
 export function localState(clusterName: string, override?: string): LocalState {
