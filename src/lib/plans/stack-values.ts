@@ -102,7 +102,7 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
-      recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => ({...(await requireInstallation(session)).status?.artifacts, ...stack.artifacts})}),
+      recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => stack.artifacts}),
     ]
     const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
     const c = stack.components[o.component]

@@ -87,8 +87,8 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
   const record = await release.get()
   const recorded = (await readInstallation(kube))?.status
   const shown = recorded?.kokumiAdminPasswordShown
-  // What init installed; a command that installs no artifact keeps the record.
-  const artifacts = installed ?? recorded?.artifacts
+  // What this command installed, over the record (a command that installs none keeps it).
+  const artifacts = installed ? {...recorded?.artifacts, ...installed} : recorded?.artifacts
   const status: InstallationStatus = {
     cni: cniStatusOf(record),
     stack: {},
