@@ -15,7 +15,7 @@ import {existsSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {ensurePrivateDir, securePrivateFiles, writePrivateFileAtomic} from '../fs/private-files.js'
-import {homeDir} from '../fs/home.js'
+import {cacheHome} from '../assets/lock.js'
 
 export interface RenderCacheEntry {
   /** The entry's file (for tests). */
@@ -24,9 +24,9 @@ export interface RenderCacheEntry {
   write(text: string): void
 }
 
-/** $XDG_CACHE_HOME/ichor/renders. */
+/** $XDG_CACHE_HOME/ichor/renders (the same cache home as the fetched assets). */
 export function renderCacheDir(): string {
-  return join(process.env.XDG_CACHE_HOME || join(homeDir(), '.cache'), 'ichor', 'renders')
+  return join(cacheHome(), 'ichor', 'renders')
 }
 
 /**
