@@ -11,6 +11,8 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {OciClient} from '../../src/lib/oci/client.js'
+import {readBundleDrift, readPublishedManifest} from '../../src/lib/stack/drift.js'
+import {parseObjects} from '../../src/lib/stack/objects.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
@@ -206,4 +208,50 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
     expect(after.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
   }, 600_000)
+  it('the drift check remembers what it found in line: a second look makes no dry run but for Secrets; a changed object is dry-run again and named', async () => {
+    const saved = process.env.XDG_CACHE_HOME
+    process.env.XDG_CACHE_HOME = mkdtempSync(join(tmpdir(), 'ichor-drift-'))
+    try {
+      // The same client, counting the dry-run applies it sends.
+      let dryRuns: string[] = []
+      const counting: Kube = {
+        ...kube,
+        request: (method, path, options) => {
+          if (method === 'PATCH' && options?.query?.dryRun) dryRuns = [...dryRuns, path]
+          return kube.request(method, path, options)
+        },
+      }
+      const tag = (await readInstallation(kube))!.status!.stack.argocd!.publishedTag
+      const look = async () => {
+        dryRuns = []
+        const drifted = await readBundleDrift(counting, oci, 'argocd', tag)
+        return {drifted, dryRuns}
+      }
+      const bundle = parseObjects((await readPublishedManifest(oci, 'argocd', tag))!)
+      const secrets = bundle.filter((o) => o.kind === 'Secret').length
+
+      const cold = await look()
+      expect(cold.drifted).toEqual([])
+      expect(cold.dryRuns).toHaveLength(bundle.length)
+      const warm = await look()
+      expect(warm.drifted).toEqual([])
+      expect(warm.dryRuns).toHaveLength(secrets)
+
+      const cm = '/api/v1/namespaces/argocd/configmaps/argocd-cm'
+      const before = (await kube.request<Obj & {data?: Record<string, string>}>('GET', cm)).data ?? {}
+      const [key, value] = Object.entries(before)[0]!
+      await kube.request('PATCH', cm, {body: {data: {[key]: `${value} # out of band`}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'kubectl-edit'}})
+      const changed = await look()
+      expect(changed.drifted).toEqual([{object: 'ConfigMap argocd/argocd-cm', fields: [`data.${key}`]}])
+      expect(changed.dryRuns).toEqual(expect.arrayContaining([cm]))
+      expect(changed.dryRuns).toHaveLength(secrets + 1)
+      // Put back as Argo CD would (its manager, forced): in line again, and remembered again.
+      await kube.request('PATCH', cm, {body: {data: {[key]: value}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'argocd-controller'}})
+      expect((await look()).drifted).toEqual([])
+      expect((await look()).dryRuns).toHaveLength(secrets)
+    } finally {
+      if (saved === undefined) delete process.env.XDG_CACHE_HOME
+      else process.env.XDG_CACHE_HOME = saved
+    }
+  }, 300_000)
 })

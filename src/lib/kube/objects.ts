@@ -105,6 +105,7 @@ export async function getObject<T extends KubeObject = KubeObject>(kube: Kube, r
 }
 
 export const PARTIAL_OBJECT_METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1'
+export const PARTIAL_OBJECT_METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'
 
 export async function listObjects<T extends KubeObject = KubeObject>(
   kube: Kube,

@@ -2,13 +2,15 @@
 // by a server-side dry-run apply as Argo CD's own field manager (forced, as Argo CD's sync
 // is). If the result differs from the live object, a sync would change it: someone changed it
 // out of band. managedFields, resourceVersion, generation and status are not compared (a
-// dry run moves the first three; status is the controllers').
+// dry run moves the first three; status is the controllers'). An object whose live version
+// was found in line with the same bundle object before is not dry-run again (drift-cache.ts).
 import {isDeepStrictEqual} from 'node:util'
 import {untarSync} from '../chart/archive.js'
 import {isNotFound, KubeApiError, type Kube} from '../kube/client.js'
-import {describeObject, resolvePath, refOf, type KubeObject} from '../kube/objects.js'
+import {describeObject, PARTIAL_OBJECT_METADATA_LIST, resolvePath, refOf, type KubeObject} from '../kube/objects.js'
 import type {OciClient} from '../oci/client.js'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
+import {driftCache, driftCacheDir, indexedObject, objectHash, type IndexedObject} from './drift-cache.js'
 import {parseObjects} from './objects.js'
 import {COMPONENT_NAMESPACE} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -33,27 +35,109 @@ const TRACKING_LABEL = 'app.kubernetes.io/instance'
 /** The manifest.yaml of a published bundle (undefined: the registry does not hold the tag). */
 export async function readPublishedManifest(client: OciClient, component: StackComponent, tag: string): Promise<string | undefined> {
   const repo = `${BUNDLE_REPOSITORY_PREFIX}/${component}`
-  if (!(await client.headManifest(repo, tag))) return undefined
-  const {manifest} = await client.getManifest(repo, tag)
+  const head = await client.headManifest(repo, tag)
+  return head?.digest ? readManifestAt(client, repo, head.digest) : undefined
+}
+
+/** The manifest.yaml of the bundle at `digest` (the digest, not the tag: what was indexed is what is read). */
+async function readManifestAt(client: OciClient, repo: string, digest: string): Promise<string | undefined> {
+  const {manifest} = await client.getManifest(repo, digest)
   for (const layer of (manifest as {layers?: {digest: string}[]}).layers ?? []) {
-    const text = untarSync(await client.getBlob(repo, layer.digest), `${repo}:${tag}`).get('manifest.yaml')?.toString('utf8')
+    const text = untarSync(await client.getBlob(repo, layer.digest), `${repo}@${digest}`).get('manifest.yaml')?.toString('utf8')
     if (text !== undefined) return text
   }
   return undefined
 }
 
-/** The drifted objects of the bundle `tag`; undefined when the registry lost it (reported elsewhere). */
-export async function readBundleDrift(kube: Kube, client: OciClient, component: StackComponent, tag: string): Promise<DriftedObject[] | undefined> {
-  const text = await readPublishedManifest(client, component, tag)
-  if (text === undefined) return undefined
-  const objects = parseObjects(text, `${component} ${tag}`)
-  const results = await inBatches(objects, 8, (o) => objectDrift(kube, o, COMPONENT_NAMESPACE[component]))
+/**
+ * The drifted objects of the bundle `tag`; undefined when the registry lost it (reported elsewhere).
+ * With the cache (drift-cache.ts), an object whose live version was already found in line with
+ * the same bundle object costs one metadata-only GET; the others a GET and a dry run.
+ */
+export async function readBundleDrift(kube: Kube, client: OciClient, component: StackComponent, tag: string, round: DriftRound = newDriftRound()): Promise<DriftedObject[] | undefined> {
+  const repo = `${BUNDLE_REPOSITORY_PREFIX}/${component}`
+  const digest = (await client.headManifest(repo, tag))?.digest
+  if (!digest) return undefined
+  let objects: Promise<KubeObject[] | undefined> | undefined
+  const load = () => (objects ??= readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))
+  const cache = driftCache(kube.server, component)
+  const fromBundle = async () => {
+    const loaded = await load()
+    const index = loaded?.map(indexedObject)
+    if (index) cache?.writeBundleIndex(digest, index)
+    return index
+  }
+  const index = cache?.bundleIndex(digest) ?? (await fromBundle())
+  if (!index) return undefined
+  const namespace = COMPONENT_NAMESPACE[component]
+  const results = await inPool(index, 8, async (entry, i) => {
+    if (cache && entry.kind !== 'Secret') {
+      const live = await liveVersion(kube, round, entry, namespace)
+      if (live && cache.unchanged(live.uid, live.resourceVersion, entry.hash)) return undefined
+    }
+    const object = (await load())?.[i]
+    // An index that does not describe the bundle (a damaged cache file) is not trusted for this object.
+    const hash = object && objectHash(object)
+    if (!object) return {object: describeObject({kind: entry.kind, name: entry.name, namespace: entry.namespace}), fields: [`not in bundle ${digest}: remove ${driftCacheDir()} and run again`]}
+    const verdict = await objectDrift(kube, object, namespace)
+    if (!verdict.drifted && verdict.live && entry.kind !== 'Secret' && hash === entry.hash) cache?.recordUnchanged(verdict.live.uid, verdict.live.resourceVersion, entry.hash)
+    return verdict.drifted
+  })
+  cache?.save()
   return results.filter((r): r is DriftedObject => r !== undefined)
 }
 
-async function objectDrift(kube: Kube, object: KubeObject, namespace: string): Promise<DriftedObject | undefined> {
+type Version = {uid: string; resourceVersion: string}
+
+/**
+ * One look at the cluster: metadata-only LISTs of each kind in each namespace the bundles
+ * name, shared by the components checked together (both list ClusterRoles and CRDs). A few
+ * dozen requests instead of one GET per object, and no CRD schema fetched. A new round for
+ * every look: a listing is never reused once objects may have changed.
+ */
+export interface DriftRound {
+  listings: Map<string, Promise<Map<string, Version>>>
+}
+
+export function newDriftRound(): DriftRound {
+  return {listings: new Map()}
+}
+
+/** uid and resourceVersion of the live object; undefined when it or its kind is absent. */
+async function liveVersion(kube: Kube, round: DriftRound, entry: IndexedObject, namespace: string): Promise<Version | undefined> {
+  const resource = await kube.resourceFor(entry.apiVersion, entry.kind)
+  if (!resource) return undefined
+  const {collection} = await resolvePath(kube, {apiVersion: entry.apiVersion, kind: entry.kind, namespace: resource.namespaced ? (entry.namespace ?? namespace) : undefined})
+  const byPath = round.listings
+  let listing = byPath.get(collection)
+  if (!listing) {
+    listing = kube.request<{items?: KubeObject[]}>('GET', collection, {accept: PARTIAL_OBJECT_METADATA_LIST}).then((list) => {
+      const out = new Map<string, Version>()
+      for (const item of list.items ?? []) {
+        const {name, uid, resourceVersion} = item.metadata as {name: string; uid?: string; resourceVersion?: string}
+        if (uid && resourceVersion) out.set(name, {uid, resourceVersion})
+      }
+      return out
+    }, (error) => {
+      // Not allowed to list (a role that may only get): every object of the kind is checked in full.
+      if (error instanceof KubeApiError && (error.code === 403 || error.code === 404)) return new Map<string, Version>()
+      throw error
+    })
+    byPath.set(collection, listing)
+    listing.catch(() => byPath.delete(collection))
+  }
+  return (await listing).get(entry.name)
+}
+
+interface DriftVerdict {
+  drifted?: DriftedObject
+  /** The live object the dry run was made against. */
+  live?: {uid: string; resourceVersion: string}
+}
+
+async function objectDrift(kube: Kube, object: KubeObject, namespace: string): Promise<DriftVerdict> {
   const resource = await kube.resourceFor(object.apiVersion, object.kind)
-  if (!resource) return {object: describeObject(object), fields: [`${object.apiVersion} ${object.kind} is not served`]}
+  if (!resource) return {drifted: {object: describeObject(object), fields: [`${object.apiVersion} ${object.kind} is not served`]}}
   // A namespaced object without a namespace goes to the Application's destination, as Argo CD syncs it.
   const ns = resource.namespaced ? (object.metadata.namespace ?? namespace) : undefined
   const path = await resolvePath(kube, {...refOf(object), namespace: ns})
@@ -62,7 +146,7 @@ async function objectDrift(kube: Kube, object: KubeObject, namespace: string): P
     if (isNotFound(error)) return undefined
     throw error
   })
-  if (!live) return {object: label, fields: ['missing']}
+  if (!live) return {drifted: {object: label, fields: ['missing']}}
   const annotations = {...object.metadata.annotations, ...pick(live.metadata.annotations, TRACKING_ANNOTATION)}
   const labels = {...object.metadata.labels, ...pick(live.metadata.labels, TRACKING_LABEL)}
   const body = {...object, metadata: {...object.metadata, namespace: ns, ...(Object.keys(annotations).length ? {annotations} : {}), ...(Object.keys(labels).length ? {labels} : {})}}
@@ -74,14 +158,15 @@ async function objectDrift(kube: Kube, object: KubeObject, namespace: string): P
       query: {fieldManager: ARGOCD_FIELD_MANAGER, force: true, dryRun: 'All', fieldValidation: 'Strict'},
     })
   } catch (error) {
-    if (error instanceof KubeApiError) return {object: label, fields: [`a sync would fail: ${error.status.message ?? error.message}`]}
+    if (error instanceof KubeApiError) return {drifted: {object: label, fields: [`a sync would fail: ${error.status.message ?? error.message}`]}}
     throw error
   }
   const [a, b] = [comparable(live), comparable(dry)]
-  if (isDeepStrictEqual(a, b)) return undefined
+  const {uid, resourceVersion} = live.metadata as {uid?: string; resourceVersion?: string}
+  if (isDeepStrictEqual(a, b)) return {live: uid && resourceVersion ? {uid, resourceVersion} : undefined}
   const fields: string[] = []
   differingPaths(a, b, '', fields)
-  return {object: label, fields}
+  return {drifted: {object: label, fields}}
 }
 
 function pick(map: Record<string, string> | undefined, key: string): Record<string, string> {
@@ -109,8 +194,16 @@ function differingPaths(a: unknown, b: unknown, at: string, out: string[]): void
   out.push(at || '(whole object)')
 }
 
-async function inBatches<T, R>(items: T[], size: number, f: (x: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = []
-  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(f))))
+/** f over every item, at most `size` at a time, results in the items' order. */
+async function inPool<T, R>(items: readonly T[], size: number, f: (x: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length)
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      out[i] = await f(items[i]!, i)
+    }
+  }
+  await Promise.all(Array.from({length: Math.min(size, items.length)}, worker))
   return out
 }

@@ -7,7 +7,7 @@ import {readApplication, readOrder, type ApplicationState} from '../health/reads
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'
-import {readBundleDrift, type DriftedObject} from './drift.js'
+import {newDriftRound, readBundleDrift, type DriftedObject, type DriftRound} from './drift.js'
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
@@ -85,21 +85,24 @@ export async function readStackStatus(session: Session): Promise<StackStatus> {
   } catch (error) {
     registryError = (error as Error).message.split('\n')[0]
   }
-  const mismatches = await findSecretMismatches(kube)
+  // bcrypt (about 0.1 s of CPU) while the components' requests are out.
+  const mismatches = findSecretMismatches(kube)
+  mismatches.catch(() => {}) // awaited below
+  const round = newDriftRound()
   const components = await Promise.all(
     STACK_COMPONENTS.map(async (c) => {
       const s = installation?.status?.stack?.[c]
       const published = s && {repository: `${IN_CLUSTER_REGISTRY}/${BUNDLE_REPOSITORY_PREFIX}/${c}`, tag: s.publishedTag, digest: s.digest}
-      const status = await readComponentStatus(kube, c, published, registry, registryError)
+      const status = await readComponentStatus(kube, c, published, registry, registryError, round)
       // A generated Secret that no longer opens the component: the next init would stop on it.
-      for (const m of mismatches.filter((x) => x.component === c)) status.problems.push(m.message)
+      for (const m of (await mismatches).filter((x) => x.component === c)) status.problems.push(m.message)
       return {...status, healthy: status.problems.length === 0}
     }),
   )
   return {healthy: components.every((c) => c.healthy), kokumiVersion, components}
 }
 
-async function readComponentStatus(kube: Kube, component: StackComponent, published: PublishedBundle | undefined, registry: OciClient | undefined, registryError: string | undefined): Promise<ComponentStackStatus> {
+async function readComponentStatus(kube: Kube, component: StackComponent, published: PublishedBundle | undefined, registry: OciClient | undefined, registryError: string | undefined, round: DriftRound): Promise<ComponentStackStatus> {
   const namespace = COMPONENT_NAMESPACE[component]
   const problems: string[] = []
   const drift: string[] = []
@@ -153,7 +156,7 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
     else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
   }
   // Objects changed out of band: only against a bundle the registry still holds.
-  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag)) ?? []) : []
+  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, round)) ?? []) : []
   for (const d of driftedObjects) drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
   problems.push(...drift)
   return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, driftedObjects, problems, healthy: problems.length === 0}

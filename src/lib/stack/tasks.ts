@@ -15,7 +15,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
-import {readBundleDrift, type DriftedObject} from './drift.js'
+import {newDriftRound, readBundleDrift, type DriftedObject} from './drift.js'
 import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
@@ -439,13 +439,12 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
     const kube = await p.session.kube()
     const client = await p.session.registry()
     const recorded = (await readInstallation(kube))?.status?.stack ?? {}
-    const out: {component: StackComponent; objects: DriftedObject[]}[] = []
-    for (const c of p.components) {
-      const tag = recorded[c]?.publishedTag
-      const objects = tag ? await readBundleDrift(kube, client, c, tag) : undefined
-      if (objects?.length) out.push({component: c, objects})
-    }
-    return out
+    const round = newDriftRound()
+    const found = await Promise.all(p.components.map(async (component) => {
+      const tag = recorded[component]?.publishedTag
+      return {component, objects: tag ? ((await readBundleDrift(kube, client, component, tag, round)) ?? []) : []}
+    }))
+    return found.filter((f) => f.objects.length > 0)
   }
   const describe = (d: {component: StackComponent; objects: DriftedObject[]}[]) => d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
   return {
