@@ -134,6 +134,16 @@ describe('Cilium values rejected, each naming the path and the reason', () => {
     expect(report.issues).toContainEqual({path, message: expect.stringMatching(message)})
   })
 
+  it("Talos's facts may arrive after the chart's checks (laterFacts): the guards judge them; a failed read fails the validation", async () => {
+    const late = await validateCiliumValues({...input({}), laterFacts: Promise.resolve({kubePrism: {enabled: false, port: 7445}})})
+    expect(late.valid).toBe(false)
+    expect(late.issues).toContainEqual({path: 'kubeProxyReplacement', message: expect.stringMatching(/KubePrism enabled on port 7445.*disabled/)})
+    // Together with a chart problem, both are reported.
+    const both = await validateCiliumValues({...input({externalIPs: {enabled: true}}), laterFacts: Promise.resolve({kubePrism: {enabled: true, port: 7446}})})
+    expect(both.issues.map((i) => i.path).sort()).toEqual(['externalIPs', 'kubeProxyReplacement'])
+    await expect(validateCiliumValues({...input({}), laterFacts: Promise.reject(new Error('talosctl: connection refused'))})).rejects.toThrow(/connection refused/)
+  })
+
   it("cluster.id without cluster.name is refused by the chart's own validate template", async () => {
     const report = await validateCiliumValues(input({cluster: {id: 5}}))
     expect(report.valid).toBe(false)

@@ -22,24 +22,33 @@ export interface ChangeSources extends ChartSources {
   stateDir?: string
 }
 
-/** The guards' facts: API groups served, the CR's modes, and Talos's side when a talosconfig is at hand. */
-export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources): Promise<{facts: CiliumFacts; notes: string[]}> {
+export interface LiveFacts {
+  /** The API groups served and the CR's kube-proxy mode; Talos's side is in `talos`. */
+  facts: CiliumFacts
+  /** KubePrism and forwardKubeDNSToHost from a control plane (a talosctl call, started at once). */
+  talos: Promise<Partial<CiliumFacts>>
+  notes: string[]
+}
+
+/**
+ * The guards' facts: API groups served, the CR's modes, and Talos's side when a talosconfig is
+ * at hand. The talosctl call starts first and is not awaited here: pass `talos` as the
+ * validation's laterFacts, so the chart's checks run while the node answers.
+ */
+export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources): Promise<LiveFacts> {
   const access = talosAccess(ctx.installation, sources)
   const node = ctx.installation.spec.talos.controlPlanes?.[0]
-  const [groups, talos] = await Promise.all([
-    readServedApiGroups(kube),
-    access.talosconfig && node ? readTalosFacts({node, talosconfig: access.talosconfig}) : Promise.resolve<TalosFacts | undefined>(undefined),
-  ])
-  const notes = talos ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`]
+  const read = access.talosconfig && node ? readTalosFacts({node, talosconfig: access.talosconfig}) : undefined
+  read?.catch(() => {}) // awaited by the validation
+  const groups = await readServedApiGroups(kube)
   return {
-    notes,
+    notes: read ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`],
     facts: {
       kubeProxy: ctx.modes.kubeProxy,
       gatewayApiCrds: groups.has('gateway.networking.k8s.io') ? 'present' : 'absent',
       monitoringCrds: groups.has('monitoring.coreos.com') ? 'present' : 'absent',
-      kubePrism: talos?.kubePrism,
-      forwardKubeDNSToHost: talos?.forwardKubeDNSToHost,
     },
+    talos: read ? read.then((t: TalosFacts) => ({kubePrism: t.kubePrism, forwardKubeDNSToHost: t.forwardKubeDNSToHost})) : Promise.resolve({}),
   }
 }
 
@@ -64,8 +73,8 @@ export async function prepareValuesChange(kube: Kube, input: ValuesInput, source
     throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {hint: 'run `ichor cni values edit` again to edit the current values'})
   }
   const user = newUserLayer(ctx.user, input)
-  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
-  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}})
+  const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
+  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos})
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
   return {
     context: ctx, user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,

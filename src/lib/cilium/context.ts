@@ -22,8 +22,9 @@ export interface CniContext {
   release?: ReleaseRecord
 }
 
-export async function readCniContext(kube: Kube): Promise<CniContext> {
-  const [installation, release] = await Promise.all([readInstallation(kube), readCiliumRelease(kube)])
+/** `installation`: the IchorInstallation read when the caller already started it (to act on it sooner). */
+export async function readCniContext(kube: Kube, installationRead?: Promise<Installation | undefined>): Promise<CniContext> {
+  const [installation, release] = await Promise.all([installationRead ?? readInstallation(kube), readCiliumRelease(kube)])
   if (!installation) {
     throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up'})
   }

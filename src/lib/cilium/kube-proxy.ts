@@ -41,8 +41,8 @@ export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, 
       hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart`,
     })
   }
-  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
-  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel}})
+  const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
+  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel}, laterFacts: talos})
   if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
   return {
     context: ctx, user: ctx.user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,

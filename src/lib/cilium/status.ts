@@ -15,6 +15,7 @@ import {objectsManagedByTalos, releaseObjectRefs} from '../talos/field-manager.j
 import {describeObject} from '../kube/objects.js'
 import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
 import {getMachineConfig} from '../talos/talosctl.js'
+import {readInstallation} from '../state/installation.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
 import {nextCiliumUpgrade} from './versions.js'
 import type {KubeProxyMode} from './defaults.js'
@@ -73,17 +74,27 @@ export interface CniStatusOptions {
 const SET = 'ichor cni values set'
 
 export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Promise<CniStatusReport> {
-  const ctx = await readCniContext(kube)
-  const ns = CILIUM_RELEASE.namespace
-  const access = talosAccess(ctx.installation, opts)
-  const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
-  const talosconfig = access.talosconfig
+  const installation = readInstallation(kube)
+  const context = readCniContext(kube, installation)
+  context.catch(() => {}) // awaited below, unless the installation read fails first
+  // The talosctl calls are the slowest reads: they start as soon as the CR names the nodes, while the release is read.
+  const early = await installation
+  const talosconfig = early ? talosAccess(early, opts).talosconfig : undefined
   // One `talosctl get machineconfig` per node serves both Talos checks (a control plane is in both).
   const configs = new Map<string, Promise<string>>()
   const machineConfig = (node: string, file: string) => {
-    if (!configs.has(node)) configs.set(node, getMachineConfig({node, talosconfig: file}))
+    if (!configs.has(node)) {
+      const read = getMachineConfig({node, talosconfig: file})
+      read.catch(() => {}) // awaited below
+      configs.set(node, read)
+    }
     return configs.get(node)!
   }
+  if (early && talosconfig) for (const node of [...early.spec.talos.controlPlanes, ...kubeProxyNodes(early.spec.talos).map((n) => n.node)]) machineConfig(node, talosconfig)
+  const ctx = await context
+  const access = talosAccess(ctx.installation, opts)
+  const ns = CILIUM_RELEASE.namespace
+  const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
   // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.
   // Read with the rest (one GET per object of the release), not after it.
   const talosManaged = ctx.release ? objectsManagedByTalos(kube, releaseObjectRefs(ctx.release.manifest, ctx.release.namespace)) : Promise.resolve([])
@@ -150,7 +161,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
 
   const initAgain = 'ichor init with the same flags as the first run (its step "Take Cilium out of Talos" finishes the hand-over)'
   if (inInventory) problems.push({severity: 'error', what: "Cilium is still in Talos's inventory: `talosctl upgrade-k8s` would prune or roll it back", fix: initAgain})
-  if (!access.talosconfig) {
+  if (!talosconfig) {
     problems.push({severity: 'warning', what: `the control planes' machine configs were not checked: no talosconfig (looked in ${access.stateDir})`, fix: 'ichor cni status --talosconfig FILE (or --state-dir DIR)'})
   } else if (inlineOn && inlineOn.length > 0) {
     problems.push({severity: 'error', what: `the bootstrap inline manifest is still on control plane(s) ${inlineOn.join(', ')}`, fix: initAgain})

@@ -94,11 +94,11 @@ export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Prom
 export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
   const ctx = await readCniContext(kube)
   const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
-  const {facts, notes} = await readLiveFacts(kube, ctx, sources)
+  const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
   const report = await validateCiliumValues({
     chartPath, user: ctx.user, kubeVersion: kube.serverVersion?.replace(/^v/, '').split('+')[0],
-    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos,
   })
   if (!report.valid) {
     throw new ValidationError(`the stored Cilium values do not fit Cilium ${plan.target.chart.version}, nothing was changed (change them with \`ichor cni values set\` first)`, report.issues)

@@ -20,6 +20,11 @@ export interface CiliumValuesInput {
   facts: CiliumFacts & {tunnel: TunnelProtocol; upgradeCompatibility?: string; capabilities?: OwnedCapabilities}
   /** Kubernetes version the offline render targets. */
   kubeVersion?: string
+  /**
+   * Facts that arrive later (Talos's side, read over talosctl): the chart's own checks, which
+   * do not need them, run meanwhile; the guards wait for them. A rejection fails the validation.
+   */
+  laterFacts?: Promise<Partial<CiliumFacts>>
 }
 
 export interface CiliumValuesReport {
@@ -53,12 +58,14 @@ export function chartDefaultValues(chart: ChartArchive): Values {
   return v
 }
 
+/** The chart's own checks (merge, owned keys, unknown keys, schema, size): no live fact needed. */
+function checkChartValues(input: CiliumValuesInput, chart: ChartArchive) {
+  return checkLayeredValues({chart, ...ciliumLayers(input), ownedKeys: CILIUM_OWNED_KEYS}, input.user)
+}
+
 /** Everything but the helm render: merge, owned keys, unknown keys, schema, size, guards. */
 export function checkCiliumValues(input: CiliumValuesInput, chart: ChartArchive = readChartArchive(input.chartPath)) {
-  const {effective, issues} = checkLayeredValues(
-    {chart, ...ciliumLayers(input), ownedKeys: CILIUM_OWNED_KEYS},
-    input.user,
-  )
+  const {effective, issues} = checkChartValues(input, chart)
   const guards = checkCiliumGuards(effective, input.facts)
   return {chart, effective, issues: [...issues, ...guards.issues], notes: guards.notes}
 }
@@ -86,7 +93,19 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
   const abort = new AbortController()
   const render = renderCiliumChart(input.chartPath, effectiveValues, input.kubeVersion, abort.signal, {apiVersions: ciliumRenderApiVersions(input.facts)})
   render.catch(() => {}) // judged below, or abandoned
-  const {chart, effective, issues, notes} = checkCiliumValues(input)
+  const chart = readChartArchive(input.chartPath)
+  const checked = checkChartValues(input, chart)
+  let facts = input.facts
+  try {
+    if (input.laterFacts) facts = {...facts, ...(await input.laterFacts)}
+  } catch (error) {
+    abort.abort()
+    throw error
+  }
+  const guards = checkCiliumGuards(checked.effective, facts)
+  const {effective} = checked
+  const issues = [...checked.issues, ...guards.issues]
+  const notes = guards.notes
   const report: CiliumValuesReport = {
     valid: false,
     chart: {name: chart.name, version: chart.version, path: input.chartPath},
