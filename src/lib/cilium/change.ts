@@ -11,7 +11,7 @@ import type {Values} from '../values/path.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
 import type {CiliumFacts} from './guards.js'
-import {switchCommand} from './kube-proxy.js'
+import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 

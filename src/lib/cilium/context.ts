@@ -12,7 +12,7 @@ import {localState} from '../state/local.js'
 import type {Values} from '../values/path.js'
 import {ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
 import {minorOf} from './versions.js'
-import {ciliumEffectiveValues} from './validate.js'
+import {ciliumEffectiveValues} from './effective.js'
 
 export interface CniContext {
   installation: Installation

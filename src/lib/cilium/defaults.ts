@@ -4,6 +4,11 @@ import type {OwnedKey} from '../values/engine.js'
 import type {Values} from '../values/path.js'
 
 export type KubeProxyMode = 'replaced' | 'kube-proxy'
+
+/** The command that switches the kube-proxy mode to `mode` (or finishes a half-done switch). */
+export function switchCommand(mode: KubeProxyMode): string {
+  return `ichor cni kube-proxy ${mode === 'replaced' ? 'replace' : 'restore'}`
+}
 export type TunnelProtocol = 'vxlan' | 'geneve'
 
 export const KUBE_PROXY_MODES: readonly KubeProxyMode[] = ['replaced', 'kube-proxy']

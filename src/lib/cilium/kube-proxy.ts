@@ -27,9 +27,7 @@ export function kubeProxyReplacementValue(mode: KubeProxyMode): string {
   return String(mode === 'replaced')
 }
 
-export function switchCommand(mode: KubeProxyMode): string {
-  return `ichor cni kube-proxy ${mode === 'replaced' ? 'replace' : 'restore'}`
-}
+export {switchCommand} from './defaults.js'
 
 /** The stored user layer under the target mode, validated with the live cluster's facts; invalid is exit 2. */
 export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext}> {

@@ -19,7 +19,7 @@ import {readInstallation} from '../state/installation.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
 import {nextCiliumUpgrade} from './versions.js'
 import type {KubeProxyMode} from './defaults.js'
-import {switchCommand} from './kube-proxy.js'
+import {switchCommand} from './defaults.js'
 
 export interface CniProblem {
   /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */

@@ -3,12 +3,13 @@
 import {readChartArchive, type ChartArchive} from '../chart/archive.js'
 import type {Issue} from '../errors/errors.js'
 import {helmTemplate, HelmRenderError} from '../helm/template.js'
-import {checkLayeredValues, layeredValues} from '../values/engine.js'
+import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {ciliumDefaults, ciliumOwnedValues, CILIUM_OWNED_KEYS, CILIUM_RELEASE, ownedCapabilitiesOf, type OwnedCapabilities, type TunnelProtocol} from './defaults.js'
-import {minorOf} from './versions.js'
-import jsyaml from 'js-yaml'
+import {CILIUM_OWNED_KEYS, CILIUM_RELEASE, type OwnedCapabilities, type TunnelProtocol} from './defaults.js'
+import {ciliumEffectiveValues, ciliumLayers} from './effective.js'
 import {checkCiliumGuards, type CiliumFacts} from './guards.js'
+
+export {chartDefaultValues, ciliumEffectiveValues} from './effective.js'
 
 export interface CiliumValuesInput {
   chartPath: string
@@ -35,27 +36,6 @@ export interface CiliumValuesReport {
   notes: string[]
   /** The chart rendered with the effective values, when the render ran and passed. */
   rendered?: string
-}
-
-function ciliumLayers(input: CiliumValuesInput) {
-  const chart = input.chartPath ? readChartArchive(input.chartPath) : undefined
-  const {kubeProxy, tunnel} = input.facts
-  const upgradeCompatibility = input.facts.upgradeCompatibility ?? (chart ? minorOf(chart.version) : undefined)
-  const capabilities = chart ? ownedCapabilitiesOf(chartDefaultValues(chart)) : input.facts.capabilities
-  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy, tunnel, upgradeCompatibility, capabilities})}
-}
-
-const chartDefaults = new Map<string, Values>()
-
-/** The chart's values.yaml (js-yaml shares aliased nodes, so a hostile file stays small here; only paths are read). */
-export function chartDefaultValues(chart: ChartArchive): Values {
-  let v = chartDefaults.get(chart.sha256)
-  if (!v) {
-    const loaded = jsyaml.load(chart.files.get('values.yaml')?.toString('utf8') ?? '')
-    v = loaded && typeof loaded === 'object' && !Array.isArray(loaded) ? (loaded as Values) : {}
-    chartDefaults.set(chart.sha256, v)
-  }
-  return v
 }
 
 /** The chart's own checks (merge, owned keys, unknown keys, schema, size): no live fact needed. */
@@ -126,11 +106,6 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
   }
   report.valid = true
   return report
-}
-
-/** The effective values alone (defaults ⟶ user ⟶ owned), without any check. */
-export function ciliumEffectiveValues(input: CiliumValuesInput): Values {
-  return layeredValues(ciliumLayers(input), input.user)
 }
 
 export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal, options: {noHooks?: boolean; apiVersions?: string[]} = {}): Promise<string> {

@@ -12,9 +12,8 @@ import type {OciClient} from '../oci/client.js'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
 import {driftCache, driftCacheDir, indexedObject, objectHash, type IndexedObject} from './drift-cache.js'
 import {parseObjects} from './objects.js'
-import {COMPONENT_NAMESPACE} from './orders.js'
+import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE} from './orders.js'
 import type {StackComponent} from './policies.js'
-import {BUNDLE_REPOSITORY_PREFIX} from './prepare.js'
 
 export interface DriftedObject {
   /** `Deployment argocd/argocd-server` */

@@ -12,6 +12,11 @@ export const APPLICATION_API_VERSION = 'argoproj.io/v1alpha1'
 export const APPLICATION_NAMESPACE = 'argocd'
 export type PromotionMode = 'Automatic' | 'Manual'
 
+/** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
+export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:5000'
+/** Where ichor publishes the bundles in it: `ichor/<component>`. */
+export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
+
 export const COMPONENT_NAMESPACE: Readonly<Record<StackComponent, string>> = {argocd: 'argocd', kokumi: 'kokumi'}
 
 /** `oci://host[:port]/path`; a reference without a scheme gets `oci://` (Kokumi requires it). */

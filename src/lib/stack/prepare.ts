@@ -15,12 +15,10 @@ import {serverAuthSecret} from './kokumi.js'
 import {splitSecrets} from './secrets.js'
 import {renderComponent, type RenderedComponent} from './component.js'
 import type {KubeObject} from '../kube/objects.js'
-import {buildOrder, COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
+import {buildOrder, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, type PromotionMode} from './orders.js'
 import type {StackComponent} from './policies.js'
 
-/** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
-export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:5000'
-export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
+export {BUNDLE_REPOSITORY_PREFIX, IN_CLUSTER_REGISTRY} from './orders.js'
 
 /** Values generated once and kept in ichor-system; never in a bundle, never printed but once. */
 export interface GeneratedStackSecrets {

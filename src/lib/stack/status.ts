@@ -10,9 +10,8 @@ import {readInstallation} from '../state/installation.js'
 import {newDriftRound, readBundleDrift, type DriftedObject, type DriftRound} from './drift.js'
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
-import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
+import {APPLICATION_NAMESPACE, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION, type PromotionMode} from './orders.js'
 import type {StackComponent} from './policies.js'
-import {BUNDLE_REPOSITORY_PREFIX, IN_CLUSTER_REGISTRY} from './prepare.js'
 
 export const STACK_COMPONENTS: readonly StackComponent[] = ['kokumi', 'argocd']
 

@@ -4,7 +4,9 @@
 import type {ChartArchive} from '../chart/archive.js'
 import type {Issue} from '../errors/errors.js'
 import {knownKeys, suggestKeys, type KeyNode} from './known-keys.js'
-import {deepMerge} from './merge.js'
+import {deepMerge, layeredValues} from './merge.js'
+
+export {layeredValues} from './merge.js'
 import {formatPath, hasPath, getPath, isMap, type Path, type Values} from './path.js'
 import {validateAgainstSchema} from './schema.js'
 
@@ -44,11 +46,6 @@ export function checkLayeredValues(spec: LayeredValuesSpec, user: Values): Layer
   }
   issues.push(...validateAgainstSchema(spec.chart, effective))
   return {effective, issues}
-}
-
-/** The merge order, alone: ichor defaults ⟶ user values ⟶ ichor-owned values. */
-export function layeredValues(spec: Pick<LayeredValuesSpec, 'defaults' | 'owned'>, user: Values): Values {
-  return deepMerge(deepMerge(spec.defaults, user), spec.owned)
 }
 
 function ownedKeyIssues(owned: readonly OwnedKey[], user: Values): Issue[] {

@@ -15,6 +15,14 @@ export function deepMerge(base: Values, overlay: Values, at: string[] = []): Val
   return out
 }
 
+/**
+ * The merge order, alone: ichor defaults ⟶ user values ⟶ ichor-owned values. Here, not in
+ * engine.ts, so commands that only compute effective values do not load the schema validator.
+ */
+export function layeredValues(spec: {defaults: Values; owned: Values}, user: Values): Values {
+  return deepMerge(deepMerge(spec.defaults, user), spec.owned)
+}
+
 export function cloneValue<T>(value: T): T {
   return value === undefined ? value : (structuredClone(value) as T)
 }

@@ -1,0 +1,39 @@
+// The effective Cilium values (ichor defaults ⟶ user layer ⟶ owned values) without any
+// check: what `cni status` and `cni values get --effective` compare and show. Apart from
+// validate.ts, so those commands load neither the schema validator nor helm's runner.
+import {readChartArchive, type ChartArchive} from '../chart/archive.js'
+import {layeredValues} from '../values/merge.js'
+import type {Values} from '../values/path.js'
+import jsyaml from 'js-yaml'
+import {ciliumDefaults, ciliumOwnedValues, ownedCapabilitiesOf} from './defaults.js'
+import type {CiliumValuesInput} from './validate.js'
+import {minorOf} from './versions.js'
+
+export type EffectiveInput = Pick<CiliumValuesInput, 'chartPath' | 'user' | 'facts'>
+
+/** The defaults and owned layers; a chart at hand gives upgradeCompatibility's default and the capabilities. */
+export function ciliumLayers(input: EffectiveInput) {
+  const chart = input.chartPath ? readChartArchive(input.chartPath) : undefined
+  const {kubeProxy, tunnel} = input.facts
+  const upgradeCompatibility = input.facts.upgradeCompatibility ?? (chart ? minorOf(chart.version) : undefined)
+  const capabilities = chart ? ownedCapabilitiesOf(chartDefaultValues(chart)) : input.facts.capabilities
+  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy, tunnel, upgradeCompatibility, capabilities})}
+}
+
+const chartDefaults = new Map<string, Values>()
+
+/** The chart's values.yaml (js-yaml shares aliased nodes, so a hostile file stays small here; only paths are read). */
+export function chartDefaultValues(chart: ChartArchive): Values {
+  let v = chartDefaults.get(chart.sha256)
+  if (!v) {
+    const loaded = jsyaml.load(chart.files.get('values.yaml')?.toString('utf8') ?? '')
+    v = loaded && typeof loaded === 'object' && !Array.isArray(loaded) ? (loaded as Values) : {}
+    chartDefaults.set(chart.sha256, v)
+  }
+  return v
+}
+
+/** The effective values alone (defaults ⟶ user ⟶ owned), without any check. */
+export function ciliumEffectiveValues(input: EffectiveInput): Values {
+  return layeredValues(ciliumLayers(input), input.user)
+}
