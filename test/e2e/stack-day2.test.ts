@@ -7,6 +7,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {opensKokumiHash} from '../../src/lib/stack/generated-secrets.js'
 import {bcryptVerify} from '../../src/lib/stack/bcrypt.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
@@ -194,6 +195,16 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
       return s && Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
     }
     const before = {auth: await secret('kokumi', 'kokumi-server-auth'), redis: await secret('argocd', 'argocd-redis')}
+    // init kept the hash it gave Kokumi, bound to the password: the check needs no bcrypt.
+    const initial = (await secret('ichor-system', 'ichor-kokumi-admin'))!
+    expect(opensKokumiHash(initial, before.auth!['password-hash']!)).toEqual({matches: true, by: 'binding'})
+    // A password edited by hand in ichor's copy: the binding no longer holds, bcrypt finds the mismatch.
+    await kube.request('PATCH', '/api/v1/namespaces/ichor-system/secrets/ichor-kokumi-admin', {
+      body: {stringData: {password: 'edited-by-hand-00000'}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'kubectl-edit'},
+    })
+    const edited = await status()
+    expect(edited.run.code).toBe(1)
+    expect(byName(edited.doc, 'kokumi').problems).toContain('Secret ichor-system/ichor-kokumi-admin does not match kokumi/kokumi-server-auth: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides')
     for (const name of ['ichor-kokumi-admin', 'ichor-argocd-redis']) await kube.request('DELETE', `/api/v1/namespaces/ichor-system/secrets/${name}`)
 
     const {run, doc} = await status()
@@ -220,6 +231,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     const auth = (await secret('kokumi', 'kokumi-server-auth'))!
     expect(admin.password).toBe(result.kokumiAdminPassword)
     expect(bcryptVerify(result.kokumiAdminPassword, auth['password-hash']!)).toBe(true)
+    expect(opensKokumiHash(admin, auth['password-hash']!)).toEqual({matches: true, by: 'binding'})
     expect(auth['signing-key']).toBe(before.auth!['signing-key'])
     expect(auth.username).toBe(before.auth!.username)
     const redis = (await secret('argocd', 'argocd-redis'))!

@@ -1,7 +1,7 @@
 // bcrypt for Kokumi's `kokumi-server-auth` password hash (Kokumi checks logins with Go's
 // bcrypt.CompareHashAndPassword), on the bcryptjs library. The salt is derived from the
 // generated secrets, so the same stored password always renders the same Secret bytes.
-import {createHash} from 'node:crypto'
+import {createHash, createHmac, timingSafeEqual} from 'node:crypto'
 import bcrypt from 'bcryptjs'
 import {IchorError} from '../errors/errors.js'
 
@@ -28,4 +28,20 @@ export function deriveSalt(...secrets: string[]): Buffer {
   const h = createHash('sha256').update('ichor bcrypt salt v1')
   for (const s of secrets) h.update('\0').update(s, 'utf8')
   return h.digest().subarray(0, 16)
+}
+
+/**
+ * What ties a stored password to the bcrypt hash ichor wrote from it, so a later check that
+ * the two Secrets still agree is an HMAC and a string compare, not a bcrypt run (0.1 s of CPU
+ * on every `stack status`). Keyed by the password itself: it is stored in the same Secret as
+ * the password, and a password edited by hand no longer matches it (then bcrypt decides).
+ */
+export function hashBinding(password: string, hash: string): string {
+  return createHmac('sha256', password).update('ichor kokumi password-hash v1\0').update(hash).digest('base64url')
+}
+
+export function bindingHolds(password: string, hash: string, binding: string): boolean {
+  const expected = Buffer.from(hashBinding(password, hash))
+  const given = Buffer.from(binding)
+  return expected.length === given.length && timingSafeEqual(expected, given)
 }

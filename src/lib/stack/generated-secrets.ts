@@ -14,7 +14,7 @@ import type {Session} from '../session/session.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {ARGOCD_NAMESPACE} from './argocd.js'
-import {bcryptHash, bcryptVerify, deriveSalt} from './bcrypt.js'
+import {bcryptHash, bcryptVerify, bindingHolds, deriveSalt, hashBinding} from './bcrypt.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 
@@ -55,15 +55,25 @@ async function checkPair(kube: Kube, component: StackComponent): Promise<SecretM
     message: `Secret ${secret} ${why}: ichor will not mint a password ${componentSecret} does not accept; run ${REPAIR_SECRETS_COMMAND} to set a new one on both sides`,
   })
   if (!held?.password) return mismatch(`is missing while ${componentSecret} holds the running ${component === 'kokumi' ? 'Kokumi admin' : 'Argo CD redis'} password`)
-  const matches = component === 'kokumi' ? safeVerify(held.password, liveValue) : held.password === liveValue
+  const matches = component === 'kokumi' ? opensKokumiHash(held, liveValue).matches : held.password === liveValue
   return matches ? undefined : mismatch(`does not match ${componentSecret}`)
 }
 
-function safeVerify(password: string, hash: string): boolean {
+/**
+ * Whether ichor's copy (`held`) opens the hash Kokumi holds. The hash ichor wrote, kept bound
+ * to the password in its copy (bcrypt.ts hashBinding), answers without bcrypt when Kokumi still
+ * holds exactly it; anything else (an older copy without it, a password edited by hand, a hash
+ * Kokumi got elsewhere) is decided by bcrypt itself.
+ */
+export function opensKokumiHash(held: Record<string, string>, liveHash: string): {matches: boolean; by: 'binding' | 'bcrypt'} {
+  const password = held.password ?? ''
+  const stored = held['password-hash']
+  const binding = held['password-hash-binding']
+  if (stored && binding && stored === liveHash && bindingHolds(password, stored, binding)) return {matches: true, by: 'binding'}
   try {
-    return bcryptVerify(password, hash)
+    return {matches: bcryptVerify(password, liveHash), by: 'bcrypt'}
   } catch {
-    return false // not a bcrypt hash: certainly not ichor's
+    return {matches: false, by: 'bcrypt'} // not a bcrypt hash: certainly not ichor's
   }
 }
 
@@ -113,8 +123,9 @@ async function repairPair(kube: Kube, component: StackComponent, outcome: Repair
   let liveData: Record<string, string>
   if (component === 'kokumi') {
     const signingKey = live['signing-key'] || held['signing-key'] || randomBytes(32).toString('base64url')
-    liveData = {'password-hash': bcryptHash(password, deriveSalt(password, signingKey)), 'signing-key': signingKey}
-    ichorData = {username: live.username || 'admin', password, 'signing-key': signingKey}
+    const hash = bcryptHash(password, deriveSalt(password, signingKey))
+    liveData = {'password-hash': hash, 'signing-key': signingKey}
+    ichorData = {username: live.username || 'admin', password, 'signing-key': signingKey, 'password-hash': hash, 'password-hash-binding': hashBinding(password, hash)}
   } else {
     liveData = {auth: password}
     ichorData = {password}

@@ -116,6 +116,11 @@ export interface KokumiGenerated {
  * the keys `username`, `password-hash` (bcrypt) and `signing-key`; the shipped Secret has
  * exactly those, and a manifest whose Secret lacks one fails here rather than at login.
  */
+/** The bcrypt hash kokumi-server-auth holds: the same password and signing key give the same bytes. */
+export function kokumiPasswordHash(generated: KokumiGenerated, bcryptCost = 10): string {
+  return bcryptHash(generated.adminPassword, deriveSalt(generated.adminPassword, generated.signingKey), bcryptCost)
+}
+
 export function serverAuthSecret(objects: KubeObject[], generated: KokumiGenerated, bcryptCost = 10): KubeObject[] {
   const issues: Issue[] = []
   if (generated.adminPassword.length < 16) issues.push({path: 'adminPassword', message: 'must be at least 16 characters (a generated password)'})
@@ -131,7 +136,7 @@ export function serverAuthSecret(objects: KubeObject[], generated: KokumiGenerat
   for (const key of ['username', 'password-hash', 'signing-key']) {
     if (!(key in data)) throw new IchorError(`Secret ${KOKUMI_OBJECTS.serverAuthSecret} in the ${SOURCE} has no key ${key}`)
   }
-  data['password-hash'] = bcryptHash(generated.adminPassword, deriveSalt(generated.adminPassword, generated.signingKey), bcryptCost)
+  data['password-hash'] = kokumiPasswordHash(generated, bcryptCost)
   data['signing-key'] = generated.signingKey
   delete secret.data
   secret.stringData = data

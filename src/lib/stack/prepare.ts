@@ -11,6 +11,7 @@ import {buildBundle, bundleTag} from '../oci/bundle.js'
 import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
 import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS, redisSecret} from './argocd.js'
+import {hashBinding} from './bcrypt.js'
 import {serverAuthSecret} from './kokumi.js'
 import {splitSecrets} from './secrets.js'
 import {renderComponent, type RenderedComponent} from './component.js'
@@ -32,8 +33,12 @@ export function generateStackSecrets(): GeneratedStackSecrets {
   return {kokumiAdminPassword: token(18), kokumiSigningKey: token(32), argocdRedisPassword: token(24)}
 }
 
-/** ichor-system Secrets holding the generated values, so a rerun never regenerates them. */
-export function generatedSecretObjects(g: GeneratedStackSecrets): KubeObject[] {
+/**
+ * ichor-system Secrets holding the generated values, so a rerun never regenerates them. With
+ * the bcrypt hash Kokumi gets (`kokumiPasswordHash`), ichor's copy also keeps that hash and its
+ * binding to the password (bcrypt.ts hashBinding): checking later that both sides agree needs no bcrypt.
+ */
+export function generatedSecretObjects(g: GeneratedStackSecrets, kokumiPasswordHash?: string): KubeObject[] {
   const secret = (name: string, data: Record<string, string>): KubeObject => ({
     apiVersion: 'v1',
     kind: 'Secret',
@@ -42,7 +47,10 @@ export function generatedSecretObjects(g: GeneratedStackSecrets): KubeObject[] {
     stringData: data,
   })
   return [
-    secret(STATE_SECRETS.kokumiAdmin, {username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey}),
+    secret(STATE_SECRETS.kokumiAdmin, {
+      username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey,
+      ...(kokumiPasswordHash ? {'password-hash': kokumiPasswordHash, 'password-hash-binding': hashBinding(g.kokumiAdminPassword, kokumiPasswordHash)} : {}),
+    }),
     secret(STATE_SECRETS.argocdRedis, {password: g.argocdRedisPassword}),
   ]
 }

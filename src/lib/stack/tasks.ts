@@ -21,6 +21,7 @@ import {approveLatestPreparation, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
+import {kokumiPasswordHash} from './kokumi.js'
 import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
@@ -58,7 +59,8 @@ export function stackSecretsTask(p: {
       const stack = await p.stack()
       const namespaces = Object.values(stack.components).map((c) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name: c.namespace}}))
       await serverSideApply(kube, namespaces)
-      const [kokumiAdmin, redis] = generatedSecretObjects(p.generated)
+      const hash = kokumiPasswordHash({adminPassword: p.generated.kokumiAdminPassword, signingKey: p.generated.kokumiSigningKey}, p.bcryptCost)
+      const [kokumiAdmin, redis] = generatedSecretObjects(p.generated, hash)
       await createIfAbsent(kube, kokumiAdmin!)
       await createIfAbsent(kube, redis!)
       // The cluster's values win: a crash between two creates must not mix passwords.
