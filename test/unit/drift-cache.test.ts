@@ -90,6 +90,23 @@ describe('drift verdict cache', () => {
     expect(driftCache(server, 'argocd')).toBeUndefined()
   })
 
+  it('keeps the verdicts of the newest clusters only', () => {
+    const listing = () => (readdirSync(dir).length ? readdirSync(driftCacheDir()).filter((f) => f.startsWith('verdicts-')) : [])
+    for (let i = 0; i < 40; i++) {
+      const before = new Set(listing())
+      const cache = driftCache(`https://127.0.0.1:${40000 + i}`, 'argocd')!
+      cache.recordUnchanged('uid', '1', 'h')
+      cache.save()
+      const added = listing().filter((f) => !before.has(f))
+      expect(added).toHaveLength(1)
+      const past = Date.now() / 1000 - 1000 + i // older clusters first
+      utimesSync(join(driftCacheDir(), added[0]!), past, past)
+    }
+    expect(listing().length).toBeLessThanOrEqual(32)
+    expect(driftCache('https://127.0.0.1:40039', 'argocd')!.unchanged('uid', '1', 'h')).toBe(true)
+    expect(driftCache('https://127.0.0.1:40000', 'argocd')!.unchanged('uid', '1', 'h')).toBe(false)
+  })
+
   it('keeps the newest bundle indexes only', () => {
     const cache = driftCache(server, 'argocd')!
     for (let i = 0; i < 40; i++) {

@@ -42,8 +42,8 @@ export interface DriftCache {
   save(): void
 }
 
-/** Bundle indexes kept: the newest ones (a few per component and cluster). */
-const KEPT_INDEXES = 32
+/** Files of each kind kept, the newest: bundle indexes (a few per component and cluster), verdicts (one per component and cluster). */
+const KEPT_FILES = 32
 
 export function driftCacheDir(): string {
   return join(cacheHome(), 'ichor', 'drift')
@@ -100,7 +100,7 @@ export function driftCache(server: string, component: string): DriftCache | unde
     writeBundleIndex(digest, objects) {
       if (!/^sha256:[0-9a-f]{64}$/.test(digest)) return
       write(indexFile(digest), {objects})
-      pruneIndexes(dir)
+      prune(dir, 'bundle-')
     },
     unchanged(uid, resourceVersion, hash) {
       const hit = known.get(uid) === key(resourceVersion, hash)
@@ -112,7 +112,10 @@ export function driftCache(server: string, component: string): DriftCache | unde
     },
     save() {
       const next = Object.fromEntries(seen)
-      if (JSON.stringify(next) !== JSON.stringify(Object.fromEntries(known))) write(verdictsFile, next)
+      if (JSON.stringify(next) !== JSON.stringify(Object.fromEntries(known))) {
+        write(verdictsFile, next)
+        prune(dir, 'verdicts-')
+      }
     },
   }
 }
@@ -123,10 +126,11 @@ function isIndexedObject(x: unknown): x is IndexedObject {
     (o.namespace === undefined || typeof o.namespace === 'string') && typeof o.hash === 'string'
 }
 
-function pruneIndexes(dir: string): void {
+/** Keeps the newest KEPT_FILES files whose names start with `prefix` (clusters come and go: test clusters, rebuilt ones). */
+function prune(dir: string, prefix: string): void {
   try {
-    const indexes = readdirSync(dir).filter((n) => n.startsWith('bundle-')).map((n) => ({path: join(dir, n), at: statSync(join(dir, n)).mtimeMs}))
-    for (const old of indexes.sort((a, b) => b.at - a.at).slice(KEPT_INDEXES)) rmSync(old.path, {force: true})
+    const files = readdirSync(dir).filter((n) => n.startsWith(prefix)).map((n) => ({path: join(dir, n), at: statSync(join(dir, n)).mtimeMs}))
+    for (const old of files.sort((a, b) => b.at - a.at).slice(KEPT_FILES)) rmSync(old.path, {force: true})
   } catch {
     // another run pruned at the same time
   }
