@@ -18,8 +18,7 @@ import {getMachineConfig} from '../talos/talosctl.js'
 import {readInstallation} from '../state/installation.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
 import {nextCiliumUpgrade} from './versions.js'
-import type {KubeProxyMode} from './defaults.js'
-import {switchCommand} from './defaults.js'
+import {switchCommand, type KubeProxyMode} from './defaults.js'
 
 export interface CniProblem {
   /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */
