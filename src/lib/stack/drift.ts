@@ -53,9 +53,13 @@ async function readManifestAt(client: OciClient, repo: string, digest: string): 
  * With the cache (drift-cache.ts), an object whose live version was already found in line with
  * the same bundle object costs one metadata-only GET; the others a GET and a dry run.
  */
-export async function readBundleDrift(kube: Kube, client: OciClient, component: StackComponent, tag: string, round: DriftRound = newDriftRound()): Promise<DriftedObject[] | undefined> {
+export async function readBundleDrift(
+  kube: Kube, client: OciClient, component: StackComponent, tag: string,
+  opts: {round?: DriftRound; /** What the caller just found the tag at (no second HEAD). */ digest?: string} = {},
+): Promise<DriftedObject[] | undefined> {
   const repo = `${BUNDLE_REPOSITORY_PREFIX}/${component}`
-  const digest = (await client.headManifest(repo, tag))?.digest
+  const round = opts.round ?? newDriftRound()
+  const digest = opts.digest ?? (await client.headManifest(repo, tag))?.digest
   if (!digest) return undefined
   let objects: Promise<KubeObject[] | undefined> | undefined
   const load = () => (objects ??= readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))

@@ -155,7 +155,7 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
     else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
   }
   // Objects changed out of band: only against a bundle the registry still holds.
-  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, round)) ?? []) : []
+  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, {round, digest: reg.bundleDigest})) ?? []) : []
   for (const d of driftedObjects) drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
   problems.push(...drift)
   return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, driftedObjects, problems, healthy: problems.length === 0}

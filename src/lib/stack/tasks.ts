@@ -444,7 +444,7 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
     const round = newDriftRound()
     const found = await Promise.all(p.components.map(async (component) => {
       const tag = recorded[component]?.publishedTag
-      return {component, objects: tag ? ((await readBundleDrift(kube, client, component, tag, round)) ?? []) : []}
+      return {component, objects: tag ? ((await readBundleDrift(kube, client, component, tag, {round})) ?? []) : []}
     }))
     return found.filter((f) => f.objects.length > 0)
   }
