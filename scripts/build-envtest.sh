@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver and etcd the e2e harness runs, from the Go module in
+# Builds the real kube-apiserver, kube-controller-manager, kube-scheduler and etcd the e2e
+# harness runs, from the Go module in
 # test/envtest (versions pinned by its go.mod/go.sum). The binaries are cached outside
 # the repo, keyed by version, and only built when missing; the Go build cache makes a
 # rebuild after a version bump incremental. Prints the binary directory on stdout.
@@ -22,7 +23,8 @@ etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; e
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/envtest-${k8s_version#v}-${etcd_version#v}"
 
-have_all() { [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; }
+bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
+have_all() { local b; for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || return 1; done; }
 
 if have_all && [[ -z "${ICHOR_ENVTEST_FORCE:-}" ]]; then
   echo "$out"
@@ -49,15 +51,21 @@ k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"
 pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 
-echo "build-envtest: building kube-apiserver $k8s_version and etcd $etcd_version into $out (first build takes many minutes)" >&2
+echo "build-envtest: building ${bins[*]} (Kubernetes $k8s_version, etcd $etcd_version) into $out (a cold build takes many minutes)" >&2
 start=$SECONDS
-gobuild -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver \
-  || fail "go build of kube-apiserver $k8s_version failed (see the errors above)"
-gobuild -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3 \
-  || fail "go build of etcd $etcd_version failed (see the errors above)"
-# Rename last, so an interrupted build never leaves a binary that looks complete.
-mv -f "$out/kube-apiserver.tmp" "$out/kube-apiserver"
-mv -f "$out/etcd.tmp" "$out/etcd"
+# Each binary is built only when missing (a cache from before the controllers keeps its apiserver),
+# and renamed last, so an interrupted build never leaves a binary that looks complete.
+for b in kube-apiserver kube-controller-manager kube-scheduler; do
+  [[ -x "$out/$b" && -z "${ICHOR_ENVTEST_FORCE:-}" ]] && continue
+  gobuild -ldflags "$ldflags" -o "$out/$b.tmp" "k8s.io/kubernetes/cmd/$b" \
+    || fail "go build of $b $k8s_version failed (see the errors above)"
+  mv -f "$out/$b.tmp" "$out/$b"
+done
+if [[ ! -x "$out/etcd" || -n "${ICHOR_ENVTEST_FORCE:-}" ]]; then
+  gobuild -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3 \
+    || fail "go build of etcd $etcd_version failed (see the errors above)"
+  mv -f "$out/etcd.tmp" "$out/etcd"
+fi
 have_all || fail "binaries missing in $out after the build"
 echo "build-envtest: done in $((SECONDS - start))s" >&2
 echo "$out"
