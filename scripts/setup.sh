@@ -3,7 +3,8 @@
 #   scripts/setup.sh              npm packages and a helm for the dry run: helm 3.18+ from PATH,
 #                                 else Helm 4 built from Go modules (cached)
 #   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
-#                                 Helm 3, Helm 4, kube-apiserver/etcd and talosctl binaries
+#                                 Helm 3, Helm 4, kube-apiserver/etcd/kube-controller-manager/
+#                                 kube-scheduler, kwok and talosctl binaries
 #                                 built from Go modules (cached), and the Cilium Go module whose
 #                                 policy CRDs the harness registers
 set -euo pipefail
@@ -33,6 +34,7 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   echo "setup: helm 3 at $(scripts/build-helm.sh 3)"
   echo "setup: helm 4 at $(scripts/build-helm.sh 4)"
   echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
+  echo "setup: kwok in $(scripts/build-kwok.sh)"
   if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
   echo "setup: Cilium policy CRDs from $(scripts/fetch-cilium-crds.sh)"
 fi

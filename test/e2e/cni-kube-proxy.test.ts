@@ -12,6 +12,7 @@ import {readWorkloadRollout} from '../../src/lib/health/reads.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {kubeProxyEnabledIn} from '../../src/lib/talos/kube-proxy.js'
 import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {cniDump, nodeConfig} from '../harness/dump.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -136,7 +137,7 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
   }, 300_000)
 
   it('a kube-proxy DaemonSet kept unready stops restore in the middle: Cilium still replaces it, cni status names the half-done switch and the command; a rerun completes it', async () => {
-    const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && obj.metadata?.name === 'kube-proxy')
+    const lift = h.pods.hold((pod) => ownedBy(pod, 'DaemonSet', 'kube-proxy'))
     try {
       const run = await cli(['cni', 'kube-proxy', 'restore', '--yes', '--timeout', '10s', '--json'])
       expect(run.code, run.stderr).toBe(1)
@@ -159,7 +160,7 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
       expect(set.code).toBe(2)
       expect(`${set.stdout}${set.stderr}`).toMatch(/ichor cni kube-proxy restore/)
     } finally {
-      lift()
+      await lift()
     }
     const rerun = await cli(['cni', 'kube-proxy', 'restore', '--yes', '--json'])
     expect(rerun.code, rerun.stderr + rerun.stdout.slice(-2000)).toBe(0)

@@ -12,6 +12,7 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject} from '../../src/lib/kube/objects.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
@@ -87,9 +88,9 @@ describe('ichor cni upgrade on the harness', () => {
     const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
     // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
     expect(done).toEqual(expect.arrayContaining(['preflight-install', 'preflight-remove', 'helm-upgrade', 'record-values']))
-    // The readiness simulator reported the pre-flight DaemonSet and Deployment ready, as kubelet would.
-    expect(h.readiness.marked.some((m) => m.startsWith('DaemonSet/kube-system/cilium-pre-flight-check@'))).toBe(true)
-    expect(h.readiness.marked.some((m) => m.startsWith('Deployment/kube-system/cilium-pre-flight-check@'))).toBe(true)
+    // The pre-flight DaemonSet and Deployment really ran pods (the real controllers made them, kwok started them).
+    expect(h.pods.admitted.some((p) => p.owner === 'DaemonSet/cilium-pre-flight-check')).toBe(true)
+    expect(h.pods.admitted.some((p) => p.owner?.startsWith('ReplicaSet/cilium-pre-flight-check-'))).toBe(true)
     const r = await expectUpgraded('uninterrupted')
     expect(r.revision).toBe(initial.release.revision + 1)
     upgraded = await cniDump(kube, initial.release.revision)
@@ -113,7 +114,7 @@ describe('ichor cni upgrade on the harness', () => {
     const cases = [...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})), {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
     for (const kase of cases) {
       // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
-      // Asynchronous: the readiness simulator runs in this process and must mark the rollback ready meanwhile.
+      // Asynchronous: kwok and the pod-start simulator must start the rolled-back pods meanwhile.
       // The newest 1.18.0 revision helm still keeps: it prunes revisions past its history limit (10).
       const helm = (argv: string[]) => promisify(execFile)(process.env.ICHOR_HELM!, [...argv, '-n', 'kube-system', '--kubeconfig', h.cp.kubeconfigPath])
       const history = JSON.parse((await helm(['history', 'cilium', '-o', 'json'])).stdout) as {revision: number; chart: string}[]
@@ -129,7 +130,7 @@ describe('ichor cni upgrade on the harness', () => {
         killed = await cli(args, {killOn: (e: Event) => e.event === 'task' && e.index === kase.k && e.status === 'checking'})
       } else {
         // The upgraded DaemonSet is kept unready, so helm is still waiting when ichor and its helm are killed.
-        const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && obj.metadata?.name === 'cilium')
+        const lift = h.pods.hold((pod) => ownedBy(pod, 'DaemonSet', 'cilium'))
         try {
           let pid = 0
           const running = cli(args, {onStart: (c) => (pid = c.pid!)})
@@ -137,7 +138,7 @@ describe('ichor cni upgrade on the harness', () => {
           killTree(pid)
           killed = await running
         } finally {
-          lift()
+          await lift()
         }
         expect(await release(), kase.name).toMatchObject({status: 'pending-upgrade', chartVersion: '1.19.6'})
       }

@@ -12,6 +12,7 @@ import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/h
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
@@ -142,14 +143,14 @@ describe('ichor cni status / values on the harness', () => {
 
   it('a rollout that never becomes ready is rolled back: previous values deployed, CR unchanged, exit 1 naming the DaemonSet', async () => {
     const [r0, c0] = [await release(), await cr()]
-    const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && (obj as {spec?: {template?: {metadata?: {annotations?: Record<string, string>}}}}).spec?.template?.metadata?.annotations?.['e2e-unready'] === 'yes')
+    const lift = h.pods.hold((pod) => pod.metadata?.annotations?.['e2e-unready'] === 'yes')
     try {
       const run = await cli(['cni', 'values', 'set', 'podAnnotations.e2e-unready=yes', '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '10s'])
       expect(run.code, run.stderr).toBe(1)
       expect(`${run.stdout}${run.stderr}`).toMatch(/rolled back|rollback/i)
       expect(`${run.stdout}${run.stderr}`).toMatch(/cilium DaemonSet/)
     } finally {
-      lift()
+      await lift()
     }
     const r1 = await release()
     expect(r1.status).toBe('deployed')
@@ -187,7 +188,7 @@ describe('ichor cni status / values on the harness', () => {
         killed = await set(t, {killOn: (e) => e.event === 'task' && e.index === kase.k && e.status === 'checking'})
       } else {
         // The new DaemonSet is kept unready so helm is still waiting when ichor and helm are killed.
-        const lift = h.readiness.holdUnready((kind, obj) => kind === 'DaemonSet' && obj.metadata?.name === 'cilium')
+        const lift = h.pods.hold((pod) => ownedBy(pod, 'DaemonSet', 'cilium'))
         try {
           let pid = 0
           const running = set(t, {onStart: (c) => (pid = c.pid!)})
@@ -195,7 +196,7 @@ describe('ichor cni status / values on the harness', () => {
           killTree(pid)
           killed = await running
         } finally {
-          lift()
+          await lift()
         }
         expect((await release()).status, kase.name).toBe('pending-upgrade')
       }

@@ -1,5 +1,5 @@
 // The harness itself, on the real kube-apiserver + etcd and the real helm binary.
-// Simulated here: workload readiness (readiness simulator), since no kubelet runs.
+// Real controllers and scheduler; simulated: the machines (kwok Nodes and the pod-start simulator).
 import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, VersionApi, type KubeConfig} from '@kubernetes/client-node'
 import {execFile, spawn} from 'node:child_process'
 import {existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -10,7 +10,7 @@ import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {envtestBinDir, startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {createNamespace, dumpObjects, loadKubeConfig, uniqueName, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
-import {startReadinessSimulator, type ReadinessSimulator} from '../harness/readiness-simulator.js'
+import {startMachines, type Machines} from '../harness/machines.js'
 
 const run = promisify(execFile)
 
@@ -78,10 +78,10 @@ data:
   return chart
 }
 
-describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', () => {
+describe('harness: real control plane (apiserver, etcd, controller-manager, scheduler), kwok machines, real helm', () => {
   let cp: ControlPlane
   let kc: KubeConfig
-  let sim: ReadinessSimulator
+  let machines: Machines
   let ns: string
   const scratch = mkdtempSync(join(tmpdir(), 'ichor-harness-test-'))
 
@@ -89,13 +89,12 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     cp = await startControlPlane()
     console.log(`control plane ready in ${cp.startMs} ms at ${cp.server}`)
     kc = loadKubeConfig(cp.kubeconfigPath)
-    ns = await createNamespace(kc, uniqueName('harness'), {defaultServiceAccount: true})
-    // Only `ns` is simulated, so another namespace shows what happens without it.
-    sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 2, namespaces: [ns]})
+    ns = await createNamespace(kc, uniqueName('harness'))
+    machines = await startMachines(cp.kubeconfigPath, {nodes: 2})
   })
 
   afterAll(async () => {
-    await sim?.stop()
+    await machines?.stop()
     await cp?.stop()
     rmSync(scratch, {recursive: true, force: true})
   })
@@ -162,7 +161,7 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     ])
   })
 
-  it('the readiness simulator rolls out a Deployment, a StatefulSet and a DaemonSet on 2 nodes', async () => {
+  it('the real controllers roll out a Deployment, a StatefulSet and a DaemonSet on 2 kwok nodes', async () => {
     const apps = kc.makeApiClient(AppsV1Api)
     const template = {
       metadata: {labels: {app: 'demo'}},
@@ -193,7 +192,7 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     })
     expect(ds.status).toMatchObject({desiredNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2})
 
-    // A spec change bumps the generation; the simulator follows it like a finished rollout.
+    // A spec change bumps the generation; the deployment controller scales the ReplicaSet.
     const cur = await apps.readNamespacedDeployment({name: 'demo', namespace: ns})
     await apps.replaceNamespacedDeployment({name: 'demo', namespace: ns, body: {...cur, spec: {...cur.spec!, replicas: 5}}})
     await waitUntil('Deployment demo scaled to 5', async () => {
@@ -202,8 +201,9 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     })
   })
 
-  it('without the readiness simulator, helm install --wait times out (the wait is real)', async () => {
-    const other = await createNamespace(kc, uniqueName('unsimulated'))
+  it('with pods that never turn ready, helm install --wait times out (the wait is real)', async () => {
+    const other = await createNamespace(kc, uniqueName('unready'))
+    const lift = machines.pods.hold((pod) => pod.metadata?.namespace === other)
     const chart = writeTinyChart(scratch)
     const common = ['--kubeconfig', cp.kubeconfigPath, '--namespace', other]
     const failed = await run(helmBinary(), ['install', 'tiny', chart, ...common, '--wait', '--timeout', '3s'], {env: helmEnv(scratch)}).catch(
@@ -213,6 +213,7 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     expect((failed as {stderr?: string}).stderr).toMatch(/context deadline exceeded|timed out|timeout/i)
     const {stdout} = await run(helmBinary(), ['status', 'tiny', ...common, '-o', 'json'], {env: helmEnv(scratch)})
     expect((JSON.parse(stdout) as {info: {status: string}}).info.status).toBe('failed')
+    await lift()
   })
 
   it('helm install --wait of a chart with a Deployment and a DaemonSet finishes and reports deployed', async () => {
@@ -231,7 +232,9 @@ describe('harness: real kube-apiserver + etcd, readiness simulator, real helm', 
     const apps = kc.makeApiClient(AppsV1Api)
     const ds = await apps.readNamespacedDaemonSet({name: 'tiny-agent', namespace: ns})
     expect(ds.status?.numberReady).toBe(2)
-    expect(sim.marked).toEqual(expect.arrayContaining([`Deployment/${ns}/tiny@1`, `DaemonSet/${ns}/tiny-agent@1`]))
+    const ran = machines.pods.admitted.filter((p) => p.pod.startsWith(`${ns}/tiny-`)).map((p) => p.owner?.replace(/-[a-z0-9]+$/, ''))
+    expect(ran.filter((o) => o === 'DaemonSet/tiny')).toHaveLength(2)
+    expect(ran.filter((o) => o === 'ReplicaSet/tiny')).toHaveLength(2)
   })
 
   it('a test process killed with SIGKILL leaves no etcd, kube-apiserver or temp dir behind', async () => {
@@ -258,7 +261,7 @@ setInterval(() => {}, 1000)
   })
 
   it('stop() kills etcd and kube-apiserver and closes their ports', async () => {
-    await sim.stop()
+    await machines.stop()
     const {apiServer, etcdClient, etcdPeer} = cp.ports
     expect(await portIsClosed(apiServer)).toBe(false)
     await cp.stop()

@@ -1,7 +1,7 @@
 // Issue 13 point 10: a helm that outlived its ichor run (ichor SIGKILLed mid-install) goes
 // on to finish the release; the next run must wait for it before acting, and must stop
 // with a clear message when the release stays pending because its helm died too.
-// Real kube-apiserver + etcd, real helm; the readiness simulator decides when helm's
+// Real control plane, real helm; the machines (kwok) arriving decide when helm's
 // --wait can end.
 import {spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
@@ -13,7 +13,7 @@ import {ReleasePendingError, waitForSettledRelease} from '../../src/lib/helm/pen
 import {readReleaseRecord} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {startReadinessSimulator} from '../harness/readiness-simulator.js'
+import {startMachines} from '../harness/machines.js'
 
 let cp: ControlPlane
 let kube: Kube
@@ -75,7 +75,7 @@ describe('waitForSettledRelease', () => {
     // When the workload becomes ready, so that helm can finish
     await new Promise((r) => setTimeout(r, 1000))
     simulatorStarted = true
-    const sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 1, namespaces: ['default']})
+    const sim = await startMachines(cp.kubeconfigPath, {nodes: 1})
     try {
       // Then the wait ends only with helm's own outcome
       const record = await waiting

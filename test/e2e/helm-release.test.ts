@@ -1,7 +1,7 @@
 // Helm release operations against the harness: a real kube-apiserver + etcd, the real
 // helm binaries (Helm 3 and Helm 4, both built from Go modules; every lifecycle test runs
-// on each), and the readiness simulator standing in for kubelets and workload controllers
-// (so `--wait` can finish). The chart is a tiny one written here.
+// on each), the real controllers and scheduler, and kwok machines running the pods (so
+// `--wait` can finish). The chart is a tiny one written here.
 import {execa} from 'execa'
 import {mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -15,7 +15,7 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {testHelms} from '../harness/helm.js'
 import {UPSTREAM} from '../support/upstream.js'
-import {startReadinessSimulator, type ReadinessSimulator} from '../harness/readiness-simulator.js'
+import {startMachines, type Machines} from '../harness/machines.js'
 
 const CHART_VERSION = '0.3.1'
 
@@ -83,7 +83,7 @@ async function loadHelmModules(path: string) {
 
 let h: Awaited<ReturnType<typeof loadHelmModules>>
 let cp: ControlPlane
-let sim: ReadinessSimulator
+let sim: Machines
 let work: string
 let chartPath: string
 let kc: KubeConfig
@@ -190,7 +190,18 @@ async function waitForDeploymentReady(name: string, namespace: string): Promise<
   for (;;) {
     const d = await apps.readNamespacedDeployment({name, namespace})
     if (d.status?.observedGeneration === d.metadata?.generation && d.status?.readyReplicas === d.spec?.replicas) return
-    if (Date.now() > deadline) throw new Error(`Deployment ${namespace}/${name} was not marked ready by the readiness simulator`)
+    if (Date.now() > deadline) throw new Error(`Deployment ${namespace}/${name} did not roll out`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+async function waitForDaemonSetReady(name: string, namespace: string): Promise<void> {
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    const d = await apps.readNamespacedDaemonSet({name, namespace})
+    const s = d.status
+    if (s && s.observedGeneration === d.metadata?.generation && s.desiredNumberScheduled > 0 && s.numberReady === s.desiredNumberScheduled && s.updatedNumberScheduled === s.desiredNumberScheduled) return
+    if (Date.now() > deadline) throw new Error(`DaemonSet ${namespace}/${name} did not roll out`)
     await new Promise((r) => setTimeout(r, 100))
   }
 }
@@ -203,7 +214,7 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
     // The modules under test run exactly this binary.
     expect(await h.findHelm()).toMatchObject({path, major})
     cp = await startControlPlane()
-    sim = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 1})
+    sim = await startMachines(cp.kubeconfigPath, {nodes: 1})
     work = mkdtempSync(join(tmpdir(), 'ichor-helm-e2e-'))
     chartPath = writeDemoChart(work)
     kc = new KubeConfig()
@@ -222,7 +233,7 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
     if (work) rmSync(work, {recursive: true, force: true})
   })
 
-  describe('helm release lifecycle on a real apiserver (readiness simulated)', () => {
+  describe('helm release lifecycle on a real apiserver (real controllers, kwok machines)', () => {
     const release = 'demo'
     let namespace: string
     const v1 = {greeting: 'hello', replicas: 1}
@@ -369,8 +380,8 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
       for (const d of rendered.filter((o) => o.kind === 'Deployment')) await waitForDeploymentReady(d.metadata!.name!, 'kube-system')
 
       const read = (o: KubernetesObject) => objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
-      // Let the readiness simulator settle the DaemonSets' status before the snapshot.
-      await sim.tick()
+      // Let the DaemonSet controller settle the DaemonSets' status before the snapshot.
+      for (const d of rendered.filter((o) => o.kind === 'DaemonSet')) await waitForDaemonSetReady(d.metadata!.name!, 'kube-system')
       const before = await Promise.all(rendered.map(read))
 
       const installed = await h.helmInstall({kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values, takeOwnership: true, wait: true, timeoutSeconds: 120})

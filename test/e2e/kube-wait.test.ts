@@ -1,8 +1,8 @@
-// Rollout waits against the real kube-apiserver. No kubelet or controller runs in the
-// harness, so workload status comes from the readiness simulator (simulated part).
+// Rollout waits against the real control plane: the real controllers write the workloads'
+// status from pods that kwok machines run (simulated: the machines, two kwok Nodes).
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {startReadinessSimulator} from '../harness/readiness-simulator.js'
+import {startMachines, type Machines} from '../harness/machines.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {serverSideApply} from '../../src/lib/kube/apply.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
@@ -20,12 +20,15 @@ import {
 
 let cp: ControlPlane
 let kube: Kube
+let machines: Machines
 
 beforeAll(async () => {
   cp = await startControlPlane()
   kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+  machines = await startMachines(cp.kubeconfigPath, {nodes: 2})
 })
 afterAll(async () => {
+  await machines?.stop()
   await cp?.stop()
 })
 
@@ -58,35 +61,34 @@ function workloads(ns: string): KubeObject[] {
   ]
 }
 
-describe('rollout waits (status from the readiness simulator)', () => {
-  it('wait for Deployment, DaemonSet and StatefulSet once the simulator marks them ready', async () => {
+describe('rollout waits (status from the real controllers, pods run by kwok machines)', () => {
+  it('wait for Deployment, DaemonSet and StatefulSet until the controllers report them rolled out', async () => {
     const ns = 'rollouts'
     await serverSideApply(kube, workloads(ns))
-    const simulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 2, namespaces: [ns]})
-    try {
-      const progress: string[] = []
-      await waitForDeploymentRollout(kube, ns, 'web', {timeoutMs: 30_000, intervalMs: 100, onProgress: (s) => progress.push(s)})
-      expect(progress.at(-1)).toBe('rolled out')
-      await waitForDaemonSetReady(kube, ns, 'agent', {timeoutMs: 30_000, intervalMs: 100})
-      await waitForStatefulSetReady(kube, ns, 'db', {timeoutMs: 30_000, intervalMs: 100})
-    } finally {
-      await simulator.stop()
-    }
+    const progress: string[] = []
+    await waitForDeploymentRollout(kube, ns, 'web', {timeoutMs: 30_000, intervalMs: 100, onProgress: (s) => progress.push(s)})
+    expect(progress.at(-1)).toBe('rolled out')
+    await waitForDaemonSetReady(kube, ns, 'agent', {timeoutMs: 30_000, intervalMs: 100})
+    await waitForStatefulSetReady(kube, ns, 'db', {timeoutMs: 30_000, intervalMs: 100})
   })
 
   it('times out naming the workload and the state it last saw', async () => {
     const ns = 'stuck'
+    const lift = machines.pods.hold((pod) => pod.metadata?.namespace === ns)
     await serverSideApply(kube, workloads(ns))
     const progress: string[] = []
     const error = await waitForDeploymentRollout(kube, ns, 'web', {timeoutMs: 1500, intervalMs: 200, onProgress: (s) => progress.push(s)}).catch(
       (e: unknown) => e,
     )
+    await lift()
     expect(error).toBeInstanceOf(WaitTimeoutError)
-    expect((error as Error).message).toBe(
-      'timed out after 2 s waiting for Deployment stuck/web to roll out; last seen: spec update not yet observed',
+    expect((error as Error).message).toMatch(
+      /^timed out after 2 s waiting for Deployment stuck\/web to roll out; last seen: (0 of 2 updated replicas available|spec update not yet observed|\d of 2 new replicas updated)$/,
     )
     // Progress is reported once per distinct state, not once per poll.
-    expect(progress).toEqual(['spec update not yet observed'])
+    expect(progress.length).toBeGreaterThan(0)
+    expect(progress.every((s, i) => i === 0 || s !== progress[i - 1])).toBe(true)
+    expect(progress).not.toContain('rolled out')
 
     const missing = await waitForDaemonSetReady(kube, ns, 'absent', {timeoutMs: 500, intervalMs: 100}).catch((e: unknown) => e)
     expect((missing as Error).message).toContain('DaemonSet stuck/absent to roll out; last seen: not found')
@@ -95,19 +97,20 @@ describe('rollout waits (status from the readiness simulator)', () => {
   it('waits again after a spec change until the new generation is observed', async () => {
     const ns = 'rollouts-again'
     await serverSideApply(kube, workloads(ns))
-    const simulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: 1, namespaces: [ns]})
+    // The new pods never turn ready, so only the old generation was ever rolled out.
+    const lift = machines.pods.hold((pod) => pod.metadata?.namespace === ns && pod.metadata?.annotations?.bump === '2')
     try {
       await waitForDaemonSetReady(kube, ns, 'agent', {timeoutMs: 30_000, intervalMs: 100})
-      await simulator.stop()
       const changed = workloads(ns)[2]!
       ;(changed.spec as {template: {metadata: {labels: Record<string, string>; annotations?: Record<string, string>}}}).template.metadata.annotations = {
         bump: '2',
       }
       expect((await serverSideApply(kube, [changed]))[0]!.result).toBe('configured')
-      const stale = await waitForDaemonSetReady(kube, ns, 'agent', {timeoutMs: 600, intervalMs: 100}).catch((e: unknown) => e)
-      expect((stale as Error).message).toContain('last seen: spec update not yet observed')
+      const stale = await waitForDaemonSetReady(kube, ns, 'agent', {timeoutMs: 1500, intervalMs: 100}).catch((e: unknown) => e)
+      expect(stale).toBeInstanceOf(WaitTimeoutError)
+      expect((stale as Error).message).toMatch(/to roll out; last seen: (spec update not yet observed|\d of 2 new pods updated|\d of 2 pods available)$/)
     } finally {
-      await simulator.stop()
+      await lift()
     }
   })
 })

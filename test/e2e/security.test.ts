@@ -14,6 +14,7 @@ import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
 import {policiesFor} from '../../src/lib/stack/policies.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 
 type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, unknown>}
 
@@ -34,21 +35,21 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // A passphrase (age's scrypt), not the harness's default identity: these tests are about passphrases.
     h = await startHarnessCluster({stateKey: 'passphrase'})
     // Given a first run that mints the password and then fails (Argo CD's server never gets ready)
-    const lift = h.readiness.holdUnready((kind, obj) => kind === 'Deployment' && obj.metadata?.name === 'argocd-server')
+    const lift = h.pods.hold((pod) => ownedBy(pod, 'ReplicaSet', /^argocd-server-/))
     // The registry is held unready (unreachable) until the policies in kokumi have been listed.
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     let listing: Promise<void> | undefined
     let listed = false
-    const liftRegistry = h.readiness.holdUnready((kind, obj) => {
-      if (kind !== 'Deployment' || obj.metadata?.name !== 'kokumi-registry' || listed) return false
+    const liftRegistry = h.pods.hold((pod) => {
+      if (!ownedBy(pod, 'ReplicaSet', /^kokumi-registry-/) || listed) return false
       listing ??= listObjects(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})
         .then((list) => void (policiesBeforeRegistry = list.map((p) => p.metadata.name).sort()), () => void (policiesBeforeRegistry = []))
         .finally(() => void (listed = true))
       return true
     })
     failed = await runIchor([...withTimeout(h.initArgs, 15), '--json'], h.env)
-    lift()
-    liftRegistry()
+    await lift()
+    await liftRegistry()
     // And the Talos bundle put back as an older ichor kept it: plaintext keys, no format annotation
     sealedByFirstRun = await talosSecret()
     if (sealedByFirstRun) {

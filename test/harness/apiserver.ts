@@ -1,10 +1,16 @@
-// A real Kubernetes control plane for the e2e tests: etcd and kube-apiserver built from
-// Go modules by scripts/build-envtest.sh (as controller-runtime's envtest does), on
-// loopback ports, with throwaway state. What it does NOT run: kube-controller-manager,
-// scheduler and kubelets. So a new namespace gets no ServiceAccount `default` and no
-// kube-root-ca.crt ConfigMap, nothing garbage-collects owned objects, a deleted namespace
-// stays Terminating, and no Pod ever runs. Workload readiness comes from the readiness
-// simulator (readiness-simulator.ts).
+// A real Kubernetes control plane for the e2e tests: etcd, kube-apiserver, kube-controller-manager
+// and kube-scheduler, all built from the one k8s.io/kubernetes module by scripts/build-envtest.sh
+// (as controller-runtime's envtest does for the first two), on loopback ports, with throwaway
+// state. The controllers are real: ServiceAccounts and kube-root-ca.crt in every namespace,
+// Deployments -> ReplicaSets -> Pods, DaemonSets, StatefulSets, Jobs, garbage collection and
+// namespace deletion. What it does NOT run is a kubelet: nodes and their pods' status come from
+// kwok (./kwok.ts), started beside it by the harness cluster (cluster.ts).
+//
+// The API server admits pods as a Talos-made one does: Talos configures the PodSecurity admission
+// plugin with enforce=baseline (audit and warn restricted) for every namespace but kube-system
+// (siderolabs/talos pkg/machinery/config/types/v1alpha1/v1alpha1_provider.go
+// APIServerDefaultAdmissionControl at v1.14, the `cluster.apiServer.admissionControl` every
+// `talosctl gen config` writes), so a workload that a real Talos cluster refuses is refused here.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {generateKeyPairSync, randomBytes} from 'node:crypto'
 import {createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
@@ -17,15 +23,23 @@ import {stringify} from 'yaml'
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 const BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'build-envtest.sh')
-const BUILD_HINT = `build them with: scripts/build-envtest.sh (or point ICHOR_ENVTEST_DIR at a directory holding kube-apiserver and etcd)`
+const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd'] as const
+const BUILD_HINT = `build them with: scripts/build-envtest.sh (or point ICHOR_ENVTEST_DIR at a directory holding ${BINARIES.join(', ')})`
 
 export interface ControlPlaneOptions {
-  /** Directory with `kube-apiserver` and `etcd`; default ICHOR_ENVTEST_DIR, else scripts/build-envtest.sh. */
+  /** Directory with the four binaries; default ICHOR_ENVTEST_DIR, else scripts/build-envtest.sh. */
   binDir?: string
   /** Extra kube-apiserver flags, e.g. `--disable-admission-plugins=ServiceAccount`. */
   apiServerArgs?: string[]
   /** How long to wait for /readyz (default 60 s). */
   startTimeoutMs?: number
+  /**
+   * Run kube-controller-manager and kube-scheduler too (default true). Only tests of the API
+   * server's own behaviour (client, apply, Lease) may leave them out, to start faster.
+   */
+  controllers?: boolean
+  /** The PodSecurity defaults Talos writes (default true); false admits every pod (plain envtest). */
+  talosPodSecurity?: boolean
 }
 
 export interface ControlPlane {
@@ -39,6 +53,8 @@ export interface ControlPlane {
   token: string
   /** PEM of the CA that signed the serving certificate (also in the kubeconfig). */
   caPem: string
+  /** Whether kube-controller-manager and kube-scheduler run. */
+  controllers: boolean
   /** The loopback ports in use (apiserver, etcd client, etcd peer), so tests can check they close. */
   ports: {apiServer: number; etcdClient: number; etcdPeer: number}
   /** Milliseconds from the call to /readyz answering ok. */
@@ -65,7 +81,7 @@ export async function envtestBinDir(explicit?: string): Promise<string> {
 }
 
 function assertBinaries(dir: string): void {
-  for (const bin of ['kube-apiserver', 'etcd']) {
+  for (const bin of BINARIES) {
     if (!existsSync(join(dir, bin))) throw new Error(`envtest: ${join(dir, bin)} is missing; ${BUILD_HINT}`)
   }
 }
@@ -81,7 +97,7 @@ function runBuildScript(): Promise<string> {
     child.on('close', (code) => {
       const dir = out.trim().split('\n').pop() ?? ''
       if (code === 0 && dir) resolvePromise(dir)
-      else reject(new Error(`envtest: scripts/build-envtest.sh failed (exit ${code}); kube-apiserver and etcd are required. ${BUILD_HINT}`))
+      else reject(new Error(`envtest: scripts/build-envtest.sh failed (exit ${code}); ${BINARIES.join(', ')} are required. ${BUILD_HINT}`))
     })
   })
 }
@@ -112,13 +128,13 @@ wait "$pid"; rc=$?
 kill "$watch" 2>/dev/null
 exit $rc`
 
-interface Proc {
+export interface Proc {
   child: ChildProcess
   logPath: string
   exited: Promise<number | null>
 }
 
-function startProcess(bin: string, args: string[], tmp: string, logName: string): Proc {
+export function startProcess(bin: string, args: string[], tmp: string, logName: string): Proc {
   const logPath = join(tmp, logName)
   const log = createWriteStream(logPath)
   const child = spawn('bash', ['-c', WATCHDOG, 'watchdog', bin, ...args], {
@@ -134,7 +150,7 @@ function startProcess(bin: string, args: string[], tmp: string, logName: string)
   return {child, logPath, exited}
 }
 
-async function stopProcess(proc: Proc): Promise<void> {
+export async function stopProcess(proc: Proc): Promise<void> {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) return
   // Closing the pipe makes the watchdog SIGKILL the binary (the state is thrown away,
   // so there is nothing to shut down gracefully); the watchdog exits once it is gone.
@@ -176,7 +192,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
 }
 
-async function waitFor(what: string, proc: Proc, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+export async function waitFor(what: string, proc: Proc, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + timeoutMs
   let exited = false
   void proc.exited.then(() => (exited = true))
@@ -188,7 +204,11 @@ async function waitFor(what: string, proc: Proc, timeoutMs: number, check: () =>
   }
 }
 
-/** Starts etcd and kube-apiserver on loopback and waits until /readyz answers ok. */
+/**
+ * Starts etcd and kube-apiserver on loopback, waits until /readyz answers ok, then starts
+ * kube-controller-manager and kube-scheduler (unless `controllers: false`) and waits until the
+ * controllers serve (the `default` ServiceAccount of `default` exists).
+ */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const t0 = Date.now()
   const binDir = await envtestBinDir(opts.binDir)
@@ -237,6 +257,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // The apiserver starts beside etcd and retries until etcd answers; waiting for etcd
     // first would only add latency.
     const certDir = join(dir, 'certs')
+    const admission = join(dir, 'admission.yaml')
+    writeFileSync(admission, TALOS_ADMISSION_CONFIG)
     const apiserver = startProcess(
       join(binDir, 'kube-apiserver'),
       [
@@ -254,6 +276,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         '--service-cluster-ip-range=10.96.0.0/16',
         '--allow-privileged=true',
         '--profiling=false',
+        ...(opts.talosPodSecurity === false ? [] : [`--admission-control-config-file=${admission}`]),
         ...(opts.apiServerArgs ?? []),
       ],
       dir,
@@ -283,12 +306,48 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const verified = await probe(`${server}/version`, token, caPem)
     if (verified.status !== 200) throw new Error(`envtest: /version answered ${verified.status}: ${verified.body}`)
 
+    const controllers = opts.controllers !== false
+    if (controllers) {
+      const caPath = join(dir, 'ca.crt')
+      writeFileSync(caPath, caPem)
+      // Both talk to the API server as the admin (no per-controller credentials: nothing here
+      // tests the controllers' RBAC), serve no port of their own, and run alone (no election).
+      // Higher client rates than the defaults (20/30): tests roll out many workloads at once.
+      const common = [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--kube-api-qps=200', '--kube-api-burst=400', '--v=1']
+      const kcm = startProcess(
+        join(binDir, 'kube-controller-manager'),
+        [
+          ...common,
+          // Signs the ServiceAccount tokens and publishes the CA as kube-root-ca.crt, as on a real control plane.
+          `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+          `--root-ca-file=${caPath}`,
+          '--use-service-account-credentials=false',
+          // Rollouts in tests take seconds: the default sync and GC periods would make waits slow.
+          '--concurrent-deployment-syncs=10',
+          '--concurrent-replicaset-syncs=10',
+          '--concurrent-daemonset-syncs=10',
+          '--concurrent-statefulset-syncs=10',
+          '--concurrent-gc-syncs=20',
+          '--concurrent-namespace-syncs=10',
+        ],
+        dir,
+        'kube-controller-manager.log',
+      )
+      procs.push(kcm)
+      const scheduler = startProcess(join(binDir, 'kube-scheduler'), common, dir, 'kube-scheduler.log')
+      procs.push(scheduler)
+      // The serviceaccount controller creates `default` in every namespace once it runs.
+      await waitFor('kube-controller-manager', kcm, timeoutMs, async () => (await probe(`${server}/api/v1/namespaces/default/serviceaccounts/default`, token, caPem)).status === 200)
+      if (scheduler.child.exitCode !== null) throw new Error(`envtest: kube-scheduler exited:\n${logTail(scheduler.logPath)}`)
+    }
+
     return {
       kubeconfigPath,
       kubeconfig,
       server,
       token,
       caPem,
+      controllers,
       ports: {apiServer, etcdClient, etcdPeer},
       startMs: Date.now() - t0,
       stop,
@@ -298,6 +357,23 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     throw err
   }
 }
+
+// Talos's default PodSecurity admission configuration (see the file header).
+const TALOS_ADMISSION_CONFIG = stringify({
+  apiVersion: 'apiserver.config.k8s.io/v1',
+  kind: 'AdmissionConfiguration',
+  plugins: [
+    {
+      name: 'PodSecurity',
+      configuration: {
+        apiVersion: 'pod-security.admission.config.k8s.io/v1alpha1',
+        kind: 'PodSecurityConfiguration',
+        defaults: {enforce: 'baseline', 'enforce-version': 'latest', audit: 'restricted', 'audit-version': 'latest', warn: 'restricted', 'warn-version': 'latest'},
+        exemptions: {usernames: [], runtimeClasses: [], namespaces: ['kube-system']},
+      },
+    },
+  ],
+})
 
 async function distinctFreePorts(n: 3): Promise<[number, number, number]> {
   const ports = new Set<number>()

@@ -1,7 +1,9 @@
-// A whole test "cluster" for `ichor init`: real kube-apiserver + etcd, real registry, real
-// helm and talosctl (gen/validate); simulated Talos nodes, kubelet readiness, Cilium's
-// operator registering its CRDs, and Kokumi/Argo CD turning Orders into healthy
-// Applications. The CLI runs as a subprocess, exactly as an operator runs it.
+// A whole test "cluster" for `ichor init`: a real control plane (kube-apiserver, etcd,
+// kube-controller-manager, kube-scheduler), real registry, real helm and talosctl
+// (gen/validate); simulated machines: the Talos nodes (talosctl-simulator.mjs), whose kubelets
+// register kwok Nodes that kwok and the pod-start simulator play; Cilium's operator registering
+// its CRDs, and Kokumi/Argo CD turning Orders into Applications. The CLI runs as a subprocess,
+// exactly as an operator runs it.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {generateIdentity} from 'age-encryption'
 import {realTalosctlPath} from './talosctl.js'
@@ -11,7 +13,9 @@ import {join} from 'node:path'
 import {startControlPlane, type ControlPlane} from './apiserver.js'
 import {startCiliumOperatorSimulator, type CiliumOperatorSimulator} from './cilium-simulator.js'
 import {kokumi017ManifestFixture, type KokumiVariant} from './fixtures.js'
-import {startReadinessSimulator, type ReadinessSimulator} from './readiness-simulator.js'
+import {loadKubeConfig} from './kube.js'
+import {startKwok} from './kwok.js'
+import {startPodStartSimulator, type PodStartSimulator} from './pod-start-simulator.js'
 import {startRegistry, type RunningRegistry} from './registry.js'
 import {startStackSimulator, type StackSimulator} from './stack-simulator.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
@@ -34,8 +38,8 @@ export interface HarnessCluster {
   workers: string[]
   /** The Kokumi install.yaml `ichor init` installs (real 0.14.0 unless the 0.17 fixture was asked for). */
   kokumiManifest: string
-  /** The readiness simulator: tests hold workloads unready through it. */
-  readiness: ReadinessSimulator
+  /** The pod-start simulator: tests make pods unready, crash-loop or fail their pull through it. */
+  pods: PodStartSimulator
   /**
    * The 0600 key file the Talos bundle is sealed with in the cluster (ICHOR_STATE_PASSPHRASE_FILE
    * in env): an age X25519 identity by default, a passphrase when `stateKey: 'passphrase'` was asked for.
@@ -71,7 +75,8 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
     {kubeconfigPath: cp.kubeconfigPath},
   )
-  const readiness: ReadinessSimulator = startReadinessSimulator({kubeconfigPath: cp.kubeconfigPath, nodes: controlPlanes.length + workers.length})
+  const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath})
+  const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
   const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
   const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
@@ -103,11 +108,12 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, readiness, env, initArgs,
+    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, pods, env, initArgs,
     async stop() {
       await stack.stop()
       await operator.stop()
-      await readiness.stop()
+      await pods.stop()
+      await kwok.stop()
       nodes.cleanup()
       await registry.stop()
       await cp.stop()

@@ -21,21 +21,10 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${randomBytes(3).toString('hex')}`.toLowerCase()
 }
 
-/**
- * Creates a namespace. The harness runs no kube-controller-manager, so with
- * `defaultServiceAccount` it also creates the ServiceAccount `default` the
- * controller would (needed to create Pods with the ServiceAccount admission plugin on).
- */
-export async function createNamespace(
-  kc: KubeConfig,
-  name: string,
-  opts: {labels?: Record<string, string>; defaultServiceAccount?: boolean} = {},
-): Promise<string> {
+/** Creates a namespace (kube-controller-manager gives it its `default` ServiceAccount). */
+export async function createNamespace(kc: KubeConfig, name: string, opts: {labels?: Record<string, string>} = {}): Promise<string> {
   const core = kc.makeApiClient(CoreV1Api)
   await core.createNamespace({body: {metadata: {name, labels: opts.labels}}})
-  if (opts.defaultServiceAccount) {
-    await core.createNamespacedServiceAccount({namespace: name, body: {metadata: {name: 'default'}}})
-  }
   return name
 }
 

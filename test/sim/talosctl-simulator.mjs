@@ -37,6 +37,7 @@ import {copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, wri
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
+import {syncKubelet} from './kubelet-registration.mjs'
 
 const INVENTORY_NAMESPACE = 'kube-system'
 const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory'
@@ -496,6 +497,7 @@ async function finishPendingManifestRuns() {
 
 /** After a config change on a bootstrapped control plane, Talos runs its manifest controller again. */
 async function afterConfigChange(node) {
+  if (isBootstrapped()) await syncKubelet((await kube()).core, node)
   if (node.mode === 'configured' && isControlPlane(node) && isBootstrapped()) await startManifestApply(node)
 }
 
@@ -667,6 +669,8 @@ async function bootstrap(args) {
   if (!isControlPlane(node)) fail('error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap is not available on worker nodes')
   if (isBootstrapped()) fail('error executing bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
   writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
+  // The API server is up: every configured machine's kubelet registers its Node.
+  for (const decl of declaredNodes()) await syncKubelet((await kube()).core, loadNode(decl.ip, 'bootstrap'))
   // Every configured control plane runs the manifest controller once etcd is up.
   for (const decl of declaredNodes()) {
     const cp = loadNode(decl.ip, 'bootstrap')

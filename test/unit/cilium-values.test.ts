@@ -75,6 +75,11 @@ describe('Ichor-owned keys are refused, each with its reason', () => {
     'envoyConfig.secretsNamespace.name': 'other',
     'bgpControlPlane.secretsNamespace.name': 'kube-system',
     upgradeCompatibility: '1.10',
+    rollOutCiliumPods: false,
+    'operator.rollOutPods': false,
+    'envoy.rollOutPods': false,
+    'hubble.relay.rollOutPods': false,
+    'hubble.ui.rollOutPods': false,
   }
   it('covers every owned key', () => {
     expect(Object.keys(samples).sort()).toEqual(CILIUM_OWNED_KEYS.map((k) => formatPath(k.path)).sort())
@@ -112,7 +117,7 @@ const rejected: [string, Values, Facts, string, RegExp][] = [
   ['a typo under a commented-option block', {loadBalancer: {moode: 'dsr'}}, {}, 'loadBalancer.moode', /did you mean loadBalancer\.mode\?/],
   ['YAML-1.1 "yes" is a string, not a boolean', {bpf: {masquerade: 'yes'}}, {}, 'bpf.masquerade', /must be null or boolean \(got string "yes"\)/],
   ['a string where the schema wants an integer', {operator: {replicas: 'two'}}, {}, 'operator.replicas', /must be integer \(got string "two"\)/],
-  ['a scalar where the chart has a map', {hubble: true}, {}, 'hubble', /must be object \(got boolean true\)/],
+  ['a scalar where the chart has a map', {debug: true}, {}, 'debug', /must be object \(got boolean true\)/],
   ['a list where the chart has a boolean', {debug: {enabled: ['x']}}, {}, 'debug.enabled', /must be boolean|got a list/],
   ['bpf.masquerade while Talos forwards kube-dns to the host', {bpf: {masquerade: true}}, {forwardKubeDNSToHost: true}, 'bpf.masquerade', /breaks CoreDNS.*forwardKubeDNSToHost/],
   ['Gateway API while kube-proxy runs', {gatewayAPI: {enabled: true}}, {kubeProxy: 'kube-proxy', gatewayApiCrds: 'present'}, 'gatewayAPI.enabled', /needs the kube-proxy replacement/],

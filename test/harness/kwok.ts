@@ -1,0 +1,272 @@
+// The harness's machines: kwok (sigs.k8s.io/kwok, built from the Go module in test/kwok by
+// scripts/build-kwok.sh) plays the kubelet of every Node that carries its annotation: it keeps
+// the Node Ready with lease heartbeats and takes the pods the real scheduler binds there through
+// their lifecycle with Stages. The Stages are kwok's own node ones (node/fast, node/heartbeat-
+// with-lease, shipped in its module and copied beside the binary) and pod ones written here, so
+// that:
+// - a pod becomes Running and Ready only after the pod-start simulator (./pod-start-simulator.ts)
+//   has admitted it, as a kubelet starts a pod only once it has read what the pod mounts, and
+//   `podReadyMs` later (a short start-up, so waits really wait);
+// - a test can keep pods unready, crash-looping or failing their image pull: the pod-start
+//   simulator labels them `harness.ichor.test/fault` and the fault Stages below write the status
+//   a kubelet would;
+// - pods of Jobs complete, and deleted pods go away (kwok's pod/fast behaviour).
+import {CoreV1Api, type KubeConfig, type V1Node} from '@kubernetes/client-node'
+import {execFile} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {promisify} from 'node:util'
+import {startProcess, stopProcess, type Proc} from './apiserver.js'
+import {PROJECT_ROOT} from '../support/upstream.js'
+
+/** The annotation kwok selects the Nodes it plays by (`--manage-nodes-with-annotation-selector`). */
+export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node'
+/** Set by the pod-start simulator once it admitted a pod; the ready Stage waits for it. */
+export const ADMITTED_ANNOTATION = 'harness.ichor.test/admitted'
+/** The fault a test asked for: `unready`, `crashloop` or `image-pull`. */
+export const FAULT_LABEL = 'harness.ichor.test/fault'
+export type PodFault = 'unready' | 'crashloop' | 'image-pull'
+
+export interface Kwok {
+  stop(): Promise<void>
+  logPath: string
+}
+
+let located: Promise<string> | undefined
+
+/** The folder holding kwok and its stages (ICHOR_KWOK_DIR, else scripts/build-kwok.sh builds it). */
+export function kwokDir(): Promise<string> {
+  const fromEnv = process.env.ICHOR_KWOK_DIR
+  located ??= fromEnv
+    ? Promise.resolve(fromEnv)
+    : promisify(execFile)('bash', [join(PROJECT_ROOT, 'scripts', 'build-kwok.sh')], {maxBuffer: 1 << 20}).then(({stdout}) => stdout.trim().split('\n').pop()!)
+  return located.then((dir) => {
+    if (!existsSync(join(dir, 'kwok'))) throw new Error(`kwok: ${join(dir, 'kwok')} is missing; build it with scripts/build-kwok.sh (or point ICHOR_KWOK_DIR at its folder)`)
+    return dir
+  })
+}
+
+/** How long after admission a pod turns Ready (ICHOR_HARNESS_POD_READY_MS, default 300 ms). */
+export function podReadyMs(): number {
+  return Number(process.env.ICHOR_HARNESS_POD_READY_MS ?? 300)
+}
+
+export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: number}): Promise<Kwok> {
+  const dir = await kwokDir()
+  const work = mkdtempSync(join(tmpdir(), 'ichor-kwok-'))
+  const nodeStages = ['node/fast', 'node/heartbeat-with-lease'].flatMap((sub) =>
+    readdirSync(join(dir, 'stage', sub))
+      .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+      .map((f) => readFileSync(join(dir, 'stage', sub, f), 'utf8')),
+  )
+  const config = join(work, 'kwok.yaml')
+  writeFileSync(config, [...nodeStages, ...podStages(opts.podReadyMs ?? podReadyMs())].join('\n---\n'))
+  const proc: Proc = startProcess(
+    join(dir, 'kwok'),
+    [
+      `--kubeconfig=${opts.kubeconfigPath}`,
+      `--config=${config}`,
+      '--manage-all-nodes=false',
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+      // Pod IPs from a range of their own, never an address a test uses.
+      '--cidr=10.244.0.0/16',
+      '--node-lease-duration-seconds=40',
+      '--server-address=127.0.0.1:0',
+      '--v=WARN',
+    ],
+    work,
+    'kwok.log',
+  )
+  // kwok has no readiness endpoint worth waiting on: a Node it plays turns Ready within
+  // milliseconds of its creation, and the harness's first Node comes much later.
+  await new Promise((r) => setTimeout(r, 50))
+  if (proc.child.exitCode !== null) throw new Error(`kwok exited at start:\n${readFileSync(proc.logPath, 'utf8').slice(-3000)}`)
+  return {
+    logPath: proc.logPath,
+    async stop() {
+      await stopProcess(proc)
+      rmSync(work, {recursive: true, force: true})
+    },
+  }
+}
+
+/**
+ * Registers a machine's kubelet: a Node kwok plays, with the labels, taints and address given
+ * (Talos's for its nodes: see test/sim/kubelet-registration.mjs). Already there is fine.
+ */
+export async function registerNode(kc: KubeConfig, node: {name: string; ip: string; labels?: Record<string, string>; taints?: V1Node['spec'] extends infer S ? S extends {taints?: infer T} ? T : never : never}): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api)
+  try {
+    await core.createNode({
+      body: {
+        metadata: {name: node.name, labels: {'kubernetes.io/hostname': node.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...node.labels}, annotations: {[KWOK_NODE_ANNOTATION]: 'fake'}},
+        spec: {taints: node.taints},
+        status: {addresses: [{type: 'InternalIP', address: node.ip}, {type: 'Hostname', address: node.name}]},
+      },
+    })
+  } catch (err) {
+    if ((err as {code?: number}).code !== 409) throw err
+  }
+}
+
+// The pod Stages. Every one skips pods being deleted (kwok's pod-delete Stage removes them).
+function podStages(readyMs: number): string[] {
+  const notDeleted = `    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'`
+  const pending = `    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending']`
+  const fault = (value: PodFault) => `    - key: '.metadata.labels["${FAULT_LABEL}"]'
+      operator: 'In'
+      values: ['${value}']`
+  const admitted = `    - key: '.metadata.annotations["${ADMITTED_ANNOTATION}"]'
+      operator: 'Exists'`
+  // The status of a started pod; `ready` decides the Ready conditions and container readiness.
+  const started = (ready: boolean, containerState: string, restartCount: number, phase = 'Running') => `
+      {{ $now := Now }}
+      conditions:
+      - {type: Initialized, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      - {type: Ready, status: "${ready ? 'True' : 'False'}", lastTransitionTime: {{ $now | Quote }}}
+      - {type: ContainersReady, status: "${ready ? 'True' : 'False'}", lastTransitionTime: {{ $now | Quote }}}
+      - {type: PodScheduled, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      {{ range .spec.readinessGates }}
+      - {type: {{ .conditionType | Quote }}, status: "${ready ? 'True' : 'False'}", lastTransitionTime: {{ $now | Quote }}}
+      {{ end }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        imageID: ""
+        ready: ${ready}
+        started: ${containerState === 'running'}
+        restartCount: ${restartCount}
+        state:${containerState === 'running' ? `
+          running: {startedAt: {{ $now | Quote }}}` : `
+          waiting: ${containerState}`}
+      {{ end }}
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        imageID: ""
+        ready: true
+        restartCount: 0
+        state:
+          terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      {{ with NodeIPWith .spec.nodeName }}
+      hostIP: {{ . | Quote }}
+      hostIPs: [{ip: {{ . | Quote }}}]
+      {{ end }}
+      {{ with PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ . | Quote }}
+      podIPs: [{ip: {{ . | Quote }}}]
+      {{ end }}
+      phase: ${phase}
+      startTime: {{ $now | Quote }}`
+  const stage = (name: string, selector: string[], statusTemplate: string, delayMs = 0) => `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: ${name}
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+${selector.join('\n')}
+${delayMs ? `  delay:\n    durationMilliseconds: ${delayMs}\n` : ''}  next:
+    statusTemplate: |${statusTemplate.replace(/\n/g, '\n  ')}
+`
+  return [
+    // Admitted, no fault, not Ready yet (Pending, or Running after a lifted fault): started and Ready.
+    stage(
+      'harness-pod-ready',
+      [
+        notDeleted,
+        admitted,
+        `    - key: '.metadata.labels["${FAULT_LABEL}"]'
+      operator: 'DoesNotExist'`,
+        `    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending', 'Running']`,
+        `    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values: ['True']`,
+      ],
+      started(true, 'running', 0),
+      readyMs,
+    ),
+    // Running but never Ready, as a pod whose readiness probe keeps failing.
+    stage('harness-pod-unready', [notDeleted, admitted, pending, fault('unready')], started(false, 'running', 0), readyMs),
+    // The container exits at once, again and again: kubelet's back-off (CrashLoopBackOff).
+    stage('harness-pod-crashloop', [notDeleted, admitted, pending, fault('crashloop')], started(false, '{reason: CrashLoopBackOff, message: "back-off restarting failed container"}', 3), readyMs),
+    // The image cannot be pulled: the pod stays Pending with ImagePullBackOff.
+    stage(
+      'harness-pod-image-pull',
+      [
+        notDeleted,
+        admitted,
+        pending,
+        fault('image-pull'),
+        `    - key: '.status.containerStatuses'
+      operator: 'DoesNotExist'`,
+      ],
+      started(false, '{reason: ImagePullBackOff, message: "Back-off pulling image"}', 0, 'Pending'),
+      readyMs,
+    ),
+    // kwok's pod/fast behaviour for the rest: a Job's pods complete, a deleted pod goes away.
+    `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: harness-pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+${notDeleted}
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values: ['True']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        imageID: ""
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Succeeded
+`,
+    `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: harness-pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    delete: true
+`,
+  ]
+}
