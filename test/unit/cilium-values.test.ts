@@ -1,6 +1,6 @@
 // The Cilium values engine against the real Cilium 1.18.0 chart and the real helm binary.
 import {describe, expect, it} from 'vitest'
-import {CILIUM_OWNED_KEYS} from '../../src/lib/cilium/defaults.js'
+import {CILIUM_OWNED_KEYS, ciliumDefaults} from '../../src/lib/cilium/defaults.js'
 import {checkCiliumValues, validateCiliumValues, type CiliumValuesInput} from '../../src/lib/cilium/validate.js'
 import type {CiliumFacts} from '../../src/lib/cilium/guards.js'
 import {formatPath, setPath, type Values} from '../../src/lib/values/path.js'
@@ -175,5 +175,14 @@ describe('Cilium values rejected, each naming the path and the reason', () => {
     expect(issues).toEqual([])
     expect(notes.join('\n')).toMatch(/forward-kube-dns-to-host/)
     expect(notes.join('\n')).toMatch(/gateway-api-crds/)
+  })
+})
+
+describe('ichor defaults that depend on the cluster', () => {
+  it('one node: one operator replica (the chart's two need two nodes); the user may still override it', () => {
+    expect(ciliumDefaults({nodeCount: 1})).toMatchObject({operator: {replicas: 1}})
+    expect(ciliumDefaults({nodeCount: 2})).not.toHaveProperty('operator')
+    expect(ciliumDefaults()).not.toHaveProperty('operator')
+    expect(CILIUM_OWNED_KEYS.map((k) => formatPath(k.path))).not.toContain('operator.replicas')
   })
 })

@@ -45,6 +45,13 @@ export function ownedCapabilitiesOf(chartValues: Values | undefined): OwnedCapab
 const SECRETS_NAMESPACE_OWNERS = ['tls', 'gatewayAPI', 'ingressController', 'envoyConfig', 'bgpControlPlane'] as const
 
 const TALOS_GUIDE = 'required on Talos (Talos Cilium guide)'
+// The chart restarts a component on a change of its ConfigMap only when its rollOut flag is
+// set (templates/cilium-agent/daemonset.yaml, cilium-operator/deployment.yaml,
+// cilium-envoy/daemonset.yaml, hubble-relay and hubble-ui deployment.yaml: a checksum
+// annotation on the pod template; all false in values.yaml, Cilium 1.18-1.20). Without it most
+// values reach only cilium-config, which a running agent never reads again.
+const ROLL_OUT = 'always true: a values change must reach the running pods, and the chart restarts them on a ConfigMap change only with this set'
+const ROLL_OUT_KEYS = [['rollOutCiliumPods'], ['operator', 'rollOutPods'], ['envoy', 'rollOutPods'], ['hubble', 'relay', 'rollOutPods'], ['hubble', 'ui', 'rollOutPods']] as const
 const SECRETS_NS = `pinned to ${CILIUM_SECRETS_NAMESPACE} so the Roles Cilium creates for its features land in Cilium's own namespace (ADR 0131)`
 
 export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
@@ -60,6 +67,7 @@ export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
   {path: ['kubeProxyReplacement'], reason: 'set by the kube-proxy mode (--kube-proxy replaced|kube-proxy), changed only by the kube-proxy switch'},
   {path: ['tunnelProtocol'], reason: 'set by --tunnel (vxlan|geneve) at init and immutable afterwards'},
   ...SECRETS_NAMESPACE_OWNERS.map((owner) => ({path: [owner, 'secretsNamespace', 'name'], reason: SECRETS_NS})),
+  ...ROLL_OUT_KEYS.map((path) => ({path: [...path], reason: ROLL_OUT})),
 ]
 
 export interface CiliumModes {
@@ -69,13 +77,24 @@ export interface CiliumModes {
   upgradeCompatibility?: string
   /** The capability sets derived from the chart; absent: Cilium 1.18's. */
   capabilities?: OwnedCapabilities
+  /** The cluster's Talos node count (control planes and workers); absent: not known. */
+  nodeCount?: number
 }
 
 /** Defaults a user may override. */
-export function ciliumDefaults(): Values {
+export function ciliumDefaults(cluster: {nodeCount?: number} = {}): Values {
   return {
     hubble: {tls: {auto: {method: 'cronJob'}}},
+    // The chart's two operator replicas require different nodes (a required pod anti-affinity
+    // on kubernetes.io/hostname, templates/cilium-operator/deployment.yaml): on one node the
+    // second never schedules and every helm --wait fails. Cilium's docs set 1 for single nodes.
+    ...(cluster.nodeCount === 1 ? {operator: {replicas: 1}} : {}),
   }
+}
+
+/** The node count the defaults depend on, from the IchorInstallation's Talos inputs. */
+export function nodeCountOf(talos: {controlPlanes?: string[]; workers?: string[]} | undefined): number | undefined {
+  return talos ? (talos.controlPlanes?.length ?? 0) + (talos.workers?.length ?? 0) : undefined
 }
 
 /** Values ichor sets last, derived from the modes. */
@@ -87,6 +106,10 @@ export function ciliumOwnedValues(modes: CiliumModes): Values {
     securityContext: {capabilities: {...(modes.capabilities ?? ownedCapabilitiesOf(undefined))}},
     cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
     tunnelProtocol: modes.tunnel,
+    rollOutCiliumPods: true,
+    operator: {rollOutPods: true},
+    envoy: {rollOutPods: true},
+    hubble: {relay: {rollOutPods: true}, ui: {rollOutPods: true}},
   }
   if (replaced) {
     owned.k8sServiceHost = 'localhost'
