@@ -96,6 +96,13 @@ describe('renderTalosPatches on a v1.14 contract (multi-document Kubernetes conf
   it('without forwardKubeDNSToHost there is no ResolverConfig', () => {
     expect(replaced.controlPlane).not.toContain('ResolverConfig')
   })
+
+  it('no worker: the control planes lose the control-plane taint gen config puts in KubeNodeConfig (a map key under $patch: delete)', () => {
+    const p = renderTalosPatches({talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, allowSchedulingOnControlPlanes: true})
+    expect(docs(p.controlPlane)).toContainEqual({apiVersion: 'v1alpha1', kind: 'KubeNodeConfig', taints: {'node-role.kubernetes.io/control-plane': {$patch: 'delete'}}})
+    expect(p.worker).not.toContain('KubeNodeConfig')
+    expect(replaced.controlPlane).not.toContain('KubeNodeConfig')
+  })
 })
 
 describe('renderTalosPatches below v1.14 (legacy v1alpha1 fields)', () => {
@@ -120,6 +127,13 @@ describe('renderTalosPatches below v1.14 (legacy v1alpha1 fields)', () => {
     const kp = renderTalosPatches({talosVersion: 'v1.10.0', kubeProxy: 'kube-proxy', ciliumManifest: SMALL_CILIUM_MANIFEST})
     expect(docs(kp.controlPlane)[0]!.cluster.proxy).toBeUndefined()
     expect(docs(kp.worker)[0]!.cluster.proxy).toBeUndefined()
+  })
+
+  it('no worker: cluster.allowSchedulingOnControlPlanes on control planes only', () => {
+    const open = renderTalosPatches({talosVersion: 'v1.12.4', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, allowSchedulingOnControlPlanes: true})
+    expect(docs(open.controlPlane)[0]!.cluster.allowSchedulingOnControlPlanes).toBe(true)
+    expect(docs(open.worker)[0]!.cluster.allowSchedulingOnControlPlanes).toBeUndefined()
+    expect(docs(p.controlPlane)[0]!.cluster.allowSchedulingOnControlPlanes).toBeUndefined()
   })
 
   it('a custom inline manifest name is used as given', () => {

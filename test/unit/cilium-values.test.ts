@@ -179,7 +179,7 @@ describe('Cilium values rejected, each naming the path and the reason', () => {
 })
 
 describe('ichor defaults that depend on the cluster', () => {
-  it('one node: one operator replica (the chart's two need two nodes); the user may still override it', () => {
+  it('one node: one operator replica (the chart has two, which need two nodes); the user may still override it', () => {
     expect(ciliumDefaults({nodeCount: 1})).toMatchObject({operator: {replicas: 1}})
     expect(ciliumDefaults({nodeCount: 2})).not.toHaveProperty('operator')
     expect(ciliumDefaults()).not.toHaveProperty('operator')

@@ -45,6 +45,7 @@ export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: Change
     notes: read ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`],
     facts: {
       kubeProxy: ctx.modes.kubeProxy,
+      nodeCount: ctx.modes.nodeCount,
       gatewayApiCrds: groups.has('gateway.networking.k8s.io') ? 'present' : 'absent',
       monitoringCrds: groups.has('monitoring.coreos.com') ? 'present' : 'absent',
     },

@@ -10,7 +10,7 @@ import type {Kube} from '../kube/client.js'
 import {readInstallation, type Installation} from '../state/installation.js'
 import {localState} from '../state/local.js'
 import type {Values} from '../values/path.js'
-import {ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
+import {nodeCountOf, ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
 import {minorOf} from './versions.js'
 import {ciliumEffectiveValues} from './effective.js'
 
@@ -35,6 +35,7 @@ export async function readCniContext(kube: Kube, installationRead?: Promise<Inst
     upgradeCompatibility: await upgradeCompatibilityOf(kube, installation, release),
     // The capability sets of the chart the release runs (a values change keeps the chart).
     capabilities: release?.chartValues ? ownedCapabilitiesOf(release.chartValues) : undefined,
+    nodeCount: nodeCountOf(installation.spec.talos),
   }
   return {installation, modes, user: cni.cilium?.values ?? {}, release}
 }

@@ -17,7 +17,7 @@ export function ciliumLayers(input: EffectiveInput) {
   const {kubeProxy, tunnel} = input.facts
   const upgradeCompatibility = input.facts.upgradeCompatibility ?? (chart ? minorOf(chart.version) : undefined)
   const capabilities = chart ? ownedCapabilitiesOf(chartDefaultValues(chart)) : input.facts.capabilities
-  return {defaults: ciliumDefaults(), owned: ciliumOwnedValues({kubeProxy, tunnel, upgradeCompatibility, capabilities})}
+  return {defaults: ciliumDefaults({nodeCount: input.facts.nodeCount}), owned: ciliumOwnedValues({kubeProxy, tunnel, upgradeCompatibility, capabilities})}
 }
 
 const chartDefaults = new Map<string, Values>()

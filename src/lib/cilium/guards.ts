@@ -16,6 +16,8 @@ export interface CiliumFacts {
   freshCluster?: boolean
   /** KubePrism as the Talos machine config sets it. */
   kubePrism?: {enabled: boolean; port: number}
+  /** The cluster's Talos node count: the defaults depend on it (one node, one operator). */
+  nodeCount?: number
 }
 
 export interface GuardResult {

@@ -120,6 +120,9 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
     if (warning) req.note(warning)
   }, () => undefined)
+  if (inputs.workers.length === 0) {
+    req.note('no worker: the control planes run workloads too (their NoSchedule taint is not set), or Kokumi and Argo CD would never be scheduled')
+  }
 
   try {
     if (offline) {

@@ -63,6 +63,7 @@ export function freshClusterFacts(inputs: InitInputs, servedApiGroups?: Set<stri
     monitoringCrds: 'absent',
     freshCluster: true,
     kubePrism: {enabled: true, port: KUBEPRISM_PORT},
+    nodeCount: inputs.controlPlanes.length + inputs.workers.length,
   }
 }
 
@@ -95,6 +96,6 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: 2})
   }
   const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-  const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest})
+  const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest, allowSchedulingOnControlPlanes: inputs.workers.length === 0})
   return {assets, cilium: {report, effective: report.effective, manifest}, talos, stack: await stack}
 }

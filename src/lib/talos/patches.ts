@@ -15,6 +15,8 @@ import {toYaml} from '../yaml/emit.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
 
 export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
+/** The taint Talos puts on control planes (pkg/machinery/constants LabelNodeRoleControlPlane). */
+const CONTROL_PLANE_TAINT = 'node-role.kubernetes.io/control-plane'
 
 
 export interface TalosPatchInput {
@@ -26,6 +28,11 @@ export interface TalosPatchInput {
   inlineManifestName?: string
   /** Sets Talos host DNS `forwardKubeDNSToHost` when given; left as `gen config` made it otherwise. */
   forwardKubeDNSToHost?: boolean
+  /**
+   * Lets workloads run on the control planes: set when the cluster has no worker, since nothing
+   * ichor installs (Kokumi, Argo CD) tolerates the control-plane NoSchedule taint.
+   */
+  allowSchedulingOnControlPlanes?: boolean
 }
 
 export interface TalosPatches {
@@ -60,6 +67,10 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
     // config only (generateKubernetesControlplaneConfigs), KubePrismConfig into both.
     const controlPlane: Doc[] = [
       {apiVersion: API_VERSION, kind: 'KubeFlannelCNIConfig', $patch: 'delete'},
+      // gen config taints control planes in their KubeNodeConfig document (config/generate/
+      // kubernetes.go generateKubernetesUniversalConfigs, v1.14.1); a map key under
+      // `$patch: delete` is removed (configloader/internal/decoder/selector.go deleteForPath).
+      ...(input.allowSchedulingOnControlPlanes ? [{apiVersion: API_VERSION, kind: 'KubeNodeConfig', taints: {[CONTROL_PLANE_TAINT]: {$patch: 'delete'}}}] : []),
       ...(replaced ? [{apiVersion: API_VERSION, kind: 'KubeProxyConfig', enabled: false}] : []),
       {apiVersion: API_VERSION, kind: 'KubePrismConfig', port: KUBEPRISM_PORT},
       ...resolver,
@@ -73,6 +84,8 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
   // control planes (as Talos's Cilium guide applies one patch to all nodes), never the manifest.
   const machine: Doc = {features: legacyFeatures(input.forwardKubeDNSToHost)}
   const cluster = (withManifest: boolean): Doc => ({
+    // The legacy form's switch (v1alpha1_k8s_bridge.go k8sNodeConfigShim.Taints): control planes only.
+    ...(withManifest && input.allowSchedulingOnControlPlanes ? {allowSchedulingOnControlPlanes: true} : {}),
     network: {cni: {name: 'none'}},
     ...(replaced ? {proxy: {disabled: true}} : {}),
     ...(withManifest ? {inlineManifests: [{name, contents: manifest}]} : {}),
