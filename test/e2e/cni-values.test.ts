@@ -12,7 +12,8 @@ import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/h
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
-import {ownedBy} from '../harness/pod-start-simulator.js'
+import {CILIUM_CONFIG_ANNOTATION, ownedBy} from '../harness/pod-start-simulator.js'
+import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
@@ -111,6 +112,21 @@ describe('ichor cni status / values on the harness', () => {
     expect(again.code, again.stderr).toBe(0)
     expect(end(again)?.changed).toBe(false)
     expect((await release()).revision).toBe(after.revision)
+  })
+
+  it('a change that reaches only cilium-config restarts every agent and the operator: each running pod started with the new config (real DaemonSet and Deployment controllers)', async () => {
+    const before = await h.pods.ciliumConfigHash()
+    const run = await cli(['cni', 'values', 'set', 'debug.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
+    const now = await h.pods.ciliumConfigHash()
+    expect(now).not.toBe(before)
+    const pods = (await listObjects<KubeObject>(kube, {apiVersion: 'v1', kind: 'Pod', namespace: 'kube-system'})).filter(
+      (p) => !p.metadata.deletionTimestamp && (p.metadata.labels?.['k8s-app'] === 'cilium' || p.metadata.labels?.['io.cilium/app'] === 'operator'),
+    )
+    // Two agents (a control plane and a worker) and the chart's two operator replicas.
+    expect(pods).toHaveLength(4)
+    const started = (p: KubeObject) => `${p.metadata.name} ${p.metadata.annotations?.[CILIUM_CONFIG_ANNOTATION]}`
+    expect(pods.map(started)).toEqual(pods.map((p) => `${p.metadata.name} ${now}`))
   })
 
   it('a cluster whose status predates the values hash: cni status says in sync and names the fix; a set without arguments records the hash, no new revision', async () => {
