@@ -4,16 +4,17 @@
 // CreateCustomResourceDefinitions), so a chart upgrade, which rolls the operator to the new image,
 // updates every CRD whose schema-version label is older than the new operator's and never
 // downgrades one (pkg/k8s/apis/crdhelpers/register.go, CreateUpdateCRD and its needs-update check).
-import {ApiextensionsV1Api, AppsV1Api, CustomObjectsApi, type KubeConfig, type V1Deployment} from '@kubernetes/client-node'
+import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Deployment} from '@kubernetes/client-node'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {startCiliumOperatorSimulator, type CiliumOperatorSimulator} from '../harness/cilium-simulator.js'
+import {ciliumCrdNamesFor, ciliumModuleFor, pinnedCiliumVersions, startCiliumOperatorSimulator, type CiliumOperatorSimulator} from '../harness/cilium-simulator.js'
 import {loadKubeConfig, waitUntil} from '../harness/kube.js'
 
 const SCHEMA_VERSION_LABEL = 'io.cilium.k8s.crd.schema.version'
 // CustomResourceDefinitionSchemaVersion in pkg/k8s/apis/cilium.io/register.go of each tag.
 const SCHEMA_1_18_0 = '1.31.11'
 const SCHEMA_1_19_6 = '1.32.7'
+const SCHEMA_1_20_0 = '1.33.11'
 const CNP = 'ciliumnetworkpolicies.cilium.io'
 const CCNP = 'ciliumclusterwidenetworkpolicies.cilium.io'
 // The operator image as the chart renders it (operator.image with useDigest; the digest is not checked).
@@ -88,5 +89,36 @@ describe('Cilium operator simulator across an upgrade', () => {
     await new Promise((r) => setTimeout(r, 1_000))
     expect(await schemaVersion(CNP)).toBe(SCHEMA_1_19_6)
     expect(await schemaVersion(CCNP)).toBe(SCHEMA_1_19_6)
+  })
+
+  it('simulator: the operator registers the CRDs its cilium-config enables, on the next rollout only; 1.20.0 updates them again', async () => {
+    const ext = kc.makeApiClient(ApiextensionsV1Api)
+    const ciliumCrds = async () => (await ext.listCustomResourceDefinition()).items.filter((c) => c.spec.group === 'cilium.io').map((c) => c.metadata!.name!).sort()
+    // What the first test's operators registered: the chart's defaults (no cilium-config yet).
+    await operator.synced()
+    expect(await ciliumCrds()).toEqual(ciliumCrdNamesFor('1.19.6').sort())
+    expect(await ciliumCrds()).toEqual(expect.arrayContaining(['ciliumidentities.cilium.io', 'ciliumendpoints.cilium.io', 'ciliumnodes.cilium.io', 'ciliumcidrgroups.cilium.io']))
+    expect(await ciliumCrds()).not.toContain('ciliumenvoyconfigs.cilium.io')
+
+    // A cilium-config change alone restarts no operator (operator.rollOutPods is false by default):
+    // the envoy CRDs stay absent until the operator's pod template changes.
+    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({namespace: 'kube-system', body: {metadata: {name: 'cilium-config'}, data: {'enable-envoy-config': 'true'}}})
+    await new Promise((r) => setTimeout(r, 500))
+    expect(await ciliumCrds()).not.toContain('ciliumenvoyconfigs.cilium.io')
+    await setOperatorVersion('1.20.0')
+    const start = await operator.synced()
+    expect(start).toMatchObject({version: '1.20.0', module: '1.20.0'})
+    expect(await ciliumCrds()).toEqual(expect.arrayContaining(['ciliumenvoyconfigs.cilium.io', 'ciliumclusterwideenvoyconfigs.cilium.io']))
+    expect(start.actions['ciliumenvoyconfigs.cilium.io']).toBe('created')
+    expect(start.actions['ciliumnetworkpolicies.cilium.io']).toBe('updated')
+    expect(await schemaVersion(CNP)).toBe(SCHEMA_1_20_0)
+    expect(await schemaVersion('ciliumenvoyconfigs.cilium.io')).toBe(SCHEMA_1_20_0)
+  })
+
+  it('simulator: an operator whose Go module is not served (1.18.12) registers the nearest older pinned one (1.18.0), and says so', () => {
+    expect(pinnedCiliumVersions()).toEqual(['1.18.0', '1.19.6', '1.20.0'])
+    expect(ciliumModuleFor('1.18.12')).toMatchObject({module: '1.18.0', note: expect.stringMatching(/1\.18\.12.*not pinned.*1\.18\.0/)})
+    expect(ciliumModuleFor('1.19.6')).toEqual({module: '1.19.6'})
+    expect(() => ciliumModuleFor('1.17.9')).toThrow(/no Cilium module pinned at or below 1\.17\.9/)
   })
 })
