@@ -7,7 +7,7 @@
 import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Deployment} from '@kubernetes/client-node'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {ciliumCrdNamesFor, ciliumModuleFor, pinnedCiliumVersions, startCiliumOperatorSimulator, type CiliumOperatorSimulator} from '../harness/cilium-simulator.js'
+import {ciliumCrd, ciliumCrdNamesFor, ciliumModuleFor, pinnedCiliumVersions, startCiliumOperatorSimulator, type CiliumOperatorSimulator} from '../harness/cilium-simulator.js'
 import {loadKubeConfig, waitUntil} from '../harness/kube.js'
 
 const SCHEMA_VERSION_LABEL = 'io.cilium.k8s.crd.schema.version'
@@ -78,15 +78,15 @@ describe('Cilium operator simulator across an upgrade', () => {
 
     // `cni upgrade` to 1.19.6: the operator Deployment's image changes, a new operator starts.
     await setOperatorVersion('1.19.6')
-    await waitUntil('the 1.19.6 CRDs', async () => (await schemaVersion(CNP)) === SCHEMA_1_19_6 && (await schemaVersion(CCNP)) === SCHEMA_1_19_6, {timeoutMs: 15_000})
+    await waitUntil('the 1.19.6 CRDs', async () => (await schemaVersion(CNP)) === SCHEMA_1_19_6 && (await schemaVersion(CCNP)) === SCHEMA_1_19_6, {timeoutMs: 60_000})
     await waitUntil('the 1.19.6 CiliumNetworkPolicy schema served', async () => {
       await custom.createNamespacedCustomObject({group: 'cilium.io', version: 'v2', plural: 'ciliumnetworkpolicies', namespace: 'default', body: vrrpPolicy('vrrp-119')})
       return true
-    }, {timeoutMs: 15_000})
+    }, {timeoutMs: 60_000})
 
     // Back to 1.18.0 (a rollback): the 1.18.0 operator finds newer labels and leaves the CRDs alone.
     await setOperatorVersion('1.18.0')
-    await new Promise((r) => setTimeout(r, 1_000))
+    expect(await operator.synced()).toMatchObject({version: '1.18.0', module: '1.18.0', actions: {[CNP]: 'unchanged', [CCNP]: 'unchanged'}})
     expect(await schemaVersion(CNP)).toBe(SCHEMA_1_19_6)
     expect(await schemaVersion(CCNP)).toBe(SCHEMA_1_19_6)
   })
@@ -120,5 +120,23 @@ describe('Cilium operator simulator across an upgrade', () => {
     expect(ciliumModuleFor('1.18.12')).toMatchObject({module: '1.18.0', note: expect.stringMatching(/1\.18\.12.*not pinned.*1\.18\.0/)})
     expect(ciliumModuleFor('1.19.6')).toEqual({module: '1.19.6'})
     expect(() => ciliumModuleFor('1.17.9')).toThrow(/no Cilium module pinned at or below 1\.17\.9/)
+  })
+
+  it("simulator: the CRD set per version follows pkg/k8s/synced/crd.go, and every CRD it names is one of that module's pregenerated ones", () => {
+    const everything = {
+      'enable-cilium-endpoint-slice': 'true', 'enable-egress-gateway': 'true', 'enable-local-redirect-policy': 'true', 'enable-envoy-config': 'true',
+      'enable-bgp-control-plane': 'true', 'enable-datapath-plugins': 'true', 'enable-gateway-api': 'true',
+    }
+    for (const v of pinnedCiliumVersions()) {
+      for (const name of ciliumCrdNamesFor(v, everything)) expect(ciliumCrd(v, name).metadata.labels?.['io.cilium.k8s.crd.schema.version']).toMatch(/^1\.\d+\.\d+$/)
+    }
+    // BGPv1's v2alpha1 CiliumBGPPeeringPolicy: registered by 1.18 only; CiliumDatapathPlugin: 1.20 only.
+    expect(ciliumCrdNamesFor('1.18.0', everything)).toContain('ciliumbgppeeringpolicies.cilium.io')
+    expect(ciliumCrdNamesFor('1.19.6', everything)).not.toContain('ciliumbgppeeringpolicies.cilium.io')
+    expect(ciliumCrdNamesFor('1.19.6', everything)).not.toContain('ciliumdatapathplugins.cilium.io')
+    expect(ciliumCrdNamesFor('1.20.0', everything)).toContain('ciliumdatapathplugins.cilium.io')
+    // Without a kvstore, disable-endpoint-crd is turned back off while policies are enforced.
+    expect(ciliumCrdNamesFor('1.19.6', {'disable-endpoint-crd': 'true'})).toContain('ciliumendpoints.cilium.io')
+    expect(ciliumCrdNamesFor('1.19.6', {'enable-cilium-network-policy': 'false', 'enable-cilium-clusterwide-network-policy': 'false'})).not.toContain('ciliumcidrgroups.cilium.io')
   })
 })

@@ -130,7 +130,12 @@ function bool(config: CiliumConfig, key: string, dflt: boolean): boolean {
 export function ciliumCrdNamesFor(module: string, config: CiliumConfig = {}): string[] {
   const [, minor] = semver(module)!
   const names: string[] = ['ciliumidentities', 'ciliumpodippools']
-  const endpointCrd = !bool(config, 'disable-endpoint-crd', false)
+  const cnp = bool(config, 'enable-cilium-network-policy', true)
+  const ccnp = bool(config, 'enable-cilium-clusterwide-network-policy', true)
+  // Populate turns disable-endpoint-crd back off without a kvstore while any policy
+  // enforcement is on (NetworkPolicyEnabled, pkg/option/features.go; the chart sets no kvstore).
+  const policyEnabled = (config['enable-policy'] ?? 'default') !== 'never' || bool(config, 'enable-k8s-networkpolicy', true) || cnp || ccnp || (config['identity-allocation-mode'] ?? 'crd') !== 'crd'
+  const endpointCrd = !bool(config, 'disable-endpoint-crd', false) || (!config.kvstore && policyEnabled)
   if (endpointCrd) names.push('ciliumendpoints')
   // Up to 1.19 CiliumEndpointSlice needs the CiliumEndpoint CRD; 1.20 checks it alone.
   if (bool(config, 'enable-cilium-endpoint-slice', false) && (minor >= 20 || endpointCrd)) names.push('ciliumendpointslices')
@@ -144,8 +149,6 @@ export function ciliumCrdNamesFor(module: string, config: CiliumConfig = {}): st
     (config['identity-allocation-mode'] ?? 'crd') !== 'crd' ||
     bool(config, 'enable-health-checking', true)
   if (nodeCrd) names.push('ciliumnodes')
-  const cnp = bool(config, 'enable-cilium-network-policy', true)
-  const ccnp = bool(config, 'enable-cilium-clusterwide-network-policy', true)
   if (cnp) names.push('ciliumnetworkpolicies')
   if (ccnp) names.push('ciliumclusterwidenetworkpolicies')
   if (cnp || ccnp) names.push('ciliumcidrgroups')
@@ -339,7 +342,7 @@ export interface CiliumOperatorSimulator {
   readonly installed: Promise<void>
   /** Every simulated operator start that registered CRDs, oldest first. */
   readonly starts: readonly CiliumOperatorStart[]
-  /** Resolves once the live operator Deployment's current pod template has been started (its CRDs registered). */
+  /** Resolves, with the last start, once the simulator has seen the live operator Deployment's current generation (its pod template started, CRDs registered). */
   synced(timeoutMs?: number): Promise<CiliumOperatorStart>
   stop(): Promise<void>
 }
@@ -358,6 +361,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
   const core = kc.makeApiClient(CoreV1Api)
   const starts: CiliumOperatorStart[] = []
   let started: string | undefined // The pod template last started.
+  let observed: {uid?: string; generation?: number} = {} // The Deployment as the last finished tick saw it.
   let lastError: Error | undefined
   let stopped = false
   let resolveInstalled!: () => void
@@ -372,11 +376,12 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
       deployment = await apps.readNamespacedDeployment({namespace: 'kube-system', name: 'cilium-operator'})
     } catch (err) {
       // Deleted: a Deployment created again starts a new operator.
-      if ((err as {code?: number}).code === 404) return void (started = undefined)
+      if ((err as {code?: number}).code === 404) return void ((started = undefined), (observed = {}))
       throw err
     }
+    const seen = {uid: deployment.metadata?.uid, generation: deployment.metadata?.generation}
     const template = JSON.stringify(deployment.spec?.template ?? {})
-    if (template === started) return
+    if (template === started) return void (observed = seen)
     const version = operatorVersionOf(deployment)
     if (!version) throw Object.assign(new Error('cilium operator simulator: kube-system/cilium-operator names no Cilium version (no vX.Y.Z image tag, no helm.sh/chart label)'), {permanent: true})
     let config: CiliumConfig = {}
@@ -389,6 +394,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
       // pkg/k8s/apis/cell.go: "Skipping creation of CRDs".
       starts.push({version, module: '', note: 'skip-crd-creation is true: no CRD registered', actions: {}})
       started = template
+      observed = seen
       return
     }
     let result: Awaited<ReturnType<typeof registerCiliumCrds>>
@@ -401,6 +407,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
     }
     if (result.note) console.warn(`cilium operator simulator: ${result.note}`)
     started = template
+    observed = seen
     starts.push({version, ...result})
     resolveInstalled()
   }
@@ -427,7 +434,8 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
       const deadline = Date.now() + timeoutMs
       for (;;) {
         const d = await apps.readNamespacedDeployment({namespace: 'kube-system', name: 'cilium-operator'})
-        if (started !== undefined && started === JSON.stringify(d.spec?.template ?? {})) return starts.at(-1)!
+        // Seen at this generation or later (not merely an equal template: a rollback's is an older one's).
+        if (observed.uid === d.metadata?.uid && (observed.generation ?? 0) >= (d.metadata?.generation ?? 0) && starts.length) return starts.at(-1)!
         if (Date.now() > deadline) throw new Error(`cilium operator simulator: the operator's current pod template was not started within ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)
         await new Promise((r) => setTimeout(r, 50))
       }
