@@ -29,6 +29,8 @@ describe('ichor cni upgrade on the harness', () => {
   const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...common], h.env, opts)
   const release = async () => (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
   const cr = async () => (await readInstallation(kube))!
+  const ciliumSchemaVersion = async () =>
+    (await getObject(kube, {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'ciliumnetworkpolicies.cilium.io'}))?.metadata?.labels?.['io.cilium.k8s.crd.schema.version']
   const preflightGone = async () => {
     expect(await readReleaseRecord(kube, 'cilium-preflight', 'kube-system')).toBeUndefined()
     expect(await getObject(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', namespace: 'kube-system', name: 'cilium-pre-flight-check'})).toBeUndefined()
@@ -52,6 +54,7 @@ describe('ichor cni upgrade on the harness', () => {
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
     initial = {release: await release(), cr: await cr()}
+    expect(await ciliumSchemaVersion()).toBe('1.31.11')
   }, 900_000)
   afterAll(async () => h?.stop())
 
@@ -93,6 +96,9 @@ describe('ichor cni upgrade on the harness', () => {
     expect(h.pods.admitted.some((p) => p.owner?.startsWith('ReplicaSet/cilium-pre-flight-check-'))).toBe(true)
     const r = await expectUpgraded('uninterrupted')
     expect(r.revision).toBe(initial.release.revision + 1)
+    // The operator the upgrade rolled to 1.19.6 (simulated: cilium-simulator.ts) updated Cilium's
+    // CRDs to 1.19.6's (schema version 1.32.7; it was 1.31.11 after init).
+    await waitUntil('the 1.19.6 CiliumNetworkPolicy CRD', async () => (await ciliumSchemaVersion()) === '1.32.7', 30_000)
     upgraded = await cniDump(kube, initial.release.revision)
     expect(upgraded).toMatchObject({release: {revision: '+1', status: 'deployed', chart: '1.19.6'}, history: ['+0 superseded', '+1 deployed'], cr: {status: {releaseRevision: '+1', chartVersion: '1.19.6'}}})
     const again = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])

@@ -1,0 +1,8 @@
+// Pins the Cilium Go module v1.19.6, whose CRDs the test harness's operator simulator registers
+// for a cilium-operator of that version (see scripts/fetch-cilium-crds.sh); go.sum holds its
+// checksum, so the download is verified.
+module ichor.test/cilium-crds/v1.19.6
+
+go 1.26.5
+
+require github.com/cilium/cilium v1.19.6
