@@ -50,7 +50,8 @@ async function changeInlineManifest(env: Env, talosVersion: string, contents: st
   writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
   r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
   expect(r.exitCode, r.stderr).toBe(0)
-  // The manifest run the change started ends in the background: the next talosctl command sees it done.
+  // The manifest runs the changes started end in the background, on their own timer.
+  await env.sim.manifestRunsDone()
   expect(await manifestsApplied(env)).toEqual(['99-app'])
 }
 
@@ -175,6 +176,7 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     const drop = `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
     const dropped = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
     expect(dropped.exitCode, dropped.stderr).toBe(0)
+    await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual([])
     const before = await inventory(env.kc)
     const file = join(env.sim.workDir, 'with-four.yaml')
@@ -185,7 +187,8 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     // Someone edits the inventory while the run is still going ...
     const core = env.kc.makeApiClient(CoreV1Api)
     await core.replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {metadata: {...TALOS_INVENTORY}, data: {'kube-system_four__ConfigMap': ''}}})
-    // ... and the run's write, done by the time the node answers again, restores its own copy.
+    // ... and the run's write, when it ends, restores its own copy.
+    await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual(['99-app'])
     expect(await inventory(env.kc)).toEqual([...before!, 'kube-system_four__ConfigMap'].sort())
   })
@@ -194,5 +197,33 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     await expect(applyConfig({node: CONTROL_PLANE_IP, file: env.cluster.controlPlaneConfig, insecure: true})).rejects.toThrow(
       /127\.0\.0\.11.*certificate required/,
     )
+  })
+})
+
+describe('Talos node simulator, Talos v1.14: a manifest run ends on its own timer, not at the next talosctl command', () => {
+  const V = 'v1.14.1'
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp(V, configMap('one', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('the node answers while the run is going (status of the previous run), and the run writes back the inventory copy it read with no talosctl command after it', async () => {
+    const before = await inventory(env.kc)
+    expect(before).toEqual(['kube-system_one__ConfigMap'])
+    const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+    const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+    expect(r.exitCode, r.stderr).toBe(0)
+    // manifest_apply.go (v1.14.1) sets ManifestStatus only after the run: the next command still sees the last one.
+    expect(await manifestsApplied(env)).toEqual(['99-app'])
+    // An edit made while the run holds its copy ...
+    await env.kc.makeApiClient(CoreV1Api).replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {metadata: {...TALOS_INVENTORY}, data: {}}})
+    expect(await inventory(env.kc)).toEqual([])
+    // ... is overwritten by the run on its own, through the API server only (no talosctl call here).
+    await expect.poll(() => inventory(env.kc), {timeout: 15_000, interval: 100}).toEqual(before)
+    expect(await manifestsApplied(env)).toEqual([])
   })
 })
