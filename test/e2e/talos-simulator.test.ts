@@ -1,13 +1,16 @@
 // The Talos node simulator applies inline manifests the way each Talos version does
 // (src/lib/talos/INVENTORY.md). Real: kube-apiserver + etcd. Simulated: the Talos nodes.
-import {writeFileSync} from 'node:fs'
+import {readFileSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
 import {join} from 'node:path'
 import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
 import {parse} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startApiProxy, type ApiProxy} from '../harness/api-proxy.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {waitForApiServer} from '../../src/lib/kube/wait.js'
 import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
 import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
@@ -225,5 +228,40 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
     // ... is overwritten by the run on its own, through the API server only (no talosctl call here).
     await expect.poll(() => inventory(env.kc), {timeout: 15_000, interval: 100}).toEqual(before)
     expect(await manifestsApplied(env)).toEqual([])
+  })
+})
+
+describe('the API server through the harness proxy: refused until `talosctl bootstrap`, as on Talos', () => {
+  let cp: ControlPlane
+  let sim: SimulatedNodes
+  let proxy: ApiProxy
+  const saved = process.env.TALOS_SIM_CLIENT_KUBECONFIG
+  beforeAll(async () => {
+    cp = await startControlPlane()
+    sim = startSimulatedNodes([{ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion: 'v1.14.1'}], {kubeconfigPath: cp.kubeconfigPath})
+    proxy = await startApiProxy({kubeconfigPath: cp.kubeconfigPath, simState: sim.stateDir, outDir: sim.workDir, delayMs: 6000})
+    process.env.TALOS_SIM_CLIENT_KUBECONFIG = proxy.kubeconfigPath
+  })
+  afterAll(async () => {
+    if (saved === undefined) delete process.env.TALOS_SIM_CLIENT_KUBECONFIG
+    else process.env.TALOS_SIM_CLIENT_KUBECONFIG = saved
+    await proxy?.stop()
+    sim?.cleanup()
+    await cp?.stop()
+  })
+
+  it("refuses before bootstrap; the kubeconfig talosctl hands out names the proxy, and ichor's API-server wait sees it refused, then ready", async () => {
+    const refused = await new Promise<string>((resolve) => {
+      const s = connect(Number(new URL(proxy.server).port), '127.0.0.1')
+      s.on('connect', () => (s.destroy(), resolve('connected')))
+      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+    })
+    expect(refused).toBe('ECONNREFUSED')
+    const cluster = await bootstrapSimulatedCluster(sim, {talosVersion: 'v1.14.1', manifests: [{name: 'app', contents: configMap('one', '1')}]})
+    expect((parse(readFileSync(cluster.kubeconfigPath, 'utf8')) as {clusters: Array<{cluster: {server: string}}>}).clusters[0]!.cluster.server).toBe(proxy.server)
+    const states: string[] = []
+    await waitForApiServer(await connectKube({kubeconfig: cluster.kubeconfigPath, probe: false}), {timeoutMs: 30_000, intervalMs: 200, onProgress: (s) => states.push(s)})
+    expect(states[0]).toMatch(/ECONNREFUSED|refused|reach/i)
+    expect(states.at(-1)).toBe('readyz answered 200')
   })
 })

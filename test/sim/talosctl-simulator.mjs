@@ -11,6 +11,8 @@
 //   $TALOS_SIM_REAL_TALOSCTL         optional real talosctl: `gen secrets`, `gen config` and
 //                                    `validate` are delegated to it; without it they are minimal
 //                                    stand-ins of this simulator (their output is NOT checked by Talos)
+//   $TALOS_SIM_CLIENT_KUBECONFIG     optional: what `kubeconfig` hands out instead (the harness's
+//                                    proxy that refuses until bootstrap, test/harness/api-proxy.ts)
 //   $TALOS_SIM_MANIFEST_RUN_MS       how long a manifest run takes from its inventory read to its
 //                                    write (default 1000)
 //   $TALOS_SIM_STATE/manifest-*, manifeststatus-<ip>.json   the background manifest runs (below)
@@ -821,7 +823,8 @@ function kubeconfig(args) {
   const node = loadNode(ip, 'error fetching kubeconfig')
   requireConfigured(node, args, 'error fetching kubeconfig')
   if (!isBootstrapped()) fail('error fetching kubeconfig: rpc error: code = NotFound desc = kubeconfig is not available before bootstrap')
-  const source = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set')
+  // What the operator gets may reach the apiserver another way than the nodes do (the harness's proxy).
+  const source = process.env.TALOS_SIM_CLIENT_KUBECONFIG || process.env.TALOS_SIM_KUBECONFIG || fail('TALOS_SIM_KUBECONFIG is not set')
   let out = args.positionals[1] ?? fail('kubeconfig: the simulator needs an explicit output path')
   if (existsSync(out) && statSync(out).isDirectory()) out = join(out, 'kubeconfig')
   if (existsSync(out) && !args.bool('force')) fail(`kubeconfig file already exists, use --force to overwrite: ${out}`)
