@@ -64,7 +64,7 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
     },
     async manifestRunsDone(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs
-      while (liveManifestRunners(stateDir).length > 0) {
+      while (liveManifestRunners(stateDir, {runnersOnly: false}).length > 0) {
         if (Date.now() > deadline) throw new Error(`simulated Talos manifest runs still going after ${timeoutMs} ms (${stateDir})`)
         await sleep(50)
       }
@@ -88,23 +88,25 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
 }
 
 /**
- * Pids of the simulator's manifest runners for this state dir that are still running: read
- * from their pid files and checked against /proc (the runner names the state dir in its
- * arguments), so a pid file left behind never makes cleanup() signal another process.
+ * Pids held in the nodes' manifest-runner pid files whose process still runs: with
+ * `runnersOnly`, only runners of this state dir (a runner names it in its arguments), so a pid
+ * file left behind never makes cleanup() signal another process; without it also the talosctl
+ * call that is about to start one.
  */
-function liveManifestRunners(stateDir: string): number[] {
+function liveManifestRunners(stateDir: string, opts: {runnersOnly?: boolean} = {runnersOnly: true}): number[] {
   if (!existsSync(stateDir)) return []
   const pids: number[] = []
   for (const file of readdirSync(stateDir).filter((f) => /^manifest-runner-.*\.pid$/.test(f))) {
-    const pid = Number(readFileSync(join(stateDir, file), 'utf8').trim())
-    let cmdline = ''
+    let pid: number
+    let args: string[]
     try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      pid = Number(readFileSync(join(stateDir, file), 'utf8').trim())
+      args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
     } catch {
-      continue
+      continue // the run ended meanwhile, or a pid file left by a process that is gone
     }
-    const args = cmdline.split('\0')
-    if (args.includes('__manifest-runner') && args.includes(stateDir)) pids.push(pid)
+    const runner = args.includes('__manifest-runner') && args.includes(stateDir)
+    if (runner || (!opts.runnersOnly && args.some((a) => a.includes('talosctl')))) pids.push(pid)
   }
   return pids
 }
