@@ -1,6 +1,6 @@
 // The Talos node simulator applies inline manifests the way each Talos version does
 // (src/lib/talos/INVENTORY.md). Real: kube-apiserver + etcd. Simulated: the Talos nodes.
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {join} from 'node:path'
 import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
@@ -263,5 +263,34 @@ describe('the API server through the harness proxy: refused until `talosctl boot
     await waitForApiServer(await connectKube({kubeconfig: cluster.kubeconfigPath, probe: false}), {timeoutMs: 30_000, intervalMs: 200, onProgress: (s) => states.push(s)})
     expect(states[0]).toMatch(/ECONNREFUSED|refused|reach/i)
     expect(states.at(-1)).toBe('readyz answered 200')
+  })
+})
+
+describe('a background manifest run never outlives its test', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp('v1.14.1', configMap('one', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('it survives the talosctl call that started it, and cleanup() kills it', async () => {
+    // A run long enough to still be going when cleanup() comes.
+    process.env.TALOS_SIM_MANIFEST_RUN_MS = '60000'
+    try {
+      const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+      const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+      expect(r.exitCode, r.stderr).toBe(0)
+    } finally {
+      delete process.env.TALOS_SIM_MANIFEST_RUN_MS
+    }
+    const pid = Number(readFileSync(join(env.sim.stateDir, `manifest-runner-${CONTROL_PLANE_IP}.pid`), 'utf8'))
+    const alive = () => existsSync(`/proc/${pid}`)
+    expect(alive()).toBe(true)
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain(env.sim.stateDir)
+    env.sim.cleanup()
+    await expect.poll(alive, {timeout: 5000, interval: 50}).toBe(false)
   })
 })
