@@ -1,7 +1,7 @@
 // The API server as an operator's laptop reaches it: not before `talosctl bootstrap`. On Talos,
 // kube-apiserver is a static pod that the kubelet starts only once etcd runs, i.e. after the
 // bootstrap call (siderolabs/talos internal/app/machined/pkg/controllers/k8s/
-// control_plane_static_pod.go, v1.14.1), and it then needs some seconds to serve. The harness
+// control_plane_static_pod.go, v1.14.0-rc.1), and it then needs some seconds to serve. The harness
 // apiserver runs from the start (the simulator applies Talos's manifests through it directly),
 // so the kubeconfig `talosctl kubeconfig` hands out points at this TCP proxy instead: it does
 // not listen at all until the simulator's `bootstrapped` marker exists (connection refused, as
