@@ -33,6 +33,8 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
 
   /** Everything the switch touches, minus Helm revision numbers (a rerun after a kill may count differently). */
   const switchState = async () => {
+    // Talos's manifest runs end on their own timer: what a switch leaves is what is there once they have.
+    await h.nodes.manifestRunsDone()
     const [cr, release, cm, ds, sa, crb, inventory] = await Promise.all([
       readInstallation(kube),
       readReleaseRecord(kube, 'cilium', 'kube-system'),

@@ -17,7 +17,7 @@ import {
   talosHandoverPending,
 } from '../../src/lib/talos/handover.js'
 import {helmInstall, helmUpgrade} from '../../src/lib/helm/release.js'
-import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY, isCiliumInTalosInventory} from '../../src/lib/talos/inventory.js'
+import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY, isCiliumInTalosInventory, removeCiliumFromTalosInventory} from '../../src/lib/talos/inventory.js'
 import {applyConfig, bootstrap, getMachineConfig} from '../../src/lib/talos/talosctl.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
 import {
@@ -66,7 +66,11 @@ async function setUp(opts: {talosVersion?: string; secondControlPlane?: boolean}
       {name: 'site', contents: OTHER_INLINE_MANIFEST},
     ],
   })
-  if (opts.secondControlPlane) await applyConfig({node: SECOND_CONTROL_PLANE_IP, file: cluster.controlPlaneConfig, insecure: true})
+  if (opts.secondControlPlane) {
+    await applyConfig({node: SECOND_CONTROL_PLANE_IP, file: cluster.controlPlaneConfig, insecure: true})
+    // Its first manifest run (started by the join) ends before the tests begin.
+    await sim.manifestRunsDone()
+  }
   const chartDir = writeCiliumLikeChart(mkdtempSync(join(tmpdir(), 'ichor-cilium-chart-')))
   return {cp, sim, cluster, kc: loadKubeConfig(cluster.kubeconfigPath), kube: await connectKube({kubeconfig: cluster.kubeconfigPath}), chartDir}
 }
@@ -195,11 +199,31 @@ describe('the same sequence without the inventory step (control: proves the test
   it('removing only the inline entry: upgrade-k8s prunes every Cilium object', async () => {
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
     expect(await removeInlineManifestFromControlPlanes(access)).toEqual([CONTROL_PLANE_IP])
+    await env.sim.manifestRunsDone()
     expect(await isCiliumInTalosInventory(env.kube)).toBe(true)
     await upgradeK8s(env)
     expect(await readObjects(env.kc, CILIUM_LIKE_REFS)).toEqual(CILIUM_LIKE_REFS.map(() => undefined))
     // ... while --manifests-no-prune would have kept them: nothing left to show, the CNI is gone.
     expect(await inventoryKeys(env.kc)).toEqual(['kube-system_site-settings__ConfigMap'])
+  })
+})
+
+describe('the same removal without waiting for the manifest run (control: the race the hand-over waits out is real on the harness)', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp()
+    await helm(['install', 'cilium', env.chartDir, '--namespace', 'kube-system', '--take-ownership'], env.cp.kubeconfigPath)
+  })
+  afterAll(() => tearDown(env))
+
+  it("an inventory edit right after the entry's removal is undone by the run the removal started, with no talosctl call after it", async () => {
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
+    expect(await removeInlineManifestFromControlPlanes(access)).toEqual([CONTROL_PLANE_IP])
+    expect((await removeCiliumFromTalosInventory(env.kube)).removedEntries.sort()).toEqual(CILIUM_KEYS)
+    expect(await isCiliumInTalosInventory(env.kube)).toBe(false)
+    // go-kubernetes v0.2.41 configmap inventory Write: the run's copy, read before the edit, comes back.
+    await expect.poll(() => isCiliumInTalosInventory(env.kube), {timeout: 15_000, interval: 100}).toBe(true)
+    expect(await inventoryKeys(env.kc)).toEqual([...CILIUM_KEYS, 'kube-system_site-settings__ConfigMap'].sort())
   })
 })
 
@@ -215,11 +239,14 @@ describe('the hand-over while Talos is still running its manifest runs (two cont
   afterAll(() => tearDown(env))
 
   it("waits until no control plane's manifest run lists cilium before editing the inventory, so no run writes Cilium back", async () => {
+    const progress: string[] = []
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP, SECOND_CONTROL_PLANE_IP], settleMs: 100}
-    const result = await handOverCiliumFromTalos(env.kube, access)
+    const result = await handOverCiliumFromTalos(env.kube, {...access, progress: (m) => progress.push(m)})
     expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP, SECOND_CONTROL_PLANE_IP])
     expect(result.inventory.removedEntries).toEqual(CILIUM_KEYS)
-    // Whatever runs the removal started have written by the next talosctl command (the simulator's model).
+    // The wait loop really ran: the runs the removal started were still going when ichor first asked.
+    expect(progress).toContainEqual(expect.stringMatching(/^waiting for Talos's manifest run on /))
+    // The hand-over returned only after every run the removal started had written.
     const status = await env.sim.run(['get', 'manifeststatus', '--output', 'yaml', ...nodeArgs(env, SECOND_CONTROL_PLANE_IP)])
     expect(status.exitCode, status.stderr).toBe(0)
     expect(status.stdout).toContain('99-site')

@@ -1,13 +1,16 @@
 // The Talos node simulator applies inline manifests the way each Talos version does
 // (src/lib/talos/INVENTORY.md). Real: kube-apiserver + etcd. Simulated: the Talos nodes.
-import {writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {connect} from 'node:net'
 import {join} from 'node:path'
 import {CoreV1Api, type KubeConfig} from '@kubernetes/client-node'
 import {parse} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {startApiProxy, type ApiProxy} from '../harness/api-proxy.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {waitForApiServer} from '../../src/lib/kube/wait.js'
 import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
 import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
@@ -50,7 +53,8 @@ async function changeInlineManifest(env: Env, talosVersion: string, contents: st
   writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
   r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
   expect(r.exitCode, r.stderr).toBe(0)
-  // The manifest run the change started ends in the background: the next talosctl command sees it done.
+  // The manifest runs the changes started end in the background, on their own timer.
+  await env.sim.manifestRunsDone()
   expect(await manifestsApplied(env)).toEqual(['99-app'])
 }
 
@@ -175,6 +179,7 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     const drop = `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
     const dropped = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
     expect(dropped.exitCode, dropped.stderr).toBe(0)
+    await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual([])
     const before = await inventory(env.kc)
     const file = join(env.sim.workDir, 'with-four.yaml')
@@ -185,7 +190,8 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     // Someone edits the inventory while the run is still going ...
     const core = env.kc.makeApiClient(CoreV1Api)
     await core.replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {metadata: {...TALOS_INVENTORY}, data: {'kube-system_four__ConfigMap': ''}}})
-    // ... and the run's write, done by the time the node answers again, restores its own copy.
+    // ... and the run's write, when it ends, restores its own copy.
+    await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual(['99-app'])
     expect(await inventory(env.kc)).toEqual([...before!, 'kube-system_four__ConfigMap'].sort())
   })
@@ -194,5 +200,97 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
     await expect(applyConfig({node: CONTROL_PLANE_IP, file: env.cluster.controlPlaneConfig, insecure: true})).rejects.toThrow(
       /127\.0\.0\.11.*certificate required/,
     )
+  })
+})
+
+describe('Talos node simulator, Talos v1.14: a manifest run ends on its own timer, not at the next talosctl command', () => {
+  const V = 'v1.14.1'
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp(V, configMap('one', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('the node answers while the run is going (status of the previous run), and the run writes back the inventory copy it read with no talosctl command after it', async () => {
+    const before = await inventory(env.kc)
+    expect(before).toEqual(['kube-system_one__ConfigMap'])
+    const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+    const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+    expect(r.exitCode, r.stderr).toBe(0)
+    // manifest_apply.go (v1.14.1) sets ManifestStatus only after the run: the next command still sees the last one.
+    expect(await manifestsApplied(env)).toEqual(['99-app'])
+    // An edit made while the run holds its copy ...
+    await env.kc.makeApiClient(CoreV1Api).replaceNamespacedConfigMap({...TALOS_INVENTORY, body: {metadata: {...TALOS_INVENTORY}, data: {}}})
+    expect(await inventory(env.kc)).toEqual([])
+    // ... is overwritten by the run on its own, through the API server only (no talosctl call here).
+    await expect.poll(() => inventory(env.kc), {timeout: 15_000, interval: 100}).toEqual(before)
+    expect(await manifestsApplied(env)).toEqual([])
+  })
+})
+
+describe('the API server through the harness proxy: refused until `talosctl bootstrap`, as on Talos', () => {
+  let cp: ControlPlane
+  let sim: SimulatedNodes
+  let proxy: ApiProxy
+  const saved = process.env.TALOS_SIM_CLIENT_KUBECONFIG
+  beforeAll(async () => {
+    cp = await startControlPlane()
+    sim = startSimulatedNodes([{ip: CONTROL_PLANE_IP, role: 'controlplane', talosVersion: 'v1.14.1'}], {kubeconfigPath: cp.kubeconfigPath})
+    proxy = await startApiProxy({kubeconfigPath: cp.kubeconfigPath, simState: sim.stateDir, outDir: sim.workDir, delayMs: 6000})
+    process.env.TALOS_SIM_CLIENT_KUBECONFIG = proxy.kubeconfigPath
+  })
+  afterAll(async () => {
+    if (saved === undefined) delete process.env.TALOS_SIM_CLIENT_KUBECONFIG
+    else process.env.TALOS_SIM_CLIENT_KUBECONFIG = saved
+    await proxy?.stop()
+    sim?.cleanup()
+    await cp?.stop()
+  })
+
+  it("refuses before bootstrap; the kubeconfig talosctl hands out names the proxy, and ichor's API-server wait sees it refused, then ready", async () => {
+    const refused = await new Promise<string>((resolve) => {
+      const s = connect(Number(new URL(proxy.server).port), '127.0.0.1')
+      s.on('connect', () => (s.destroy(), resolve('connected')))
+      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message))
+    })
+    expect(refused).toBe('ECONNREFUSED')
+    const cluster = await bootstrapSimulatedCluster(sim, {talosVersion: 'v1.14.1', manifests: [{name: 'app', contents: configMap('one', '1')}]})
+    expect((parse(readFileSync(cluster.kubeconfigPath, 'utf8')) as {clusters: Array<{cluster: {server: string}}>}).clusters[0]!.cluster.server).toBe(proxy.server)
+    const states: string[] = []
+    await waitForApiServer(await connectKube({kubeconfig: cluster.kubeconfigPath, probe: false}), {timeoutMs: 30_000, intervalMs: 200, onProgress: (s) => states.push(s)})
+    expect(states[0]).toMatch(/ECONNREFUSED|refused|reach/i)
+    expect(states.at(-1)).toBe('readyz answered 200')
+  })
+})
+
+describe('a background manifest run never outlives its test', () => {
+  let env: Env
+  beforeAll(async () => {
+    env = await setUp('v1.14.1', configMap('one', '1'))
+  })
+  afterAll(async () => {
+    env?.sim.cleanup()
+    await env?.cp.stop()
+  })
+
+  it('it survives the talosctl call that started it, and cleanup() kills it', async () => {
+    // A run long enough to still be going when cleanup() comes.
+    process.env.TALOS_SIM_MANIFEST_RUN_MS = '60000'
+    try {
+      const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+      const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+      expect(r.exitCode, r.stderr).toBe(0)
+    } finally {
+      delete process.env.TALOS_SIM_MANIFEST_RUN_MS
+    }
+    const pid = Number(readFileSync(join(env.sim.stateDir, `manifest-runner-${CONTROL_PLANE_IP}.pid`), 'utf8'))
+    const alive = () => existsSync(`/proc/${pid}`)
+    expect(alive()).toBe(true)
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain(env.sim.stateDir)
+    env.sim.cleanup()
+    await expect.poll(alive, {timeout: 5000, interval: 50}).toBe(false)
   })
 })

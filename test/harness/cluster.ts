@@ -10,6 +10,7 @@ import {realTalosctlPath} from './talosctl.js'
 import {appendFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {startApiProxy} from './api-proxy.js'
 import {startControlPlane, type ControlPlane} from './apiserver.js'
 import {startCiliumOperatorSimulator, type CiliumOperatorSimulator} from './cilium-simulator.js'
 import {kokumi017ManifestFixture, type KokumiVariant} from './fixtures.js'
@@ -81,6 +82,8 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
   const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
   const stateDir = join(work, 'state')
+  // What the operator's kubeconfig reaches: nothing until bootstrap, then the apiserver (api-proxy.ts).
+  const apiProxy = await startApiProxy({kubeconfigPath: cp.kubeconfigPath, simState: nodes.stateDir, outDir: work, delayMs: 1000})
   // The real Kokumi 0.14.0 manifest and CRDs by default; the 0.17 fixture on request.
   const kokumiManifest = opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest
   // Every init seals the Talos bundle it keeps in the cluster: scripts give the key as a file.
@@ -95,8 +98,9 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
     TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(),
     ICHOR_MIRROR: '',
-    // The simulated nodes write Talos's inventory back only when a talosctl command starts
-    // (talosctl-simulator.mjs), never while the hand-over waits: its 5 s settle period adds nothing here.
+    TALOS_SIM_CLIENT_KUBECONFIG: apiProxy.kubeconfigPath,
+    // The hand-over waits for the simulated manifest runs (about 1 s, talosctl-simulator.mjs)
+    // before its edit: the 5 s settle period after them adds nothing here.
     ICHOR_TALOS_INVENTORY_SETTLE_MS: '100',
   }
   const initArgs = [
@@ -110,6 +114,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
   return {
     cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, pods, env, initArgs,
     async stop() {
+      await apiProxy.stop()
       await stack.stop()
       await operator.stop()
       await pods.stop()

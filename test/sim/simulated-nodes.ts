@@ -1,8 +1,10 @@
 // Sets up the Talos node SIMULATOR (talosctl-simulator.mjs) for a test: a temp state dir
 // with the declared nodes, a temp bin dir where `talosctl` is a symlink to the simulator,
 // and the environment the product's wrapper reads (ICHOR_TALOSCTL) and the simulator
-// reads (TALOS_SIM_*). cleanup() restores the environment and removes the temp dirs.
-import {mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+// reads (TALOS_SIM_*). cleanup() stops the nodes' background manifest runs, restores the
+// environment and removes the temp dirs.
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -27,6 +29,8 @@ export interface SimulatedNodes {
   workDir: string
   /** Runs the simulator as talosctl; never throws. */
   run(args: string[]): Promise<{exitCode: number; stdout: string; stderr: string}>
+  /** Resolves once no node has a manifest run going (they end on their own timer, TALOS_SIM_MANIFEST_RUN_MS). */
+  manifestRunsDone(timeoutMs?: number): Promise<void>
   cleanup(): void
 }
 
@@ -58,7 +62,22 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
       const r = await execa(talosctl, args, {reject: false, timeout: 60_000})
       return {exitCode: r.exitCode ?? -1, stdout: r.stdout, stderr: r.stderr}
     },
+    async manifestRunsDone(timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs
+      while (liveManifestRunners(stateDir, {runnersOnly: false}).length > 0) {
+        if (Date.now() > deadline) throw new Error(`simulated Talos manifest runs still going after ${timeoutMs} ms (${stateDir})`)
+        await sleep(50)
+      }
+    },
     cleanup() {
+      // The runners are detached (they outlive the talosctl call that started them), never the test.
+      for (const pid of liveManifestRunners(stateDir)) {
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // already gone
+        }
+      }
       for (const k of ENV_KEYS) {
         if (saved[k] === undefined) delete process.env[k]
         else process.env[k] = saved[k]
@@ -66,4 +85,28 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
       rmSync(root, {recursive: true, force: true})
     },
   }
+}
+
+/**
+ * Pids held in the nodes' manifest-runner pid files whose process still runs: with
+ * `runnersOnly`, only runners of this state dir (a runner names it in its arguments), so a pid
+ * file left behind never makes cleanup() signal another process; without it also the talosctl
+ * call that is about to start one.
+ */
+function liveManifestRunners(stateDir: string, opts: {runnersOnly?: boolean} = {runnersOnly: true}): number[] {
+  if (!existsSync(stateDir)) return []
+  const pids: number[] = []
+  for (const file of readdirSync(stateDir).filter((f) => /^manifest-runner-.*\.pid$/.test(f))) {
+    let pid: number
+    let args: string[]
+    try {
+      pid = Number(readFileSync(join(stateDir, file), 'utf8').trim())
+      args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')
+    } catch {
+      continue // the run ended meanwhile, or a pid file left by a process that is gone
+    }
+    const runner = args.includes('__manifest-runner') && args.includes(stateDir)
+    if (runner || (!opts.runnersOnly && args.some((a) => a.includes('talosctl')))) pids.push(pid)
+  }
+  return pids
 }

@@ -11,6 +11,11 @@
 //   $TALOS_SIM_REAL_TALOSCTL         optional real talosctl: `gen secrets`, `gen config` and
 //                                    `validate` are delegated to it; without it they are minimal
 //                                    stand-ins of this simulator (their output is NOT checked by Talos)
+//   $TALOS_SIM_CLIENT_KUBECONFIG     optional: what `kubeconfig` hands out instead (the harness's
+//                                    proxy that refuses until bootstrap, test/harness/api-proxy.ts)
+//   $TALOS_SIM_MANIFEST_RUN_MS       how long a manifest run takes from its inventory read to its
+//                                    write (default 1000)
+//   $TALOS_SIM_STATE/manifest-*, manifeststatus-<ip>.json   the background manifest runs (below)
 //
 // Inline manifests are applied as the node's Talos version does (see
 // src/lib/talos/INVENTORY.md for the source this follows):
@@ -20,10 +25,13 @@
 //           kube-system/talos-bootstrap-manifests-inventory (existing objects backfilled).
 //           upgrade-k8s: server-side apply with force, then prune inventory objects that are
 //           no longer in the manifests (unless --manifests-no-prune), inventory policy checked.
-// A config change on a bootstrapped control plane starts a manifest run that finishes in the
-// background: it reads the inventory at once and writes that copy back (an unconditional
-// Update, as go-kubernetes v0.2.41 does) when the next talosctl command starts; only then
-// does `get manifeststatus` list the new manifest ids (see startManifestApply).
+// A config change on a bootstrapped control plane starts a manifest run that ends on its own
+// timer, in a detached runner process, whatever talosctl calls come meanwhile: the run reads
+// the inventory at once, applies, and TALOS_SIM_MANIFEST_RUN_MS later writes that copy back
+// (an unconditional Update, as go-kubernetes v0.2.41 does); only then does `get
+// manifeststatus` list the new manifest ids. Runs hold a cluster-wide mutex from read to write
+// and a node's changes during its run coalesce into one more run, as manifest_apply.go
+// (v1.14.1) does (see afterConfigChange). The harness's cleanup() kills the runners.
 // Of Talos's own bootstrap manifests only "10-kube-proxy" is modelled (CoreDNS and flannel
 // are not applied): internal/app/machined/pkg/controllers/k8s/manifest.go (v1.14.0-rc.1)
 // renders it on control planes while the proxy is enabled (KubeProxyConfig `enabled`, else
@@ -31,9 +39,9 @@
 // other manifest: create-only, so turning the proxy off never deletes the DaemonSet (only
 // upgrade-k8s prunes it), and turning it on creates what is neither live nor in the inventory.
 // The objects carry the names and labels of k8stemplates/kube-proxy.go (no real pod spec).
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {X509Certificate, randomBytes} from 'node:crypto'
-import {copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
@@ -80,9 +88,14 @@ function parseArgs(argv) {
 
 // ---------- node state ----------
 
+// Set in a manifest runner: it must never re-create a state dir the test has removed.
+let isRunner = false
+
 function stateDir() {
   const dir = process.env.TALOS_SIM_STATE ?? fail('TALOS_SIM_STATE is not set (the simulator keeps its nodes there)')
-  mkdirSync(dir, {recursive: true})
+  if (isRunner) {
+    if (!existsSync(dir)) process.exit(0) // the test is over
+  } else mkdirSync(dir, {recursive: true})
   return dir
 }
 
@@ -105,8 +118,8 @@ function loadNode(ip, what) {
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion, manifestsApplied, pendingManifestRun} = node
-  writeFileSync(node.path, JSON.stringify({mode, config, configVersion, manifestsApplied, pendingManifestRun}, null, 2))
+  const {mode, config, configVersion} = node
+  writeJsonAtomic(node.path, {mode, config, configVersion})
 }
 
 function isBootstrapped() {
@@ -460,45 +473,176 @@ async function runManifestApply(node) {
 async function nodeApplyManifests(node) {
   const inventory = await runManifestApply(node)
   if (inventory) await writeInventory(inventory)
-  node.manifestsApplied = manifestIds(node.config)
-  saveNode(node)
+  writeManifestStatus(node.ip, {manifestsApplied: manifestIds(node.config), configVersion: node.configVersion})
 }
 
-/**
- * After a config change the controller runs in the background on the node: `talosctl patch`
- * answers before it is done. The simulator reads the inventory and applies the objects now,
- * and finishes the run (the inventory Update of the copy read now, then the ManifestStatus)
- * when the next talosctl command starts — i.e. after whatever the caller did in between
- * through the API server. go-kubernetes v0.2.41 (the version Talos v1.14.1 pins),
- * kubernetes/ssa/internal/inventory/configmap/inventory.go `Write`, builds a fresh ConfigMap
- * without resourceVersion and calls `Update`: unconditional, so an edit made between the read
- * and the write is overwritten. That is the race the hand-over must wait out (ManifestStatus
- * no longer listing the removed manifest means the run has written).
- */
-async function startManifestApply(node) {
-  const inventory = await runManifestApply(node)
-  node.pendingManifestRun = {inventory: inventory ? [...inventory] : null, manifestsApplied: manifestIds(node.config)}
-  saveNode(node)
+// ---------- manifest runs after a config change: on their own timer ----------
+//
+// On the node, ManifestApplyController (k8s/manifest_apply.go, v1.14.0-rc.1, unchanged in
+// v1.14.1) is one loop per control plane that reacts to changes of its Manifest resources
+// (`r.EventCh()`, so changes made during a run coalesce into one more run with the manifests
+// listed then). A run takes the cluster-wide etcd mutex `constants.EtcdTalosManifestApplyMutex`
+// (internal/pkg/etcd `WithLock`) around `ssa.GetInventory` ... apply ... `inv.Write`, releases
+// it, and only then sets its ManifestStatus. go-kubernetes v0.2.41
+// kubernetes/ssa/internal/inventory/configmap/inventory.go `Write` Updates a fresh ConfigMap
+// without resourceVersion: an edit made between the run's read and its write is lost.
+// `talosctl patch`/`apply-config` answer before any of that is done.
+//
+// Here: the talosctl process that changed the config reads the inventory and applies at once
+// when no other run holds the mutex (the controller reacts within milliseconds: the read comes
+// before anything the caller does next, the worst case for a caller that edits the inventory),
+// then hands the run to a detached "runner" process for that node, which writes the copy it
+// read and the status TALOS_SIM_MANIFEST_RUN_MS (default 1000) after the read, independently of
+// any talosctl call, then runs again while the node's config is newer than its last run.
+// State files, all in $TALOS_SIM_STATE:
+//   manifest-runner-<ip>.pid      the node's controller loop (the runner, or the talosctl
+//                                 process about to start it); cleanup() of the harness kills it
+//   manifest-apply.mutex          pid holding the etcd mutex (between inventory read and write)
+//   manifest-run-<ip>.json        the run in flight: the inventory copy read, ids, due time
+//   manifeststatus-<ip>.json      the ManifestStatus: {manifestsApplied, configVersion}
+
+const RUNNER_ARG = '__manifest-runner'
+const DEFAULT_MANIFEST_RUN_MS = 1000
+const runnerPidFile = (ip) => join(stateDir(), `manifest-runner-${ip}.pid`)
+const mutexFile = () => join(stateDir(), 'manifest-apply.mutex')
+const runFile = (ip) => join(stateDir(), `manifest-run-${ip}.json`)
+const statusFile = (ip) => join(stateDir(), `manifeststatus-${ip}.json`)
+
+function manifestRunMs() {
+  const raw = process.env.TALOS_SIM_MANIFEST_RUN_MS?.trim() ?? ''
+  return /^\d+$/.test(raw) ? Number(raw) : DEFAULT_MANIFEST_RUN_MS
 }
 
-/** Finishes every control plane's background run (see startManifestApply). */
-async function finishPendingManifestRuns() {
-  if (!process.env.TALOS_SIM_STATE) return
-  for (const decl of declaredNodes()) {
-    const node = loadNode(decl.ip, 'manifest apply')
-    const run = node.pendingManifestRun
-    if (!run) continue
-    if (run.inventory) await writeInventory(new Set(run.inventory))
-    node.manifestsApplied = run.manifestsApplied
-    node.pendingManifestRun = undefined
-    saveNode(node)
+/** Whole-file replace, so a concurrent reader never sees half a file. */
+function writeJsonAtomic(path, value) {
+  writeFileSync(`${path}.${process.pid}.tmp`, JSON.stringify(value, null, 2))
+  renameSync(`${path}.${process.pid}.tmp`, path)
+}
+
+function readJson(path) {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'))
+  } catch (e) {
+    if (e.code === 'ENOENT') return undefined
+    throw e
   }
 }
 
-/** After a config change on a bootstrapped control plane, Talos runs its manifest controller again. */
+function readManifestStatus(ip) {
+  return readJson(statusFile(ip))
+}
+
+function writeManifestStatus(ip, status) {
+  writeJsonAtomic(statusFile(ip), status)
+}
+
+/** A live simulator process (a pid file left by a killed one, or a reused pid, does not count). */
+function isSimulatorProcess(pid) {
+  if (!isAlive(pid)) return false
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('talosctl')
+  } catch {
+    return true // no /proc: trust the signal-0 probe
+  }
+}
+
+/** Takes a pid file (a lock) for `pid`: free, or left by a process that is gone. */
+function claim(path, pid = process.pid) {
+  for (let i = 0; i < 2; i++) {
+    try {
+      writeFileSync(path, String(pid), {flag: 'wx'})
+      return true
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e
+    }
+    const holder = Number(readJson(path))
+    if (holder === pid) return true
+    if (holder && isSimulatorProcess(holder)) return false
+    rmSync(path, {force: true})
+  }
+  return false
+}
+
+function releaseIfMine(path, pid = process.pid) {
+  if (Number(readJson(path)) === pid) rmSync(path, {force: true})
+}
+
+/** Under the mutex: read the inventory, apply, and record the run in flight (the write is due later). */
+async function startManifestRun(node) {
+  const inventory = await runManifestApply(node)
+  const run = {configVersion: node.configVersion, inventory: inventory ? [...inventory] : null, manifestsApplied: manifestIds(node.config), dueAt: Date.now() + manifestRunMs()}
+  writeJsonAtomic(runFile(node.ip), run)
+  return run
+}
+
+/** The end of a run: the stale inventory write, the mutex released, then the ManifestStatus. */
+async function finishManifestRun(ip, run) {
+  if (run.inventory) await writeInventory(new Set(run.inventory))
+  releaseIfMine(mutexFile())
+  writeManifestStatus(ip, {manifestsApplied: run.manifestsApplied, configVersion: run.configVersion})
+  rmSync(runFile(ip), {force: true})
+}
+
+function spawnRunner(ip) {
+  const child = spawn(process.execPath, [process.argv[1], RUNNER_ARG, ip, stateDir()], {detached: true, stdio: 'ignore', env: process.env})
+  child.unref()
+  return child.pid
+}
+
+/** After a config change on a bootstrapped control plane, Talos runs its manifest controller again (in the background). */
 async function afterConfigChange(node) {
   if (isBootstrapped()) await syncKubelet((await kube()).core, node)
-  if (node.mode === 'configured' && isControlPlane(node) && isBootstrapped()) await startManifestApply(node)
+  if (!(node.mode === 'configured' && isControlPlane(node) && isBootstrapped())) return
+  // The node's loop is running: it runs again after its current run (a coalesced event).
+  if (!claim(runnerPidFile(node.ip))) return
+  let holdsMutex = false
+  try {
+    holdsMutex = claim(mutexFile())
+    if (holdsMutex) await startManifestRun(node)
+  } catch (e) {
+    if (holdsMutex) releaseIfMine(mutexFile())
+    releaseIfMine(runnerPidFile(node.ip))
+    throw e
+  }
+  const pid = spawnRunner(node.ip)
+  // The runner owns both from now on (it starts long after these two writes).
+  writeFileSync(runnerPidFile(node.ip), String(pid))
+  if (holdsMutex) writeFileSync(mutexFile(), String(pid))
+}
+
+/** The detached runner: the node's manifest controller loop until no newer config is left to run. */
+async function manifestRunner(ip) {
+  isRunner = true
+  const dir = stateDir()
+  const deadline = Date.now() + 10 * 60_000 // never outlive a test by much, whatever happens to it
+  const waitUntil = async (t) => {
+    while (Date.now() < t) {
+      if (!existsSync(dir) || Date.now() > deadline) process.exit(0)
+      await sleep(Math.min(50, t - Date.now()))
+    }
+  }
+  try {
+    for (;;) {
+      let run = readJson(runFile(ip))
+      if (!run) {
+        const upToDate = () => (readManifestStatus(ip)?.configVersion ?? 0) >= loadNode(ip, 'manifest apply').configVersion
+        if (upToDate()) {
+          rmSync(runnerPidFile(ip), {force: true})
+          // A change saved just before the release found this loop still registered: take it on.
+          if (upToDate() || !claim(runnerPidFile(ip))) return
+          continue
+        }
+        while (!claim(mutexFile())) await waitUntil(Date.now() + 25)
+        run = await startManifestRun(loadNode(ip, 'manifest apply'))
+      }
+      await waitUntil(run.dueAt)
+      await finishManifestRun(ip, run)
+    }
+  } catch (e) {
+    if (existsSync(dir)) appendFileSync(join(dir, `manifest-runner-${ip}.log`), `${new Date().toISOString()} ${e?.stack ?? e}\n`)
+    releaseIfMine(mutexFile())
+    releaseIfMine(runnerPidFile(ip))
+  }
 }
 
 const isControlPlane = (node) => node.role === 'controlplane' || node.role === 'init'
@@ -683,7 +827,8 @@ function kubeconfig(args) {
   const node = loadNode(ip, 'error fetching kubeconfig')
   requireConfigured(node, args, 'error fetching kubeconfig')
   if (!isBootstrapped()) fail('error fetching kubeconfig: rpc error: code = NotFound desc = kubeconfig is not available before bootstrap')
-  const source = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set')
+  // What the operator gets may reach the apiserver another way than the nodes do (the harness's proxy).
+  const source = process.env.TALOS_SIM_CLIENT_KUBECONFIG || process.env.TALOS_SIM_KUBECONFIG || fail('TALOS_SIM_KUBECONFIG is not set')
   let out = args.positionals[1] ?? fail('kubeconfig: the simulator needs an explicit output path')
   if (existsSync(out) && statSync(out).isDirectory()) out = join(out, 'kubeconfig')
   if (existsSync(out) && !args.bool('force')) fail(`kubeconfig file already exists, use --force to overwrite: ${out}`)
@@ -700,12 +845,13 @@ function getManifestStatus(args) {
   const node = loadNode(ip, 'error getting resources')
   requireConfigured(node, args, 'error getting resources')
   if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get manifeststatus -o yaml`')
-  if (!node.manifestsApplied) return
+  const status = readManifestStatus(ip)
+  if (!status) return
   process.stdout.write(
     stringify({
       node: ip,
       metadata: {namespace: 'controlplane', type: 'ManifestStatuses.kubernetes.talos.dev', id: 'manifests', version: 1, owner: 'k8s.ManifestApplyController', phase: 'running'},
-      spec: {manifestsApplied: node.manifestsApplied},
+      spec: {manifestsApplied: status.manifestsApplied},
     }),
   )
 }
@@ -842,8 +988,9 @@ function validate(args) {
 async function main(argv) {
   const args = parseArgs(argv)
   const [cmd, sub] = args.positionals
-  if (!['gen', 'validate'].includes(cmd) && !(cmd === 'version' && args.bool('client'))) await finishPendingManifestRuns()
   switch (cmd) {
+    case RUNNER_ARG:
+      return manifestRunner(sub)
     case 'version':
       return version(args)
     case 'gen':

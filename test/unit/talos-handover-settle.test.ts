@@ -1,6 +1,6 @@
 // The settle period after the inventory edit of the Cilium hand-over: 5 s unless the
-// environment names another length (the test harness shortens it; its simulated nodes only
-// write the inventory back when a talosctl command starts).
+// environment names another length (the test harness shortens it: its simulated manifest runs
+// are short, TALOS_SIM_MANIFEST_RUN_MS).
 import {describe, expect, it} from 'vitest'
 import {INVENTORY_SETTLE_ENV, inventorySettleMs} from '../../src/lib/talos/handover.js'
 

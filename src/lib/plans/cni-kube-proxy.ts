@@ -56,7 +56,7 @@ function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => 
   const start = [leaseTask({session, breakLock: o.breakLock}), validateCiliumValuesTask({change}), recordKubeProxyModeTask({session, target})]
   const record = recordCiliumValuesTask({session, change})
   if (target === 'replaced') {
-    return [...start, ...cilium, switchKubeProxyOnTalosTask({...talos, enabled: false}), removeKubeProxyTask({session}), record]
+    return [...start, ...cilium, switchKubeProxyOnTalosTask({...talos, enabled: false}), removeKubeProxyTask(talos), record]
   }
   return [...start, switchKubeProxyOnTalosTask({...talos, enabled: true}), waitKubeProxyTask({session, timeoutMs}), ...cilium, record]
 }

@@ -19,7 +19,8 @@ import type {ObjectRef} from '../kube/objects.js'
 import {objectsManagedByTalos, releaseObjectRefs, stripTalosFieldManager} from './field-manager.js'
 import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
 import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
-import {getMachineConfig, getManifestsApplied, patchMachineConfig} from './talosctl.js'
+import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
+import {getMachineConfig, patchMachineConfig} from './talosctl.js'
 
 export type InlineManifestForm = 'document' | 'legacy'
 
@@ -115,9 +116,7 @@ export function inlineManifestId(name = DEFAULT_INLINE_MANIFEST_NAME): string {
  * inventory edit made before it finishes is undone. A node without a status has no run to wait for.
  */
 export async function controlPlanesStillApplyingInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
-  const id = inlineManifestId(opts.name)
-  const applied = await Promise.all(opts.controlPlanes.map((node) => getManifestsApplied({node, talosconfig: opts.talosconfig})))
-  return opts.controlPlanes.filter((_, i) => applied[i]?.includes(id))
+  return controlPlanesStillApplying(opts, inlineManifestId(opts.name))
 }
 
 export const INVENTORY_SETTLE_ENV = 'ICHOR_TALOS_INVENTORY_SETTLE_MS'
@@ -125,8 +124,8 @@ const DEFAULT_INVENTORY_SETTLE_MS = 5000
 
 /**
  * The settle period after the inventory edit: 5 s, or whole milliseconds from
- * ICHOR_TALOS_INVENTORY_SETTLE_MS (the test harness, whose simulated nodes write the
- * inventory back only when a talosctl command starts, so nothing arrives while it waits).
+ * ICHOR_TALOS_INVENTORY_SETTLE_MS (the test harness, whose simulated manifest runs are
+ * short: TALOS_SIM_MANIFEST_RUN_MS).
  */
 export function inventorySettleMs(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env[INVENTORY_SETTLE_ENV]?.trim()
@@ -141,21 +140,9 @@ export interface HandoverTiming {
   progress?: (message: string) => void
 }
 
-async function waitForManifestRuns(opts: ControlPlaneAccess & HandoverTiming): Promise<void> {
-  const deadline = Date.now() + (opts.manifestRunTimeoutMs ?? 300_000)
-  let reported = ''
-  for (;;) {
-    const pending = await controlPlanesStillApplyingInlineManifest(opts)
-    if (pending.length === 0) return
-    if (Date.now() >= deadline) {
-      throw new IchorError(`Talos has not finished applying the removal of the "${opts.name ?? DEFAULT_INLINE_MANIFEST_NAME}" inline manifest on ${pending.join(', ')}`, {
-        hint: `see \`talosctl -n ${pending[0]} get manifeststatus -o yaml\` and \`talosctl -n ${pending[0]} logs controller-runtime\`, then run the same command again`,
-      })
-    }
-    const line = `waiting for Talos's manifest run on ${pending.join(', ')}`
-    if (line !== reported) opts.progress?.((reported = line))
-    await sleep(1000)
-  }
+function waitForManifestRuns(opts: ControlPlaneAccess & HandoverTiming): Promise<void> {
+  const name = opts.name ?? DEFAULT_INLINE_MANIFEST_NAME
+  return waitForManifestRunsWithout({...opts, id: inlineManifestId(name), removal: `the removal of the "${name}" inline manifest`, timeoutMs: opts.manifestRunTimeoutMs})
 }
 
 export interface HandoverResult {

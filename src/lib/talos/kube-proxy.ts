@@ -28,6 +28,8 @@ import {getMachineConfig, patchMachineConfig} from './talosctl.js'
 import {hasMultidocKubernetesConfig} from './versions.js'
 
 export const KUBE_PROXY = {namespace: 'kube-system', name: 'kube-proxy'} as const
+/** The id of Talos's kube-proxy Manifest resource, as ManifestStatus lists it (k8s/manifest.go). */
+export const KUBE_PROXY_MANIFEST_ID = '10-kube-proxy'
 
 export interface KubeProxyNode {
   node: string

@@ -16,7 +16,8 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {handOverCiliumFromTalos, talosHandoverPending, withoutInlineManifest} from './handover.js'
 import {inventoryKey, removeTalosInventoryKeys} from './inventory.js'
-import {KUBE_PROXY, kubeProxyLeftovers, kubeProxyNodes, nodesToSwitch, removeKubeProxyObjects, switchKubeProxyOnNodes} from './kube-proxy.js'
+import {KUBE_PROXY, KUBE_PROXY_MANIFEST_ID, kubeProxyLeftovers, kubeProxyNodes, nodesToSwitch, removeKubeProxyObjects, switchKubeProxyOnNodes} from './kube-proxy.js'
+import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
 import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
 /**
@@ -286,17 +287,29 @@ export function waitKubeProxyTask(p: {session: Session; timeoutMs: number}): Tas
   }
 }
 
-/** What Talos's kube-proxy manifest created, deleted with its inventory keys (Talos itself never deletes it, see kube-proxy.ts). */
-export function removeKubeProxyTask(p: {session: Session}): Task {
+/**
+ * What Talos's kube-proxy manifest created, deleted with its inventory keys (Talos itself never
+ * deletes it, see kube-proxy.ts). The run the patch that turned kube-proxy off started holds the
+ * inventory it read, kube-proxy's keys included, and writes that copy back unconditionally
+ * (manifest-runs.ts): first wait until no control plane's last run lists "10-kube-proxy", as the
+ * Cilium hand-over waits for "99-cilium".
+ */
+export function removeKubeProxyTask(p: KubeProxyTalosInput): Task {
+  const access = async () => ({talosconfig: await p.talosconfig(), controlPlanes: (await p.talos()).controlPlanes})
   return {
     id: 'remove-kube-proxy',
     title: 'Remove the kube-proxy DaemonSet Talos created, and its inventory entries',
     async probe() {
-      const left = await kubeProxyLeftovers(await p.session.kube())
-      if (left.objects.length === 0 && left.inventoryKeys.length === 0) return holds('no kube-proxy objects left')
-      return missing([...left.objects.map((o) => `${o.kind} ${o.name}`), ...(left.inventoryKeys.length ? [`${left.inventoryKeys.length} inventory entries`] : [])].join(', '))
+      const [left, running] = await Promise.all([kubeProxyLeftovers(await p.session.kube()), access().then((a) => controlPlanesStillApplying(a, KUBE_PROXY_MANIFEST_ID))])
+      if (left.objects.length === 0 && left.inventoryKeys.length === 0 && running.length === 0) return holds('no kube-proxy objects left')
+      return missing([
+        ...left.objects.map((o) => `${o.kind} ${o.name}`),
+        ...(left.inventoryKeys.length ? [`${left.inventoryKeys.length} inventory entries`] : []),
+        ...(running.length ? [`Talos's manifest run on ${running.join(', ')} still lists kube-proxy`] : []),
+      ].join(', '))
     },
     async run(progress) {
+      await waitForManifestRunsWithout({...(await access()), id: KUBE_PROXY_MANIFEST_ID, removal: 'the kube-proxy removal', progress})
       const removed = await removeKubeProxyObjects(await p.session.kube())
       if (removed.length) progress(`deleted ${removed.join(', ')}`)
     },
