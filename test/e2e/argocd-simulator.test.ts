@@ -236,8 +236,7 @@ describe('Argo CD simulator', () => {
     await editApp(name, (a) => (a.spec!.source.targetRevision = v2))
     const gone = async (n: string) => {
       const o = await core.readNamespacedConfigMap({namespace: ns, name: n}).catch((e: {code?: number}) => (e.code === 404 ? undefined : Promise.reject(e)))
-      // Foreground deletion (gitops-engine sync_context.go): without a garbage collector it stays, marked deleted.
-      return o === undefined || o.metadata?.deletionTimestamp !== undefined
+      return o === undefined
     }
     await reconcileUntil('drop pruned', ns, name, async (a) => a.status?.sync?.revision === v2 && (await gone('drop')))
     const after = await reconcileRounds(ns, name)

@@ -36,7 +36,8 @@
 //   300 s: cmd/argocd-application-controller defaults); a failed sync of a revision is not
 //   attempted again by auto-sync;
 // - sync (gitops-engine pkg/sync/sync_context.go): apply every object (see above), then prune
-//   the extraneous ones with foreground propagation when the operation prunes, except those
+//   the extraneous ones with foreground propagation when the operation prunes (background on a
+//   harness without a garbage collector, see prunePropagation), except those
 //   annotated `argocd.argoproj.io/sync-options: Prune=false`. `status.resources` lists each
 //   resource's sync status; its health is not persisted (`--persist-resource-health` defaults
 //   to false in v3).
@@ -164,6 +165,7 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   // Diff verdicts by live uid/resourceVersion and target content.
   const diffCache = new Map<string, boolean>()
   const lastCompared = new Map<string, {revision: string; at: number}>()
+  let gcRuns: Promise<boolean> | undefined
 
   function connect(): Promise<Kube> {
     kube ??= connectKube({kubeconfig: opts.kubeconfigPath})
@@ -297,7 +299,7 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
         // sync_context.go: `Prune=false` resources are skipped ("ignored (no prune)"); without prune, "ignored (requires pruning)".
         if (!prune || hasOption(r.live, SYNC_OPTIONS_ANNOTATION, 'Prune=false')) continue
         if (r.live.metadata.deletionTimestamp) continue
-        await deleteObject(k, {apiVersion: r.live.apiVersion, kind: r.kind, name: r.name, namespace: r.namespace}, {propagationPolicy: 'Foreground'})
+        await deleteObject(k, {apiVersion: r.live.apiVersion, kind: r.kind, name: r.name, namespace: r.namespace}, {propagationPolicy: await prunePropagation(k)})
         pruned++
       }
       events.push(`synced ${apply.length} objects: ${results.filter((r) => r.result !== 'unchanged').length} changed, ${pruned} pruned`)
@@ -415,6 +417,19 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
     } catch (err) {
       if (!isCode(err, 409) && !isCode(err, 404)) throw err
     }
+  }
+
+  /**
+   * sync_context.go prunes with foreground propagation; its `foregroundDeletion` finalizer is
+   * removed by kube-controller-manager's garbage collector. A harness without one (no
+   * kube-controller-manager leader Lease) would keep every pruned object forever, so there the
+   * deletion is background: a pruned object without dependents goes at once, as with the collector.
+   */
+  async function prunePropagation(k: Kube): Promise<'Foreground' | 'Background'> {
+    gcRuns ??= getObject(k, {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'kube-system', name: 'kube-controller-manager'}).then((l) => l !== undefined)
+    const runs = await gcRuns.catch(() => false)
+    if (!runs) gcRuns = undefined // Ask again next time: the controller manager may start later.
+    return runs ? 'Foreground' : 'Background'
   }
 
   function recentlyCompared(name: string, revision: string): boolean {
