@@ -262,4 +262,25 @@ describe('Argo CD simulator', () => {
     await reconcileUntil('Synced again by self-heal', ns, name, syncedAt(digest))
     expect((await core.readNamespacedConfigMap({namespace: ns, name: 'settings'})).data).toEqual({level: 'info'})
   })
+
+  it('argocd simulator: a resource deleted out of band makes the Application OutOfSync but not Missing until none is live; self-heal recreates them', async () => {
+    const ns = await createNamespace(kc, 'argo-missing')
+    const name = 'argo-missing'
+    const cm = (n: string) => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${n}\ndata: {v: "1"}\n`
+    const digest = await push(ns, name, 'v1', [cm('first'), cm('second')].join('---\n'))
+    await createApplication(ns, name, digest, {prune: true, selfHeal: false})
+    await reconcileUntil('Synced/Healthy', ns, name, (a) => syncedAt(digest)(a) && health('Healthy')(a))
+
+    // controller/health.go: an absent resource does not count in the Application's health...
+    await core.deleteNamespacedConfigMap({namespace: ns, name: 'first'})
+    const one = await reconcileUntil('OutOfSync', ns, name, (a) => a.status?.sync?.status === 'OutOfSync' && a)
+    expect(one.status?.health?.status).toBe('Healthy')
+    // ...the Application is Missing only when none of its resources is live.
+    await core.deleteNamespacedConfigMap({namespace: ns, name: 'second'})
+    await reconcileUntil('Missing', ns, name, health('Missing'))
+
+    await editApp(name, (a) => (a.spec!.syncPolicy.automated.selfHeal = true))
+    await reconcileUntil('Synced/Healthy after self-heal', ns, name, (a) => syncedAt(digest)(a) && health('Healthy')(a))
+    expect((await core.readNamespacedConfigMap({namespace: ns, name: 'first'})).metadata?.annotations?.[TRACKING_ID]).toBe(`${name}:/ConfigMap:${ns}/first`)
+  })
 })
