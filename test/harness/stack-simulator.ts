@@ -17,30 +17,18 @@
 // - The Serving's Application (serving_controller.go reconcileArgoApplication): repoURL the
 //   Preparation's repository, targetRevision its digest, taken over only with the
 //   allowed-order annotation.
-// - Argo CD: an Application whose revision changed first reads OutOfSync/Progressing, then
-//   the sync: the Preparation's manifest.yaml is pulled from the registry and every object in
-//   it is applied server-side as field manager `argocd-controller` with force, as Argo CD does
-//   with `ServerSideApply=true` (argoproj/argo-cd common/common.go `ArgoCDSSAManager =
-//   "argocd-controller"`, passed by controller/sync.go `sync.WithServerSideApplyManager`;
-//   argoproj/gitops-engine pkg/utils/kube/resource_ops.go sets ForceConflicts for every
-//   server-side apply). So a field a new bundle drops is removed only when no other manager
-//   still owns it, exactly as in a real cluster. Then Synced/Healthy; if the digest cannot be
-//   pulled, OutOfSync/Missing; if the apply fails, OutOfSync/Degraded with the error.
+// - Argo CD: the Application's sync and status are ./argocd-simulator.ts.
 //
 // Simplifications, on purpose: the Preparation artifact is the pulled manifest.yaml published
 // deterministically (real Kokumi's oras push may give another digest on a re-render: then a
-// new Preparation is served, which converges the same way); Argo CD's tracking annotation
-// and pruning (objects a bundle no longer holds) are not reproduced; no finalizer on the Order.
-import {ApiextensionsV1Api, AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
+// new Preparation is served, which converges the same way); no finalizer on the Order.
+import {AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
 import {createHash} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
-import {untarSync} from '../../src/lib/chart/archive.js'
-import {serverSideApply} from '../../src/lib/kube/apply.js'
-import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
-import {parseObjects} from '../../src/lib/stack/objects.js'
+import {APPLICATIONS, ARGOCD_NAMESPACE, createArgoCdSimulator} from './argocd-simulator.js'
 import {pullerFor, pullManifest, type PulledManifest, type PullerName} from './kokumi-puller.js'
 
 /** Kokumi's in-cluster registry (kokumi-dev/kokumi internal/service/defaults.go DefaultRegistryHost). */
@@ -55,13 +43,8 @@ const PREPARATIONS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural:
 const SERVINGS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'servings'}
 /** The Deployment whose image tag names the installed Kokumi version (config/manager in Kokumi's repo). */
 export const KOKUMI_CONTROLLER = {namespace: 'kokumi', name: 'kokumi-controller-manager'}
-const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
-/** argoproj/argo-cd common/common.go ArgoCDSSAManager: the field manager of Argo CD's server-side syncs. */
-export const ARGOCD_SSA_MANAGER = 'argocd-controller'
+export {ARGOCD_SSA_MANAGER} from './argocd-simulator.js'
 
-/** Kinds the bundles hold that are cluster-scoped (everything else is namespaced). */
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'StorageClass', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'CiliumClusterwideNetworkPolicy'])
-const ARGOCD_NAMESPACE = 'argocd'
 const FIXED_TIME = new Date(0).toISOString().replace('.000Z', 'Z')
 const MANIFEST_ACCEPT = [
   'application/vnd.oci.image.manifest.v1+json',
@@ -103,15 +86,13 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   const kc = new KubeConfig()
   kc.loadFromFile(opts.kubeconfigPath)
   const custom = kc.makeApiClient(CustomObjectsApi)
-  const ext = kc.makeApiClient(ApiextensionsV1Api)
   const apps = kc.makeApiClient(AppsV1Api)
   const registry = opts.registryEndpoint.replace(/\/+$/, '')
   const oci = new OciClient(registry, {retry: {attempts: 1, baseDelayMs: 0, maxDelayMs: 0}})
   const events: string[] = []
   // Order `ns/name` -> digest a person promoted (Manual mode).
   const promoted = new Map<string, string>()
-  let applicationStatusSubresource: boolean | undefined
-  let kube: Promise<Kube> | undefined
+  const argocd = createArgoCdSimulator({kubeconfigPath: opts.kubeconfigPath, kubeConfig: kc, oci, headManifest, events})
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
 
@@ -365,95 +346,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       }
     }
     if (!existing || existing.metadata.annotations?.[ALLOWED_ORDER_ANNOTATION] !== name) return
-    await reportSync(existing, ns, `${ns}/${name}`)
-  }
-
-  /** Argo CD's side: OutOfSync/Progressing on a new revision, then Synced/Healthy if it can be pulled. */
-  async function reportSync(app: Obj, orderNamespace: string, repository: string | undefined): Promise<void> {
-    const target = app.spec?.source?.targetRevision as string
-    const current = (app.status ?? {}) as Record<string, any>
-    let sync: string
-    let health: string
-    let revision: string | undefined = current.sync?.revision
-    const operation = (app as Obj & {operation?: {sync?: unknown}}).operation
-    let operationState: Record<string, unknown> | undefined
-    if (current.sync?.revision !== target && !['Progressing', 'Missing'].includes(current.health?.status)) {
-      // First sight of this revision: Argo CD compares before it syncs.
-      sync = 'OutOfSync'
-      health = 'Progressing'
-    } else if (repository && (await headManifest(repository, target))) {
-      sync = 'Synced'
-      health = 'Healthy'
-      revision = target
-      // A sync runs whenever the Application is not Synced at this revision (a new one, or after
-      // the registry came back), or a sync operation was requested (`argocd app sync` sets the
-      // Application's `operation`; controller/appcontroller.go processRequestedAppOperations runs
-      // it, records status.operationState and clears the field): Argo CD applies the whole revision again.
-      if (current.sync?.status !== 'Synced' || current.sync?.revision !== target || operation) {
-        const failed = await syncRevision(repository, target, app.spec?.destination?.namespace).then(() => undefined, (err: Error) => err.message.split('\n')[0])
-        if (operation) operationState = {operation, phase: failed ? 'Failed' : 'Succeeded', message: failed ?? 'successfully synced (all tasks run)', syncResult: {revision: target}, startedAt: FIXED_TIME, finishedAt: FIXED_TIME}
-        if (failed) {
-          sync = 'OutOfSync'
-          health = 'Degraded'
-          revision = current.sync?.revision
-          events.push(`Application ${ARGOCD_NAMESPACE}/${app.metadata.name} sync failed: ${failed}`)
-        }
-      }
-    } else {
-      sync = 'OutOfSync'
-      health = 'Missing'
-    }
-    const status = {
-      ...current,
-      sync: {status: sync, ...(revision ? {revision} : {}), comparedTo: {source: app.spec?.source, destination: app.spec?.destination}},
-      health: {status: health},
-      sourceType: 'Directory',
-      ...(operationState ? {operationState} : {}),
-    }
-    if (!operationState && isDeepStrictEqual(JSON.parse(JSON.stringify(status)), current)) return
-    const {operation: _done, ...rest} = app as Obj & {operation?: unknown}
-    const body = {...(operationState ? rest : app), status}
-    try {
-      if (await hasApplicationStatusSubresource()) {
-        // The operation lives in the main resource: cleared there first, then the status.
-        const cleared = operationState ? ((await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: rest})) as Obj) : app
-        await custom.replaceNamespacedCustomObjectStatus({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: {...cleared, status}})
-      } else {
-        // Argo CD's Application CRD has no status subresource: status is written with the object.
-        await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body})
-      }
-      events.push(`Application ${ARGOCD_NAMESPACE}/${app.metadata.name} (Order ${orderNamespace}/${app.metadata.name}) ${sync}/${health}${revision ? ` at ${revision}` : ''}`)
-    } catch (err) {
-      if (!isCode(err, 409) && !isCode(err, 404)) throw err
-    }
-  }
-
-  /** Argo CD's sync of one revision: every object of its manifest.yaml, server-side, as argocd-controller, forced. */
-  async function syncRevision(repository: string, digest: string, destinationNamespace?: string): Promise<void> {
-    const fetched = await oci.getManifest(repository, digest)
-    const layers = (fetched.manifest as PulledManifest).layers
-    let text: string | undefined
-    for (const layer of layers) text ??= untarSync(await oci.getBlob(repository, layer.digest), `${repository}@${digest}`).get('manifest.yaml')?.toString('utf8')
-    if (text === undefined) throw new Error(`${repository}@${digest} holds no manifest.yaml`)
-    kube ??= connectKube({kubeconfig: opts.kubeconfigPath})
-    kube.catch(() => (kube = undefined))
-    // A namespaced object with no namespace goes to the Application's destination namespace,
-    // as Argo CD's sync does (gitops-engine pkg/sync/sync_context.go: the target namespace is
-    // set on namespaced resources that carry none).
-    const objects = parseObjects(text, `${repository}@${digest}`).map((o) =>
-      o.metadata.namespace || !destinationNamespace || CLUSTER_SCOPED.has(o.kind) ? o : {...o, metadata: {...o.metadata, namespace: destinationNamespace}},
-    )
-    const results = await serverSideApply(await kube, objects, {fieldManager: ARGOCD_SSA_MANAGER, force: true})
-    events.push(`synced ${repository}@${digest}: ${results.filter((r) => r.result !== 'unchanged').length} of ${results.length} objects changed`)
-  }
-
-  async function hasApplicationStatusSubresource(): Promise<boolean> {
-    if (applicationStatusSubresource === undefined) {
-      const crd = await ext.readCustomResourceDefinition({name: 'applications.argoproj.io'})
-      const version = crd.spec.versions.find((v) => v.name === APPLICATIONS.version)
-      applicationStatusSubresource = Boolean(version?.subresources?.status)
-    }
-    return applicationStatusSubresource
+    await argocd.syncApplication(existing, ns, `${ns}/${name}`)
   }
 
   const tick = (): Promise<void> => {
