@@ -279,6 +279,7 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
 
   async function dispatchEvents(): Promise<void> {
     const preparations = await list(PREPARATIONS)
+    if (!preparations) return // informers not synced yet
     const servingKeys = new Set<string>()
     const changed: Obj[] = []
     const listed = new Set<string>()
@@ -291,6 +292,7 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     const deleted = [...seenPreparations.keys()].filter((k) => !listed.has(k))
     for (const p of changed) await reconcilePreparation(p)
     const servings = await list(SERVINGS)
+    if (!servings) return
     // serving_controller.go enqueueServingForPreparation 378-414.
     for (const p of [...changed, ...deleted.map((k) => ({metadata: {namespace: k.split('/')[0]!, name: k.split('/')[1]!, labels: {[ORDER_LABEL]: seenPreparations.get(k)?.order ?? ''}}}) as Obj)]) {
       for (const s of servings) {
@@ -366,7 +368,7 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     }
     let preparationName = serving.spec?.preparationName as string
     if (serving.spec?.preparationPolicy?.type === 'Automatic') {
-      const preparations = (await list(PREPARATIONS, ns)).filter((p) => p.metadata.labels?.[ORDER_LABEL] === serving!.spec?.orderName)
+      const preparations = ((await list(PREPARATIONS, ns)) ?? []).filter((p) => p.metadata.labels?.[ORDER_LABEL] === serving!.spec?.orderName)
       if (preparations.length === 0) {
         await writeServingStatus(serving, 'Unknown', 'Pending', 'Waiting for preparations')
         return PENDING_REQUEUE_MS
@@ -447,12 +449,14 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     }
   }
 
-  async function list(api: typeof ORDERS, namespace?: string): Promise<Obj[]> {
+  /** The objects listed, none while the CRD is missing, undefined while its storage initializes (429). */
+  async function list(api: typeof ORDERS, namespace?: string): Promise<Obj[] | undefined> {
     try {
       const res = namespace ? await custom.listNamespacedCustomObject({...api, namespace}) : await custom.listClusterCustomObject(api)
       return (res as {items: Obj[]}).items
     } catch (err) {
-      if (isCode(err, 404)) return [] // the CRD is not there
+      if (isCode(err, 404)) return []
+      if (isCode(err, 429)) return undefined
       throw err
     }
   }
