@@ -10,6 +10,7 @@ import {promisify} from 'node:util'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {envtestBinDir, startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {createNamespace, dumpObjects, loadKubeConfig, uniqueName, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
+import {registerNode} from '../harness/kwok.js'
 import {startMachines, type Machines} from '../harness/machines.js'
 
 const run = promisify(execFile)
@@ -235,6 +236,58 @@ describe('harness: real control plane (apiserver, etcd, controller-manager, sche
     const ran = machines.pods.admitted.filter((p) => p.pod.startsWith(`${ns}/tiny-`)).map((p) => p.owner?.replace(/-[a-z0-9]+$/, ''))
     expect(ran.filter((o) => o === 'DaemonSet/tiny')).toHaveLength(2)
     expect(ran.filter((o) => o === 'ReplicaSet/tiny')).toHaveLength(2)
+  })
+
+  it('the real scheduler honours taints: on a control-plane Node tainted as Talos taints it, a DaemonSet tolerating everything runs and a Deployment without a toleration stays Pending', async () => {
+    const core = kc.makeApiClient(CoreV1Api)
+    const apps = kc.makeApiClient(AppsV1Api)
+    const tainted = await createNamespace(kc, uniqueName('tainted'))
+    await registerNode(kc, {name: 'control-plane-0', ip: '127.0.2.1', labels: {'node-role.kubernetes.io/control-plane': ''}, taints: [{key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule'}]})
+    const onlyThere = {nodeSelector: {'kubernetes.io/hostname': 'control-plane-0'}, containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]}
+    await apps.createNamespacedDaemonSet({namespace: tainted, body: {metadata: {name: 'agent'}, spec: {selector: {matchLabels: {app: 'agent'}}, template: {metadata: {labels: {app: 'agent'}}, spec: {...onlyThere, tolerations: [{operator: 'Exists'}]}}}}})
+    await apps.createNamespacedDeployment({namespace: tainted, body: {metadata: {name: 'web'}, spec: {replicas: 1, selector: {matchLabels: {app: 'web'}}, template: {metadata: {labels: {app: 'web'}}, spec: onlyThere}}}})
+    await waitUntil('the DaemonSet pod Running on the control plane', async () => {
+      const pods = await core.listNamespacedPod({namespace: tainted, labelSelector: 'app=agent'})
+      return pods.items.some((p) => p.spec?.nodeName === 'control-plane-0' && p.status?.phase === 'Running')
+    })
+    const web = await waitUntil('the Deployment pod refused by the scheduler', async () => {
+      const pods = await core.listNamespacedPod({namespace: tainted, labelSelector: 'app=web'})
+      const pod = pods.items[0]
+      return pod?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False') ? pod : undefined
+    })
+    expect(web.status?.phase).toBe('Pending')
+    expect(web.spec?.nodeName).toBeUndefined()
+    expect(web.status?.conditions?.find((c) => c.type === 'PodScheduled')?.message).toMatch(/untolerated taint.*node-role\.kubernetes\.io\/control-plane/)
+    await core.deleteNode({name: 'control-plane-0'})
+  })
+
+  it('pods a test holds start crash-looping or failing their image pull, as a kubelet reports them, and start normally once lifted', async () => {
+    const core = kc.makeApiClient(CoreV1Api)
+    const apps = kc.makeApiClient(AppsV1Api)
+    const faulty = await createNamespace(kc, uniqueName('faulty'))
+    const crash = machines.pods.hold((pod) => pod.metadata?.namespace === faulty && pod.metadata.labels?.app === 'crash', 'crashloop')
+    const pull = machines.pods.hold((pod) => pod.metadata?.namespace === faulty && pod.metadata.labels?.app === 'pull', 'image-pull')
+    for (const app of ['crash', 'pull']) {
+      await apps.createNamespacedDeployment({namespace: faulty, body: {metadata: {name: app}, spec: {replicas: 1, selector: {matchLabels: {app}}, template: {metadata: {labels: {app}}, spec: {containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]}}}}})
+    }
+    const podOf = async (app: string) => (await core.listNamespacedPod({namespace: faulty, labelSelector: `app=${app}`})).items[0]
+    const crashing = await waitUntil('a crash-looping pod', async () => {
+      const p = await podOf('crash')
+      return p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff' ? p : undefined
+    })
+    expect(crashing.status?.phase).toBe('Running')
+    expect(crashing.status?.containerStatuses?.[0]?.restartCount).toBeGreaterThan(0)
+    expect(crashing.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False')
+    const pulling = await waitUntil('a pod failing its image pull', async () => {
+      const p = await podOf('pull')
+      return p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff' ? p : undefined
+    })
+    expect(pulling.status?.phase).toBe('Pending')
+    await crash()
+    await pull()
+    for (const app of ['crash', 'pull']) {
+      await waitUntil(`${app} ready once lifted`, async () => (await apps.readNamespacedDeployment({name: app, namespace: faulty})).status?.readyReplicas === 1)
+    }
   })
 
   it('a test process killed with SIGKILL leaves no etcd, kube-apiserver or temp dir behind', async () => {

@@ -214,7 +214,8 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
     // The modules under test run exactly this binary.
     expect(await h.findHelm()).toMatchObject({path, major})
     cp = await startControlPlane()
-    sim = await startMachines(cp.kubeconfigPath, {nodes: 1})
+    // Two nodes: the Cilium render's two operator replicas require different nodes (anti-affinity).
+    sim = await startMachines(cp.kubeconfigPath, {nodes: 2})
     work = mkdtempSync(join(tmpdir(), 'ichor-helm-e2e-'))
     chartPath = writeDemoChart(work)
     kc = new KubeConfig()

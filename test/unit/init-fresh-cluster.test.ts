@@ -39,7 +39,7 @@ describe('ichor init on a new cluster: ServiceMonitors', () => {
   })
 
   it('the render for a new cluster declares no monitoring.coreos.com; a cluster serving it (a rerun) does', () => {
-    const inputs = {kubeProxy: 'replaced', tunnel: 'vxlan'} as InitInputs
+    const inputs = {kubeProxy: 'replaced', tunnel: 'vxlan', controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11']} as unknown as InitInputs
     expect(ciliumRenderApiVersions(freshClusterFacts(inputs))).toEqual([])
     expect(ciliumRenderApiVersions(freshClusterFacts(inputs, new Set(['monitoring.coreos.com'])))).toEqual(['monitoring.coreos.com/v1'])
     expect(freshClusterFacts(inputs, new Set(['apps'])).freshCluster).toBe(false)
