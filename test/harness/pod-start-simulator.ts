@@ -56,6 +56,8 @@ function mountsConfigMap(pod: V1Pod, name: string): boolean {
 export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
   const core = kc.makeApiClient(CoreV1Api)
   const holds = new Map<FaultPredicate, PodFault>()
+  // The pods each hold labelled (a predicate may change its mind later: lifting goes by what it held).
+  const held = new Map<FaultPredicate, Set<string>>()
   const seen = new Set<string>()
   const admitted: {pod: string; owner?: string}[] = []
   let stopped = false
@@ -78,7 +80,9 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
     if (m.namespace === 'kube-system' && mountsConfigMap(pod, 'cilium-config')) {
       annotations[CILIUM_CONFIG_ANNOTATION] = hashConfigData(await readCiliumConfig()) ?? 'absent'
     }
-    const fault = [...holds].find(([predicate]) => predicate(pod))?.[1]
+    const hold = [...holds].find(([predicate]) => predicate(pod))
+    const fault = hold?.[1]
+    if (hold) held.get(hold[0])?.add(`${m.namespace}/${m.name}`)
     const patch = {metadata: {annotations, ...(fault ? {labels: {[FAULT_LABEL]: fault}} : {})}}
     try {
       await core.patchNamespacedPod({name: m.name!, namespace: m.namespace!, body: patch}, mergePatch)
@@ -128,12 +132,15 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
     admitted,
     hold(predicate, fault = 'unready') {
       holds.set(predicate, fault)
+      held.set(predicate, new Set())
       return async () => {
         holds.delete(predicate)
+        const mine = held.get(predicate) ?? new Set()
+        held.delete(predicate)
         // Held pods start now: the fault label goes, and kwok's ready Stage takes them.
         const pods = await core.listPodForAllNamespaces({labelSelector: FAULT_LABEL})
         for (const pod of pods.items) {
-          if (!predicate(pod) || [...holds.keys()].some((p) => p(pod))) continue
+          if (!mine.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`) || [...held.values()].some((other) => other.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`))) continue
           try {
             await core.patchNamespacedPod({name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, body: {metadata: {labels: {[FAULT_LABEL]: null}}}}, mergePatch)
           } catch (err) {
