@@ -37,20 +37,41 @@ const status = async () => {
 }
 const order = (c: Component) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
 
-/** What a values set leaves behind for a component: the CR's spec and status, the registry, the Order, the Application. */
+/**
+ * What a values set leaves behind for a component: the CR's spec and status, the registry, the
+ * Order, the Preparation served, the Application.
+ *
+ * Not the Preparation's identity: Kokumi 0.14.0 gives every render a new artifact digest (oras
+ * stamps `org.opencontainers.image.created`, to the second: test/harness/kokumi-simulator.ts
+ * `push`), so two runs that set the same values serve two Preparations. What holds instead, and
+ * is compared: the served Preparation is the Order's latest, its artifact is what Argo CD syncs,
+ * and it was rendered from the digest ichor published. `preparationDigest()` reads the identity,
+ * for tests that assert it is new.
+ */
 async function endState(c: Component) {
   const cr = (await readInstallation(kube))!
   const recorded = cr.status!.stack[c]!
   const app = await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
   const o = await order(c)
+  const digest = o?.status?.latestArtifactDigest as string | undefined
+  const prepName = o?.status?.latestPreparationName as string | undefined
+  const prep = prepName ? await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Preparation', name: prepName, namespace: c}) : undefined
   return {
     spec: cr.spec.stack[c],
     status: recorded,
     registry: (await oci.headManifest(`ichor/${c}`, recorded.publishedTag))?.digest,
-    order: {spec: o?.spec, preparation: o?.status?.latestArtifactDigest},
-    application: {revision: app?.status?.sync?.revision, sync: app?.status?.sync?.status, health: app?.status?.health?.status},
+    order: {spec: o?.spec},
+    preparation: {
+      sourceDigest: prep?.spec?.source?.baseDigest,
+      namedAfterArtifact: prepName === `${c}-${digest?.slice(7, 19)}` && prep?.spec?.artifact?.digest === digest,
+      served: digest !== undefined && app?.status?.sync?.revision === digest,
+    },
+    application: {sync: app?.status?.sync?.status, health: app?.status?.health?.status},
   }
 }
+
+/** The artifact digest of the Order's latest Preparation: a new one on every Kokumi render. */
+const preparationDigest = async (c: Component) => (await order(c))?.status?.latestArtifactDigest as string | undefined
 
 beforeAll(async () => {
   h = await startHarnessCluster()
@@ -135,7 +156,8 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(after.spec).toEqual({values: {server: {replicas: 2}}})
     expect(after.status).toMatchObject({publishedTag: result.tag, digest: result.digest, applicationSync: 'Synced', applicationHealth: 'Healthy'})
     expect(after.order.spec.source.version).toBe(result.tag)
-    expect(after.application).toEqual({revision: after.order.preparation, sync: 'Synced', health: 'Healthy'})
+    expect(after.preparation).toEqual({sourceDigest: result.digest, namedAfterArtifact: true, served: true})
+    expect(after.application).toEqual({sync: 'Synced', health: 'Healthy'})
     // What was edited is what is published: diff with no change shows nothing.
     const none = await cli(['stack', 'values', 'diff', 'argocd', '--json'])
     expect(jsonResult(none)).toMatchObject({changed: false})
@@ -150,24 +172,34 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
     // The end states of uninterrupted runs to either value: each kill case moves to the other one.
     const reference: Record<string, Awaited<ReturnType<typeof endState>>> = {}
+    const referenceDigest: Record<string, string | undefined> = {}
     let ids: string[] = []
     for (const v of ['a', 'b']) {
       const r = await set(v)
       expect(r.code, r.stderr).toBe(0)
       reference[v] = await endState('argocd')
+      referenceDigest[v] = await preparationDigest('argocd')
+      expect(reference[v]!.preparation).toEqual({sourceDigest: reference[v]!.status.digest, namedAfterArtifact: true, served: true})
       ids = taskIds(r)
     }
     expect(ids).toEqual(['lease', 'store-values', 'publish-bundles', 'rerender-orders', 'close-registry-tunnel', 'orders', 'wait-applications', 'record-status'])
     const kokumi = await endState('kokumi')
+    const kokumiDigest = await preparationDigest('kokumi')
     for (const [k, id] of ids.entries()) {
       const v = k % 2 === 0 ? 'a' : 'b'
       const killed = await set(v, {killOn: killBeforeTask(k)})
       expect(killed.signal, `before ${id}: ${killed.stderr}`).toBe('SIGKILL')
       const rerun = await set(v)
       expect(rerun.code, `before ${id}: ${rerun.stderr}`).toBe(0)
-      expect(await endState('argocd'), `killed before ${id}`).toEqual(reference[v])
+      const end = await endState('argocd')
+      expect(end, `killed before ${id}`).toEqual(reference[v])
+      // Moving back to v rendered again: Kokumi 0.14.0 serves a new Preparation of the same
+      // bundle (see endState), from ichor's unchanged digest.
+      expect(await preparationDigest('argocd'), `killed before ${id}`).not.toBe(referenceDigest[v])
     }
+    // Nothing of Kokumi's own component moved, its Preparation included.
     expect(await endState('kokumi')).toEqual(kokumi)
+    expect(await preparationDigest('kokumi')).toBe(kokumiDigest)
   }, 1_200_000)
 
   it('values set after the registry lost its content: the losses are put back first, the set converges well within its timeout', async () => {
