@@ -18,6 +18,8 @@ import {readInstallation} from '../../src/lib/state/installation.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {doneTaskIds, killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
+import {FAULT_LABEL} from '../harness/kwok.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: any; status?: any}
@@ -214,28 +216,64 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(after.doc.components.every((c) => c.registry.bundle && c.registry.preparation)).toBe(true)
   }, 600_000)
 
-  it('an object changed out of band: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back', async () => {
+  // Kokumi's Applications carry `syncPolicy.automated.selfHeal: true`, so a running Argo CD puts
+  // an out-of-band change back by itself within seconds (test/harness/argocd-simulator.ts, after
+  // argo-cd v3.4.4's autoSync): a drift `stack status` can name is one nobody heals, as while
+  // Argo CD's application controller (the StatefulSet argocd-application-controller of the
+  // argo-cd chart) crash-loops. The simulator acts only while that pod is Ready.
+  it('an object changed out of band while Argo CD\'s controller crash-loops: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back once it runs again', async () => {
     const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
     const image = (await server()).spec.template.spec.containers[0].image as string
     const clean = await status()
     expect(clean.run.code, JSON.stringify(clean.doc.components.map((c) => c.problems))).toBe(0)
     expect(clean.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
-    await kube.request('PATCH', '/apis/apps/v1/namespaces/argocd/deployments/argocd-server', {
-      body: [{op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/argoproj/argocd:v0.0.0-out-of-band'}],
-      contentType: 'application/json-patch+json',
-      query: {fieldManager: 'kubectl-edit'},
-    })
-    const drifted = await status()
-    expect(drifted.run.code).toBe(1)
-    const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
-    expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
-    expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
-    expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
 
-    const sync = await cli(['stack', 'sync', '--json'])
-    expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
-    expect(doneTaskIds(sync)).toEqual(['lease', 'resync-drifted'])
-    expect((await server()).spec.template.spec.containers[0].image).toBe(image)
+    const controller = async () => getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Pod', name: 'argocd-application-controller-0', namespace: 'argocd'})
+    const ready = (pod: Obj | undefined) => ((pod?.status?.conditions ?? []) as {type: string; status: string}[]).some((c) => c.type === 'Ready' && c.status === 'True')
+    const running = await controller()
+    expect(ready(running), 'the application controller runs before the test').toBe(true)
+    const lift = h.pods.hold((pod) => ownedBy(pod, 'StatefulSet', 'argocd-application-controller'), 'crashloop')
+    let lifted: Promise<void> | undefined
+    try {
+      await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
+      await waitUntil('the application controller back, crash-looping', async () => {
+        const pod = await controller()
+        return pod !== undefined && pod.metadata.uid !== running!.metadata.uid && pod.metadata.labels?.[FAULT_LABEL] === 'crashloop' && !ready(pod)
+      }, {timeoutMs: 60_000})
+      // A round of the simulator that began while the old pod ran has finished; the next sees it down.
+      await h.stack.tick()
+
+      await kube.request('PATCH', '/apis/apps/v1/namespaces/argocd/deployments/argocd-server', {
+        body: [{op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/argoproj/argocd:v0.0.0-out-of-band'}],
+        contentType: 'application/json-patch+json',
+        query: {fieldManager: 'kubectl-edit'},
+      })
+      const drifted = await status()
+      expect(drifted.run.code).toBe(1)
+      const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
+      expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
+      expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
+      expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
+      // Nobody heals it while the controller is down.
+      await h.stack.tick()
+      expect((await server()).spec.template.spec.containers[0].image).toBe('quay.io/argoproj/argocd:v0.0.0-out-of-band')
+
+      // The fixed controller starts once stack sync has found the drift and asked Argo CD for a
+      // sync: the step then waits until Argo CD put the object back.
+      const sync = await cli(['stack', 'sync', '--json'], {}, {
+        killOn: (e) => {
+          if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= lift()
+          return false
+        },
+      })
+      expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
+      expect(lifted, 'stack sync ran resync-drifted').toBeDefined()
+      expect(doneTaskIds(sync)).toEqual(['lease', 'resync-drifted'])
+      expect((await server()).spec.template.spec.containers[0].image).toBe(image)
+    } finally {
+      await (lifted ?? lift())
+    }
+    await waitUntil('the application controller Ready again', async () => ready(await controller()), {timeoutMs: 60_000})
     const after = await status()
     expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
     expect(after.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
