@@ -33,7 +33,8 @@ let argo: ArgoCdSimulator
 const events: string[] = []
 
 beforeAll(async () => {
-  ;[cp, registry] = await Promise.all([startControlPlane(), startRegistry()])
+  // No controller runs here (see above): the real ones would overwrite the statuses written here.
+  ;[cp, registry] = await Promise.all([startControlPlane({controllers: false}), startRegistry()])
   kc = loadKubeConfig(cp.kubeconfigPath)
   custom = kc.makeApiClient(CustomObjectsApi)
   apps = kc.makeApiClient(AppsV1Api)
@@ -203,15 +204,23 @@ describe('Argo CD simulator', () => {
     await createApplication(ns, name, digest, {prune: true, selfHeal: true})
     expect((await rounds()).status).toBeUndefined()
 
-    // The controller as the argo-cd chart makes it (a StatefulSet, trimmed); the real StatefulSet
-    // controller creates its pod, which stays Pending: nothing is Ready, nothing reconciles.
+    // The controller as the argo-cd chart makes it (a StatefulSet, trimmed), and its pod as the
+    // StatefulSet controller would create it (none runs here), not started: nothing reconciles.
     const labels = {'app.kubernetes.io/name': APPLICATION_CONTROLLER.name}
-    await apps.createNamespacedStatefulSet({
+    const container = {name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.4.4'}
+    const sts = await apps.createNamespacedStatefulSet({
       namespace: ARGOCD_NAMESPACE,
-      body: {metadata: {name: APPLICATION_CONTROLLER.name}, spec: {replicas: 1, serviceName: '', selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [{name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.4.4'}]}}}},
+      body: {metadata: {name: APPLICATION_CONTROLLER.name}, spec: {replicas: 1, serviceName: '', selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [container]}}}},
     })
     const pod = `${APPLICATION_CONTROLLER.name}-0`
-    await waitUntil('the controller pod', async () => (await core.listNamespacedPod({namespace: ARGOCD_NAMESPACE})).items.some((p) => p.metadata?.name === pod))
+    await core.createNamespacedServiceAccount({namespace: ARGOCD_NAMESPACE, body: {metadata: {name: 'default'}}}).catch(() => undefined)
+    await core.createNamespacedPod({
+      namespace: ARGOCD_NAMESPACE,
+      body: {
+        metadata: {name: pod, labels, ownerReferences: [{apiVersion: 'apps/v1', kind: 'StatefulSet', name: APPLICATION_CONTROLLER.name, uid: sts.metadata!.uid!, controller: true}]},
+        spec: {containers: [container], automountServiceAccountToken: false},
+      },
+    })
     expect((await rounds()).status).toBeUndefined()
     expect(await settings()).toBeUndefined()
 
@@ -234,6 +243,7 @@ describe('Argo CD simulator', () => {
       await rounds()
       return (await settings())?.level === 'info'
     })
+    await core.deleteNamespacedPod({namespace: ARGOCD_NAMESPACE, name: pod, gracePeriodSeconds: 0})
     await apps.deleteNamespacedStatefulSet({namespace: ARGOCD_NAMESPACE, name: APPLICATION_CONTROLLER.name})
   })
 
