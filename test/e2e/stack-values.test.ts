@@ -259,10 +259,16 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       expect((await server()).spec.template.spec.containers[0].image).toBe('quay.io/argoproj/argocd:v0.0.0-out-of-band')
 
       // The fixed controller starts once stack sync has found the drift and asked Argo CD for a
-      // sync: the step then waits until Argo CD put the object back.
+      // sync: the step then waits until Argo CD put the object back. A crash-looping container
+      // stays in its back-off after the fix, so its pod is deleted (as an operator skips the
+      // back-off) and the StatefulSet starts a healthy one.
+      const restart = async () => {
+        await lift()
+        await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
+      }
       const sync = await cli(['stack', 'sync', '--json'], {}, {
         killOn: (e) => {
-          if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= lift()
+          if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= restart()
           return false
         },
       })
