@@ -12,7 +12,7 @@ import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {ARGOCD_NAMESPACE, createArgoCdSimulator, type AppObj, type ArgoCdSimulator} from '../harness/argocd-simulator.js'
+import {APPLICATION_CONTROLLER, ARGOCD_NAMESPACE, createArgoCdSimulator, type AppObj, type ArgoCdSimulator} from '../harness/argocd-simulator.js'
 import {createCrdRaw} from '../harness/cilium-simulator.js'
 import {createNamespace, loadKubeConfig, waitForCrdEstablished, waitUntil} from '../harness/kube.js'
 import {startRegistry, type RunningRegistry} from '../harness/registry.js'
@@ -33,7 +33,8 @@ let argo: ArgoCdSimulator
 const events: string[] = []
 
 beforeAll(async () => {
-  ;[cp, registry] = await Promise.all([startControlPlane(), startRegistry()])
+  // No controller runs here (see above): the real ones would overwrite the statuses written here.
+  ;[cp, registry] = await Promise.all([startControlPlane({controllers: false}), startRegistry()])
   kc = loadKubeConfig(cp.kubeconfigPath)
   custom = kc.makeApiClient(CustomObjectsApi)
   apps = kc.makeApiClient(AppsV1Api)
@@ -51,6 +52,8 @@ beforeAll(async () => {
     kubeConfig: kc,
     oci,
     events,
+    // No Argo CD workloads here: the controller is played as running (its own test below gates it).
+    applicationController: 'assumed',
     async headManifest(repository, reference) {
       return (await oci.headManifest(repository, reference))?.digest
     },
@@ -179,6 +182,71 @@ async function markRolledOut(ns: string): Promise<void> {
 }
 
 describe('Argo CD simulator', () => {
+  // Control test: the simulator reconciled whether or not Argo CD's application controller ran.
+  it('argocd simulator: nothing is reconciled while the application controller StatefulSet has no Ready pod; it picks up where it was once Ready', async () => {
+    const ns = await createNamespace(kc, 'argo-down')
+    const name = 'argo-down'
+    const gated = createArgoCdSimulator({
+      kubeconfigPath: cp.kubeconfigPath, kubeConfig: kc, oci, events,
+      async headManifest(repository, reference) {
+        return (await oci.headManifest(repository, reference))?.digest
+      },
+    })
+    const rounds = async (): Promise<AppObj> => {
+      for (let i = 0; i < 3; i++) {
+        await gated.syncApplication(await getApp(name), ns, `${ns}/${name}`)
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      return getApp(name)
+    }
+    const settings = async () => (await core.listNamespacedConfigMap({namespace: ns})).items.find((c) => c.metadata?.name === 'settings')?.data
+    const digest = await push(ns, name, 'v1', `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata: {level: info}\n`)
+    await createApplication(ns, name, digest, {prune: true, selfHeal: true})
+    expect((await rounds()).status).toBeUndefined()
+
+    // The controller as the argo-cd chart makes it (a StatefulSet, trimmed), and its pod as the
+    // StatefulSet controller would create it (none runs here), not started: nothing reconciles.
+    const labels = {'app.kubernetes.io/name': APPLICATION_CONTROLLER.name}
+    const container = {name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.4.4'}
+    const sts = await apps.createNamespacedStatefulSet({
+      namespace: ARGOCD_NAMESPACE,
+      body: {metadata: {name: APPLICATION_CONTROLLER.name}, spec: {replicas: 1, serviceName: '', selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [container]}}}},
+    })
+    const pod = `${APPLICATION_CONTROLLER.name}-0`
+    await core.createNamespacedServiceAccount({namespace: ARGOCD_NAMESPACE, body: {metadata: {name: 'default'}}}).catch(() => undefined)
+    await core.createNamespacedPod({
+      namespace: ARGOCD_NAMESPACE,
+      body: {
+        metadata: {name: pod, labels, ownerReferences: [{apiVersion: 'apps/v1', kind: 'StatefulSet', name: APPLICATION_CONTROLLER.name, uid: sts.metadata!.uid!, controller: true}]},
+        spec: {containers: [container], automountServiceAccountToken: false},
+      },
+    })
+    expect((await rounds()).status).toBeUndefined()
+    expect(await settings()).toBeUndefined()
+
+    // Ready, as the kubelet (kwok on the harness) reports it: the controller reconciles and syncs.
+    const ready = (status: 'True' | 'False') =>
+      core.patchNamespacedPodStatus({namespace: ARGOCD_NAMESPACE, name: pod, body: {status: {phase: 'Running', conditions: [{type: 'Ready', status}, {type: 'ContainersReady', status}]}}}, MERGE_PATCH)
+    await ready('True')
+    await waitUntil('synced once the controller is Ready', async () => syncedAt(digest)((await rounds())))
+    expect(await settings()).toEqual({level: 'info'})
+
+    // Crash-looping (not Ready): an out-of-band change is neither seen nor healed, the status stays as written.
+    await ready('False')
+    await core.patchNamespacedConfigMap({namespace: ns, name: 'settings', body: {data: {level: 'debug'}}}, MERGE_PATCH)
+    const left = await rounds()
+    expect(left.status?.sync).toMatchObject({status: 'Synced', revision: digest})
+    expect(await settings()).toEqual({level: 'debug'})
+
+    await ready('True')
+    await waitUntil('healed once the controller is back', async () => {
+      await rounds()
+      return (await settings())?.level === 'info'
+    })
+    await core.deleteNamespacedPod({namespace: ARGOCD_NAMESPACE, name: pod, gracePeriodSeconds: 0})
+    await apps.deleteNamespacedStatefulSet({namespace: ARGOCD_NAMESPACE, name: APPLICATION_CONTROLLER.name})
+  })
+
   it('argocd simulator: health is assessed from the live workloads as gitops-engine does, and again whenever they change after the sync', async () => {
     const ns = await createNamespace(kc, 'argo-health')
     const name = 'argo-health'

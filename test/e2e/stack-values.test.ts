@@ -18,6 +18,8 @@ import {readInstallation} from '../../src/lib/state/installation.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {doneTaskIds, killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
+import {FAULT_LABEL} from '../harness/kwok.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: any; status?: any}
@@ -37,20 +39,41 @@ const status = async () => {
 }
 const order = (c: Component) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
 
-/** What a values set leaves behind for a component: the CR's spec and status, the registry, the Order, the Application. */
+/**
+ * What a values set leaves behind for a component: the CR's spec and status, the registry, the
+ * Order, the Preparation served, the Application.
+ *
+ * Not the Preparation's identity: Kokumi 0.14.0 gives every render a new artifact digest (oras
+ * stamps `org.opencontainers.image.created`, to the second: test/harness/kokumi-simulator.ts
+ * `push`), so two runs that set the same values serve two Preparations. What holds instead, and
+ * is compared: the served Preparation is the Order's latest, its artifact is what Argo CD syncs,
+ * and it was rendered from the digest ichor published. `preparationDigest()` reads the identity,
+ * for tests that assert it is new.
+ */
 async function endState(c: Component) {
   const cr = (await readInstallation(kube))!
   const recorded = cr.status!.stack[c]!
   const app = await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
   const o = await order(c)
+  const digest = o?.status?.latestArtifactDigest as string | undefined
+  const prepName = o?.status?.latestPreparationName as string | undefined
+  const prep = prepName ? await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Preparation', name: prepName, namespace: c}) : undefined
   return {
     spec: cr.spec.stack[c],
     status: recorded,
     registry: (await oci.headManifest(`ichor/${c}`, recorded.publishedTag))?.digest,
-    order: {spec: o?.spec, preparation: o?.status?.latestArtifactDigest},
-    application: {revision: app?.status?.sync?.revision, sync: app?.status?.sync?.status, health: app?.status?.health?.status},
+    order: {spec: o?.spec},
+    preparation: {
+      sourceDigest: prep?.spec?.source?.baseDigest,
+      namedAfterArtifact: prepName === `${c}-${digest?.slice(7, 19)}` && prep?.spec?.artifact?.digest === digest,
+      served: digest !== undefined && app?.status?.sync?.revision === digest,
+    },
+    application: {sync: app?.status?.sync?.status, health: app?.status?.health?.status},
   }
 }
+
+/** The artifact digest of the Order's latest Preparation: a new one on every Kokumi render. */
+const preparationDigest = async (c: Component) => (await order(c))?.status?.latestArtifactDigest as string | undefined
 
 beforeAll(async () => {
   h = await startHarnessCluster()
@@ -135,7 +158,8 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(after.spec).toEqual({values: {server: {replicas: 2}}})
     expect(after.status).toMatchObject({publishedTag: result.tag, digest: result.digest, applicationSync: 'Synced', applicationHealth: 'Healthy'})
     expect(after.order.spec.source.version).toBe(result.tag)
-    expect(after.application).toEqual({revision: after.order.preparation, sync: 'Synced', health: 'Healthy'})
+    expect(after.preparation).toEqual({sourceDigest: result.digest, namedAfterArtifact: true, served: true})
+    expect(after.application).toEqual({sync: 'Synced', health: 'Healthy'})
     // What was edited is what is published: diff with no change shows nothing.
     const none = await cli(['stack', 'values', 'diff', 'argocd', '--json'])
     expect(jsonResult(none)).toMatchObject({changed: false})
@@ -150,24 +174,34 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
     // The end states of uninterrupted runs to either value: each kill case moves to the other one.
     const reference: Record<string, Awaited<ReturnType<typeof endState>>> = {}
+    const referenceDigest: Record<string, string | undefined> = {}
     let ids: string[] = []
     for (const v of ['a', 'b']) {
       const r = await set(v)
       expect(r.code, r.stderr).toBe(0)
       reference[v] = await endState('argocd')
+      referenceDigest[v] = await preparationDigest('argocd')
+      expect(reference[v]!.preparation).toEqual({sourceDigest: reference[v]!.status.digest, namedAfterArtifact: true, served: true})
       ids = taskIds(r)
     }
     expect(ids).toEqual(['lease', 'store-values', 'publish-bundles', 'rerender-orders', 'close-registry-tunnel', 'orders', 'wait-applications', 'record-status'])
     const kokumi = await endState('kokumi')
+    const kokumiDigest = await preparationDigest('kokumi')
     for (const [k, id] of ids.entries()) {
       const v = k % 2 === 0 ? 'a' : 'b'
       const killed = await set(v, {killOn: killBeforeTask(k)})
       expect(killed.signal, `before ${id}: ${killed.stderr}`).toBe('SIGKILL')
       const rerun = await set(v)
       expect(rerun.code, `before ${id}: ${rerun.stderr}`).toBe(0)
-      expect(await endState('argocd'), `killed before ${id}`).toEqual(reference[v])
+      const end = await endState('argocd')
+      expect(end, `killed before ${id}`).toEqual(reference[v])
+      // Moving back to v rendered again: Kokumi 0.14.0 serves a new Preparation of the same
+      // bundle (see endState), from ichor's unchanged digest.
+      expect(await preparationDigest('argocd'), `killed before ${id}`).not.toBe(referenceDigest[v])
     }
+    // Nothing of Kokumi's own component moved, its Preparation included.
     expect(await endState('kokumi')).toEqual(kokumi)
+    expect(await preparationDigest('kokumi')).toBe(kokumiDigest)
   }, 1_200_000)
 
   it('values set after the registry lost its content: the losses are put back first, the set converges well within its timeout', async () => {
@@ -182,28 +216,72 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(after.doc.components.every((c) => c.registry.bundle && c.registry.preparation)).toBe(true)
   }, 600_000)
 
-  it('an object changed out of band: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back', async () => {
+  // Kokumi's Applications carry `syncPolicy.automated.selfHeal: true`, so a running Argo CD puts
+  // an out-of-band change back by itself within seconds (test/harness/argocd-simulator.ts, after
+  // argo-cd v3.4.4's autoSync): a drift `stack status` can name is one nobody heals, as while
+  // Argo CD's application controller (the StatefulSet argocd-application-controller of the
+  // argo-cd chart) crash-loops. The simulator acts only while that pod is Ready.
+  it('an object changed out of band while Argo CD\'s controller crash-loops: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back once it runs again', async () => {
     const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
     const image = (await server()).spec.template.spec.containers[0].image as string
     const clean = await status()
     expect(clean.run.code, JSON.stringify(clean.doc.components.map((c) => c.problems))).toBe(0)
     expect(clean.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
-    await kube.request('PATCH', '/apis/apps/v1/namespaces/argocd/deployments/argocd-server', {
-      body: [{op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/argoproj/argocd:v0.0.0-out-of-band'}],
-      contentType: 'application/json-patch+json',
-      query: {fieldManager: 'kubectl-edit'},
-    })
-    const drifted = await status()
-    expect(drifted.run.code).toBe(1)
-    const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
-    expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
-    expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
-    expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
 
-    const sync = await cli(['stack', 'sync', '--json'])
-    expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
-    expect(doneTaskIds(sync)).toEqual(['lease', 'resync-drifted'])
-    expect((await server()).spec.template.spec.containers[0].image).toBe(image)
+    const controller = async () => getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Pod', name: 'argocd-application-controller-0', namespace: 'argocd'})
+    const ready = (pod: Obj | undefined) => ((pod?.status?.conditions ?? []) as {type: string; status: string}[]).some((c) => c.type === 'Ready' && c.status === 'True')
+    const running = await controller()
+    expect(ready(running), 'the application controller runs before the test').toBe(true)
+    const lift = h.pods.hold((pod) => ownedBy(pod, 'StatefulSet', 'argocd-application-controller'), 'crashloop')
+    let lifted: Promise<void> | undefined
+    try {
+      await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
+      await waitUntil('the application controller back, crash-looping', async () => {
+        const pod = await controller()
+        return pod !== undefined && pod.metadata.uid !== running!.metadata.uid && pod.metadata.labels?.[FAULT_LABEL] === 'crashloop' && !ready(pod)
+      }, {timeoutMs: 60_000})
+      // A round of the simulator that began while the old pod ran has finished; the next sees it down.
+      await h.stack.tick()
+
+      await kube.request('PATCH', '/apis/apps/v1/namespaces/argocd/deployments/argocd-server', {
+        body: [{op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'quay.io/argoproj/argocd:v0.0.0-out-of-band'}],
+        contentType: 'application/json-patch+json',
+        query: {fieldManager: 'kubectl-edit'},
+      })
+      const drifted = await status()
+      expect(drifted.run.code).toBe(1)
+      const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
+      expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
+      expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
+      expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
+      // Nobody heals it while the controller is down.
+      await h.stack.tick()
+      expect((await server()).spec.template.spec.containers[0].image).toBe('quay.io/argoproj/argocd:v0.0.0-out-of-band')
+
+      // The fixed controller starts once stack sync has found the drift and asked Argo CD for a
+      // sync: the step then waits until Argo CD put the object back. A crash-looping container
+      // stays in its back-off after the fix, so its pod is deleted (as an operator skips the
+      // back-off) and the StatefulSet starts a healthy one.
+      const restart = async () => {
+        await lift()
+        await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
+      }
+      const sync = await cli(['stack', 'sync', '--json'], {}, {
+        killOn: (e) => {
+          if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= restart()
+          return false
+        },
+      })
+      expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
+      expect(lifted, 'stack sync ran resync-drifted').toBeDefined()
+      // Argo CD's own Application tracks the controller StatefulSet just restarted: wait-applications
+      // runs when it still reads Progressing at its probe (a real wait), and is skipped otherwise.
+      expect(doneTaskIds(sync).filter((id) => id !== 'wait-applications')).toEqual(['lease', 'resync-drifted'])
+      expect((await server()).spec.template.spec.containers[0].image).toBe(image)
+    } finally {
+      await (lifted ?? lift())
+    }
+    await waitUntil('the application controller Ready again', async () => ready(await controller()), {timeoutMs: 60_000})
     const after = await status()
     expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
     expect(after.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])

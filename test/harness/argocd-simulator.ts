@@ -42,6 +42,14 @@
 //   resource's sync status; its health is not persisted (`--persist-resource-health` defaults
 //   to false in v3).
 //
+// Only while its controller runs: Argo CD's application controller is the StatefulSet
+// `argocd-application-controller` of the argo-cd chart (argoproj/argo-helm, chart 10.1.1
+// templates/argocd-application-controller/statefulset.yaml; a Deployment of that name instead
+// with `controller.dynamicClusterDistribution`, deployment.yaml). Without a Ready pod of it (a
+// crash loop, a pod not yet started) nothing reconciles: no compare, no status written, no
+// sync, no self-heal; the Applications keep the status last written. kwok plays the pod, so
+// `h.pods.hold(..., 'crashloop')` takes the controller down as a crashing image would.
+//
 // Simplifications, on purpose: live objects are read by listing the kinds of the current and
 // earlier revisions (and of status.resources) each round, where Argo CD watches every kind;
 // no sync waves, hooks or resource exclusions; argocd-cm's Lua health overrides are not run;
@@ -91,7 +99,16 @@ export interface ArgoCdSimulatorOptions {
    * on every round of the stack simulator would load the shared test machine.
    */
   compareIntervalMs?: number
+  /**
+   * `required` (default): act only while a pod of the application controller is Ready (see the
+   * header). `assumed`: a bare control plane with Argo CD's CRDs and no Argo CD workloads, where
+   * a test plays the controller as always running.
+   */
+  applicationController?: 'required' | 'assumed'
 }
+
+/** The argo-cd chart's application controller (templates/argocd-application-controller/). */
+export const APPLICATION_CONTROLLER = {namespace: ARGOCD_NAMESPACE, name: 'argocd-application-controller'}
 
 export interface ArgoCdSimulator {
   /** One reconciliation of Application `app` (Order `orderNamespace/name`), its source in `repository`. */
@@ -309,8 +326,22 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
     }
   }
 
+  /** A Ready pod of the application controller: the StatefulSet's, or the Deployment's ReplicaSets' (see the header). */
+  async function controllerRunning(): Promise<boolean> {
+    if ((opts.applicationController ?? 'required') === 'assumed') return true
+    const k = await connect()
+    const pods = await k.request<{items?: (KubeObject & {status?: {conditions?: {type: string; status: string}[]}})[]}>('GET', `/api/v1/namespaces/${APPLICATION_CONTROLLER.namespace}/pods`)
+    const replicaSet = new RegExp(`^${APPLICATION_CONTROLLER.name}-[a-z0-9]+$`)
+    return (pods.items ?? []).some((pod) => {
+      const owners = (pod.metadata as {ownerReferences?: {kind: string; name: string}[]}).ownerReferences ?? []
+      const ours = owners.some((o) => (o.kind === 'StatefulSet' && o.name === APPLICATION_CONTROLLER.name) || (o.kind === 'ReplicaSet' && replicaSet.test(o.name)))
+      return ours && !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
+    })
+  }
+
   /** A reconciliation of the Application: compare, maybe auto-sync or run the requested operation, write status. */
   async function reconcile(app: AppObj, orderNamespace: string, repository: string | undefined): Promise<void> {
+    if (!(await controllerRunning())) return
     const target = app.spec?.source?.targetRevision as string
     const current = (app.status ?? {}) as Record<string, any>
     const operation = (app as AppObj & {operation?: {sync?: {prune?: boolean}}}).operation

@@ -41,6 +41,8 @@ export interface HarnessCluster {
   kokumiManifest: string
   /** The pod-start simulator: tests make pods unready, crash-loop or fail their pull through it. */
   pods: PodStartSimulator
+  /** The Kokumi/Argo CD simulator (stack-simulator.ts): `restart()`, `tick()`, `promote()`, its `events`. */
+  stack: StackSimulator
   /**
    * The 0600 key file the Talos bundle is sealed with in the cluster (ICHOR_STATE_PASSPHRASE_FILE
    * in env): an age X25519 identity by default, a passphrase when `stateKey: 'passphrase'` was asked for.
@@ -112,7 +114,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, pods, env, initArgs,
+    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, pods, stack, env, initArgs,
     async stop() {
       await apiProxy.stop()
       await stack.stop()

@@ -7,7 +7,8 @@
 //   there), which turns an Order into a Preparation pushed to `<namespace>/<order>`, a Serving
 //   and the Argo CD Application. A change of the controller Deployment's pod template (a
 //   roll-out) restarts them.
-// - Argo CD: the Application's sync, health, prune and self-heal are ./argocd-simulator.ts.
+// - Argo CD: the Application's sync, health, prune and self-heal are ./argocd-simulator.ts,
+//   which acts only while Argo CD's application controller has a Ready pod.
 import {AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {APPLICATIONS, ARGOCD_NAMESPACE, createArgoCdSimulator} from './argocd-simulator.js'
@@ -31,6 +32,8 @@ export interface StackSimulatorOptions {
   intervalMs?: number
   /** Kokumi's clock (oras stamps each push with it); tests set it. */
   now?: () => Date
+  /** Whether Argo CD acts only while its application controller has a Ready pod (default) or is assumed running: ./argocd-simulator.ts. */
+  applicationController?: 'required' | 'assumed'
 }
 
 export interface StackSimulator {
@@ -61,7 +64,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   const oci = new OciClient(registry, {retry: {attempts: 1, baseDelayMs: 0, maxDelayMs: 0}})
   const events: string[] = []
   const kokumi = createKokumiSimulator({custom, apps, oci, registry, events, now: opts.now ?? (() => new Date())})
-  const argocd = createArgoCdSimulator({kubeconfigPath: opts.kubeconfigPath, kubeConfig: kc, oci, headManifest, events})
+  const argocd = createArgoCdSimulator({kubeconfigPath: opts.kubeconfigPath, kubeConfig: kc, oci, headManifest, events, applicationController: opts.applicationController})
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
 

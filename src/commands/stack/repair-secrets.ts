@@ -8,7 +8,7 @@ export default class StackRepairSecrets extends IchorCommand {
   static override summary = "Set a new password on both sides of a generated Secret that no longer matches its component (Kokumi admin, Argo CD redis)."
   static override description =
     "When ichor-system/ichor-kokumi-admin or ichor-system/ichor-argocd-redis was deleted or no longer opens kokumi/kokumi-server-auth or argocd/argocd-redis, " +
-    'init and stack status stop and point here. A new password is written to both sides, the workloads that read it are restarted, and the Kokumi admin password is shown once. A no-op when both sides agree.'
+    'init and stack status stop and point here. A new password is written to both sides, the workloads that read it are restarted and waited for (within --timeout) until they and both Applications are Healthy again, and the Kokumi admin password is shown once. A no-op when both sides agree.'
   static override examples = [
     '<%= config.bin %> stack repair-secrets',
     '<%= config.bin %> stack repair-secrets --dry-run',

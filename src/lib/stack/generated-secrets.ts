@@ -10,6 +10,7 @@ import {IchorError} from '../errors/errors.js'
 import {serverSideApply} from '../kube/apply.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
+import {deploymentRolloutState, statefulSetRolloutState, waitForDeploymentRollout, waitForStatefulSetReady, type Observation} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
@@ -157,6 +158,47 @@ export function repairSecretTask(p: {session: Session; component: StackComponent
     },
     async run() {
       await repairPair(await p.session.kube(), p.component, p.outcome)
+    },
+  }
+}
+
+/** The rollout of one consumer, read once (`kubectl rollout status`'s rules, ../kube/wait.ts). */
+function consumerRollout(w: KubeObject): Observation {
+  const rule = w.kind === 'Deployment' ? deploymentRolloutState : statefulSetRolloutState
+  try {
+    return rule(w as Parameters<typeof rule>[0])
+  } catch (error) {
+    return {done: false, state: (error as Error).message}
+  }
+}
+
+/**
+ * After the repair restarted the consumers (`restartedAt` on their pod templates), wait for their
+ * rollouts: until then the old pods still hold the old password, and Argo CD reads the
+ * Applications Progressing. The probe only reads the workloads.
+ */
+export function waitSecretConsumersTask(p: {session: Session; timeoutMs: number; components?: readonly StackComponent[]}): Task {
+  const components = p.components ?? (['kokumi', 'argocd'] as const)
+  const consumers = async (kube: Kube) => (await Promise.all(components.map((c) => consumersOf(kube, PAIRS[c].namespace, PAIRS[c].name)))).flat()
+  return {
+    id: 'wait-secret-consumers',
+    title: 'Wait for the workloads that read the generated Secrets to roll out',
+    mutating: false,
+    async probe() {
+      const all = await consumers(await p.session.kube())
+      for (const w of all) {
+        const o = consumerRollout(w)
+        if (!o.done) return missing(`${w.kind} ${w.metadata.namespace}/${w.metadata.name}: ${o.state}`)
+      }
+      return holds(`${all.length} workloads rolled out`)
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      const deadline = Date.now() + p.timeoutMs
+      for (const w of await consumers(kube)) {
+        const wait = w.kind === 'Deployment' ? waitForDeploymentRollout : waitForStatefulSetReady
+        await wait(kube, w.metadata.namespace!, w.metadata.name, {timeoutMs: Math.max(deadline - Date.now(), 1000), onProgress: (m) => progress(`${w.kind} ${w.metadata.namespace}/${w.metadata.name}: ${m}`)})
+      }
     },
   }
 }
