@@ -311,9 +311,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const caPath = join(dir, 'ca.crt')
       writeFileSync(caPath, caPem)
       // Both talk to the API server as the admin (no per-controller credentials: nothing here
-      // tests the controllers' RBAC), serve no port of their own, and run alone (no election).
-      // Higher client rates than the defaults (20/30): tests roll out many workloads at once.
-      const common = [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--kube-api-qps=200', '--kube-api-burst=400', '--v=1']
+      // tests the controllers' RBAC) and serve no port of their own. They take their leader
+      // Leases in kube-system as on a real control plane (at once: nobody holds them), which is
+      // how a client can tell that a garbage collector runs. Higher client rates than the
+      // defaults (20/30): tests roll out many workloads at once.
+      const common = [`--kubeconfig=${kubeconfigPath}`, '--secure-port=0', '--kube-api-qps=200', '--kube-api-burst=400', '--v=1']
       const kcm = startProcess(
         join(binDir, 'kube-controller-manager'),
         [

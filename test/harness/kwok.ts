@@ -123,6 +123,8 @@ function podStages(readyMs: number): string[] {
   const admitted = `    - key: '.metadata.annotations["${ADMITTED_ANNOTATION}"]'
       operator: 'Exists'`
   // The status of a started pod; `ready` decides the Ready conditions and container readiness.
+  // A pod started again (a lifted fault) keeps its IP: the patch merges podIPs, and the API
+  // server allows one IP per family.
   const started = (ready: boolean, containerState: string, restartCount: number, phase = 'Running') => `
       {{ $now := Now }}
       conditions:
@@ -159,9 +161,11 @@ function podStages(readyMs: number): string[] {
       hostIP: {{ . | Quote }}
       hostIPs: [{ip: {{ . | Quote }}}]
       {{ end }}
+      {{ if not .status.podIP }}
       {{ with PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
       podIP: {{ . | Quote }}
       podIPs: [{ip: {{ . | Quote }}}]
+      {{ end }}
       {{ end }}
       phase: ${phase}
       startTime: {{ $now | Quote }}`
