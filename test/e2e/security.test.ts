@@ -9,6 +9,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {untarSync} from '../../src/lib/chart/archive.js'
 import {buildBundle} from '../../src/lib/oci/bundle.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {publishBundle} from '../../src/lib/oci/publish.js'
@@ -178,8 +179,12 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     const servedBefore = (await readApp())?.status?.sync?.revision
     const oci = new OciClient(h.registry.endpoint)
     const pushed = (await oci.headManifest('ichor/kokumi', order.spec.source.version))!.digest
-    // Given someone moves ichor's tag to their own bundle, and Kokumi renders it (as after a registry loss)
-    const foreign = buildBundle([{path: 'manifest.yaml', content: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n'}])
+    // Given someone moves ichor's tag to their own bundle, and Kokumi renders it (as after a registry loss).
+    // Theirs keeps Kokumi's objects and adds one: Argo CD prunes what a bundle drops (Kokumi's
+    // Applications ask for it), so a bundle of the ConfigMap alone would delete Kokumi itself.
+    const layerDigest = ((await oci.getManifest('ichor/kokumi', order.spec.source.version)).manifest as {layers: {digest: string}[]}).layers[0]!.digest
+    const ours = untarSync(await oci.getBlob('ichor/kokumi', layerDigest), 'kokumi bundle').get('manifest.yaml')!.toString('utf8')
+    const foreign = buildBundle([{path: 'manifest.yaml', content: `${ours.replace(/\n*$/, '\n')}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n`}])
     const moved = await publishBundle(oci, {repository: 'ichor/kokumi', tag: order.spec.source.version, layer: foreign.layer, layerDigest: foreign.layerDigest, annotations: {source: order.spec.source.oci, version: order.spec.source.version}})
     expect(moved.manifestDigest).not.toBe(pushed)
     await kube.request('PATCH', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders/kokumi/status', {body: {status: {latestConfigHash: null}}, contentType: 'application/merge-patch+json'})
