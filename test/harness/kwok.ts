@@ -169,7 +169,23 @@ function podStages(readyMs: number): string[] {
       {{ end }}
       phase: ${phase}
       startTime: {{ $now | Quote }}`
-  const stage = (name: string, selector: string[], statusTemplate: string, delayMs = 0) => `apiVersion: kwok.x-k8s.io/v1alpha1
+  // A Job's pod once its containers exited 0.
+  const completed = `
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        imageID: ""
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
+      {{ end }}
+      phase: Succeeded`
+  // `next` is the status template to write, or 'delete' (the pod object goes).
+  const stage = (name: string, selector: string[], next: string, delayMs = 0) => `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: ${name}
@@ -181,7 +197,7 @@ spec:
     matchExpressions:
 ${selector.join('\n')}
 ${delayMs ? `  delay:\n    durationMilliseconds: ${delayMs}\n` : ''}  next:
-    statusTemplate: |${statusTemplate.replace(/\n/g, '\n  ')}
+${next === 'delete' ? '    delete: true' : `    statusTemplate: |${next.replace(/\n/g, '\n  ')}`}
 `
   return [
     // Admitted, no fault, not Ready yet (Pending, or Running after a lifted fault): started and Ready.
@@ -221,56 +237,29 @@ ${delayMs ? `  delay:\n    durationMilliseconds: ${delayMs}\n` : ''}  next:
       readyMs,
     ),
     // kwok's pod/fast behaviour for the rest: a Job's pods complete, a deleted pod goes away.
-    `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: harness-pod-complete
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-${notDeleted}
-    - key: '.status.phase'
+    stage(
+      'harness-pod-complete',
+      [
+        notDeleted,
+        `    - key: '.status.phase'
       operator: 'In'
-      values: ['Running']
-    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      values: ['Running']`,
+        `    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
       operator: 'In'
-      values: ['True']
-    - key: '.metadata.ownerReferences.[].kind'
+      values: ['True']`,
+        `    - key: '.metadata.ownerReferences.[].kind'
       operator: 'In'
-      values: ['Job']
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - name: {{ .name | Quote }}
-        image: {{ .image | Quote }}
-        imageID: ""
-        ready: false
-        started: false
-        restartCount: 0
-        state:
-          terminated: {exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
-      {{ end }}
-      phase: Succeeded
-`,
-    `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: harness-pod-delete
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'Exists'
-  next:
-    delete: true
-`,
+      values: ['Job']`,
+      ],
+      completed,
+    ),
+    stage(
+      'harness-pod-delete',
+      [
+        `    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'`,
+      ],
+      'delete',
+    ),
   ]
 }
