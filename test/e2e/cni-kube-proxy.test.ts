@@ -161,6 +161,12 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
       const set = await cli(['cni', 'values', 'set', 'podAnnotations.x=y'])
       expect(set.code).toBe(2)
       expect(`${set.stdout}${set.stderr}`).toMatch(/ichor cni kube-proxy restore/)
+      // So would an upgrade, which validates the stored values under the recorded mode.
+      const before = await revision()
+      const upgrade = await runIchor(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--yes', ...common], h.env)
+      expect(upgrade.code, upgrade.stderr + upgrade.stdout.slice(-1000)).toBe(2)
+      expect(`${upgrade.stdout}${upgrade.stderr}`).toMatch(/half done[\s\S]*ichor cni kube-proxy restore/)
+      expect(await revision()).toBe(before)
     } finally {
       await lift()
     }

@@ -53,6 +53,20 @@ export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: Change
   }
 }
 
+/**
+ * A half-done kube-proxy switch (the CR records the new mode, the release still runs the old
+ * one): a values change or an upgrade would apply the new mode without the switch's order, e.g.
+ * turn the replacement off before any kube-proxy runs. Refused, naming the command that finishes it.
+ */
+export function refuseHalfDoneSwitch(ctx: CniContext): void {
+  if (ctx.release && typeof ctx.release.config.kubeProxyReplacement === 'boolean' && ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')) {
+    throw new IchorError(`a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`, {
+      exitCode: 2,
+      hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
+    })
+  }
+}
+
 /** Reads the cluster, builds the new user layer and validates it; invalid values are a ValidationError (exit 2). */
 export async function prepareValuesChange(kube: Kube, input: ValuesInput, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext; rendered?: string}> {
   const ctx = await readCniContext(kube)
@@ -63,13 +77,7 @@ export async function prepareValuesChange(kube: Kube, input: ValuesInput, source
       hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart to change values, or change the version with \`ichor cni upgrade\``,
     })
   }
-  // A half-done kube-proxy switch: a values change would apply the new mode without its order.
-  if (ctx.release && typeof ctx.release.config.kubeProxyReplacement === 'boolean' && ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')) {
-    throw new IchorError(`a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`, {
-      exitCode: 2,
-      hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
-    })
-  }
+  refuseHalfDoneSwitch(ctx)
   if (input.kind === 'layer' && input.base !== undefined && !isDeepStrictEqual(input.base, ctx.user)) {
     throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {hint: 'run `ichor cni values edit` again to edit the current values'})
   }

@@ -6,7 +6,7 @@ import {IchorError, ValidationError} from '../errors/errors.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {getPath, type Values} from '../values/path.js'
-import {readLiveFacts, type ChangeSources} from './change.js'
+import {readLiveFacts, refuseHalfDoneSwitch, type ChangeSources} from './change.js'
 import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
@@ -87,13 +87,17 @@ export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgr
 }
 
 export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
-  return judgeUpgrade(await readCniContext(kube), resolveUpgradeChart(sources))
+  const ctx = await readCniContext(kube)
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  refuseHalfDoneSwitch(ctx)
+  return plan
 }
 
 /** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
 export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
   const ctx = await readCniContext(kube)
   const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  refuseHalfDoneSwitch(ctx)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
   const report = await validateCiliumValues({
