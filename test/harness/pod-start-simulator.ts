@@ -120,9 +120,9 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
             .then((req) => (abort = () => req.abort()))
             .catch(() => resolve())
         })
-      } catch (err) {
+      } catch {
+        // The API server restarting or stopping: list and watch again shortly (or end, when stopped).
         if (!stopped) await new Promise((r) => setTimeout(r, 200))
-        void err
       }
     }
   }
