@@ -544,6 +544,9 @@ export function normalizeYaml(content: string): Normalized {
       stoppedAt = {index, error}
       break
     }
+    // A yaml.v3 Node holds no document markers: the Encoder writes them (below), so the
+    // source's own `---` must not be written again (it would add an empty document).
+    if (doc.directives) doc.directives.docStart = null
     out.push(doc.toString({indent: 2, indentSeq: true, lineWidth: 0, flowCollectionPadding: false}))
   }
   // yaml.v3's Encoder writes `---` before every document but the first.
