@@ -13,6 +13,7 @@ import type {ComponentStackStatus, StackStatus} from '../../src/lib/stack/status
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
+import {ownedBy} from '../harness/pod-start-simulator.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: any; status?: any}
@@ -284,4 +285,34 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1))).toMatchObject({changed: false, repaired: []})
     expect(again.stdout).not.toContain(result.kokumiAdminPassword)
   }, 600_000)
+})
+
+describe('a workload that crash-loops under an Application (real ReplicaSet controller, kwok pods)', () => {
+  it('stack status and the waits name the workload and what its pods wait on', async () => {
+    const repoServer = (pod: Parameters<typeof ownedBy>[0]) => ownedBy(pod, 'ReplicaSet', /^argocd-repo-server-[a-z0-9]+$/)
+    const lift = h.pods.hold(repoServer, 'crashloop')
+    const named = /Deployment argocd\/argocd-repo-server 0\/1 ready: pod argocd-repo-server-[a-z0-9]+-[a-z0-9]+ container repo-server CrashLoopBackOff \(back-off restarting failed container\), 3 restarts/
+    try {
+      // The ReplicaSet controller replaces the pod; the new one crash-loops.
+      await kube.request('DELETE', '/api/v1/namespaces/argocd/pods', {query: {labelSelector: 'app.kubernetes.io/name=argocd-repo-server'}})
+      const problem = await waitUntil('stack status to name the crash-looping repo-server', async () => {
+        const {doc} = await status()
+        return byName(doc, 'argocd').problems.find((p) => named.test(p))
+      }, {timeoutMs: 60_000, intervalMs: 1000})
+      expect(problem).toMatch(/^Application argocd\/argocd is Synced\/(Progressing|Degraded): Deployment argocd\/argocd-repo-server/)
+      const {run, doc} = await status()
+      expect(run.code).toBe(1)
+      expect(byName(doc, 'kokumi').healthy, byName(doc, 'kokumi').problems.join('\n')).toBe(true)
+      const human = await runIchor(['stack', 'status', ...day2], h.env)
+      expect(human.code).toBe(1)
+      expect(human.stdout).toMatch(named)
+      // A wait that runs out says which workload held it, not only the Application's health.
+      const sync = await runIchor(['stack', 'sync', '--timeout', '15s', ...day2, ...assets], h.env)
+      expect(sync.code, sync.stderr).not.toBe(0)
+      expect(`${sync.stdout}${sync.stderr}`).toMatch(/timed out after 15 s waiting for Application argocd\/argocd Synced and Healthy; last seen: .*argocd-repo-server.*CrashLoopBackOff/)
+    } finally {
+      await lift()
+    }
+    await waitUntil('the stack to be healthy again once the pod starts', async () => (await status()).run.code === 0, {timeoutMs: 90_000, intervalMs: 1000})
+  }, 300_000)
 })

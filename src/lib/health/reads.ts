@@ -58,17 +58,106 @@ export async function readOrder(kube: Kube, component: StackComponent): Promise<
   }
 }
 
+/** One entry of an Application's status.resources: what it manages. */
+export interface ApplicationResource {
+  group?: string
+  kind: string
+  namespace?: string
+  name: string
+}
+
 export interface ApplicationState {
   sync?: string
   health?: string
   revision?: string
+  /** What the Application manages (Argo CD's status.resources); undefined before its first compare. */
+  resources?: ApplicationResource[]
 }
 
 /** The Application Kokumi made for the component, or undefined (or Argo CD's CRD) when absent. */
 export async function readApplication(kube: Kube, component: StackComponent): Promise<ApplicationState | undefined> {
-  type App = KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}}}
+  type App = KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}; resources?: ApplicationResource[]}}
   const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: APPLICATION_NAMESPACE})
-  return app && {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision}
+  if (!app) return undefined
+  const resources = app.status?.resources?.map(({group, kind, namespace, name}) => ({...(group ? {group} : {}), kind, ...(namespace ? {namespace} : {}), name}))
+  return {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision, ...(resources ? {resources} : {})}
+}
+
+type PodObject = KubeObject & {
+  status?: {
+    phase?: string
+    conditions?: {type: string; status: string; reason?: string; message?: string}[]
+    containerStatuses?: ContainerStatus[]
+    initContainerStatuses?: ContainerStatus[]
+  }
+}
+interface ContainerStatus {
+  name: string
+  ready?: boolean
+  restartCount?: number
+  state?: {waiting?: {reason?: string; message?: string}; terminated?: {reason?: string; exitCode?: number}}
+  lastState?: {terminated?: {reason?: string; exitCode?: number}}
+}
+type WorkloadObject = KubeObject & {
+  spec?: {replicas?: number; selector?: {matchLabels?: Record<string, string>}}
+  status?: {observedGeneration?: number; readyReplicas?: number; updatedReplicas?: number; numberReady?: number; desiredNumberScheduled?: number}
+}
+
+/** At most this many pods are named per workload: the first few say what the rest do. */
+const PODS_NAMED = 2
+
+/**
+ * Why an Application that is not Healthy is not: each workload it manages that is not fully
+ * ready, with what its pods wait on, as `kubectl describe` would put it ("Deployment
+ * argocd/argocd-repo-server 0/1 ready: pod argocd-repo-server-7d9f-x container repo-server
+ * CrashLoopBackOff, 3 restarts"). Argo CD v3 keeps each resource's health out of the
+ * Application (argo-cd v3.0 upgrade notes: `controller.resource.health.persist` defaults to
+ * false), so the workloads themselves are read. Empty when every workload is ready.
+ */
+export async function explainApplicationHealth(kube: Kube, app: ApplicationState): Promise<string[]> {
+  const workloads = (app.resources ?? []).filter((r) => r.group === 'apps' && ['Deployment', 'StatefulSet', 'DaemonSet'].includes(r.kind) && r.namespace)
+  const out = await Promise.all(workloads.map((r) => explainWorkload(kube, r as ApplicationResource & {namespace: string})))
+  return out.filter((x): x is string => x !== undefined)
+}
+
+async function explainWorkload(kube: Kube, r: ApplicationResource & {namespace: string}): Promise<string | undefined> {
+  const w = await getObject<WorkloadObject>(kube, {apiVersion: 'apps/v1', kind: r.kind, name: r.name, namespace: r.namespace})
+  const id = `${r.kind} ${r.namespace}/${r.name}`
+  if (!w) return `${id} is missing`
+  const daemon = r.kind === 'DaemonSet'
+  const desired = daemon ? (w.status?.desiredNumberScheduled ?? 0) : (w.spec?.replicas ?? 1)
+  const ready = daemon ? (w.status?.numberReady ?? 0) : (w.status?.readyReplicas ?? 0)
+  const observed = (w.status?.observedGeneration ?? 0) >= (w.metadata.generation ?? 0)
+  if (ready >= desired && observed) return undefined
+  const selector = Object.entries(w.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',')
+  const pods = selector ? await listObjects<PodObject>(kube, {apiVersion: 'v1', kind: 'Pod', namespace: r.namespace}, {labelSelector: selector}) : []
+  const reasons = pods
+    .filter((p) => !p.metadata.deletionTimestamp)
+    .map(podProblem)
+    .filter((x): x is string => x !== undefined)
+  const shown = reasons.slice(0, PODS_NAMED)
+  if (reasons.length > shown.length) shown.push(`${reasons.length - shown.length} more pods alike`)
+  return `${id} ${ready}/${desired} ready${shown.length > 0 ? `: ${shown.join('; ')}` : observed ? '' : ' (its controller has not seen its latest spec yet)'}`
+}
+
+/** What keeps one pod from Ready, or undefined when it is Ready. */
+function podProblem(pod: PodObject): string | undefined {
+  const conditions = pod.status?.conditions ?? []
+  if (conditions.some((c) => c.type === 'Ready' && c.status === 'True')) return undefined
+  const name = `pod ${pod.metadata.name}`
+  const scheduled = conditions.find((c) => c.type === 'PodScheduled')
+  if (scheduled?.status === 'False') return `${name} is not scheduled (${scheduled.reason ?? 'Pending'}${scheduled.message ? `: ${scheduled.message}` : ''})`
+  const containers = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]
+  for (const c of containers) {
+    if (c.ready) continue
+    const waiting = c.state?.waiting
+    const last = c.lastState?.terminated ?? c.state?.terminated
+    const restarts = c.restartCount ? `, ${c.restartCount} restart${c.restartCount === 1 ? '' : 's'}` : ''
+    const exit = last?.exitCode !== undefined ? `, last exit ${last.exitCode}${last.reason ? ` (${last.reason})` : ''}` : ''
+    if (waiting?.reason) return `${name} container ${c.name} ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}${restarts}${exit}`
+    if (c.restartCount || last) return `${name} container ${c.name} not ready${restarts}${exit}`
+  }
+  return `${name} is ${pod.status?.phase ?? 'Pending'}, not Ready`
 }
 
 export interface DeliveryState {
@@ -124,7 +213,9 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     }
   }
   const done = application.sync === 'Synced' && application.health === 'Healthy'
-  return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}`, order, application}
+  // Not Healthy: name the workloads that hold it back, so a timeout says which crash-loops.
+  const why = done || application.health === undefined ? [] : await explainApplicationHealth(kube, application)
+  return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`, order, application}
 }
 
 export interface WorkloadRollout {

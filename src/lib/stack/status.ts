@@ -3,7 +3,7 @@
 // Application Kokumi made. Read-only: the same reads serve `stack sync`'s probes.
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
-import {readApplication, readOrder, type ApplicationState} from '../health/reads.js'
+import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from '../health/reads.js'
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'
@@ -144,7 +144,10 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
   if (!order.exists) problems.push(`no Order ${namespace}/${component}`)
   else if (!order.ready) problems.push(`Order ${namespace}/${component} is not Ready${order.message ? `: ${order.message}` : ''}`)
   if (!app) problems.push(`no Application ${APPLICATION_NAMESPACE}/${component}`)
-  else if (app.sync !== 'Synced' || app.health !== 'Healthy') problems.push(`Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}`)
+  else if (app.sync !== 'Synced' || app.health !== 'Healthy') {
+    const why = app.health === 'Healthy' ? [] : await explainApplicationHealth(kube, app)
+    problems.push(`Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`)
+  }
 
   // Drift: the chain published digest → Order → Preparation → Application is broken somewhere.
   if (published && order.version && order.version !== published.tag) drift.push(`the Order asks for ${order.version}, ichor published ${published.tag}`)
@@ -158,7 +161,7 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
   const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, {round, digest: reg.bundleDigest})) ?? []) : []
   for (const d of driftedObjects) drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
   problems.push(...drift)
-  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, ...app}, drift, driftedObjects, problems, healthy: problems.length === 0}
+  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, sync: app?.sync, health: app?.health, revision: app?.revision}, drift, driftedObjects, problems, healthy: problems.length === 0}
 }
 
 export interface StackSessionOptions {
