@@ -13,30 +13,37 @@ const KNOWN = ['1.17.4', '1.17.9', '1.18.0', '1.18.3', '1.19.6', '1.20.0', '1.21
 
 describe('judgeCiliumUpgrade: never down, one minor at a time', () => {
   it('given the same version, then there is nothing to upgrade', () => {
-    expect(judgeCiliumUpgrade('1.18.0', '1.18.0', KNOWN)).toEqual({kind: 'same'})
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.0', {known: KNOWN})).toEqual({kind: 'same'})
   })
   it('given a patch or the next minor from the newest patch, then it is allowed without warnings', () => {
-    expect(judgeCiliumUpgrade('1.18.0', '1.18.3', KNOWN)).toEqual({kind: 'patch', warnings: []})
-    expect(judgeCiliumUpgrade('1.18.3', '1.19.6', KNOWN)).toEqual({kind: 'minor', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.3', {known: KNOWN})).toEqual({kind: 'patch', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.3', '1.19.6', {known: KNOWN})).toEqual({kind: 'minor', warnings: []})
   })
-  it('given the next minor from an older patch, then it is allowed with a warning naming the newest patch', () => {
-    const v = judgeCiliumUpgrade('1.18.0', '1.19.6', KNOWN)
-    expect(v).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--to 1\.18\.3/)]})
+  it('given the next minor from an older patch, then it is refused naming the newest patch and the flag; with --skip-patch-check it goes on with a warning', () => {
+    const v = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN})
+    expect(v).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*latest patch.*--to 1\.18\.3.*--skip-patch-check/)})
+    const skipped = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN, skipPatchCheck: true})
+    expect(skipped).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--skip-patch-check/)]})
+  })
+  it('given the charts ichor knows, then 1.18.12 is the newest 1.18 patch: 1.18.0 -> 1.19.6 is refused, 1.18.12 -> 1.19.6 is not', () => {
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.12')).toEqual({kind: 'patch', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.0', '1.19.6')).toMatchObject({kind: 'refused', reason: expect.stringMatching(/upgrade to 1\.18\.12 first/)})
+    expect(judgeCiliumUpgrade('1.18.12', '1.19.6')).toEqual({kind: 'minor', warnings: []})
   })
   it('given two minors ahead, then it is refused naming the minor in between and the version to go to first', () => {
-    const v = judgeCiliumUpgrade('1.18.0', '1.20.0', KNOWN)
+    const v = judgeCiliumUpgrade('1.18.0', '1.20.0', {known: KNOWN})
     expect(v.kind).toBe('refused')
     expect(v.kind === 'refused' && v.reason).toMatch(/1\.18\.0 to 1\.20\.0 skips 1\.19: .*one minor at a time; upgrade to 1\.19\.6 first/)
-    const three = judgeCiliumUpgrade('1.17.4', '1.20.0', KNOWN)
+    const three = judgeCiliumUpgrade('1.17.4', '1.20.0', {known: KNOWN})
     expect(three.kind === 'refused' && three.reason).toMatch(/skips 1\.18, 1\.19: .*upgrade to 1\.18\.3, then 1\.19\.6 first/)
   })
   it('given an older version (patch or minor), then it is refused as a downgrade', () => {
-    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
-    expect(judgeCiliumUpgrade('1.18.3', '1.18.0', KNOWN).kind).toBe('refused')
+    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
+    expect(judgeCiliumUpgrade('1.18.3', '1.18.0', {known: KNOWN}).kind).toBe('refused')
   })
   it('given another major or a version that is not one, then it is refused', () => {
-    expect(judgeCiliumUpgrade('1.20.0', '2.0.0', KNOWN).kind).toBe('refused')
-    expect(judgeCiliumUpgrade('1.18.0', 'latest', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
+    expect(judgeCiliumUpgrade('1.20.0', '2.0.0', {known: KNOWN}).kind).toBe('refused')
+    expect(judgeCiliumUpgrade('1.18.0', 'latest', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
   })
 })
 
@@ -47,7 +54,9 @@ describe('nextCiliumUpgrade and cni status', () => {
     expect(nextCiliumUpgrade('1.20.0', KNOWN)).toBeUndefined()
   })
   it('cni status names the next upgrade among the charts ichor knows, with its command', () => {
-    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
+    // Cilium's upgrade guide: the newest patch of the current minor first (1.18.12), then the next minor.
+    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}})
+    expect(chartUpgrade('1.18.12')).toMatchObject({next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
     expect(chartUpgrade('1.20.0').next).toBeUndefined()
   })
 })

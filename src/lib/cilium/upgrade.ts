@@ -15,6 +15,8 @@ import {judgeCiliumUpgrade, KNOWN_CILIUM_CHARTS, type UpgradeVerdict} from './ve
 export interface UpgradeSources extends ChangeSources {
   /** --to VERSION */
   to?: string
+  /** --skip-patch-check: a minor step from an older patch of the current minor is a warning, not a refusal. */
+  skipPatchCheck?: boolean
 }
 
 export interface UpgradeTarget {
@@ -74,12 +76,12 @@ export function describeUpgradeChart(chart: ResolvedAsset): string {
 }
 
 /** The version policy alone (cheap: no helm run): exit 2 naming the versions when the move is refused. */
-export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgradePlan {
+export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skipPatchCheck?: boolean} = {}): CiliumUpgradePlan {
   if (!ctx.release) {
     throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: 2, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
   }
   const installed = ctx.release.chartVersion
-  const verdict = judgeCiliumUpgrade(installed, target.chart.version)
+  const verdict = judgeCiliumUpgrade(installed, target.chart.version, {skipPatchCheck: opts.skipPatchCheck})
   if (verdict.kind === 'refused') {
     throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: 2, hint: 'nothing was changed'})
   }
@@ -88,7 +90,7 @@ export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgr
 
 export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   refuseHalfDoneSwitch(ctx)
   return plan
 }
@@ -96,7 +98,7 @@ export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Prom
 /** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
 export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   refuseHalfDoneSwitch(ctx)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
