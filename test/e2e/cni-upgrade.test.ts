@@ -173,4 +173,15 @@ describe('ichor cni upgrade on the harness', () => {
     }
   }, 3_600_000)
 
+  it('after the upgrade to 1.19.6, cni kube-proxy restore and replace keep upgradeCompatibility at 1.18 (the minor first installed) in the release and the CR', async () => {
+    const r0 = await release()
+    expect(r0).toMatchObject({chartVersion: '1.19.6', config: {upgradeCompatibility: '1.18'}})
+    for (const verb of ['restore', 'replace'] as const) {
+      const run = await cli(['cni', 'kube-proxy', verb, '--yes', '--cilium-chart', UPSTREAM.cilium119Chart])
+      expect(run.code, `${verb}: ${run.stderr}${run.stdout.slice(-2000)}`).toBe(0)
+      const [r, c] = [await release(), await cr()]
+      expect(r.config, verb).toMatchObject({upgradeCompatibility: '1.18', kubeProxyReplacement: verb === 'replace'})
+      expect(c.status?.cni, verb).toMatchObject({chartVersion: '1.19.6', upgradeCompatibility: '1.18', appliedValuesHash: valuesHash(r.config)})
+    }
+  }, 600_000)
 })
