@@ -63,7 +63,22 @@ describe('ichor cni upgrade on the harness', () => {
     expect(initial.cr.status?.cni).toMatchObject({chartVersion: '1.18.0', upgradeCompatibility: '1.18'})
     const status = await cli(['cni', 'status', '-o', 'json'])
     expect(status.code, status.stderr).toBe(0)
-    expect(JSON.parse(status.stdout)).toMatchObject({upgradeCompatibility: '1.18', chart: {installed: '1.18.0', next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}}})
+    // Cilium's upgrade guide: the newest patch of the current minor (1.18.12) before the next minor.
+    expect(JSON.parse(status.stdout)).toMatchObject({upgradeCompatibility: '1.18', chart: {installed: '1.18.0', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}}})
+  })
+
+  it('1.18.0 -> 1.19.6 from an older patch is refused before anything runs (latest patch first): exit 2 naming 1.18.12 and --skip-patch-check, same revision', async () => {
+    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    expect(run.code, run.stderr).toBe(2)
+    expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.12\).*upgrade to 1\.18\.12 first.*--skip-patch-check/)
+    expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
+    expect((await release()).revision).toBe(initial.release.revision)
+    expect(await cr()).toEqual(initial.cr)
+    // The patch step itself is allowed, without a warning: the dry run plans it.
+    const patch = await cli(['cni', 'upgrade', '--to', '1.18.12', '--mirror', UPSTREAM.dir, '--dry-run'])
+    expect(patch.code, patch.stderr).toBe(0)
+    expect(patch.stdout).toMatch(/Cilium chart 1\.18\.12: .*cilium-1\.18\.12\.tgz \(from mirror, .*a chart ichor knows/)
+    expect((await release()).revision).toBe(initial.release.revision)
   })
 
   it('1.18.0 -> 1.20.0 is refused before anything runs: exit 2 naming 1.19, same revision, no Lease taken', async () => {
@@ -76,7 +91,7 @@ describe('ichor cni upgrade on the harness', () => {
   })
 
   it('--dry-run prints the plan, the chart used and the values diff, and changes nothing', async () => {
-    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--dry-run'])
+    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run'])
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toMatch(/Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, .*not the pin \(1\.18\.0\)/)
     expect(run.stdout).toMatch(/^\+\s+- SYSLOG$/m)
@@ -86,7 +101,8 @@ describe('ichor cni upgrade on the harness', () => {
   })
 
   it('1.18.0 -> 1.19.6: the pre-flight release was installed, ready and removed; then the release runs 1.19.6 and the CR records it', async () => {
-    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    // From 1.18.0, not the newest 1.18 patch: the cases below reset to init's 1.18.0 revision.
+    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
     const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
     // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
@@ -115,7 +131,7 @@ describe('ichor cni upgrade on the harness', () => {
   })
 
   it('SIGKILL at every step boundary and inside helm upgrade (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals the uninterrupted run', async () => {
-    const args = ['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--timeout', '120s', '--json']
+    const args = ['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--timeout', '120s', '--json']
     const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
     const cases = [...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})), {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
     for (const kase of cases) {
@@ -156,4 +172,16 @@ describe('ichor cni upgrade on the harness', () => {
       expect(await cniDump(kube, back.revision), kase.name).toEqual(upgraded)
     }
   }, 3_600_000)
+
+  it('after the upgrade to 1.19.6, cni kube-proxy restore and replace keep upgradeCompatibility at 1.18 (the minor first installed) in the release and the CR', async () => {
+    const r0 = await release()
+    expect(r0).toMatchObject({chartVersion: '1.19.6', config: {upgradeCompatibility: '1.18'}})
+    for (const verb of ['restore', 'replace'] as const) {
+      const run = await cli(['cni', 'kube-proxy', verb, '--yes', '--cilium-chart', UPSTREAM.cilium119Chart])
+      expect(run.code, `${verb}: ${run.stderr}${run.stdout.slice(-2000)}`).toBe(0)
+      const [r, c] = [await release(), await cr()]
+      expect(r.config, verb).toMatchObject({upgradeCompatibility: '1.18', kubeProxyReplacement: verb === 'replace'})
+      expect(c.status?.cni, verb).toMatchObject({chartVersion: '1.19.6', upgradeCompatibility: '1.18', appliedValuesHash: valuesHash(r.config)})
+    }
+  }, 600_000)
 })

@@ -14,6 +14,7 @@ if (!existsSync(join(dir, 'SHA256SUMS'))) {
 export const UPSTREAM = {
   dir,
   ciliumChart: join(dir, 'charts', 'cilium-1.18.0.tgz'),
+  cilium11812Chart: join(dir, 'charts', 'cilium-1.18.12.tgz'),
   cilium119Chart: join(dir, 'charts', 'cilium-1.19.6.tgz'),
   cilium120Chart: join(dir, 'charts', 'cilium-1.20.0.tgz'),
   argocdChart: join(dir, 'charts', 'argo-cd-10.1.1.tgz'),

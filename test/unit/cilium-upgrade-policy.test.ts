@@ -1,7 +1,10 @@
 // `ichor cni upgrade`'s offline rules: Cilium's upgrade guide on versions, the owned keys
 // derived from the target chart (the real 1.18.0 / 1.19.6 / 1.20.0 charts), the pre-flight
-// values and the wait budget.
+// values (rendered with the real chart beside the agents') and the wait budget.
 import {describe, expect, it} from 'vitest'
+import {parse} from 'yaml'
+import {helmTemplate} from '../../src/lib/helm/template.js'
+import type {Values} from '../../src/lib/values/path.js'
 import {CILIUM_OWNED_KEYS} from '../../src/lib/cilium/defaults.js'
 import {chartUpgrade} from '../../src/lib/cilium/status.js'
 import {preflightValues, resolveUpgradeChart} from '../../src/lib/cilium/upgrade.js'
@@ -13,30 +16,37 @@ const KNOWN = ['1.17.4', '1.17.9', '1.18.0', '1.18.3', '1.19.6', '1.20.0', '1.21
 
 describe('judgeCiliumUpgrade: never down, one minor at a time', () => {
   it('given the same version, then there is nothing to upgrade', () => {
-    expect(judgeCiliumUpgrade('1.18.0', '1.18.0', KNOWN)).toEqual({kind: 'same'})
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.0', {known: KNOWN})).toEqual({kind: 'same'})
   })
   it('given a patch or the next minor from the newest patch, then it is allowed without warnings', () => {
-    expect(judgeCiliumUpgrade('1.18.0', '1.18.3', KNOWN)).toEqual({kind: 'patch', warnings: []})
-    expect(judgeCiliumUpgrade('1.18.3', '1.19.6', KNOWN)).toEqual({kind: 'minor', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.3', {known: KNOWN})).toEqual({kind: 'patch', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.3', '1.19.6', {known: KNOWN})).toEqual({kind: 'minor', warnings: []})
   })
-  it('given the next minor from an older patch, then it is allowed with a warning naming the newest patch', () => {
-    const v = judgeCiliumUpgrade('1.18.0', '1.19.6', KNOWN)
-    expect(v).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--to 1\.18\.3/)]})
+  it('given the next minor from an older patch, then it is refused naming the newest patch and the flag; with --skip-patch-check it goes on with a warning', () => {
+    const v = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN})
+    expect(v).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*latest patch.*--to 1\.18\.3.*--skip-patch-check/)})
+    const skipped = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN, skipPatchCheck: true})
+    expect(skipped).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--skip-patch-check/)]})
+  })
+  it('given the charts ichor knows, then 1.18.12 is the newest 1.18 patch: 1.18.0 -> 1.19.6 is refused, 1.18.12 -> 1.19.6 is not', () => {
+    expect(judgeCiliumUpgrade('1.18.0', '1.18.12')).toEqual({kind: 'patch', warnings: []})
+    expect(judgeCiliumUpgrade('1.18.0', '1.19.6')).toMatchObject({kind: 'refused', reason: expect.stringMatching(/upgrade to 1\.18\.12 first/)})
+    expect(judgeCiliumUpgrade('1.18.12', '1.19.6')).toEqual({kind: 'minor', warnings: []})
   })
   it('given two minors ahead, then it is refused naming the minor in between and the version to go to first', () => {
-    const v = judgeCiliumUpgrade('1.18.0', '1.20.0', KNOWN)
+    const v = judgeCiliumUpgrade('1.18.0', '1.20.0', {known: KNOWN})
     expect(v.kind).toBe('refused')
     expect(v.kind === 'refused' && v.reason).toMatch(/1\.18\.0 to 1\.20\.0 skips 1\.19: .*one minor at a time; upgrade to 1\.19\.6 first/)
-    const three = judgeCiliumUpgrade('1.17.4', '1.20.0', KNOWN)
+    const three = judgeCiliumUpgrade('1.17.4', '1.20.0', {known: KNOWN})
     expect(three.kind === 'refused' && three.reason).toMatch(/skips 1\.18, 1\.19: .*upgrade to 1\.18\.3, then 1\.19\.6 first/)
   })
   it('given an older version (patch or minor), then it is refused as a downgrade', () => {
-    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
-    expect(judgeCiliumUpgrade('1.18.3', '1.18.0', KNOWN).kind).toBe('refused')
+    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
+    expect(judgeCiliumUpgrade('1.18.3', '1.18.0', {known: KNOWN}).kind).toBe('refused')
   })
   it('given another major or a version that is not one, then it is refused', () => {
-    expect(judgeCiliumUpgrade('1.20.0', '2.0.0', KNOWN).kind).toBe('refused')
-    expect(judgeCiliumUpgrade('1.18.0', 'latest', KNOWN)).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
+    expect(judgeCiliumUpgrade('1.20.0', '2.0.0', {known: KNOWN}).kind).toBe('refused')
+    expect(judgeCiliumUpgrade('1.18.0', 'latest', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
   })
 })
 
@@ -47,7 +57,9 @@ describe('nextCiliumUpgrade and cni status', () => {
     expect(nextCiliumUpgrade('1.20.0', KNOWN)).toBeUndefined()
   })
   it('cni status names the next upgrade among the charts ichor knows, with its command', () => {
-    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
+    // Cilium's upgrade guide: the newest patch of the current minor first (1.18.12), then the next minor.
+    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}})
+    expect(chartUpgrade('1.18.12')).toMatchObject({next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
     expect(chartUpgrade('1.20.0').next).toBeUndefined()
   })
 })
@@ -96,5 +108,50 @@ describe('resolveUpgradeChart: which file, which version, pinned or not', () => 
   it('--to a version the mirror lacks is exit 2 naming the flag; --to and --cilium-chart that disagree too', () => {
     expect(() => resolveUpgradeChart({to: '1.19.2', mirror: UPSTREAM.dir})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/^--to 1\.19\.2: no Cilium chart 1\.19\.2/)}))
     expect(() => resolveUpgradeChart({to: '1.20.0', chart: UPSTREAM.cilium119Chart})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/disagree: that file is Cilium 1\.19\.6/)}))
+  })
+})
+
+describe('the pre-flight release follows the effective values (rendered with the real 1.19.6 chart)', () => {
+  type Container = {name: string; image: string}
+  type PodSpec = {containers: Container[]; initContainers?: Container[]; imagePullSecrets?: unknown; nodeSelector?: unknown; tolerations?: unknown; affinity?: {nodeAffinity?: unknown; podAffinity?: unknown}}
+  type Obj = {kind: string; metadata: {name: string}; spec: {template: {spec: PodSpec}}}
+  const render = async (values: Values, releaseName: string) =>
+    (await helmTemplate({chartPath: UPSTREAM.cilium119Chart, releaseName, namespace: 'kube-system', values}))
+      .split(/^---$/m).map((d) => parse(d) as Obj | null).filter((d): d is Obj => Boolean(d && d.kind))
+  const workload = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.kind === kind && o.metadata.name === name)!.spec.template.spec
+  const images = (spec: PodSpec, name: string) => [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === name)?.image
+  const nodeAffinity = {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.example/cni', operator: 'In', values: ['yes']}]}]}}
+  const user: Values = {
+    image: {repository: 'mirror.example/cilium/cilium'},
+    envoy: {image: {override: 'mirror.example/cilium/cilium-envoy:v1.36.9'}},
+    imagePullSecrets: [{name: 'mirror-pull'}],
+    nodeSelector: {'node-role.example/cni': 'yes'},
+    tolerations: [{key: 'dedicated', operator: 'Equal', value: 'net', effect: 'NoSchedule'}],
+    affinity: {nodeAffinity},
+  }
+
+  it("pre-pulls the agents' cilium and envoy images, with their pull secrets, on the agents' nodes", async () => {
+    const effective = ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user, facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'}})
+    const [agent, pre] = await Promise.all([render(effective, 'cilium'), render(preflightValues(effective), 'cilium-preflight')])
+    const agentDs = workload(agent, 'DaemonSet', 'cilium')
+    const envoyDs = workload(agent, 'DaemonSet', 'cilium-envoy')
+    const preDs = workload(pre, 'DaemonSet', 'cilium-pre-flight-check')
+    const preDeploy = workload(pre, 'Deployment', 'cilium-pre-flight-check')
+    expect(images(agentDs, 'cilium-agent')).toMatch(/^mirror\.example\/cilium\/cilium:v1\.19\.6@sha256:/)
+    expect(images(preDs, 'cilium-pre-flight-check')).toBe(images(agentDs, 'cilium-agent'))
+    expect(images(preDeploy, 'cnp-validator')).toBe(images(agentDs, 'cilium-agent'))
+    expect(images(preDs, 'cilium-pre-flight-envoy')).toBe(images(envoyDs, 'cilium-envoy'))
+    for (const spec of [preDs, preDeploy]) expect(spec.imagePullSecrets).toEqual([{name: 'mirror-pull'}])
+    expect(preDs.nodeSelector).toEqual(agentDs.nodeSelector)
+    expect(preDs.tolerations).toEqual(agentDs.tolerations)
+    expect(preDs.affinity?.nodeAffinity).toEqual(nodeAffinity)
+    // Still only beside a running agent: the chart's podAffinity to k8s-app=cilium is kept.
+    expect(preDs.affinity?.podAffinity).toBeDefined()
+  })
+
+  it("given the envoy DaemonSet off, then the pre-flight pulls no envoy image (the agents' l7Proxy/envoy.enabled/upgradeCompatibility)", async () => {
+    const effective = ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user: {envoy: {enabled: false}}, facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'}})
+    const pre = await render(preflightValues(effective), 'cilium-preflight')
+    expect(images(workload(pre, 'DaemonSet', 'cilium-pre-flight-check'), 'cilium-pre-flight-envoy')).toBeUndefined()
   })
 })

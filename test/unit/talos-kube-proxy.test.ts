@@ -2,7 +2,7 @@
 // says kube-proxy runs, and the patch in each config contract's form.
 import {describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
-import {kubeProxyEnabledIn, kubeProxyNodes, kubeProxyPatch} from '../../src/lib/talos/kube-proxy.js'
+import {kubeProxyEnabledIn, kubeProxyNftablesLeftover, kubeProxyNodes, kubeProxyPatch} from '../../src/lib/talos/kube-proxy.js'
 
 const talos = (talosVersion: string) => ({clusterName: 'c', endpoint: 'https://10.0.0.1:6443', talosVersion, kubernetesVersion: '1.37.0', controlPlanes: ['10.0.0.1'], workers: ['10.0.0.2']})
 
@@ -22,5 +22,14 @@ describe('kube-proxy on Talos', () => {
     expect(kubeProxyEnabledIn(typed(''))).toBe(true)
     expect(kubeProxyEnabledIn(typed('enabled: false\n'))).toBe(false)
     expect(kubeProxyEnabledIn(typed('enabled: true\n'))).toBe(true)
+  })
+})
+
+describe('what kube-proxy leaves on the nodes after `cni kube-proxy replace`', () => {
+  it("names Talos's nftables mode, kube-proxy's tables, every node (workers too) and the reboot that clears them", () => {
+    const talos = {clusterName: 'c', endpoint: 'https://10.0.0.1:6443', talosVersion: 'v1.14.1', kubernetesVersion: '1.36.0', controlPlanes: ['10.0.0.1'], workers: ['10.0.0.2']}
+    const left = kubeProxyNftablesLeftover(talos)
+    expect(left).toMatchObject({mode: 'nftables', tables: ['ip kube-proxy', 'ip6 kube-proxy'], nodes: ['10.0.0.1', '10.0.0.2']})
+    expect(left.note).toMatch(/nftables tables ip kube-proxy and ip6 kube-proxy stay on 10\.0\.0\.1, 10\.0\.0\.2 until each node reboots.*talosctl reboot -n 10\.0\.0\.1/)
   })
 })

@@ -10,6 +10,7 @@ export default class CniUpgrade extends IchorCommand {
   static override summary = "Upgrade Cilium as its upgrade guide requires: one minor at a time, values checked against the new chart, the pre-flight check, helm upgrade with rollback, recorded in the IchorInstallation."
   static override description = `The target chart: --cilium-chart FILE, else --to VERSION from the fetched assets or the mirror (--mirror / ICHOR_MIRROR), else the chart this ichor pins.
 A downgrade or a step over a minor version is refused (exit 2) before anything runs, naming the versions in between.
+A minor step from an older patch than the newest one ichor knows of the current minor is refused too (Cilium's upgrade guide: latest patch first), unless --skip-patch-check.
 The stored user layer is kept; upgradeCompatibility stays the minor first installed.`
   static override examples = [
     '<%= config.bin %> cni upgrade --to 1.19.6 --mirror ./charts --kubeconfig ./kubeconfig --dry-run',
@@ -21,6 +22,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     to: Flags.string({description: 'the Cilium version to upgrade to (found in the fetched assets or the mirror)', helpValue: 'VERSION'}),
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
+    'skip-patch-check': Flags.boolean({description: "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)"}),
     'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
     timeout: timeoutFlag(900),
@@ -32,7 +34,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     const json = this.jsonEnabled()
     const ask = !flags.yes && !json && canPrompt()
     const result = await runCniUpgrade({
-      to: flags.to, chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
+      to: flags.to, skipPatchCheck: flags['skip-patch-check'], chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
       talosconfig: flags.talosconfig, stateDir: flags['state-dir'], timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
       output: outputModeFor({json}),
       confirm: ask

@@ -6,7 +6,7 @@ import {ValidationError, IchorError} from '../errors/errors.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {readTalosFacts, type TalosFacts} from '../talos/facts.js'
+import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
 import type {Values} from '../values/path.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
@@ -25,20 +25,21 @@ export interface ChangeSources extends ChartSources {
 export interface LiveFacts {
   /** The API groups served and the CR's kube-proxy mode; Talos's side is in `talos`. */
   facts: CiliumFacts
-  /** KubePrism and forwardKubeDNSToHost from a control plane (a talosctl call, started at once). */
+  /** KubePrism and forwardKubeDNSToHost from every node ichor knows (talosctl calls, started at once). */
   talos: Promise<Partial<CiliumFacts>>
   notes: string[]
 }
 
 /**
  * The guards' facts: API groups served, the CR's modes, and Talos's side when a talosconfig is
- * at hand. The talosctl call starts first and is not awaited here: pass `talos` as the
+ * at hand. The talosctl calls start first and is not awaited here: pass `talos` as the
  * validation's laterFacts, so the chart's checks run while the node answers.
  */
 export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources): Promise<LiveFacts> {
   const access = talosAccess(ctx.installation, sources)
-  const node = ctx.installation.spec.talos.controlPlanes?.[0]
-  const read = access.talosconfig && node ? readTalosFacts({node, talosconfig: access.talosconfig}) : undefined
+  // The agents on every node, workers included, reach the API server through KubePrism.
+  const nodes = [...(ctx.installation.spec.talos.controlPlanes ?? []), ...(ctx.installation.spec.talos.workers ?? [])]
+  const read = access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig}) : undefined
   read?.catch(() => {}) // awaited by the validation
   const groups = await readServedApiGroups(kube)
   return {

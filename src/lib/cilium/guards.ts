@@ -14,8 +14,8 @@ export interface CiliumFacts {
   monitoringCrds?: 'present' | 'absent'
   /** The cluster does not exist yet (`ichor init`): CRDs can only be installed after it. */
   freshCluster?: boolean
-  /** KubePrism as the Talos machine config sets it. */
-  kubePrism?: {enabled: boolean; port: number}
+  /** KubePrism as the Talos machine configs set it; `node`: the node whose config lacks it on 7445. */
+  kubePrism?: {enabled: boolean; port: number; node?: string}
   /** The cluster's Talos node count: the defaults depend on it (one node, one operator). */
   nodeCount?: number
 }
@@ -57,7 +57,7 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
     } else if (!facts.kubePrism.enabled || facts.kubePrism.port !== KUBEPRISM_PORT) {
       issues.push({
         path: 'kubeProxyReplacement',
-        message: `the kube-proxy replacement needs KubePrism enabled on port ${KUBEPRISM_PORT}, but the Talos config has it ${facts.kubePrism.enabled ? `on port ${facts.kubePrism.port}` : 'disabled'}`,
+        message: `the kube-proxy replacement needs KubePrism enabled on port ${KUBEPRISM_PORT} on every node (the agents reach the API server through it), but the Talos config${facts.kubePrism.node ? ` of node ${facts.kubePrism.node}` : ''} has it ${facts.kubePrism.enabled ? `on port ${facts.kubePrism.port}` : 'disabled'}`,
       })
     }
   }

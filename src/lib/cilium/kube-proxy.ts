@@ -40,7 +40,9 @@ export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, 
     })
   }
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
-  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel}, laterFacts: talos})
+  // upgradeCompatibility stays the minor first installed, as `cni values set` keeps it: without it
+  // the chart at hand (after `cni upgrade`, a later minor) would give its own minor.
+  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos})
   if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
   return {
     context: ctx, user: ctx.user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,

@@ -5,7 +5,7 @@ import {resolveAssetVersion, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {getPath, type Values} from '../values/path.js'
+import {getPath, setPath, type Values} from '../values/path.js'
 import {readLiveFacts, refuseHalfDoneSwitch, type ChangeSources} from './change.js'
 import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -15,6 +15,8 @@ import {judgeCiliumUpgrade, KNOWN_CILIUM_CHARTS, type UpgradeVerdict} from './ve
 export interface UpgradeSources extends ChangeSources {
   /** --to VERSION */
   to?: string
+  /** --skip-patch-check: a minor step from an older patch of the current minor is a warning, not a refusal. */
+  skipPatchCheck?: boolean
 }
 
 export interface UpgradeTarget {
@@ -74,12 +76,12 @@ export function describeUpgradeChart(chart: ResolvedAsset): string {
 }
 
 /** The version policy alone (cheap: no helm run): exit 2 naming the versions when the move is refused. */
-export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgradePlan {
+export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skipPatchCheck?: boolean} = {}): CiliumUpgradePlan {
   if (!ctx.release) {
     throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: 2, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
   }
   const installed = ctx.release.chartVersion
-  const verdict = judgeCiliumUpgrade(installed, target.chart.version)
+  const verdict = judgeCiliumUpgrade(installed, target.chart.version, {skipPatchCheck: opts.skipPatchCheck})
   if (verdict.kind === 'refused') {
     throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: 2, hint: 'nothing was changed'})
   }
@@ -88,7 +90,7 @@ export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget): CiliumUpgr
 
 export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   refuseHalfDoneSwitch(ctx)
   return plan
 }
@@ -96,7 +98,7 @@ export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Prom
 /** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
 export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources))
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   refuseHalfDoneSwitch(ctx)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
@@ -114,12 +116,32 @@ export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources):
   }
 }
 
-/** `helm install cilium-preflight ... --set preflight.enabled=true --set agent=false --set operator.enabled=false` plus the API server address. */
+/**
+ * `helm install cilium-preflight ... --set preflight.enabled=true --set agent=false --set operator.enabled=false`
+ * plus the API server address (Cilium's upgrade guide), and what makes it pre-pull what the agents
+ * will run where they run. The chart's pre-flight templates (templates/cilium-preflight/daemonset.yaml
+ * and deployment.yaml, chart 1.19.6) read their own `preflight.image`, `preflight.envoy.image`,
+ * `preflight.nodeSelector|tolerations|affinity`, and the top-level `imagePullSecrets`; the envoy
+ * container follows `envoyDaemonSetEnabled` (l7Proxy, envoy.enabled, upgradeCompatibility).
+ */
 export function preflightValues(effective: Values): Values {
   const values: Values = {preflight: {enabled: true}, agent: false, operator: {enabled: false}}
-  for (const key of ['k8sServiceHost', 'k8sServicePort'] as const) {
-    const v = getPath(effective, [key])
-    if (v !== undefined) values[key] = v
+  const copy = (from: string[], to: string[]) => {
+    const v = getPath(effective, from)
+    if (v !== undefined) setPath(values, to, v)
   }
+  for (const key of ['k8sServiceHost', 'k8sServicePort', 'imagePullSecrets', 'l7Proxy', 'upgradeCompatibility']) copy([key], [key])
+  copy(['envoy', 'enabled'], ['envoy', 'enabled'])
+  // The keys set on the agents' images (a mirror's repository, an override, a digest); the rest
+  // are the chart's defaults, the same for the pre-flight's images in one chart.
+  for (const key of ['override', 'repository', 'tag', 'digest', 'useDigest', 'pullPolicy']) {
+    copy(['image', key], ['preflight', 'image', key])
+    copy(['envoy', 'image', key], ['preflight', 'envoy', 'image', key])
+  }
+  copy(['nodeSelector'], ['preflight', 'nodeSelector'])
+  copy(['tolerations'], ['preflight', 'tolerations'])
+  // Only the node part of the agents' affinity: their podAntiAffinity (one agent a node) would keep
+  // the pre-flight away from every agent, and the chart's pre-flight podAffinity puts it beside one.
+  copy(['affinity', 'nodeAffinity'], ['preflight', 'affinity', 'nodeAffinity'])
   return values
 }

@@ -10,6 +10,8 @@ import {compareVersions} from '../assets/resolve.js'
  */
 export const KNOWN_CILIUM_CHARTS: readonly {version: string; sha256: string}[] = [
   {version: '1.18.0', sha256: '7f9557f24b944ab06a0a661a1be236eedf0966341deb6ecd326209d6ab116a85'},
+  // The newest 1.18 patch in cilium/charts: the guide's stop before 1.19.
+  {version: '1.18.12', sha256: '5923f9d9fcb11bc4692ad52353cc791b935d96e09ba0c535c5a8b88ea8a37572'},
   {version: '1.19.6', sha256: '21c43cf53841f9ab0375047d95aa4c64051ea52bbd2c679416e6408f5f1c9179'},
   {version: '1.20.0', sha256: 'c5f013912360d1a334f44ef25f36da59ba3414cdb48f466ee12d0c4fdff27883'},
 ]
@@ -39,11 +41,25 @@ export type UpgradeVerdict =
   | {kind: 'patch' | 'minor'; warnings: string[]}
   | {kind: 'refused'; reason: string}
 
+export interface JudgeOptions {
+  /** The versions ichor knows, for the minors in between and the newest patch of a minor. */
+  known?: readonly string[]
+  /** --skip-patch-check: a minor step from an older patch goes on with a warning instead of a refusal. */
+  skipPatchCheck?: boolean
+}
+
+/** The flag that lets a minor step start from an older patch of the current minor. */
+export const SKIP_PATCH_CHECK_FLAG = '--skip-patch-check'
+
 /**
- * The upgrade guide's rules on the move from `installed` to `target`. `known` lists the
- * versions ichor knows, for the minors in between and the newest patch of a minor.
+ * The upgrade guide's rules on the move from `installed` to `target`. Cilium's guide
+ * (cilium/cilium Documentation/operations/upgrade-warning.rst, included by upgrade.rst,
+ * v1.20.2: "Always update to the latest patch release of your current version before
+ * attempting an upgrade") makes the newest known patch of the current minor the only start
+ * of a minor step.
  */
-export function judgeCiliumUpgrade(installed: string, target: string, known: readonly string[] = knownCiliumVersions()): UpgradeVerdict {
+export function judgeCiliumUpgrade(installed: string, target: string, opts: JudgeOptions = {}): UpgradeVerdict {
+  const known = opts.known ?? knownCiliumVersions()
   const from = parseCiliumVersion(installed)
   const to = parseCiliumVersion(target)
   if (!from) return {kind: 'refused', reason: `the release runs Cilium "${installed}", which is not a version ichor can compare`}
@@ -63,7 +79,9 @@ export function judgeCiliumUpgrade(installed: string, target: string, known: rea
   const warnings: string[] = []
   const newestPatch = newestPatchOf(installed, known)
   if (to.minor !== from.minor && newestPatch && compareVersions(newestPatch, installed) > 0) {
-    warnings.push(`the installed ${installed} is not the newest ${minorOf(installed)} patch ichor knows (${newestPatch}); Cilium's upgrade guide moves to it first: ichor cni upgrade --to ${newestPatch}`)
+    const why = `the installed ${installed} is not the newest ${minorOf(installed)} patch ichor knows (${newestPatch}); Cilium's upgrade guide moves to the latest patch of the current minor before a minor upgrade`
+    if (!opts.skipPatchCheck) return {kind: 'refused', reason: `${why}: upgrade to ${newestPatch} first (ichor cni upgrade --to ${newestPatch}), or pass ${SKIP_PATCH_CHECK_FLAG} to go on from ${installed}`}
+    warnings.push(`${why}; going on from ${installed} (${SKIP_PATCH_CHECK_FLAG})`)
   }
   return {kind: to.minor === from.minor ? 'patch' : 'minor', warnings}
 }

@@ -19,7 +19,7 @@ import {leaseTask} from '../session/tasks.js'
 import {readInstallation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
-import {kubeProxyNodes} from '../talos/kube-proxy.js'
+import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
 import {runTasks, type RunResult} from '../tasks/engine.js'
 import type {Later, Task} from '../tasks/types.js'
@@ -41,6 +41,8 @@ export interface CniKubeProxyResult extends RunResult {
   to: KubeProxyMode
   /** The effective values hash of the new mode. */
   hash: string
+  /** replace: what the removed kube-proxy left on the nodes (its nftables tables until a reboot). */
+  leftover?: KubeProxyLeftover
 }
 
 type Change = ReturnType<typeof prepareKubeProxySwitch>
@@ -95,7 +97,9 @@ export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubePr
       // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.
       await talos.talosconfig()
       const result = await runTasks(kubeProxySteps(session, o, change, talos), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-      return {...result, from, to: o.target, hash: (await change()).hash}
+      // A run that turned kube-proxy off says what it could not remove from the nodes.
+      const leftover = o.target === 'replaced' && !o.dryRun && result.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
+      return {...result, from, to: o.target, hash: (await change()).hash, ...(leftover ? {leftover} : {})}
     })
   } finally {
     await session.close()

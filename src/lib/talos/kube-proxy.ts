@@ -115,3 +115,25 @@ export async function removeKubeProxyObjects(kube: Kube): Promise<string[]> {
   await removeTalosInventoryKeys(kube, inventoryKeys)
   return removed
 }
+
+export interface KubeProxyLeftover {
+  mode: 'nftables'
+  tables: string[]
+  nodes: string[]
+  note: string
+}
+
+/**
+ * What a removed kube-proxy leaves behind: Talos runs it in nftables mode unless told otherwise
+ * (siderolabs/talos v1.14.0-rc.1, internal/app/machined/pkg/controllers/k8s/control_plane.go
+ * manageProxyConfigArgs: an empty mode becomes "nftables"), and kube-proxy's nftables proxier keeps
+ * its rules in a table "kube-proxy" per IP family (kubernetes pkg/proxy/nftables/proxier.go,
+ * kubeProxyTable). Deleting the DaemonSet does not remove them; a reboot does (the kernel's
+ * ruleset is not persisted). Its DaemonSet ran on every node, workers included.
+ */
+export function kubeProxyNftablesLeftover(talos: InstallationSpec['talos']): KubeProxyLeftover {
+  const nodes = [...talos.controlPlanes, ...talos.workers]
+  const tables = ['ip kube-proxy', 'ip6 kube-proxy']
+  const note = `kube-proxy ran in nftables mode (Talos's default): its nftables tables ${tables.join(' and ')} stay on ${nodes.join(', ')} until each node reboots; Cilium does not need them. To clear them, reboot one node at a time: ${nodes.map((n) => `talosctl reboot -n ${n}`).join('; ')}`
+  return {mode: 'nftables', tables, nodes, note}
+}

@@ -17,10 +17,12 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
   async run() {
     const {flags} = await this.parse(CniKubeProxyReplace)
     const json = this.jsonEnabled()
-    return runCniKubeProxy({
+    const result = await runCniKubeProxy({
       target: 'replaced', kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'], statePassphraseFile: flags['state-passphrase-file'],
       chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
       yes: flags.yes, json, output: outputModeFor({json}),
     })
+    if (!json && result.leftover) this.warn(result.leftover.note)
+    return result
   }
 }
