@@ -79,8 +79,9 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
       // is stored as null, which the schema refuses. The layer is replaced exactly first (a JSON
       // patch `add` replaces a member that exists), then applied, so ichor's apply owns it all.
       // Both carry the resourceVersion the layer was read at: a patch whose result names another
-      // version than the stored one is refused with a 409 (kubernetes v1.36 apiserver
-      // registry/generic/registry/store.go Update), so a change stored meanwhile is never dropped.
+      // version than the stored one is refused with a 409 (kubernetes v1.36.3 staging/src/k8s.io/
+      // apiserver/pkg/registry/generic/registry/store.go, Store.Update), so a change stored
+      // meanwhile is never dropped.
       let patched: Installation
       try {
         patched = await kube.request<Installation>('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {

@@ -100,8 +100,8 @@ function installationPath(sub = ''): string {
 
 /**
  * A server-side apply carrying the resourceVersion the command read the object at: the API
- * server takes it as a precondition (a 409 when the object moved since; kubernetes v1.36
- * apiserver registry/generic/registry/store.go Update), so a command resumed after a pause,
+ * server takes it as a precondition (a 409 when the object moved since; kubernetes v1.36.3
+ * staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, Store.Update), so a command resumed after a pause,
  * or racing one that broke its Lease, never writes over a change it did not see.
  */
 async function guardedWrite(kube: Kube, readAt: Installation, sub: string, fields: Partial<Installation>, force: boolean): Promise<Installation> {
