@@ -2,6 +2,7 @@
 // get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
 // rolled back, SIGKILL at every step boundary of `cni values set` and inside its helm, each compared with an
 // uninterrupted run by a canonical dump, and two concurrent sets.
+import type {ChildProcess} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -236,6 +237,41 @@ describe('ichor cni status / values on the harness', () => {
     expect(c.spec.cni.cilium.values).toMatchObject({podAnnotations: {first: 'a', second: 'b'}})
     expect((await release()).config).toMatchObject({podAnnotations: {first: 'a', second: 'b'}})
   }, 180_000)
+
+  it('a set paused (SIGSTOP) inside helm-upgrade or at record-values while a second operator breaks the lock and sets another key: resumed, it exits 3 and writes nothing; the second change survives in the release and the IchorInstallation', async () => {
+    for (const at of ['helm-upgrade', 'record-values']) {
+      let child: ChildProcess | undefined
+      let paused!: () => void
+      const stopped = new Promise<void>((r) => (paused = r))
+      // Stopped as the step's action starts: its Lease check (the guard) has passed.
+      const first = cli(['cni', 'values', 'set', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {
+        onEvent: (e, c) => {
+          if (!child && e.event === 'task' && e.id === at && e.status === 'running') {
+            c.kill('SIGSTOP')
+            child = c
+            paused()
+          }
+        },
+      })
+      await stopped
+      let second: CliRun
+      try {
+        second = await cli(['cni', 'values', 'set', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock'])
+      } finally {
+        child!.kill('SIGCONT')
+      }
+      expect(second.code, second.stderr).toBe(0)
+      const resumed = await first
+      expect(resumed.code, `${at}: ${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
+      const r = await release()
+      const c = await cr()
+      expect(r.config.podAnnotations, at).toMatchObject({second: at})
+      expect((r.config.podAnnotations as Record<string, string>).first, at).not.toBe(at)
+      expect(c.spec.cni.cilium.values.podAnnotations, at).toMatchObject({second: at})
+      expect((c.spec.cni.cilium.values.podAnnotations as Record<string, string>).first, at).not.toBe(at)
+      expectRecorded(c, r)
+    }
+  }, 300_000)
 
   it('cni values edit: an unchanged buffer is a no-op; a refused buffer reopens with the problems on top; the fixed one is applied', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-'))

@@ -2,6 +2,7 @@
 // the registry lost its content, and object drift in `stack status`, after one full `ichor
 // init` on the harness: real apiserver, registry, helm, the real Argo CD chart and Kokumi
 // 0.14.0 manifest; simulated Talos nodes, readiness and Kokumi/Argo CD (stack-simulator.ts).
+import type {ChildProcess} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {gunzipSync, gzipSync} from 'node:zlib'
@@ -204,6 +205,63 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(await preparationDigest('kokumi')).toBe(kokumiDigest)
   }, 1_200_000)
 
+  it('a values set paused (SIGSTOP) as its plan starts while another set changes another key: resumed, it reads the stored layer under the Lease, and neither key is lost', async () => {
+    let child: ChildProcess | undefined
+    let paused!: () => void
+    const stopped = new Promise<void>((r) => (paused = r))
+    const first = cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.pausedFirst=a', '--json'], {}, {
+      onEvent: (e, c) => {
+        if (!child && e.event === 'start') {
+          c.kill('SIGSTOP')
+          child = c
+          paused()
+        }
+      },
+    })
+    await stopped
+    let second: CliRun
+    try {
+      second = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.whilePaused=b'])
+    } finally {
+      child!.kill('SIGCONT')
+    }
+    expect(second.code, second.stderr).toBe(0)
+    const resumed = await first
+    // Either it reads the other change under the Lease (exit 0) or it stops on the conflict (exit 3): never a lost change.
+    expect([0, 3], `${resumed.stderr}${resumed.stdout.slice(-1500)}`).toContain(resumed.code)
+    expect((await readInstallation(kube))!.spec.stack.argocd.values).toMatchObject({server: {podAnnotations: {whilePaused: 'b'}}})
+  }, 300_000)
+
+  it('values set paused (SIGSTOP) after it read the stored layer under the Lease, while a second operator breaks the lock and sets another key: resumed, it exits 3 naming the change and writes nothing', async () => {
+    let child: ChildProcess | undefined
+    let paused!: () => void
+    const stopped = new Promise<void>((r) => (paused = r))
+    const first = cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.brokenFirst=a', '--json'], {}, {
+      onEvent: (e, c) => {
+        if (!child && e.event === 'task' && e.id === 'store-values' && e.status === 'running') {
+          c.kill('SIGSTOP')
+          child = c
+          paused()
+        }
+      },
+    })
+    await stopped
+    let second: CliRun
+    try {
+      second = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.breaker=b', '--break-lock'])
+    } finally {
+      child!.kill('SIGCONT')
+    }
+    expect(second.code, second.stderr).toBe(0)
+    const resumed = await first
+    expect(resumed.code, `${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
+    expect(`${resumed.stdout}${resumed.stderr}`).toMatch(/spec\.stack\.argocd\.values|lost the lock/)
+    const values = (await readInstallation(kube))!.spec.stack.argocd.values as {server: {podAnnotations: Record<string, string>}}
+    // (Its JSON patch may have landed just before the SIGSTOP did: the second operator then read
+    // and kept brokenFirst, and the first stops at its next write. Either way breaker survives.)
+    expect(values.server.podAnnotations).toMatchObject({breaker: 'b'})
+  }, 300_000)
+
   it('values set after the registry lost its content: the losses are put back first, the set converges well within its timeout', async () => {
     await h.registry.restartEmpty()
     const lost = await status()
@@ -325,6 +383,27 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       expect(changed.dryRuns).toHaveLength(secrets + 1)
       // Put back as Argo CD would (its manager, forced): in line again, and remembered again.
       await kube.request('PATCH', cm, {body: {data: {[key]: value}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'argocd-controller'}})
+      expect((await look()).drifted).toEqual([])
+      expect((await look()).dryRuns).toHaveLength(secrets)
+
+      // A CRD change (as `cni upgrade` makes one): the verdicts on its custom resources no longer
+      // hold. Here the CiliumNetworkPolicy schema loses spec.description, which the bundle's
+      // policies set: a sync would now be refused, and the warm cache must not hide that.
+      const crd = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ciliumnetworkpolicies.cilium.io'
+      const policies = bundle.filter((o) => o.kind === 'CiliumNetworkPolicy')
+      expect(policies.length).toBeGreaterThan(0)
+      const versions = (await kube.request<Obj>('GET', crd)).spec.versions as {name: string; schema: {openAPIV3Schema: any}}[]
+      const v = versions.findIndex((x) => x.name === policies[0]!.apiVersion.split('/')[1])
+      const at = `/spec/versions/${v}/schema/openAPIV3Schema/properties/spec/properties/description`
+      const description = versions[v]!.schema.openAPIV3Schema.properties.spec.properties.description
+      await kube.request('PATCH', crd, {body: [{op: 'remove', path: at}], contentType: 'application/json-patch+json'})
+      try {
+        const afterCrd = await look()
+        expect(afterCrd.drifted!.map((d) => d.object).sort()).toEqual(policies.map((p) => `CiliumNetworkPolicy argocd/${p.metadata.name}`).sort())
+        expect(afterCrd.dryRuns).toHaveLength(secrets + policies.length)
+      } finally {
+        await kube.request('PATCH', crd, {body: [{op: 'add', path: at, value: description}], contentType: 'application/json-patch+json'})
+      }
       expect((await look()).drifted).toEqual([])
       expect((await look()).dryRuns).toHaveLength(secrets)
     } finally {

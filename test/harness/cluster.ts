@@ -137,8 +137,14 @@ export interface CliRun {
   ms: number
 }
 
-/** Runs the built CLI. `killOn` SIGKILLs it when a --json event line (stderr, or stdout) matches. */
-export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?: (event: Record<string, unknown>) => boolean; onStart?: (child: ChildProcess) => void} = {}): Promise<CliRun> {
+/**
+ * Runs the built CLI. `killOn` SIGKILLs it when a --json event line (stderr, or stdout) matches;
+ * `onEvent` sees every event line with the process (e.g. to SIGSTOP it at a step).
+ */
+export function runIchor(
+  args: string[], env: NodeJS.ProcessEnv,
+  opts: {killOn?: (event: Record<string, unknown>) => boolean; onEvent?: (event: Record<string, unknown>, child: ChildProcess) => void; onStart?: (child: ChildProcess) => void} = {},
+): Promise<CliRun> {
   const started = performance.now()
   return new Promise((resolve) => {
     const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), args, {env, stdio: ['ignore', 'pipe', 'pipe']})
@@ -148,13 +154,14 @@ export function runIchor(args: string[], env: NodeJS.ProcessEnv, opts: {killOn?:
     for (const name of ['stdout', 'stderr'] as const) {
       child[name].on('data', (chunk: Buffer) => {
         out[name] += chunk
-        if (!opts.killOn) return
+        if (!opts.killOn && !opts.onEvent) return
         pending[name] += chunk
         const lines = pending[name].split('\n')
         pending[name] = lines.pop()!
         for (const line of lines) {
           const event = parseEvent(line)
-          if (event && opts.killOn(event)) child.kill('SIGKILL')
+          if (event) opts.onEvent?.(event, child)
+          if (event && opts.killOn?.(event)) child.kill('SIGKILL')
         }
       })
     }

@@ -24,27 +24,30 @@ describe('drift verdict cache', () => {
   const digest = `sha256:${'ab'.repeat(32)}`
   const cm = (data: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'argocd-cm', namespace: 'argocd'}, data} as KubeObject)
 
-  it('a verdict holds only for the same live version and the same bundle object, and only while it is checked', () => {
+  it('a verdict holds only for the same live version, the same bundle object and the same server basis (version, admission, CRD), and only while it is checked', () => {
     const hash = objectHash(cm({a: '1'}))
+    const basis = 'server-v1.36.3/crd-uid/17'
     const first = driftCache(server, 'argocd')!
-    expect(first.unchanged('uid-1', '100', hash)).toBe(false)
-    first.recordUnchanged('uid-1', '100', hash)
-    first.recordUnchanged('uid-2', '7', hash)
+    expect(first.unchanged('uid-1', '100', hash, basis)).toBe(false)
+    first.recordUnchanged('uid-1', '100', hash, basis)
+    first.recordUnchanged('uid-2', '7', hash, basis)
     first.save()
 
     const second = driftCache(server, 'argocd')!
-    expect(second.unchanged('uid-1', '100', hash)).toBe(true)
-    expect(second.unchanged('uid-1', '101', hash)).toBe(false) // the object was written since
-    expect(second.unchanged('uid-1', '100', objectHash(cm({a: '2'})))).toBe(false) // another bundle object
-    expect(second.unchanged('uid-3', '100', hash)).toBe(false)
+    expect(second.unchanged('uid-1', '100', hash, basis)).toBe(true)
+    expect(second.unchanged('uid-1', '101', hash, basis)).toBe(false) // the object was written since
+    expect(second.unchanged('uid-1', '100', objectHash(cm({a: '2'})), basis)).toBe(false) // another bundle object
+    expect(second.unchanged('uid-3', '100', hash, basis)).toBe(false)
+    // The server changed under the same object: another version, admission or CRD (drift.ts verdictBasis).
+    expect(second.unchanged('uid-1', '100', hash, 'server-v1.36.3/crd-uid/18')).toBe(false)
     second.save() // uid-2 was not checked in this run: its verdict falls away
 
     const third = driftCache(server, 'argocd')!
-    expect(third.unchanged('uid-1', '100', hash)).toBe(true)
-    expect(third.unchanged('uid-2', '7', hash)).toBe(false)
+    expect(third.unchanged('uid-1', '100', hash, basis)).toBe(true)
+    expect(third.unchanged('uid-2', '7', hash, basis)).toBe(false)
     // Another cluster or component keeps its own verdicts.
-    expect(driftCache('https://192.0.2.99:6443', 'argocd')!.unchanged('uid-1', '100', hash)).toBe(false)
-    expect(driftCache(server, 'kokumi')!.unchanged('uid-1', '100', hash)).toBe(false)
+    expect(driftCache('https://192.0.2.99:6443', 'argocd')!.unchanged('uid-1', '100', hash, basis)).toBe(false)
+    expect(driftCache(server, 'kokumi')!.unchanged('uid-1', '100', hash, basis)).toBe(false)
   })
 
   it('indexes a bundle by digest with references and hashes only, no content', () => {
@@ -73,7 +76,7 @@ describe('drift verdict cache', () => {
     mkdirSync(join(dir, 'ichor', 'drift'), {recursive: true})
     chmodSync(join(dir, 'ichor', 'drift'), 0o755)
     const cache = driftCache(server, 'argocd')!
-    cache.recordUnchanged('uid-1', '1', 'h')
+    cache.recordUnchanged('uid-1', '1', 'h', 'b')
     cache.save()
     cache.writeBundleIndex(digest, [])
     expect(statSync(driftCacheDir()).mode & 0o777).toBe(0o700)
@@ -95,7 +98,7 @@ describe('drift verdict cache', () => {
     for (let i = 0; i < 40; i++) {
       const before = new Set(listing())
       const cache = driftCache(`https://127.0.0.1:${40000 + i}`, 'argocd')!
-      cache.recordUnchanged('uid', '1', 'h')
+      cache.recordUnchanged('uid', '1', 'h', 'b')
       cache.save()
       const added = listing().filter((f) => !before.has(f))
       expect(added).toHaveLength(1)
@@ -103,8 +106,8 @@ describe('drift verdict cache', () => {
       utimesSync(join(driftCacheDir(), added[0]!), past, past)
     }
     expect(listing().length).toBeLessThanOrEqual(32)
-    expect(driftCache('https://127.0.0.1:40039', 'argocd')!.unchanged('uid', '1', 'h')).toBe(true)
-    expect(driftCache('https://127.0.0.1:40000', 'argocd')!.unchanged('uid', '1', 'h')).toBe(false)
+    expect(driftCache('https://127.0.0.1:40039', 'argocd')!.unchanged('uid', '1', 'h', 'b')).toBe(true)
+    expect(driftCache('https://127.0.0.1:40000', 'argocd')!.unchanged('uid', '1', 'h', 'b')).toBe(false)
   })
 
   it('keeps the newest bundle indexes only', () => {

@@ -216,6 +216,41 @@ describe('runTasks', () => {
     expect(w.facts.has('c')).toBe(false)
   })
 
+  it('given a step that fails after a pause past the Lease TTL (its request timed out), when the Lease was taken meanwhile, then the lost Lease is reported (exit 3), not the timeout', async () => {
+    const lost = new IchorError('lost the lock (Lease ichor-system/ichor-lock): it is now held by nobody', {exitCode: 3, hint: 'check the other command'})
+    let paused = false
+    const guard = async () => {
+      if (paused) throw lost
+    }
+    const unreachable = new IchorError('cannot reach the Kubernetes API server https://127.0.0.1:6443 (context "admin"): no answer within 30 s', {exitCode: 1})
+    // The wait step is read-only (no guard before it); the process is paused while it waits.
+    const wait: WorldTask<World> = {...ensure('ready', {mutating: false}), async run() {
+      paused = true
+      throw unreachable
+    }}
+    const error = await failureOf(runTasks(bindTasks([ensure('a'), wait, ensure('c')], world()), {output: 'plain', dryRun: false, renderer: silent, guard}))
+    expect(error.taskId).toBe('ensure-ready')
+    expect(error.exitCode).toBe(3)
+    expect(error.reason).toMatch(/^lost the lock .*held by nobody.*no answer within 30 s/)
+    expect(error.hint).toBe(lost.hint)
+  })
+
+  it('given a step that fails while the Lease still holds (or cannot be checked), then its own error is reported', async () => {
+    for (const unreachable of [false, true]) {
+      let acted = false
+      const failing: WorldTask<World> = {...ensure('b'), async run() {
+        acted = true
+        throw new IchorError('helm upgrade failed', {exitCode: 1})
+      }}
+      const guard = async () => {
+        if (acted && unreachable) throw new IchorError('cannot reach the Kubernetes API server', {exitCode: 1})
+      }
+      const error = await failureOf(runTasks(bindTasks([failing], world()), {output: 'plain', dryRun: false, renderer: silent, guard}))
+      expect(error.reason).toBe('helm upgrade failed')
+      expect(error.exitCode).toBe(1)
+    }
+  })
+
   it('given a dry run, the guard is never called', async () => {
     let called = false
     await run([ensure('a')], world())

@@ -3,14 +3,16 @@
 import {isDeepStrictEqual} from 'node:util'
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import type {CniContext} from './context.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
-import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {isPending, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
 import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
-import {readInstallation, writeInstallationSpec, writeInstallationStatus, type CniStatus} from '../state/installation.js'
+import {installationChanged, readInstallation, writeInstallationSpec, writeInstallationStatus, type CniStatus} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
@@ -138,6 +140,8 @@ export interface CiliumValuesChange {
   /** The user layer the CR held before. */
   previousUser: Values
   notes: string[]
+  /** The IchorInstallation and the release as the plan read them (under the Lease). */
+  context: CniContext
 }
 
 /** Before anything changes: the values engine with the live cluster's facts; bad values are exit 2. */
@@ -182,6 +186,9 @@ export function upgradeCiliumValuesTask(p: {
       const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
       if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
       if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
+      // What the plan read is what it may change: settled here when it read an operation in progress.
+      const read = c.context.release
+      await releaseStillAsRead(p.session, read && !isPending(read.status) ? read.revision : record.revision)
       try {
         await helmUpgrade({
           ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective,
@@ -199,6 +206,22 @@ export function upgradeCiliumValuesTask(p: {
         })
       }
     },
+  }
+}
+
+/**
+ * Immediately before helm starts: the Lease is still this command's, and the release's newest
+ * revision is the one the plan read. A command paused past its Lease (another operator broke
+ * it and upgraded meanwhile) would otherwise overwrite that operator's values with a new revision.
+ */
+async function releaseStillAsRead(session: Session, revision: number): Promise<void> {
+  await session.guard()
+  const now = await readCiliumRelease(await session.kube())
+  if (now?.revision !== revision) {
+    throw new IchorError(`Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name} moved from revision ${revision} to ${now ? `${now.revision} (${now.status})` : 'none'} since this command read it; nothing was changed`, {
+      exitCode: EXIT.lease,
+      hint: 'another helm or ichor command changed the release meanwhile: check it (ichor cni status), then run this command again',
+    })
   }
 }
 
@@ -239,8 +262,13 @@ export function recordCiliumValuesTask(p: {session: Session; change: Later<Ciliu
       const kube = await p.session.kube()
       const [cr, record, c] = await Promise.all([readInstallation(kube), readCiliumRelease(kube), p.change()])
       if (!cr) throw new IchorError('the IchorInstallation is gone')
-      await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, cilium: {...cr.spec.cni.cilium, values: c.user}}}, {crd: false})
-      await writeInstallationStatus(kube, {stack: {}, ...cr.status, cni: cniStatusOf(record)})
+      // The new layer was made from the one the plan read: if another command stored another one
+      // since, writing ours would drop its keys. (This plan's own earlier writes, e.g. the
+      // kube-proxy mode, move the resourceVersion but not the layer.)
+      if (!isDeepStrictEqual(cr.spec.cni.cilium?.values ?? {}, c.previousUser)) throw await installationChanged(kube, c.context.installation)
+      // Each write over the version just read: a change landing in between is a conflict (exit 3).
+      const written = await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, cilium: {...cr.spec.cni.cilium, values: c.user}}}, {readAt: cr})
+      await writeInstallationStatus(kube, {stack: {}, ...cr.status, cni: cniStatusOf(record)}, {readAt: written})
     },
   }
 }

@@ -4,11 +4,11 @@
 // is applied directly: Kokumi renders, Argo CD syncs. The same values twice change nothing.
 import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
-import {serverSideApply} from '../kube/apply.js'
+import {isConflict} from '../kube/client.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import {checkStackArtifacts, requireInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
 import type {ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
@@ -16,10 +16,11 @@ import {ordersTask, publishBundlesTask, rerenderTask, waitApplicationsTask} from
 import {readOrder} from '../health/reads.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
+import {installationChanged, writeInstallationSpec, type Installation} from '../state/installation.js'
 import {recordStatusTask} from '../state/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
-import type {Task} from '../tasks/types.js'
+import type {Later, Task} from '../tasks/types.js'
 import {deepMerge} from '../values/merge.js'
 import type {Values} from '../values/path.js'
 
@@ -56,27 +57,44 @@ export async function getStackValues(o: {component: StackComponent; kubeconfig?:
   }
 }
 
-function storeValuesTask(session: Session, component: StackComponent, values: Values): Task {
+/** The stored layer and the new one, read under the Lease, and the stack rendered with it. */
+interface Prepared {
+  cr: Installation
+  values: Values
+  stack: StackRender
+}
+
+function storeValuesTask(session: Session, component: StackComponent, prepared: Later<Prepared>): Task {
   return {
     id: 'store-values',
     title: `Store the ${component} values in the IchorInstallation`,
     async probe() {
-      const cr = await requireInstallation(session)
+      const [cr, {values}] = await Promise.all([requireInstallation(session), prepared()])
       return isDeepStrictEqual(cr.spec.stack[component].values ?? {}, values) ? holds('stored') : missing('the stored values differ')
     },
     async run() {
-      const cr = await requireInstallation(session)
+      const {cr, values} = await prepared()
       const kube = await session.kube()
       // Server-side apply alone cannot remove a key from this free-form subtree: a map it empties
       // is stored as null, which the schema refuses. The layer is replaced exactly first (a JSON
       // patch `add` replaces a member that exists), then applied, so ichor's apply owns it all.
-      await kube.request('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
-        body: [{op: 'add', path: `/spec/stack/${component}/values`, value: values}],
-        contentType: 'application/json-patch+json',
-        query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
-      })
+      // Both carry the resourceVersion the layer was read at: a patch whose result names another
+      // version than the stored one is refused with a 409 (kubernetes v1.36.3 staging/src/k8s.io/
+      // apiserver/pkg/registry/generic/registry/store.go, Store.Update), so a change stored
+      // meanwhile is never dropped.
+      let patched: Installation
+      try {
+        patched = await kube.request<Installation>('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
+          body: [{op: 'replace', path: '/metadata/resourceVersion', value: cr.metadata.resourceVersion}, {op: 'add', path: `/spec/stack/${component}/values`, value: values}],
+          contentType: 'application/json-patch+json',
+          query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+        })
+      } catch (error) {
+        if (isConflict(error)) throw await installationChanged(kube, cr, error)
+        throw error
+      }
       const spec = {...cr.spec, stack: {...cr.spec.stack, [component]: {values}}}
-      await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
+      await writeInstallationSpec(kube, spec, {readAt: patched})
     },
   }
 }
@@ -85,27 +103,39 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
   const session = openSession({command: 'stack values set', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()
-    const stored = (await requireInstallation(session)).spec.stack[o.component].values ?? {}
-    if (o.layer) checkEditBase(o.component, stored, o.layer.base)
-    const values = dropNulls(o.layer ? o.layer.user : deepMerge(stored, o.values))
+    const read = async () => {
+      const cr = await requireInstallation(session)
+      const stored = cr.spec.stack[o.component].values ?? {}
+      if (o.layer) checkEditBase(o.component, stored, o.layer.base)
+      return {cr, values: dropNulls(o.layer ? o.layer.user : deepMerge(stored, o.values))}
+    }
     // Render before anything is touched: invalid values are exit 2 with nothing changed.
-    const stack = await renderWithValues(session, o.sources, o.component, values)
-    const later = async () => stack
+    const first = await read()
+    const firstStack = await renderWithValues(session, o.sources, o.component, first.values)
+    // What is stored is read again once the Lease is held (its first step): a change another
+    // command stored after the read above is merged, not overwritten. The render is reused
+    // when the stored desired state did not move.
+    let underLease: Promise<Prepared> | undefined
+    const prepared = () => (underLease ??= read().then(async (now) => ({
+      ...now,
+      stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
+    })))
+    const later = async () => (await prepared()).stack
     const steps = [
       leaseTask({session, breakLock: o.breakLock}),
-      storeValuesTask(session, o.component, values),
+      storeValuesTask(session, o.component, prepared),
       publishBundlesTask({session, stack: later}),
       // After a registry wipe the Preparations of Orders this run does not move are gone too:
       // Argo CD could never sync them, so the wait below would only time out. Render them again
       // first (the bundles they pull were just published back, at their digests).
-      rerenderTask({session, components: () => unmovedOrders(session, stack), timeoutMs: o.timeoutMs}),
+      rerenderTask({session, components: async () => unmovedOrders(session, await later()), timeoutMs: o.timeoutMs}),
       closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
-      recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => stack.artifacts}),
+      recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => (await later()).artifacts}),
     ]
     const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
-    const c = stack.components[o.component]
+    const c = (await later()).components[o.component]
     return {...result, component: o.component, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest}
   } finally {
     await session.close()

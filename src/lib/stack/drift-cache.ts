@@ -4,7 +4,8 @@
 // - Verdicts. A server-side dry-run apply is a function of the live object and the body
 //   applied. The live object is named by its uid and resourceVersion (every write moves it);
 //   the body by the sha256 of the bundle's object (the tracking marks copied into it come
-//   from the live object). While both are the same, "a sync changes nothing" stays true and
+//   from the live object); and what else the server's answer depends on: its version, its
+//   admission configuration and the kind's CRD (drift.ts `verdictBasis`). While all are the same, "a sync changes nothing" stays true and
 //   is not asked again: the dry run of Argo CD's applicationsets CRD alone costs the API
 //   server about a second. Only that verdict is kept (a drifted object is checked every time,
 //   so the fields it names are current), never one for a Secret.
@@ -35,9 +36,12 @@ export interface IndexedObject {
 export interface DriftCache {
   bundleIndex(digest: string): IndexedObject[] | undefined
   writeBundleIndex(digest: string, objects: IndexedObject[]): void
-  /** Whether a dry run of the object with this hash against this live version was found to change nothing. */
-  unchanged(uid: string, resourceVersion: string, hash: string): boolean
-  recordUnchanged(uid: string, resourceVersion: string, hash: string): void
+  /**
+   * Whether a dry run of the object with this hash against this live version, on a server in
+   * this state (`basis`: its version, admission, the kind's CRD; drift.ts), was found to change nothing.
+   */
+  unchanged(uid: string, resourceVersion: string, hash: string, basis: string): boolean
+  recordUnchanged(uid: string, resourceVersion: string, hash: string, basis: string): void
   /** Writes the verdicts of this run (only those: entries of objects no longer checked fall away). */
   save(): void
 }
@@ -90,7 +94,7 @@ export function driftCache(server: string, component: string): DriftCache | unde
   }
   const known = new Map(Object.entries(read<Record<string, string>>(verdictsFile) ?? {}))
   const seen = new Map<string, string>()
-  const key = (resourceVersion: string, hash: string) => `${resourceVersion}/${hash}`
+  const key = (resourceVersion: string, hash: string, basis: string) => `${resourceVersion}/${hash}/${basis}`
   return {
     bundleIndex(digest) {
       if (!/^sha256:[0-9a-f]{64}$/.test(digest)) return undefined
@@ -102,13 +106,13 @@ export function driftCache(server: string, component: string): DriftCache | unde
       write(indexFile(digest), {objects})
       prune(dir, 'bundle-')
     },
-    unchanged(uid, resourceVersion, hash) {
-      const hit = known.get(uid) === key(resourceVersion, hash)
-      if (hit) seen.set(uid, key(resourceVersion, hash))
+    unchanged(uid, resourceVersion, hash, basis) {
+      const hit = known.get(uid) === key(resourceVersion, hash, basis)
+      if (hit) seen.set(uid, key(resourceVersion, hash, basis))
       return hit
     },
-    recordUnchanged(uid, resourceVersion, hash) {
-      seen.set(uid, key(resourceVersion, hash))
+    recordUnchanged(uid, resourceVersion, hash, basis) {
+      seen.set(uid, key(resourceVersion, hash, basis))
     },
     save() {
       const next = Object.fromEntries(seen)

@@ -4,6 +4,7 @@
 // out of band. managedFields, resourceVersion, generation and status are not compared (a
 // dry run moves the first three; status is the controllers'). An object whose live version
 // was found in line with the same bundle object before is not dry-run again (drift-cache.ts).
+import {createHash} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
 import {untarSync} from '../chart/archive.js'
 import {isNotFound, KubeApiError, type Kube} from '../kube/client.js'
@@ -74,16 +75,18 @@ export async function readBundleDrift(
   if (!index) return undefined
   const namespace = COMPONENT_NAMESPACE[component]
   const results = await inPool(index, 8, async (entry, i) => {
-    if (cache && entry.kind !== 'Secret') {
+    // Read before the dry run: a change landing during it leaves a verdict keyed on the older basis.
+    const basis = cache && entry.kind !== 'Secret' ? await verdictBasis(kube, round, entry) : undefined
+    if (cache && basis !== undefined) {
       const live = await liveVersion(kube, round, entry, namespace)
-      if (live && cache.unchanged(live.uid, live.resourceVersion, entry.hash)) return undefined
+      if (live && cache.unchanged(live.uid, live.resourceVersion, entry.hash, basis)) return undefined
     }
     const object = (await load())?.[i]
     // An index that does not describe the bundle (a damaged cache file) is not trusted for this object.
     const hash = object && objectHash(object)
     if (!object) return {object: describeObject({kind: entry.kind, name: entry.name, namespace: entry.namespace}), fields: [`not in bundle ${digest}: remove ${driftCacheDir()} and run again`]}
     const verdict = await objectDrift(kube, object, namespace)
-    if (!verdict.drifted && verdict.live && entry.kind !== 'Secret' && hash === entry.hash) cache?.recordUnchanged(verdict.live.uid, verdict.live.resourceVersion, entry.hash)
+    if (!verdict.drifted && verdict.live && basis !== undefined && hash === entry.hash) cache?.recordUnchanged(verdict.live.uid, verdict.live.resourceVersion, entry.hash, basis)
     return verdict.drifted
   })
   cache?.save()
@@ -100,10 +103,47 @@ type Version = {uid: string; resourceVersion: string}
  */
 export interface DriftRound {
   listings: Map<string, Promise<Map<string, Version>>>
+  /** The API server's version and admission configuration, read once per round. */
+  server?: Promise<string>
 }
 
 export function newDriftRound(): DriftRound {
   return {listings: new Map()}
+}
+
+const CRD = {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition'}
+/** What can mutate or refuse an apply besides the object's schema (kubernetes v1.36 admissionregistration.k8s.io/v1). */
+const ADMISSION_KINDS = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']
+
+/**
+ * What a dry run's verdict depends on besides the live object and the body applied: the API
+ * server's version, its admission configuration (webhooks and admission policies: name, uid,
+ * resourceVersion) and, for a custom resource, its CRD's uid and resourceVersion (which moves
+ * with every generation: a new schema defaults, prunes or refuses differently; `cni upgrade`
+ * makes one). Undefined, so no verdict is kept or used, for a custom resource whose CRD cannot
+ * be listed. Admission objects that may not be listed count as unchanged (a role without that
+ * right sees a verdict kept across an admission change; it still sees every object change).
+ */
+async function verdictBasis(kube: Kube, round: DriftRound, entry: IndexedObject): Promise<string | undefined> {
+  round.server ??= serverBasis(kube, round)
+  const server = await round.server
+  const group = entry.apiVersion.includes('/') ? entry.apiVersion.split('/')[0]! : ''
+  // A CRD's group has a dot and is not one of Kubernetes' own (*.k8s.io needs an approval annotation).
+  if (!group.includes('.') || group.endsWith('.k8s.io')) return server
+  const resource = await kube.resourceFor(entry.apiVersion, entry.kind)
+  const crd = resource && (await liveVersion(kube, round, {...CRD, name: `${resource.plural}.${group}`, hash: ''}, ''))
+  return crd ? `${server}\0${crd.uid}/${crd.resourceVersion}` : undefined
+}
+
+async function serverBasis(kube: Kube, round: DriftRound): Promise<string> {
+  const version = kube.serverVersion ?? (await kube.request<{gitVersion?: string}>('GET', '/version')).gitVersion ?? ''
+  const admission = await Promise.all(ADMISSION_KINDS.map(async (kind) => {
+    const apiVersion = 'admissionregistration.k8s.io/v1'
+    if (!(await kube.resourceFor(apiVersion, kind))) return `${kind}:-`
+    const items = [...(await listing(kube, round, (await resolvePath(kube, {apiVersion, kind})).collection)).entries()].map(([name, v]) => `${name}/${v.uid}/${v.resourceVersion}`).sort()
+    return `${kind}:${items.join(',')}`
+  }))
+  return createHash('sha256').update([version, ...admission].join('\n')).digest('hex').slice(0, 32)
 }
 
 /** uid and resourceVersion of the live object; undefined when it or its kind is absent. */
@@ -111,10 +151,15 @@ async function liveVersion(kube: Kube, round: DriftRound, entry: IndexedObject, 
   const resource = await kube.resourceFor(entry.apiVersion, entry.kind)
   if (!resource) return undefined
   const {collection} = await resolvePath(kube, {apiVersion: entry.apiVersion, kind: entry.kind, namespace: resource.namespaced ? (entry.namespace ?? namespace) : undefined})
+  return (await listing(kube, round, collection)).get(entry.name)
+}
+
+/** uid and resourceVersion of every object of a collection, by name: one metadata-only LIST per round. */
+function listing(kube: Kube, round: DriftRound, collection: string): Promise<Map<string, Version>> {
   const byPath = round.listings
-  let listing = byPath.get(collection)
-  if (!listing) {
-    listing = kube.request<{items?: KubeObject[]}>('GET', collection, {accept: PARTIAL_OBJECT_METADATA_LIST}).then((list) => {
+  let found = byPath.get(collection)
+  if (!found) {
+    found = kube.request<{items?: KubeObject[]}>('GET', collection, {accept: PARTIAL_OBJECT_METADATA_LIST}).then((list) => {
       const out = new Map<string, Version>()
       for (const item of list.items ?? []) {
         const {name, uid, resourceVersion} = item.metadata as {name: string; uid?: string; resourceVersion?: string}
@@ -126,10 +171,10 @@ async function liveVersion(kube: Kube, round: DriftRound, entry: IndexedObject, 
       if (error instanceof KubeApiError && (error.code === 403 || error.code === 404)) return new Map<string, Version>()
       throw error
     })
-    byPath.set(collection, listing)
-    listing.catch(() => byPath.delete(collection))
+    byPath.set(collection, found)
+    found.catch(() => byPath.delete(collection))
   }
-  return (await listing).get(entry.name)
+  return found
 }
 
 interface DriftVerdict {

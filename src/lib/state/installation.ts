@@ -7,8 +7,11 @@ import {readPackagedAsset} from '../assets/packaged.js'
 import type {InstalledArtifact} from '../assets/pinning.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
+import {isDeepStrictEqual} from 'node:util'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import {serverSideApply} from '../kube/apply.js'
-import type {Kube} from '../kube/client.js'
+import {isConflict, type Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
@@ -70,18 +73,79 @@ export async function readInstallation(kube: Kube): Promise<Installation | undef
 }
 
 /** Installs the CRD (and ichor-system) when needed and writes the desired state. */
-export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions; crd?: boolean} = {}): Promise<void> {
+export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions; crd?: boolean; readAt?: Installation} = {}): Promise<Installation | undefined> {
+  if (options.readAt) return guardedWrite(kube, options.readAt, '', {spec}, false)
   // crd: false on day 2, where the CR (and so its CRD) is known to exist.
   if (options.crd !== false) await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
   await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
+  return undefined
 }
 
-/** Replaces the status (ichor owns every status field; server-side apply on the status subresource). */
-export async function writeInstallationStatus(kube: Kube, status: InstallationStatus): Promise<void> {
+/**
+ * Replaces the status (ichor owns every status field; server-side apply on the status subresource).
+ * With `readAt`, only over the version read (see guardedWrite); returns what was written.
+ */
+export async function writeInstallationStatus(kube: Kube, status: InstallationStatus, options: {readAt?: Installation} = {}): Promise<Installation | undefined> {
+  if (options.readAt) return guardedWrite(kube, options.readAt, '/status', {status}, true)
   const body = {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, status}
-  await kube.request('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}/status`, {
+  await kube.request('PATCH', installationPath('/status'), {
     body, contentType: 'application/apply-patch+yaml', query: {fieldManager: FIELD_MANAGER, force: true},
   })
+  return undefined
+}
+
+function installationPath(sub = ''): string {
+  return `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}${sub}`
+}
+
+/**
+ * A server-side apply carrying the resourceVersion the command read the object at: the API
+ * server takes it as a precondition (a 409 when the object moved since; kubernetes v1.36.3
+ * staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, Store.Update), so a command resumed after a pause,
+ * or racing one that broke its Lease, never writes over a change it did not see.
+ */
+async function guardedWrite(kube: Kube, readAt: Installation, sub: string, fields: Partial<Installation>, force: boolean): Promise<Installation> {
+  const body = {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name, resourceVersion: readAt.metadata.resourceVersion}, ...fields}
+  try {
+    return await kube.request<Installation>('PATCH', installationPath(sub), {
+      body, contentType: 'application/apply-patch+yaml', query: {fieldManager: FIELD_MANAGER, force: force ? true : undefined, fieldValidation: 'Strict'},
+    })
+  } catch (error) {
+    // A 409 is also a field-ownership conflict of an unforced apply: only a moved version is a change.
+    if (isConflict(error) && (await readInstallation(kube).catch(() => undefined))?.metadata.resourceVersion !== readAt.metadata.resourceVersion) {
+      throw await installationChanged(kube, readAt, error)
+    }
+    throw error
+  }
+}
+
+/**
+ * The IchorInstallation moved since `readAt` (another command, or someone with kubectl, wrote
+ * it): exit 3 naming what changed, so the operator sees whose change would have been lost.
+ */
+export async function installationChanged(kube: Kube, readAt: Installation, cause?: unknown): Promise<IchorError> {
+  const now = await readInstallation(kube).catch(() => undefined)
+  const paths: string[] = []
+  if (now) {
+    changedPaths(readAt.spec, now.spec, 'spec', paths)
+    changedPaths(readAt.status, now.status, 'status', paths)
+  }
+  const what = !now ? 'it was deleted' : paths.length ? `changed: ${paths.join(', ')}` : 'its metadata changed'
+  return new IchorError(
+    `the IchorInstallation ${INSTALLATION.name} changed since this command read it (resourceVersion ${readAt.metadata.resourceVersion} → ${now?.metadata.resourceVersion ?? 'none'}): ${what}; this command wrote nothing over it`,
+    {exitCode: EXIT.lease, hint: 'another ichor command (or a kubectl edit) changed it meanwhile: check it (ichor cni status, ichor stack status), then run this command again', cause},
+  )
+}
+
+/** Up to six paths where `a` and `b` differ, as deep as the objects go. */
+function changedPaths(a: unknown, b: unknown, at: string, out: string[]): void {
+  if (out.length >= 6 || isDeepStrictEqual(a, b)) return
+  const isMap = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x)
+  if (isMap(a) && isMap(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) changedPaths(a[k], b[k], `${at}.${k}`, out)
+    return
+  }
+  out.push(at)
 }
 
 async function secretStrings(kube: Kube, name: string): Promise<Record<string, string> | undefined> {

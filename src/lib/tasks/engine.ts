@@ -3,6 +3,7 @@
 // and stop at the first failure with a message that says what to do. Rendering is a
 // separate concern (renderers.ts); this file only decides and reports.
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import {log} from '../log/log.js'
 import {createRenderer} from './renderers.js'
 import type {OutputMode, RunResult, Task, TaskInfo, TaskRenderer, TaskReport} from './types.js'
@@ -63,7 +64,8 @@ export async function runTasks(tasks: readonly Task[], opts: RunOptions): Promis
       const info = infos[index]!
       const started = now()
       renderer.taskStarted(info, index)
-      const outcome = await runOne(task, info, index, opts, renderer)
+      let outcome = await runOne(task, info, index, opts, renderer)
+      if (outcome.status === 'failed' && !opts.dryRun) outcome = await leaseExplains(outcome, opts)
       const report: TaskReport = {id: task.id, title: task.title, status: outcome.status, ms: Math.round(now() - started)}
       if (outcome.detail !== undefined) report.detail = outcome.detail
       result.tasks.push(report)
@@ -135,6 +137,23 @@ async function runOne(task: Task, info: TaskInfo, index: number, opts: RunOption
     return {status: 'failed', detail: `the action finished but the step still does not hold: ${after.reason}`}
   }
   return {status: 'done', detail: after.detail}
+}
+
+/**
+ * A step that failed after this process was paused past the Lease's TTL (a SIGSTOP, a laptop
+ * asleep) failed for a reason of its own, often a request whose timer ran out during the pause:
+ * "cannot reach the API server" would send the operator after the wrong cause. When the Lease
+ * is gone meanwhile, that is what is reported (exit 3), the step's own error after it.
+ */
+async function leaseExplains(outcome: Outcome, opts: RunOptions): Promise<Outcome> {
+  if (!opts.guard || outcome.exitCode === EXIT.lease) return outcome
+  try {
+    await opts.guard()
+    return outcome
+  } catch (error) {
+    if (!(error instanceof IchorError) || error.exitCode !== EXIT.lease) return outcome // cannot tell: the step's own error stands
+    return {...failed('', error), detail: `${error.message} (the step then failed: ${outcome.detail ?? 'unknown error'})`}
+  }
 }
 
 function failed(prefix: string, error: unknown): Outcome {
