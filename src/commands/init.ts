@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag} from '../lib/cli/flags.js'
-import {ciliumModeFlags} from '../lib/cli/values-flags.js'
+import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
 import {renderInitSummary} from '../lib/init/summary.js'
 import type {PromotionMode} from '../lib/stack/orders.js'
@@ -23,11 +23,11 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     worker: Flags.string({description: 'worker node address (repeat for more)', helpValue: 'IP', multiple: true, default: []}),
     'talos-version': Flags.string({description: 'Talos version the configs target (default: the version ichor pins)', helpValue: 'vX.Y.Z'}),
     'kubernetes-version': Flags.string({description: 'Kubernetes version (default: the Talos default)', helpValue: 'X.Y.Z'}),
-    ...ciliumModeFlags,
+    ...initCiliumModeFlags,
     'cilium-values': Flags.string({description: 'YAML file with the user layer of Cilium values', helpValue: 'FILE'}),
     'argocd-values': Flags.string({description: 'YAML file with the user layer of Argo CD chart values', helpValue: 'FILE'}),
     'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
-    promotion: Flags.string({description: 'how Kokumi promotes a new bundle', options: ['Automatic', 'Manual'], default: 'Automatic'}),
+    promotion: Flags.string({description: 'how Kokumi promotes a new bundle (default: Automatic; on a rerun, what the cluster stores)', options: ['Automatic', 'Manual']}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
     'dry-run': Flags.boolean({description: 'change nothing; with --output-dir render everything offline, otherwise probe a live cluster'}),
     'output-dir': Flags.string({description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
@@ -49,7 +49,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel},
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
-      promotion: f.promotion as PromotionMode, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], statePassphraseFile: f['state-passphrase-file'], kubeconfig: f.kubeconfig, context: f.context,
+      promotion: f.promotion as PromotionMode | undefined, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], statePassphraseFile: f['state-passphrase-file'], kubeconfig: f.kubeconfig, context: f.context,
       registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })
     if (!json) this.log(outcome.kind === 'offline' ? renderOfflineDryRun(outcome.result) : f['dry-run'] ? dryRunClosing(outcome.result.changed) : renderInitSummary(outcome.inputs, outcome.result))

@@ -2,7 +2,8 @@
 // differs is refused, naming the day-2 command that changes them safely.
 import {describe, expect, it} from 'vitest'
 import {ValidationError} from '../../src/lib/errors/errors.js'
-import {keepStoredLayers} from '../../src/lib/init/init.js'
+import {keepStoredLayers, keepStoredSettings} from '../../src/lib/init/init.js'
+import {checkInitInputs} from '../../src/lib/init/inputs.js'
 import type {InstallationSpec} from '../../src/lib/state/installation.js'
 import type {Values} from '../../src/lib/values/path.js'
 
@@ -35,5 +36,32 @@ describe('keepStoredLayers', () => {
     expect(error.issues.map((i) => i.path)).toEqual(['--cilium-values', '--argocd-values'])
     expect(error.issues[0]!.message).toMatch(/ichor cni values set -f FILE/)
     expect(error.issues[1]!.message).toMatch(/ichor stack values set argocd -f FILE/)
+  })
+})
+
+// Issue 21 point 6: every init flag with a default that the cluster stores follows one rule.
+describe('keepStoredSettings', () => {
+  const flags = {clusterName: 'c', endpoint: 'https://192.0.2.10:6443', controlPlanes: ['192.0.2.10'], workers: []}
+  const manual = (): InstallationSpec => {
+    const s = stored({})
+    return {...s, cni: {...s.cni, kubeProxy: 'kube-proxy', tunnel: 'geneve'}, stack: {...s.stack, promotion: 'Manual'}}
+  }
+  it('Given a rerun that omits every such flag, Then the stored settings are kept (not the defaults)', () => {
+    const r = keepStoredSettings({flags}, checkInitInputs(flags, {requireNodes: true}), manual())
+    expect(r.issues).toEqual([])
+    expect(r.promotion).toBe('Manual')
+    expect(checkInitInputs(r.flags, {requireNodes: true})).toMatchObject({kubeProxy: 'kube-proxy', tunnel: 'geneve', talosVersion: {tag: 'v1.14.1'}, kubernetesVersion: {version: '1.37.0'}})
+  })
+  it('Given flags that differ, Then each is an issue naming the flag and what changes it', () => {
+    const given = {...flags, kubeProxy: 'replaced', tunnel: 'vxlan'}
+    const r = keepStoredSettings({flags: given, promotion: 'Automatic'}, checkInitInputs(given, {requireNodes: true}), manual())
+    expect(r.issues.map((i) => i.path)).toEqual(['--promotion', '--kube-proxy', '--tunnel'])
+    expect(r.issues[0]!.message).toMatch(/"Automatic" differs from the Manual .*ichor stack promotion set Automatic/)
+    expect(r.issues[1]!.message).toMatch(/ichor cni kube-proxy replace/)
+    expect(() => keepStoredLayers({}, manual(), r.issues)).toThrow(ValidationError)
+  })
+  it('Given the same values as stored, Then no issue', () => {
+    const given = {...flags, kubeProxy: 'kube-proxy', tunnel: 'geneve', talosVersion: 'v1.14.1', kubernetesVersion: '1.37.0'}
+    expect(keepStoredSettings({flags: given, promotion: 'Manual'}, checkInitInputs(given, {requireNodes: true}), manual()).issues).toEqual([])
   })
 })

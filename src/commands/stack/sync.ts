@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../lib/cli/flags.js'
 import {runStackSyncPlan} from '../../lib/plans/stack-sync.js'
+import {awaitingLines} from '../../lib/stack/promote.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class StackSync extends IchorCommand {
@@ -32,7 +33,7 @@ export default class StackSync extends IchorCommand {
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
       timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
     })
-    if (!json) this.log(result.changed ? (result.dryRun ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nThe stack is back in line.') : '\nNothing to do: the registry holds everything and Kokumi serves it.')
+    if (!json) this.log((result.changed ? (result.dryRun ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nThe stack is back in line.') : '\nNothing to do: the registry holds everything and Kokumi serves it.') + awaitingLines(result.awaitingApproval))
     return result
   }
 }

@@ -40,8 +40,23 @@ export interface OrderState {
 }
 
 type OrderObject = KubeObject & {
-  spec?: unknown
-  status?: {conditions?: {type: string; status: string}[]; observedGeneration?: number; latestArtifactDigest?: string}
+  spec?: {source?: {oci?: string; version?: string}}
+  status?: {conditions?: {type: string; status: string}[]; observedGeneration?: number; latestArtifactDigest?: string; latestPreparationName?: string}
+}
+
+/**
+ * A spec change that is no render input (a promotion mode switch) bumps the generation, but
+ * Kokumi's Order controller returns before writing any status when the hash of the render
+ * inputs is unchanged (0.14.0 internal/controller/order_controller.go reconcileRender 135-138),
+ * so observedGeneration stays behind for good. The Order is current then when its latest
+ * Preparation was rendered from the source it asks for now (Kokumi stamps the version label).
+ */
+async function renderedFromCurrentSource(kube: Kube, order: OrderObject): Promise<boolean> {
+  const name = order.status?.latestPreparationName
+  if (!name) return false
+  type Prep = KubeObject & {spec?: {source?: {oci?: string}}}
+  const prep = await getObject<Prep>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name, namespace: order.metadata.namespace})
+  return prep !== undefined && prep.metadata.labels?.['delivery.kokumi.dev/version'] === order.spec?.source?.version && prep.spec?.source?.oci === order.spec?.source?.oci
 }
 
 /** The component's Order, or undefined when it (or Kokumi's CRD) does not exist. */
@@ -52,7 +67,7 @@ export async function readOrder(kube: Kube, component: StackComponent): Promise<
   return {
     generation: order.metadata.generation,
     ready: status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
-    current: status?.observedGeneration === undefined || status.observedGeneration === order.metadata.generation,
+    current: status?.observedGeneration === undefined || status.observedGeneration === order.metadata.generation || (await renderedFromCurrentSource(kube, order)),
     latestArtifactDigest: status?.latestArtifactDigest,
     spec: order.spec,
   }

@@ -18,7 +18,7 @@ import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
-import {checkInitInputs, type InitFlags} from './inputs.js'
+import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
 import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -26,7 +26,8 @@ export interface InitRequest {
   flags: InitFlags
   values: {cilium?: string; argocd?: string; kokumi?: string}
   sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
-  promotion: PromotionMode
+  /** --promotion; omitted: what the cluster stores, Automatic on a new one. */
+  promotion?: PromotionMode
   dryRun: boolean
   /** --allow-unpinned: a real run may install artifacts that are not the pinned ones (recorded as such in the CR). */
   allowUnpinned?: boolean
@@ -67,7 +68,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   if (!req.dryRun) requireConsent({yes: req.yes, tty: !req.json && canPrompt()})
   const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
-  const inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
+  let inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = await givenStateKey(req.statePassphraseFile)
@@ -85,9 +86,15 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   let userValues: {cilium: Values; argocd: Values; kokumi: Values}
   let servedApiGroups: Set<string> | undefined
   let storedBundle: SecretWithData | undefined
+  let promotion: PromotionMode = req.promotion ?? 'Automatic'
   try {
     const live = session && (await session.clusterAnswers()) ? await session.kube() : undefined
-    userValues = keepStoredLayers(given, live ? (await readInstallation(live))?.spec : undefined)
+    const stored = live ? (await readInstallation(live))?.spec : undefined
+    // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
+    const settings = keepStoredSettings({flags, promotion: req.promotion}, inputs, stored)
+    userValues = keepStoredLayers(given, stored, settings.issues)
+    inputs = checkInitInputs(settings.flags, {requireNodes: !req.dryRun})
+    promotion = settings.promotion
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
     storedBundle = live ? await readTalosBundleSecret(live) : undefined
     if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
@@ -108,7 +115,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     userCiliumValues: userValues.cilium,
     argocdValues: userValues.argocd,
     kokumiValues: userValues.kokumi,
-    promotion: req.promotion,
+    promotion,
     generated,
     onAsset: req.note,
     servedApiGroups,
@@ -186,9 +193,9 @@ const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd
  * A values file that differs from the stored layer is refused (exit 2), naming the
  * command that changes it safely (validated against the live cluster, rolled back on failure).
  */
-export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokumi?: Values}, stored: InstallationSpec | undefined): {cilium: Values; argocd: Values; kokumi: Values} {
+export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokumi?: Values}, stored: InstallationSpec | undefined, earlier: Issue[] = []): {cilium: Values; argocd: Values; kokumi: Values} {
   const held = {cilium: stored?.cni.cilium.values, argocd: stored?.stack.argocd.values, kokumi: stored?.stack.kokumi.values}
-  const issues: Issue[] = []
+  const issues: Issue[] = [...earlier]
   for (const c of ['cilium', 'argocd', 'kokumi'] as const) {
     const mine = given[c]
     const theirs = held[c]
@@ -198,4 +205,44 @@ export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokum
   }
   if (issues.length > 0) throw new ValidationError('ichor init: nothing was changed', issues)
   return {cilium: given.cilium ?? held.cilium ?? {}, argocd: given.argocd ?? held.argocd ?? {}, kokumi: given.kokumi ?? held.kokumi ?? {}}
+}
+
+/**
+ * The init flags with a default whose value the cluster stores (IchorInstallation spec): an
+ * omitted flag takes the stored value (a rerun never resets a day-2 change to a default); a
+ * given one that differs is an issue naming what changes it on an existing cluster, as a
+ * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
+ */
+export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; issues: Issue[]} {
+  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', issues: []}
+  const f = given.flags
+  const issues: Issue[] = []
+  const differs = (flag: string, mine: string, theirs: string, change: string) =>
+    issues.push({path: flag, message: `"${mine}" differs from the ${theirs} the cluster stores; ${change} (or leave the flag out to keep it)`})
+  if (given.promotion !== undefined && given.promotion !== stored.stack.promotion) {
+    differs('--promotion', given.promotion, stored.stack.promotion, `change it with \`ichor stack promotion set ${given.promotion}\``)
+  }
+  if (f.kubeProxy !== undefined && checked.kubeProxy !== stored.cni.kubeProxy) {
+    differs('--kube-proxy', checked.kubeProxy, stored.cni.kubeProxy, `change it with \`ichor cni kube-proxy ${checked.kubeProxy === 'replaced' ? 'replace' : 'restore'}\``)
+  }
+  if (f.tunnel !== undefined && checked.tunnel !== stored.cni.tunnel) {
+    differs('--tunnel', checked.tunnel, stored.cni.tunnel, 'the tunnel protocol is fixed once the cluster exists (Cilium cannot change it in place): no command changes it')
+  }
+  if (f.talosVersion !== undefined && checked.talosVersion.tag !== stored.talos.talosVersion) {
+    differs('--talos-version', checked.talosVersion.tag, stored.talos.talosVersion, 'init does not upgrade Talos on existing nodes: no ichor command changes it')
+  }
+  if (f.kubernetesVersion !== undefined && checked.kubernetesVersion.version !== stored.talos.kubernetesVersion) {
+    differs('--kubernetes-version', checked.kubernetesVersion.version, stored.talos.kubernetesVersion, 'init does not upgrade Kubernetes on an existing cluster: no ichor command changes it yet')
+  }
+  return {
+    flags: {
+      ...f,
+      kubeProxy: f.kubeProxy ?? stored.cni.kubeProxy,
+      tunnel: f.tunnel ?? stored.cni.tunnel,
+      talosVersion: f.talosVersion ?? stored.talos.talosVersion,
+      kubernetesVersion: f.kubernetesVersion ?? stored.talos.kubernetesVersion,
+    },
+    promotion: given.promotion ?? stored.stack.promotion,
+    issues,
+  }
 }

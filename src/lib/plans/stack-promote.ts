@@ -27,6 +27,8 @@ function promoteTask(session: Session, component: StackComponent): Task {
     title: `Approve the newest Preparation of Order ${ns}/${component}`,
     async probe() {
       const s = await readPromotion(await session.kube(), ns, component)
+      // An older approval left behind would re-point the Serving on Kokumi's next resync.
+      if (s.otherApprovals.length > 0) return missing(`${s.otherApprovals.join(', ')} still carr${s.otherApprovals.length === 1 ? 'ies' : 'y'} the approval: one approved Preparation per Order`)
       if (s.served) return holds(`the Serving serves ${s.preparation}`)
       return s.approved ? holds(`${s.preparation} is approved; Kokumi moves the Serving`) : missing(`${s.preparation} waits for approval`)
     },

@@ -6,6 +6,7 @@
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {renderStackFromInstallation, type StackArtifactSources} from '../stack/from-installation.js'
+import type {StackComponent} from '../stack/policies.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {republishTask, rerenderTask, resyncDriftedTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
 import {readInstallation} from '../state/installation.js'
@@ -20,10 +21,13 @@ export interface StackSyncOptions extends PlanOptions {
   stream?: NodeJS.WritableStream
 }
 
-export type StackSyncResult = RunResult
+export interface StackSyncResult extends RunResult {
+  /** Promotion Manual: what waits for `ichor stack promote`, one line per component. */
+  awaitingApproval: string[]
+}
 
 /** The steps of `ichor stack sync`, in order. */
-function stackSyncSteps(session: Session, o: StackSyncOptions): Task[] {
+function stackSyncSteps(session: Session, o: StackSyncOptions, awaiting: Map<StackComponent, string>): Task[] {
   const published = once(() => readPublished(session))
   const stack = once(() => renderStackFromInstallation(session, o.sources))
   return [
@@ -32,7 +36,7 @@ function stackSyncSteps(session: Session, o: StackSyncOptions): Task[] {
     rerenderTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
     resyncDriftedTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
     closeRegistryTunnelTask({session}),
-    waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
+    waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs, awaiting}),
   ]
 }
 
@@ -40,7 +44,9 @@ export async function runStackSyncPlan(o: StackSyncOptions): Promise<StackSyncRe
   const session = openSession({command: 'stack sync', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()
-    return await runTasks(stackSyncSteps(session, o), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
+    const awaiting = new Map<StackComponent, string>()
+    const result = await runTasks(stackSyncSteps(session, o, awaiting), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
+    return {...result, awaitingApproval: [...awaiting.values()]}
   } finally {
     await session.close()
   }

@@ -44,6 +44,8 @@ export interface StackValuesSetResult extends RunResult {
   component: StackComponent
   tag: string
   digest: string
+  /** Promotion Manual: what was published and waits for `ichor stack promote`, one line per component. */
+  awaitingApproval: string[]
 }
 
 /** The stored user layer of one component. */
@@ -121,6 +123,7 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
     })))
     const later = async () => (await prepared()).stack
+    const awaiting = new Map<StackComponent, string>()
     const steps = [
       leaseTask({session, breakLock: o.breakLock}),
       storeValuesTask(session, o.component, prepared),
@@ -131,12 +134,12 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       rerenderTask({session, components: async () => unmovedOrders(session, await later()), timeoutMs: o.timeoutMs}),
       closeRegistryTunnelTask({session}),
       ordersTask({session, stack: later}),
-      waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs}),
+      waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs, awaiting}),
       recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => (await later()).artifacts}),
     ]
     const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
     const c = (await later()).components[o.component]
-    return {...result, component: o.component, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest}
+    return {...result, component: o.component, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest, awaitingApproval: [...awaiting.values()]}
   } finally {
     await session.close()
   }
@@ -172,7 +175,7 @@ export async function runStackValuesDiff(o: {component: StackComponent; input: V
 }
 
 /** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values' | 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent}> {
+export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values' | 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
   const session = openSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   let edited
   try {

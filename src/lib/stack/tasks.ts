@@ -17,7 +17,8 @@ import {isDeepStrictEqual} from 'node:util'
 import {ARGOCD_FIELD_MANAGER} from './argocd.js'
 import {newDriftRound, readBundleDrift, type DriftedObject} from './drift.js'
 import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
-import {approveLatestPreparation, readFirstPromotion} from './promote.js'
+import {approveLatestPreparation, approvePreparation, listPreparations, readAwaitingApproval, readFirstPromotion} from './promote.js'
+import {orderPromotion} from './kokumi-api.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
@@ -289,7 +290,14 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
   }
 }
 
-export function waitApplicationsTask(p: {session: Session; stack?: Later<PreparedStack>; components?: readonly StackComponent[]; timeoutMs: number}): Task {
+export function waitApplicationsTask(p: {
+  session: Session
+  stack?: Later<PreparedStack>
+  components?: readonly StackComponent[]
+  timeoutMs: number
+  /** Filled with what waits for approval, per component (promotion Manual), for the command's closing words. */
+  awaiting?: Map<StackComponent, string>
+}): Task {
   // Only the names are needed: a plan that renders nothing (stack sync) passes them directly.
   const names = async (): Promise<readonly StackComponent[]> => p.components ?? (await components(p.stack!)).map((c) => c.component)
   // The digest ichor pushed per component: delivery is checked against it, not only against
@@ -299,24 +307,38 @@ export function waitApplicationsTask(p: {session: Session; stack?: Later<Prepare
     const recorded = (await readInstallation(kube))?.status?.stack ?? {}
     return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, {pushedDigest: s?.digest, pushedTag: s?.publishedTag}]))
   }
+  // Promotion Manual: a bundle Kokumi rendered and nothing serves yet moves only with
+  // `ichor stack promote`; waiting for it would only wait out --timeout. Delivered, or rendered
+  // and waiting for approval (said, with the command that approves it), ends the wait.
+  const delivered = async (kube: Kube, c: StackComponent, digests: Awaited<ReturnType<typeof pushed>>) => {
+    const waiting = await readAwaitingApproval(kube, c, digests[c]?.pushedTag)
+    if (waiting) {
+      p.awaiting?.set(c, waiting.message)
+      return {done: true, state: waiting.message}
+    }
+    p.awaiting?.delete(c)
+    return readDelivery(kube, c, digests[c])
+  }
   return {
     id: 'wait-applications',
-    title: 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed',
+    title: 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed (promotion Manual: until each new bundle waits for approval)',
     mutating: false,
     async probe() {
       const kube = await p.session.kube()
       const digests = await pushed(kube)
+      const said: string[] = []
       for (const c of await names()) {
-        const s = await readDelivery(kube, c, digests[c])
+        const s = await delivered(kube, c, digests)
         if (!s.done) return missing(s.state)
+        if (p.awaiting?.has(c)) said.push(s.state)
       }
-      return holds("argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
+      return holds(said.length > 0 ? said.join('; ') : "argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
     },
     async run(progress) {
       const kube = await p.session.kube()
       const digests = await pushed(kube)
       for (const c of await names()) {
-        await waitFor(`Application argocd/${c} Synced and Healthy`, () => readDelivery(kube, c, digests[c]), {timeoutMs: p.timeoutMs, onProgress: progress})
+        await waitFor(`Application argocd/${c} Synced and Healthy`, () => delivered(kube, c, digests), {timeoutMs: p.timeoutMs, onProgress: progress})
       }
     },
   }
@@ -389,19 +411,29 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
       if (!order) continue // no Order: init's business, not sync's
       if (!order.ready) out.push({component: c, why: `Order ${COMPONENT_NAMESPACE[c]}/${c} is not Ready`})
       else if (order.digest && !(await client.headManifest(order.repository, order.digest))) out.push({component: c, why: `the registry lost Preparation ${order.preparation ?? order.digest}`})
+      else {
+        // The Serving may serve an older Preparation than the Order's latest (promotion Manual):
+        // its artifact is what Argo CD pulls, so it must be there too.
+        const served = await readServedArtifact(kube, c)
+        if (served && served.name !== order.preparation && !(await client.headManifest(order.repository, served.digest))) out.push({component: c, why: `the registry lost the served Preparation ${served.name}`})
+      }
     }
     return out
   }
   return {
     id: 'rerender-orders',
-    title: 'Have Kokumi render again the Preparations the registry lost',
+    title: 'Have Kokumi render again the Preparations the registry lost (promotion Manual: serve the same content again)',
     async probe() {
       const gone = await lost()
-      return gone.length > 0 ? missing(gone.map((g) => g.why).join('; ')) : holds("every Order is Ready and its Preparation's artifact is in the registry")
+      return gone.length > 0 ? missing(gone.map((g) => g.why).join('; ')) : holds("every Order is Ready and the artifacts of its latest and served Preparations are in the registry")
     },
     async run(progress) {
       const kube = await p.session.kube()
-      for (const {component} of await lost()) {
+      const client = await p.session.registry()
+      const gone = await lost()
+      for (const {component} of gone) {
+        const order = await readOrderArtifact(kube, component)
+        if (order?.ready && order.digest && (await client.headManifest(order.repository, order.digest))) continue // only the served one is gone
         await kube.request('PATCH', `/apis/${ORDER_API_VERSION}/namespaces/${COMPONENT_NAMESPACE[component]}/orders/${component}/status`, {
           body: {status: {latestConfigHash: null}},
           contentType: 'application/merge-patch+json',
@@ -409,12 +441,56 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
         })
         progress(`${component}: render requested`)
       }
+      const latestGone = async () => (await lost()).filter((g) => !g.why.includes('served Preparation'))
       await waitFor('Kokumi to push the Preparations again', async () => {
-        const gone = await lost()
-        return {done: gone.length === 0, state: gone.length === 0 ? 'all rendered' : gone.map((g) => g.why).join('; ')}
+        const left = await latestGone()
+        return {done: left.length === 0, state: left.length === 0 ? 'all rendered' : left.map((g) => g.why).join('; ')}
+      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+      for (const {component} of gone) await reserveSameContent(kube, component, progress)
+      await waitFor('the Servings to serve Preparations the registry holds', async () => {
+        const left = await lost()
+        return {done: left.length === 0, state: left.length === 0 ? 'all served' : left.map((g) => g.why).join('; ')}
       }, {timeoutMs: p.timeoutMs, onProgress: progress})
     },
   }
+}
+
+/** The Preparation the Order's Serving points at, and its artifact digest. */
+async function readServedArtifact(kube: Kube, c: StackComponent): Promise<{name: string; digest: string; source?: {oci?: string; baseDigest?: string}; configHash?: string} | undefined> {
+  const ns = COMPONENT_NAMESPACE[c]
+  const serving = await getObject<KubeObject & {spec?: {preparationName?: string}}>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: c, namespace: ns})
+  const name = serving?.spec?.preparationName
+  if (!name) return undefined
+  type Prep = KubeObject & {spec?: {artifact?: {digest?: string}; source?: {oci?: string; baseDigest?: string}; configHash?: string}}
+  const prep = await getObject<Prep>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name, namespace: ns})
+  const digest = prep?.spec?.artifact?.digest
+  return digest ? {name, digest, source: prep?.spec?.source, configHash: prep?.spec?.configHash} : undefined
+}
+
+/**
+ * Promotion Manual after a registry loss: Kokumi renders the same bundle again under a new
+ * artifact digest (oras stamps the push time), so a new Preparation, which waits for approval,
+ * while the Serving still points at the old one whose artifact is gone. When the new render is
+ * of the same source (the bundle digest ichor published, same render inputs), approving it
+ * serves the same content again; anything else is a person's decision, said with its command.
+ */
+async function reserveSameContent(kube: Kube, c: StackComponent, progress: (line: string) => void): Promise<void> {
+  const ns = COMPONENT_NAMESPACE[c]
+  const order = await getObject<KubeObject & {spec?: unknown}>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: c, namespace: ns})
+  if (orderPromotion(order?.spec) !== 'Manual') return // Automatic: Kokumi serves the newest render itself
+  const served = await readServedArtifact(kube, c)
+  const latestName = (await readOrderArtifact(kube, c))?.preparation
+  if (!served || !latestName || served.name === latestName) return
+  const latest = (await listPreparations(kube, ns, c)).find((x) => x.metadata.name === latestName)
+  const same = latest?.spec?.source?.baseDigest === served.source?.baseDigest && latest?.spec?.source?.oci === served.source?.oci && latest?.spec?.configHash === served.configHash
+  if (!same) {
+    throw new IchorError(
+      `the registry lost Preparation ${served.name}, which ${c} serves, and Kokumi can render only the Order's current bundle (Preparation ${latestName}), which is other content waiting for approval`,
+      {hint: `serve the current bundle with \`ichor stack promote ${c}\`, or set the served values back with \`ichor stack values set ${c}\` and run ichor stack sync again`},
+    )
+  }
+  await approvePreparation(kube, ns, c, latestName)
+  progress(`${c}: ${latestName} (the same bundle as the lost ${served.name}) approved`)
 }
 
 type OrderWithArtifact = KubeObject & {status?: {conditions?: {type: string; status: string}[]; latestArtifactDigest?: string; latestPreparationName?: string}}

@@ -3,6 +3,7 @@ import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base
 import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
 import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
+import {awaitingLines} from '../../../lib/stack/promote.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class StackValuesEdit extends IchorCommand {
@@ -33,7 +34,7 @@ export default class StackValuesEdit extends IchorCommand {
       timeoutMs: flags.timeout, output: outputModeFor({json}), breakLock: flags['break-lock'],
     })
     if (!('tag' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
-    else if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).` : `\n${result.component} already has these values: nothing changed.`)
+    else if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}` : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`)
     return result
   }
 }

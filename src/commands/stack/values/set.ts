@@ -4,6 +4,7 @@ import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../
 import {loadUserValues} from '../../../lib/cilium/user-values.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
+import {awaitingLines} from '../../../lib/stack/promote.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class StackValuesSet extends IchorCommand {
@@ -37,7 +38,7 @@ export default class StackValuesSet extends IchorCommand {
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
       timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
     })
-    if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).` : `\n${result.component} already has these values: nothing changed.`)
+    if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}` : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`)
     return result
   }
 }

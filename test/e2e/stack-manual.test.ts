@@ -1,0 +1,152 @@
+// Promotion Manual as a day-2 mode (issue 21, points 5 and 6), on one harness cluster made with
+// `init --promotion Manual`: real apiserver, registry, helm, the real Argo CD chart and Kokumi
+// 0.14.0 manifest and CRDs (Orders with spec.autoDeploy); simulated Talos nodes, readiness and
+// Kokumi/Argo CD (stack-simulator.ts; its Preparation controller re-reconciles every Preparation
+// on a restart, the last approved one listed re-pointing the Serving, as Kokumi 0.14.0 does).
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {OciClient} from '../../src/lib/oci/client.js'
+import {readInstallation} from '../../src/lib/state/installation.js'
+import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {waitUntil} from '../harness/kube.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+type Obj = KubeObject & {spec?: any; status?: any}
+type Component = 'argocd' | 'kokumi'
+const KOKUMI = 'delivery.kokumi.dev/v1alpha1'
+const APPROVE = 'delivery.kokumi.dev/approve-deploy'
+const AUTO = 'delivery.kokumi.dev/auto-deploy'
+
+let h: HarnessCluster
+let kube: Kube
+let oci: OciClient
+let day2: string[]
+let assets: string[]
+let manualInit: string[]
+
+const said = (r: CliRun) => `${r.stdout}${r.stderr}`
+const cli = (args: string[]) => runIchor([...args, ...day2], h.env)
+/** promote and promotion set reach no registry: the kubeconfig only. */
+const kubeCli = (args: string[]) => runIchor([...args, ...day2.slice(0, 2)], h.env)
+const order = (c: Component) => getObject<Obj>(kube, {apiVersion: KOKUMI, kind: 'Order', name: c, namespace: c})
+const serving = (c: Component) => getObject<Obj>(kube, {apiVersion: KOKUMI, kind: 'Serving', name: c, namespace: c})
+const application = (c: Component) => getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
+const preparations = async (c: Component) => (await listObjects(kube, {apiVersion: KOKUMI, kind: 'Preparation', namespace: c})) as Obj[]
+const approved = async (c: Component) => (await preparations(c)).filter((p) => p.metadata.labels?.[APPROVE] === 'true').map((p) => p.metadata.name)
+
+/** The Application serves the Order's latest Preparation, Synced and Healthy, and its artifact is in the registry. */
+async function servesLatest(c: Component): Promise<void> {
+  const o = await order(c)
+  const app = await application(c)
+  expect(app?.status?.sync?.revision).toBe(o?.status?.latestArtifactDigest)
+  expect([app?.status?.sync?.status, app?.status?.health?.status]).toEqual(['Synced', 'Healthy'])
+  expect((await serving(c))?.spec?.preparationName).toBe(o?.status?.latestPreparationName)
+  expect(await oci.headManifest(`${c}/${c}`, o?.status?.latestArtifactDigest)).toBeTruthy()
+}
+
+beforeAll(async () => {
+  h = await startHarnessCluster()
+  manualInit = [...h.initArgs, '--promotion', 'Manual']
+  const init = await runIchor([...manualInit, '--json'], h.env)
+  expect(init.code, `${init.stderr}\n${init.stdout.slice(-2000)}`).toBe(0)
+  kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  oci = new OciClient(h.registry.endpoint)
+  day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
+  assets = ['--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+}, 600_000)
+afterAll(async () => h?.stop())
+
+describe('promotion Manual as a day-2 mode, and init reruns keeping the stored settings', () => {
+  // Issue 21 point 6: an omitted flag keeps the stored setting; a different one is refused naming the day-2 command.
+  it('init rerun without --promotion keeps Manual; with --promotion Automatic or another --kube-proxy it is refused naming the day-2 command, nothing changed', async () => {
+    const rerun = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(rerun.code, said(rerun).slice(-3000)).toBe(0)
+    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
+    for (const c of ['argocd', 'kokumi'] as const) expect((await order(c))?.spec?.autoDeploy).toBe('Disabled')
+
+    const before = await readInstallation(kube)
+    const automatic = await runIchor([...h.initArgs, '--promotion', 'Automatic'], h.env)
+    expect(automatic.code, said(automatic)).toBe(2)
+    expect(said(automatic)).toMatch(/--promotion: .*Manual.*ichor stack promotion set Automatic/)
+    const proxy = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy'], h.env)
+    expect(proxy.code, said(proxy)).toBe(2)
+    expect(said(proxy)).toMatch(/--kube-proxy: .*replaced.*ichor cni kube-proxy restore/)
+    const after = await readInstallation(kube)
+    expect(after?.spec).toEqual(before?.spec)
+    expect(after?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
+    for (const c of ['argocd', 'kokumi'] as const) expect((await order(c))?.spec?.autoDeploy).toBe('Disabled')
+  }, 600_000)
+
+  // Issue 21 point 5: set, promote, set, promote; each set ends at "waiting for approval".
+  it('the whole Manual cycle twice: each set ends promptly naming `ichor stack promote argocd`, each promote serves it, one approval per Order that survives a Kokumi restart', async () => {
+    for (const replicas of [2, 3]) {
+      const servedBefore = (await application('argocd'))?.status?.sync?.revision
+      const set = await cli(['stack', 'values', 'set', 'argocd', '--set', `server.replicas=${replicas}`, '--timeout', '600', ...assets])
+      expect(set.code, said(set).slice(-3000)).toBe(0)
+      expect(set.ms, 'no wait for an Application only an approval moves').toBeLessThan(120_000)
+      expect(said(set)).toMatch(/argocd: .*waits for approval.*ichor stack promote argocd/)
+      const recorded = (await readInstallation(kube))?.status?.stack.argocd
+      expect((await order('argocd'))?.spec?.source?.version).toBe(recorded?.publishedTag)
+      expect((await application('argocd'))?.status?.sync?.revision, 'nothing served before the approval').toBe(servedBefore)
+
+      const promote = await kubeCli(['stack', 'promote', 'argocd', '--timeout', '600'])
+      expect(promote.code, said(promote).slice(-3000)).toBe(0)
+      await servesLatest('argocd')
+      expect(await approved('argocd')).toEqual([(await order('argocd'))?.status?.latestPreparationName])
+    }
+    // Kokumi reconciles every Preparation again on a restart: the single approval keeps the newest served.
+    const newest = (await order('argocd'))?.status?.latestPreparationName
+    await h.stack.restart()
+    for (let i = 0; i < 4; i++) await h.stack.tick()
+    expect((await serving('argocd'))?.spec).toMatchObject({preparationName: newest, preparationPolicy: {type: 'Manual'}})
+    await servesLatest('argocd')
+  }, 900_000)
+
+  it('registry loss in Manual: stack sync serves the same content again (the served artifact exists), one approval per Order', async () => {
+    const recorded = (await readInstallation(kube))?.status?.stack
+    await h.registry.restartEmpty()
+    const sync = await cli(['stack', 'sync', '--timeout', '600', ...assets])
+    expect(sync.code, said(sync).slice(-3000)).toBe(0)
+    for (const c of ['argocd', 'kokumi'] as const) {
+      await servesLatest(c)
+      const served = await getObject<Obj>(kube, {apiVersion: KOKUMI, kind: 'Preparation', name: (await serving(c))?.spec?.preparationName, namespace: c})
+      expect(served?.spec?.source?.baseDigest, `${c}: the same bundle`).toBe(recorded?.[c]?.digest)
+      expect(await approved(c)).toEqual([served?.metadata.name])
+    }
+  }, 900_000)
+
+  it('stack promotion set Automatic, then Manual: the Orders move, every Preparation is relabelled, the Serving follows and keeps it across a restart', async () => {
+    const toAutomatic = await kubeCli(['stack', 'promotion', 'set', 'Automatic', '--timeout', '600'])
+    expect(toAutomatic.code, said(toAutomatic).slice(-3000)).toBe(0)
+    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Automatic')
+    for (const c of ['argocd', 'kokumi'] as const) {
+      expect((await order(c))?.spec?.autoDeploy).toBe('Enabled')
+      expect(new Set((await preparations(c)).map((p) => p.metadata.labels?.[AUTO]))).toEqual(new Set(['Enabled']))
+      await waitUntil(`${c} Serving Automatic`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Automatic')
+      await servesLatest(c)
+    }
+
+    const toManual = await kubeCli(['stack', 'promotion', 'set', 'Manual', '--timeout', '600'])
+    expect(toManual.code, said(toManual).slice(-3000)).toBe(0)
+    expect(toManual.ms).toBeLessThan(120_000)
+    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
+    for (const c of ['argocd', 'kokumi'] as const) {
+      expect((await order(c))?.spec?.autoDeploy).toBe('Disabled')
+      expect(new Set((await preparations(c)).map((p) => p.metadata.labels?.[AUTO]))).toEqual(new Set(['Disabled']))
+      await waitUntil(`${c} Serving Manual`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Manual')
+      expect(await approved(c)).toEqual([(await serving(c))?.spec?.preparationName])
+    }
+    await h.stack.restart()
+    for (let i = 0; i < 4; i++) await h.stack.tick()
+    for (const c of ['argocd', 'kokumi'] as const) {
+      expect((await serving(c))?.spec?.preparationPolicy?.type).toBe('Manual')
+      await servesLatest(c)
+    }
+    // An init rerun now keeps Manual and ends without waiting.
+    const rerun = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(rerun.code, said(rerun).slice(-3000)).toBe(0)
+    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
+  }, 900_000)
+})
