@@ -136,12 +136,15 @@ export function checkVersionsTask(p: KubernetesUpgradeInput): Task {
 
 /** talosctl's own dry run, read for what it would prune or change; refused when that touches a protected object. */
 export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
+  // Checked once per run, right before talosctl runs: a rerun checks again.
+  let checked = false
   return {
     id: 'talos-dry-run',
     title: 'Run talosctl upgrade-k8s --dry-run: Talos must not prune or change any object of Cilium, the stack or ichor',
     mutating: false,
     hint: "take the named objects out of Talos's inventory (kube-system/talos-bootstrap-manifests-inventory) first: for Cilium's, rerun ichor init with the same flags as the first run (its step \"Take Cilium out of Talos\")",
     async probe() {
+      if (checked) return holds('nothing protected would be pruned or changed')
       const done = await upgradeDone(p)
       return done.done ? holds(done.why) : missing(`Talos's plan is checked before every run (${done.why})`)
     },
@@ -154,6 +157,7 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
         throw new IchorError(`talosctl upgrade-k8s would prune or change ${guarded.length} object(s) Talos must leave alone: ${guarded.join('; ')}`)
       }
       const changes = parseUpgradeK8sDryRun(out).filter((c) => c.action !== 'unchanged')
+      checked = true
       progress(changes.length ? `Talos would ${changes.map((c) => `${c.action.toLowerCase()} ${c.kind}/${c.name}`).join(', ')}; none of them protected` : "Talos's manifests would not change")
     },
   }
