@@ -87,7 +87,7 @@ async function inventoryKeys(kc: KubeConfig): Promise<string[]> {
 }
 
 async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
-  const r = await env.sim.run(['upgrade-k8s', '--nodes', CONTROL_PLANE_IP, '--endpoints', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, ...extra])
+  const r = await env.sim.run(['upgrade-k8s', '--to', '1.36.3', '--nodes', CONTROL_PLANE_IP, '--endpoints', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, ...extra])
   expect(r.exitCode, r.stderr).toBe(0)
 }
 

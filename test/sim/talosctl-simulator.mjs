@@ -43,6 +43,7 @@ import {spawn, spawnSync} from 'node:child_process'
 import {X509Certificate, randomBytes} from 'node:crypto'
 import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
+import {isDeepStrictEqual} from 'node:util'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
 import {syncKubelet} from './kubelet-registration.mjs'
@@ -661,18 +662,189 @@ async function preferredGroupVersion(group) {
   return g.preferredVersion?.groupVersion ?? g.versions[0].groupVersion
 }
 
+// ---------- upgrade-k8s ----------
+// talosctl v1.14 cmd/talosctl/cmd/talos/upgrade-k8s.go and pkg/cluster/kubernetes/talos_managed.go
+// (v1.14.0-rc.1), go-kubernetes v0.2.41 kubernetes/upgrade/path.go and kubernetes/ssa/diff.go.
+// Modelled: the lowest version detected from the control planes' configs (--from overrides),
+// the upgrade path (one minor at a time), the nodes' Talos version against the target
+// (compat.go `VerifyVersionCompatibility`), each static pod's and each kubelet's image patched
+// into the machine config node by node, service by service (a config change like any other:
+// it starts a manifest run), kube-proxy's image, then the manifest sync; with --dry-run nothing
+// is patched and the sync prints ssa `Diff`'s results (" < <Action> <Kind>/<ns>/<name>" and
+// the diff) instead of applying. Logged to stdout, as UpgradeOptions.Log does.
+// NOT modelled: no pod restarts (the harness's kube-apiserver stays v1.36.3: the version
+// "running" is the one in the node configs), no image pre-pull, no removed-API checks
+// (upgrade.NewChecks), no wait for manifest reconciliation.
+const DEFAULT_KUBERNETES_VERSION = '1.37.0' // constants.DefaultKubernetesVersion, Talos v1.14.1
+// pkg/machinery/compatibility/talos1XX/talos1XX.go Minimum/MaximumKubernetesVersion (v1.14.1).
+const KUBERNETES_BY_TALOS = {'1.13': ['1.31.0', '1.36.99'], '1.14': ['1.32.0', '1.37.99']}
+// The config documents (v1.14 multi-document) and legacy v1alpha1 paths holding each image.
+const IMAGES = {
+  'kube-apiserver': {kind: 'KubeAPIServerConfig', legacy: ['cluster', 'apiServer'], repo: 'registry.k8s.io/kube-apiserver'},
+  'kube-controller-manager': {kind: 'KubeControllerManagerConfig', legacy: ['cluster', 'controllerManager'], repo: 'registry.k8s.io/kube-controller-manager'},
+  'kube-scheduler': {kind: 'KubeSchedulerConfig', legacy: ['cluster', 'scheduler'], repo: 'registry.k8s.io/kube-scheduler'},
+  'kube-proxy': {kind: 'KubeProxyConfig', legacy: ['cluster', 'proxy'], repo: 'registry.k8s.io/kube-proxy'},
+  kubelet: {kind: 'KubeletConfig', legacy: ['machine', 'kubelet'], repo: 'ghcr.io/siderolabs/kubelet'},
+}
+
+function say(line) {
+  process.stdout.write(`${line}\n`)
+}
+
+const parseKube = (v) => {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v ?? '') ?? fail(`error parsing version "${v}"`)
+  return [Number(m[1]), Number(m[2]), Number(m[3])]
+}
+const cmpKube = (a, b) => {
+  const [x, y] = [parseKube(a), parseKube(b)]
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]
+}
+
+function imageOf(configText, service) {
+  const spec = IMAGES[service]
+  const docs = parseDocs(configText, 'machine config')
+  const doc = docs.find((d) => d.kind === spec.kind)
+  if (doc) return doc.image
+  const legacy = docs.find(isLegacy)
+  return legacy?.[spec.legacy[0]]?.[spec.legacy[1]]?.image
+}
+
+function withImage(configText, service, image) {
+  const spec = IMAGES[service]
+  const docs = parseDocs(configText, 'machine config')
+  const doc = docs.find((d) => d.kind === spec.kind)
+  if (doc) doc.image = image
+  else {
+    const legacy = docs.find(isLegacy) ?? fail('machine config has no v1alpha1 document')
+    legacy[spec.legacy[0]] ??= {}
+    legacy[spec.legacy[0]][spec.legacy[1]] = {...legacy[spec.legacy[0]][spec.legacy[1]], image}
+  }
+  return renderDocs(docs)
+}
+
+const tagOf = (image) => /:v?(\d+\.\d+\.\d+[^@]*)/.exec(image ?? '')?.[1]
+
+/** DetectLowestVersion: the lowest kube-apiserver version of the control planes. */
+function detectLowestVersion(controlPlanes) {
+  const versions = controlPlanes.map((n) => tagOf(imageOf(n.config, 'kube-apiserver'))).filter(Boolean)
+  if (versions.length === 0) fail('error detecting the lowest Kubernetes version no kube-apiserver image found')
+  return versions.sort(cmpKube)[0]
+}
+
+/** go-kubernetes upgrade.Path.IsSupported: 1.19 to 1.37, the same minor or the next one. */
+function pathSupported(from, to) {
+  const [fM, fm] = parseKube(from)
+  const [tM, tm] = parseKube(to)
+  return fM === 1 && tM === 1 && fm >= 19 && tm <= 37 && (tm === fm || tm === fm + 1)
+}
+
+/** One node's image of one service, as upgradeStaticPodPatcher / the kubelet patcher do it. */
+async function upgradeImage(ip, service, from, to, dryRun) {
+  const node = loadNode(ip, 'error fetching nodes')
+  say(` > "${ip}": starting update`)
+  const want = `${IMAGES[service].repo}:v${to}`
+  const current = imageOf(node.config, service)
+  if (current === want) return // errUpdateSkipped: nothing logged, nothing patched
+  say(` > update ${service}: ${tagOf(current) ?? from} -> ${to}`)
+  if (dryRun) return say(' > skipped in dry-run')
+  node.config = withImage(node.config, service, want)
+  node.configVersion = (node.configVersion ?? 0) + 1
+  saveNode(node)
+  say(` > "${ip}": machine configuration patched`)
+  await afterConfigChange(node)
+  say(` < "${ip}": successfully updated`)
+}
+
+/** A line diff of two objects' YAML, enough to name what changes (textdiff in go-kubernetes). */
+function objectDiff(subject, before, after) {
+  const a = before ? stringify(before, {lineWidth: 0}).trimEnd().split('\n') : []
+  const b = after ? stringify(after, {lineWidth: 0}).trimEnd().split('\n') : []
+  const lines = [`--- a/${subject}`, `+++ b/${subject}`]
+  for (const l of a) if (!b.includes(l)) lines.push(`-${l}`)
+  for (const l of b) if (!a.includes(l)) lines.push(`+${l}`)
+  return lines.join('\n')
+}
+
+const comparable = (o) => {
+  if (!o) return o
+  const {managedFields: _m, resourceVersion: _r, generation: _g, ...metadata} = o.metadata ?? {}
+  const {status: _s, ...rest} = o
+  return {...rest, metadata}
+}
+
+function ssaDryRun(obj) {
+  const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
+  const r = spawnSync(process.env.ICHOR_KUBECTL ?? 'kubectl', ['--kubeconfig', path, 'apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`, '--dry-run=server', '-o', 'json', '-f', '-'], {input: JSON.stringify(obj), encoding: 'utf8'})
+  if (r.status !== 0) fail(`apply dry run failed for ${subjectOf(obj)}: ${r.stderr.trim()}`)
+  return JSON.parse(r.stdout)
+}
+
+/** ssa/util.go formatPath: <kind>/<namespace>/<name>. */
+const subjectOf = (o) => `${o.kind}/${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`
+
 async function upgradeK8s(args) {
   const ip = requireNode(args, 'upgrade-k8s')
   const node = loadNode(ip, 'error fetching nodes')
   requireConfigured(node, args, 'upgrade-k8s')
   if (!isControlPlane(node)) fail(`upgrade-k8s: node ${ip} is not a control plane node`)
   if (!isBootstrapped()) fail('upgrade-k8s: error building kubernetes client: the cluster is not bootstrapped')
+  const dryRun = args.bool('dry-run')
   const nodes = declaredNodes()
+  const configured = nodes.map((n) => loadNode(n.ip, 'error fetching nodes')).filter((n) => n.mode === 'configured')
+  const controlPlanes = configured.filter(isControlPlane)
+  const workers = configured.filter((n) => !isControlPlane(n))
+  let from = args.one('from')
+  if (!from) {
+    from = detectLowestVersion(controlPlanes)
+    say(`automatically detected the lowest Kubernetes version ${from}`)
+  }
+  const to = (args.one('to') ?? DEFAULT_KUBERNETES_VERSION).replace(/^v/, '')
+  from = from.replace(/^v/, '')
+  if (!pathSupported(from, to)) {
+    const [fM, fm] = parseKube(from)
+    const [tM, tm] = parseKube(to)
+    fail(`unsupported upgrade path ${fM}.${fm}->${tM}.${tm} (from "${from}" to "${to}")`)
+  }
+  say(`discovered controlplane nodes ${JSON.stringify(controlPlanes.map((n) => n.ip))}`)
+  say(`discovered worker nodes ${JSON.stringify(workers.map((n) => n.ip))}`)
+  for (const n of configured) {
+    const range = KUBERNETES_BY_TALOS[n.talosVersion.replace(/^v/, '').split('.').slice(0, 2).join('.')]
+    if (range && (cmpKube(to, range[0]) < 0 || cmpKube(to, range[1]) > 0)) {
+      fail(`version of Kubernetes ${to} is not supported on Talos ${n.talosVersion}: supported versions are ${range[0]}-${range[1]}`)
+    }
+  }
+  for (const n of configured) say(`> "${n.ip}": Talos version ${n.talosVersion} is compatible with Kubernetes version ${to}`)
+  for (const service of ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler']) {
+    say(`updating "${service}" to version "${to}"`)
+    for (const cp of controlPlanes) await upgradeImage(cp.ip, service, from, to, dryRun)
+  }
+  say(`updating kube-proxy to version "${to}"`)
+  for (const cp of controlPlanes) {
+    say(` > "${cp.ip}": starting update`)
+    if (dryRun) say(' > skipped in dry-run')
+    else {
+      const n = loadNode(cp.ip, 'error fetching nodes')
+      const want = `${IMAGES['kube-proxy'].repo}:v${to}`
+      if (imageOf(n.config, 'kube-proxy') !== want) {
+        n.config = withImage(n.config, 'kube-proxy', want)
+        n.configVersion = (n.configVersion ?? 0) + 1
+        saveNode(n)
+        await afterConfigChange(n)
+      }
+    }
+  }
+  say(`updating kubelet to version "${to}"`)
+  for (const n of [...controlPlanes, ...workers]) await upgradeImage(n.ip, 'kubelet', from, to, dryRun)
+  await syncManifests(node, args, nodes, dryRun)
+}
+
+async function syncManifests(node, args, nodes, dryRun) {
   const useSSA = nodes.every((n) => versionAtLeast(n.talosVersion, 1, 13))
-  const objects = manifestObjects(node.config)
+  const objects = manifestObjects(loadNode(node.ip, 'error fetching nodes').config)
   for (const obj of objects) await normalizeScope(obj)
-  log('updating manifests')
   if (!useSSA) {
+    say('updating manifests')
+    if (dryRun) return // the legacy SyncWithLog dry run is not modelled: nothing applied
     // Legacy sync (Talos < 1.13 somewhere in the cluster): create or replace, never prune.
     for (const obj of objects) {
       const live = await readLive(obj)
@@ -682,10 +854,12 @@ async function upgradeK8s(args) {
     }
     return
   }
+  say(dryRun ? 'updating manifests (dry run)' : 'updating manifests')
   const policy = args.one('manifests-inventory-policy') ?? 'AdoptIfNoInventory'
   if (!['MustMatch', 'AdoptIfNoInventory', 'AdoptAll'].includes(policy)) fail(`invalid inventory policy "${policy}"`)
   const inventory = await readInventory()
   for (const obj of objects) withInventoryAnnotation(obj)
+  if (dryRun) return diffManifests(objects, inventory, policy, args.bool('manifests-no-prune'))
   for (const obj of objects) {
     const live = await readLive(obj)
     if (live) checkInventoryPolicy(live, policy)
@@ -699,9 +873,7 @@ async function upgradeK8s(args) {
   if (args.bool('manifests-no-prune')) return
   const wanted = new Set(objects.map(inventoryKey))
   for (const key of [...inventory].filter((k) => !wanted.has(k))) {
-    const ref = parseInventoryKey(key)
-    const apiVersion = await preferredGroupVersion(ref.group)
-    const live = await readLive({apiVersion, kind: ref.kind, metadata: {name: ref.name, namespace: ref.namespace || undefined}})
+    const live = await liveOfKey(key)
     if (!live) {
       inventory.delete(key)
       continue
@@ -712,6 +884,41 @@ async function upgradeK8s(args) {
     log(` < deleted ${describe(live)}`)
   }
   await writeInventory(inventory)
+}
+
+async function liveOfKey(key) {
+  const ref = parseInventoryKey(key)
+  const apiVersion = await preferredGroupVersion(ref.group)
+  return readLive({apiVersion, kind: ref.kind, metadata: {name: ref.name, namespace: ref.namespace || undefined}})
+}
+
+/** ssa Manager.Diff: the prunes first (inventory policy checked), then each manifest object; nothing written. */
+async function diffManifests(objects, inventory, policy, noPrune) {
+  if (!noPrune) {
+    const wanted = new Set(objects.map(inventoryKey))
+    for (const key of [...inventory].filter((k) => !wanted.has(k)).sort()) {
+      const live = await liveOfKey(key)
+      if (!live) continue
+      checkInventoryPolicy(live, policy)
+      say(` < Pruned ${subjectOf(live)}`)
+      say(objectDiff(`${live.apiVersion}.${subjectOf(live)}`, comparable(live), undefined))
+    }
+  }
+  for (const obj of objects) {
+    const live = await readLive(obj)
+    if (!live) {
+      say(` < created ${subjectOf(obj)}`)
+      say(objectDiff(subjectOf(obj), undefined, obj))
+      continue
+    }
+    checkInventoryPolicy(live, policy)
+    const after = ssaDryRun(obj)
+    if (isDeepStrictEqual(comparable(live), comparable(after))) say(` < unchanged ${subjectOf(obj)}`)
+    else {
+      say(` < configured ${subjectOf(obj)}`)
+      say(objectDiff(subjectOf(obj), comparable(live), comparable(after)))
+    }
+  }
 }
 
 // ---------- commands ----------

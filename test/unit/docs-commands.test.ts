@@ -10,7 +10,7 @@ import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 
 interface ManifestFlag {name: string; char?: string; options?: string[]; type: 'boolean' | 'option'}
-interface ManifestCommand {id: string; flags: Record<string, ManifestFlag>}
+interface ManifestCommand {id: string; flags: Record<string, ManifestFlag>; aliases?: string[]}
 
 const MANIFEST = join(PROJECT_ROOT, 'oclif.manifest.json')
 if (!existsSync(MANIFEST)) throw new Error('oclif.manifest.json is missing: run `npm run build` first (npm test does)')
@@ -21,7 +21,8 @@ function commandsOf(file: string): ManifestCommand[] {
 
 const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as {oclif: {plugins: string[]}}
 const COMMANDS = new Map<string, ManifestCommand>()
-for (const c of commandsOf(MANIFEST)) COMMANDS.set(c.id, c)
+// oclif `aliases` (`ichor k8s upgrade`) run the same command.
+for (const c of commandsOf(MANIFEST)) for (const id of [c.id, ...(c.aliases ?? [])]) COMMANDS.set(id, c)
 for (const plugin of pkg.oclif.plugins) {
   const file = join(PROJECT_ROOT, 'node_modules', plugin, 'oclif.manifest.json')
   for (const c of commandsOf(file)) COMMANDS.set(c.id, c)

@@ -15,7 +15,10 @@ import {objectsManagedByTalos, releaseObjectRefs} from '../talos/field-manager.j
 import {describeObject} from '../kube/objects.js'
 import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
 import {getMachineConfig} from '../talos/talosctl.js'
-import {readInstallation} from '../state/installation.js'
+import {readInstallation, type Installation} from '../state/installation.js'
+import {nextMinorNeedsCilium} from '../kubernetes/policy.js'
+import {kubernetesVersionOfConfig} from '../kubernetes/upgrade.js'
+import {compareVersions as compareKubernetes, parseKubernetesVersion} from '../talos/versions.js'
 import {effectiveFor, readCniContext, talosAccess} from './context.js'
 import {nextCiliumUpgrade} from './versions.js'
 import {switchCommand, type KubeProxyMode} from './defaults.js'
@@ -53,6 +56,15 @@ export interface CniStatusReport {
     talosNodes?: {node: string; enabled: boolean}[]
   }
   readiness: {daemonSet?: WorkloadRollout; operator?: WorkloadRollout}
+  /** The Kubernetes version next to Cilium's, and whether the next minor needs a Cilium upgrade first. */
+  kubernetes?: {
+    version: string
+    /** Where the version was read: the control planes' machine configs, else the IchorInstallation. */
+    source: 'machine configs' | 'recorded' | 'init'
+    next: string
+    needsCiliumUpgrade: boolean
+    message?: string
+  }
   talos: {
     checked: boolean
     talosconfig?: string
@@ -180,6 +192,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     })
   }
 
+  const kubernetes = await kubernetesNextToCilium(ctx.installation, release?.chartVersion, talosconfig ? controlPlanes.map((n) => machineConfig(n, talosconfig)) : [])
+
   return {
     healthy: !problems.some((p) => p.severity === 'error'),
     release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
@@ -188,6 +202,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     upgradeCompatibility: ctx.modes.upgradeCompatibility,
     kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent, daemonSet: kubeProxyDs, talosNodes},
     readiness: {daemonSet, operator},
+    ...(kubernetes ? {kubernetes} : {}),
     talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, managedByTalos, localConfigsWithInline},
     problems,
   }
@@ -211,4 +226,14 @@ function chartAgainstPin(pinned: string, installed: string): CniStatusReport['ch
   const [im, iN] = minor(installed)
   if (pm !== im || pn! - iN! > 1) return {pinned, installed, upgrade: 'too-far', detail: `${installed} to ${pinned} skips a minor version; Cilium upgrades one minor at a time`}
   return {pinned, installed, upgrade: 'available', detail: `ichor cni upgrade --to ${pinned}`}
+}
+
+/** The lowest version the control planes' configs name, else the recorded one, else init's. */
+async function kubernetesNextToCilium(installation: Installation, ciliumVersion: string | undefined, configs: Promise<string>[]): Promise<CniStatusReport['kubernetes']> {
+  if (!ciliumVersion) return undefined
+  const fromConfigs = (await Promise.all(configs.map((c) => c.then(kubernetesVersionOfConfig, () => undefined)))).filter((v): v is string => Boolean(v))
+  fromConfigs.sort((a, b) => compareKubernetes(parseKubernetesVersion(a), parseKubernetesVersion(b)))
+  const recorded = installation.status?.kubernetes?.version
+  const [version, source] = fromConfigs[0] ? [fromConfigs[0], 'machine configs' as const] : recorded ? [recorded, 'recorded' as const] : [installation.spec.talos.kubernetesVersion, 'init' as const]
+  return {version, source, ...nextMinorNeedsCilium(ciliumVersion, version)}
 }

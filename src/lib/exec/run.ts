@@ -29,6 +29,8 @@ export interface RunOptions {
   maxBuffer?: number
   /** Let the child use our stdin and stderr (an interactive credential plugin). */
   inheritStdinStderr?: boolean
+  /** Each whole line of stdout and stderr as it arrives (a long run's progress). */
+  onLine?: (line: string) => void
 }
 
 export interface RunResult {
@@ -118,7 +120,13 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
         return
       }
       chunks.push(chunk)
+      if (options.onLine) {
+        const lines = (pending[isOut ? 0 : 1] + chunk.toString('utf8')).split('\n')
+        pending[isOut ? 0 : 1] = lines.pop() ?? ''
+        for (const line of lines) options.onLine(line)
+      }
     }
+    const pending = ['', '']
     child.stdout?.on('data', collect(out, true))
     child.stderr?.on('data', collect(err, false))
     if (options.input !== undefined && child.stdin) {

@@ -44,8 +44,17 @@ export interface ComponentStatus {
   applicationHealth: string
 }
 
+/** The Kubernetes version `ichor kubernetes upgrade` last confirmed (absent before its first run). */
+export interface KubernetesStatus {
+  /** Verified: the control planes run it, Cilium and the stack survived it. */
+  version?: string
+  /** talosctl upgrade-k8s finished for this version (the verification may not have run yet). */
+  upgradedTo?: string
+}
+
 export interface InstallationStatus {
   cni: CniStatus
+  kubernetes?: KubernetesStatus
   stack: Partial<Record<StackComponent, ComponentStatus>>
   /** The Kokumi admin password was put into a successful init's result (shown once, then only on demand). */
   kokumiAdminPasswordShown?: boolean

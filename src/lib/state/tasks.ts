@@ -95,6 +95,8 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
     // Not observed: kept as recorded (the password is shown once).
     ...(shown === undefined ? {} : {kokumiAdminPasswordShown: shown}),
     ...(artifacts === undefined ? {} : {artifacts}),
+    // Recorded by `kubernetes upgrade` only: kept as recorded.
+    ...(recorded?.kubernetes === undefined ? {} : {kubernetes: recorded.kubernetes}),
   }
   for (const c of Object.values(stack.components)) {
     const [app, order] = await Promise.all([readApplication(kube, c.component), readOrder(kube, c.component)])

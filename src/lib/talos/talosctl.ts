@@ -82,8 +82,8 @@ export async function talosctlVersionOf(path: string): Promise<string> {
   return result.stdout
 }
 
-function exec(bin: string, args: string[], timeoutMs: number): Promise<RunResult> {
-  return runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024}).catch((error: unknown) => {
+function exec(bin: string, args: string[], timeoutMs: number, onLine?: (line: string) => void): Promise<RunResult> {
+  return runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024, onLine}).catch((error: unknown) => {
     if (checked?.path === bin) checked = undefined
     throw startError('talosctl', bin, error, HINT)
   })
@@ -93,13 +93,14 @@ interface RunOptions {
   node?: string
   action: string
   timeoutMs?: number
+  onLine?: (line: string) => void
 }
 
 async function run(args: string[], opts: RunOptions): Promise<string> {
   // The binary is resolved on disk first; whether it runs at all (`version --client`) is asked
   // only when the call fails, so a working talosctl costs one process per call, not two.
   const bin = talosctlPath()
-  const result = await exec(bin, args, opts.timeoutMs ?? 120_000)
+  const result = await exec(bin, args, opts.timeoutMs ?? 120_000, opts.onLine)
   if (result.exitCode === 0 && !result.timedOut) return result.stdout
   await findTalosctl() // a talosctl that does not run is said so, not blamed on the node
   if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
@@ -326,6 +327,28 @@ export async function patchMachineConfig(opts: PatchMachineConfigOptions): Promi
       action: 'talosctl patch machineconfig',
     })
   })
+}
+
+export interface UpgradeK8sOptions {
+  /** The control plane talosctl talks to (it finds the other nodes through Kubernetes). */
+  node: string
+  talosconfig: string
+  /** Kubernetes version without the `v`. */
+  to: string
+  dryRun: boolean
+  timeoutMs: number
+  /** Each line talosctl prints, as it prints it. */
+  onLine?: (line: string) => void
+}
+
+/**
+ * `talosctl upgrade-k8s --to VERSION` (with `--dry-run`: its plan, the manifest diffs and the
+ * objects it would prune, nothing changed). What it printed (stdout, then stderr).
+ */
+export async function upgradeK8s(opts: UpgradeK8sOptions): Promise<string> {
+  const args = ['upgrade-k8s', '--to', opts.to, ...nodeFlags(opts.node, opts.talosconfig)]
+  if (opts.dryRun) args.push('--dry-run')
+  return run(args, {node: opts.node, action: `talosctl upgrade-k8s${opts.dryRun ? ' --dry-run' : ''} --to ${opts.to}`, timeoutMs: opts.timeoutMs, onLine: opts.onLine})
 }
 
 async function exists(path: string): Promise<boolean> {

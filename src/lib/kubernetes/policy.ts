@@ -1,0 +1,162 @@
+// `ichor kubernetes upgrade`'s rules, checked before anything runs (pure functions):
+//   - the target runs on the installed Talos minor (KUBERNETES_RANGE_BY_TALOS_MINOR);
+//   - one minor at a time, never down: Kubernetes' version skew policy, and what talosctl
+//     accepts (go-kubernetes v0.2.41 kubernetes/upgrade/path.go `IsSupported`: only
+//     "1.N->1.N" and "1.N->1.N+1");
+//   - inside the installed Cilium minor's tested range (cilium/compatibility.ts), else refused
+//     naming the `ichor cni upgrade` steps that make it compatible, or --allow-untested.
+// And the reading of `talosctl upgrade-k8s --dry-run`, which the prune guard relies on.
+import {KUBERNETES_TESTED_BY_CILIUM_MINOR} from '../cilium/compatibility.js'
+import {minorOf, nextCiliumUpgrade} from '../cilium/versions.js'
+import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {compareVersions, KUBERNETES_RANGE_BY_TALOS_MINOR, parseKubernetesVersion, parseTalosVersion, type KubernetesVersion} from '../talos/versions.js'
+
+export const ALLOW_UNTESTED_FLAG = '--allow-untested'
+
+export interface KubernetesUpgradeInput {
+  /** The lowest Kubernetes version the control planes run. */
+  from: string
+  /** --to */
+  to: string
+  talosVersion: string
+  /** The Cilium chart version the release runs. */
+  ciliumVersion: string
+  allowUntested: boolean
+}
+
+export type KubernetesUpgradeVerdict = {kind: 'same' | 'patch' | 'minor'; from: string; to: string; warnings: string[]}
+
+const asMinor = (v: Pick<KubernetesVersion, 'major' | 'minor'>) => v.major * 1000 + v.minor
+const parseMinor = (text: string) => {
+  const [major, minor] = text.split('.').map(Number) as [number, number]
+  return {major, minor}
+}
+
+function usage(message: string, hint?: string): IchorError {
+  return new IchorError(message, {exitCode: EXIT.usage, hint})
+}
+
+/** The verdict, or an IchorError (exit 2) naming the flag, the range and what to do instead. */
+export function checkKubernetesUpgrade(i: KubernetesUpgradeInput): KubernetesUpgradeVerdict {
+  const to = withFlag('--to', () => parseKubernetesVersion(i.to))
+  const from = parseKubernetesVersion(i.from)
+  const talos = parseTalosVersion(i.talosVersion)
+  const range = KUBERNETES_RANGE_BY_TALOS_MINOR[`${talos.major}.${talos.minor}`]
+  if (!range) throw usage(`--to: no Kubernetes range is known for Talos ${talos.tag}`)
+  const min = parseKubernetesVersion(range.min)
+  const max = parseKubernetesVersion(range.max)
+  if (compareVersions(to, min) < 0 || compareVersions(to, max) > 0) {
+    throw usage(
+      `--to: Kubernetes ${to.version} does not run on Talos ${talos.tag} (accepted: ${range.min} to ${range.max.replace(/\.99$/, '.x')})`,
+      'upgrade Talos first (talosctl upgrade, node by node), then Cilium, then Kubernetes',
+    )
+  }
+  if (compareVersions(to, from) < 0) throw usage(`--to: ${to.version} is older than the running ${from.version}: Kubernetes is never downgraded`)
+  if (asMinor(to) - asMinor(from) > 1) {
+    const skipped = []
+    for (let m = from.minor + 1; m < to.minor; m++) skipped.push(`${to.major}.${m}`)
+    throw usage(
+      `--to: ${from.version} to ${to.version} skips Kubernetes ${skipped.join(', ')}: Kubernetes upgrades one minor at a time`,
+      `upgrade to the newest ${skipped[0]} patch first (ichor kubernetes upgrade --to ${skipped[0]}.N)`,
+    )
+  }
+  const kind = compareVersions(to, from) === 0 ? 'same' : to.minor === from.minor ? 'patch' : 'minor'
+  const warnings: string[] = []
+  const untested = ciliumUntested(i.ciliumVersion, to)
+  if (untested && kind !== 'same') {
+    if (!i.allowUntested) throw usage(`--to: ${untested.message}`, `${untested.fix}; or pass ${ALLOW_UNTESTED_FLAG} to go on untested`)
+    warnings.push(`${ALLOW_UNTESTED_FLAG}: nobody tested Cilium ${minorOf(i.ciliumVersion)} on Kubernetes ${to.major}.${to.minor}: ${untested.message}`)
+  }
+  return {kind, from: from.version, to: to.version, warnings}
+}
+
+function withFlag<T>(flag: string, f: () => T): T {
+  try {
+    return f()
+  } catch (e) {
+    if (e instanceof IchorError) throw usage(e.message.replace(/^--[a-z-]+:/, `${flag}:`))
+    throw e
+  }
+}
+
+/** Why Kubernetes `to` is outside the Cilium minor's tested range, and the cni upgrades that fix it; undefined inside. */
+function ciliumUntested(ciliumVersion: string, to: Pick<KubernetesVersion, 'major' | 'minor'>): {message: string; fix: string; cilium?: string} | undefined {
+  const minor = minorOf(ciliumVersion)
+  const tested = KUBERNETES_TESTED_BY_CILIUM_MINOR[minor]
+  const k = `${to.major}.${to.minor}`
+  const covering = Object.entries(KUBERNETES_TESTED_BY_CILIUM_MINOR)
+    .filter(([, t]) => asMinor(parseMinor(t.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(t.newest)))
+    .map(([m]) => m)
+    .sort((a, b) => asMinor(parseMinor(a)) - asMinor(parseMinor(b)))
+  if (tested && asMinor(parseMinor(tested.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(tested.newest))) return undefined
+  const message = tested
+    ? `Cilium ${minor} is tested on Kubernetes ${tested.oldest} to ${tested.newest}, not ${k} (Cilium's Kubernetes compatibility table at ${tested.source})`
+    : `no tested Kubernetes range is known for Cilium ${minor} (ichor knows ${Object.keys(KUBERNETES_TESTED_BY_CILIUM_MINOR).join(', ')})`
+  const target = covering.find((m) => asMinor(parseMinor(m)) > asMinor(parseMinor(minor)))
+  if (!target) return {message, fix: `no Cilium minor ichor knows is tested on Kubernetes ${k}`}
+  // The cni upgrade steps, as its own policy takes them: newest patch first, one minor at a time.
+  const steps: string[] = []
+  for (let v: string | undefined = ciliumVersion; v && minorOf(v) !== target; ) {
+    v = nextCiliumUpgrade(v)
+    if (v) steps.push(`ichor cni upgrade --to ${v}`)
+  }
+  return {message, fix: `upgrade Cilium to ${target} first: ${steps.join(', then ')}`, cilium: target}
+}
+
+/** What `cni status` says about the next Kubernetes minor. */
+export function nextMinorNeedsCilium(ciliumVersion: string, kubernetes: string): {next: string; needsCiliumUpgrade: boolean; cilium?: string; message?: string} {
+  const k = parseKubernetesVersion(kubernetes)
+  const next = {major: k.major, minor: k.minor + 1}
+  const untested = ciliumUntested(ciliumVersion, next)
+  if (!untested) return {next: `${next.major}.${next.minor}`, needsCiliumUpgrade: false}
+  return {next: `${next.major}.${next.minor}`, needsCiliumUpgrade: true, cilium: untested.cilium, message: `${untested.message}; ${untested.fix}`}
+}
+
+// ---------- talosctl upgrade-k8s --dry-run ----------
+
+export interface DryRunChange {
+  /** go-kubernetes ssa DiffAction: "Pruned", or fluxcd ssa's "created" / "configured" / "unchanged". */
+  action: string
+  kind: string
+  /** '' for a cluster-scoped object. */
+  namespace: string
+  name: string
+}
+
+/**
+ * The objects of talosctl's dry run. talosctl v1.14 pkg/cluster/kubernetes/talos_managed.go
+ * `syncManifestsSSA` logs " < <Action> <Subject>" per go-kubernetes v0.2.41 ssa `DiffResult`,
+ * Subject as ssa/util.go `formatPath`: "<Kind>/<namespace>/<name>" or "<Kind>/<name>".
+ */
+export function parseUpgradeK8sDryRun(output: string): DryRunChange[] {
+  const out: DryRunChange[] = []
+  for (const line of output.split('\n')) {
+    const m = /^ < (Pruned|created|configured|unchanged) ([^/\s]+)\/(?:([^/\s]+)\/)?([^/\s]+)\s*$/.exec(line)
+    if (m) out.push({action: m[1]!, kind: m[2]!, namespace: m[3] ?? '', name: m[4]!})
+  }
+  return out
+}
+
+export interface ProtectedObject {
+  kind: string
+  namespace: string
+  name: string
+  /** Whose object it is, for the refusal ("the Cilium release kube-system/cilium"). */
+  owner: string
+}
+
+export interface ProtectedChange {
+  action: string
+  subject: string
+  owner: string
+}
+
+/** The protected objects the dry run would prune or change (anything but "unchanged"). */
+export function protectedChanges(changes: DryRunChange[], objects: ProtectedObject[]): ProtectedChange[] {
+  const key = (o: {kind: string; namespace: string; name: string}) => `${o.kind}/${o.namespace}/${o.name}`
+  const owners = new Map(objects.map((o) => [key(o), o.owner]))
+  return changes
+    .filter((c) => c.action !== 'unchanged' && owners.has(key(c)))
+    .map((c) => ({action: c.action, subject: c.namespace ? `${c.kind}/${c.namespace}/${c.name}` : `${c.kind}/${c.name}`, owner: owners.get(key(c))!}))
+}
