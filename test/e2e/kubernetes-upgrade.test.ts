@@ -104,7 +104,16 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
     expect(again.code, show(again)).toBe(0)
     expect(end(again)?.changed).toBe(false)
     expect(await state()).toEqual(upgraded)
-  }, 240_000)
+    // The cluster now runs 1.33.0: an init rerun keeps it (the guide's crash advice must not
+    // downgrade it), and one that names the old version is refused naming the upgrade command.
+    const rerun = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(rerun.code, show(rerun)).toBe(0)
+    expect(await state()).toEqual(upgraded)
+    const older = await runIchor([...h.initArgs, '--kubernetes-version', '1.32.0', '--json'], h.env)
+    expect(older.code, show(older)).toBe(2)
+    expect(show(older)).toMatch(/--kubernetes-version.*1\.33\.0.*never downgraded; leave --kubernetes-version out to keep 1\.33\.0/s)
+    expect(await state()).toEqual(upgraded)
+  }, 360_000)
 
   it("from 1.33 the next minor is outside Cilium 1.18's tested range: refused naming the cni upgrades; --allow-untested says what nobody tested", async () => {
     const run = await cli(['--to', '1.34.0', '--yes', '--json'])

@@ -1,6 +1,7 @@
 // `ichor init` from parsed flags to its typed result: inputs checked (or asked for on a
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
+import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
 import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
@@ -232,7 +233,10 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
     differs('--talos-version', checked.talosVersion.tag, stored.talos.talosVersion, 'init does not upgrade Talos on existing nodes: no ichor command changes it')
   }
   if (f.kubernetesVersion !== undefined && checked.kubernetesVersion.version !== stored.talos.kubernetesVersion) {
-    differs('--kubernetes-version', checked.kubernetesVersion.version, stored.talos.kubernetesVersion, 'init does not upgrade Kubernetes on an existing cluster: no ichor command changes it yet')
+    const newer = compareVersions(checked.kubernetesVersion, parseKubernetesVersion(stored.talos.kubernetesVersion)) > 0
+    differs('--kubernetes-version', checked.kubernetesVersion.version, stored.talos.kubernetesVersion, newer
+      ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
+      : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
   }
   return {
     flags: {

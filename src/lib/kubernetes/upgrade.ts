@@ -8,7 +8,7 @@ import {readReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {describeObject, getObject, KindNotServedError, resolvePath, type KubeObject} from '../kube/objects.js'
 import type {Session} from '../session/session.js'
-import {installationCrd, readInstallation, writeInstallationStatus, type Installation} from '../state/installation.js'
+import {installationCrd, readInstallation, writeInstallationSpec, writeInstallationStatus, type Installation} from '../state/installation.js'
 import {serverSideApply} from '../kube/apply.js'
 import {COMPONENT_NAMESPACE} from '../stack/orders.js'
 import {releaseObjectRefs} from '../talos/field-manager.js'
@@ -243,13 +243,17 @@ export function recordKubernetesVersionTask(p: KubernetesUpgradeInput): Task {
     title: 'Record the Kubernetes version in the IchorInstallation',
     async probe() {
       const cr = await readInstallation(await p.session.kube())
+      if (cr?.spec.talos.kubernetesVersion !== target()) return missing(`the IchorInstallation's spec asks for Kubernetes ${cr?.spec.talos.kubernetesVersion ?? 'no version'}`)
       return cr?.status?.kubernetes?.version === target() ? holds(`${target()} recorded`) : missing(`the IchorInstallation records ${cr?.status?.kubernetes?.version ?? 'no version'}`)
     },
     async run() {
       const kube = await p.session.kube()
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('the IchorInstallation is gone')
-      await writeInstallationStatus(kube, {cni: {}, stack: {}, ...cr.status, kubernetes: {...cr.status?.kubernetes, version: target()}})
+      // The spec too: an init rerun keeps the stored version and a node added later is
+      // configured with it, which must be the one the cluster now runs, not init's.
+      const written = await writeInstallationSpec(kube, {...cr.spec, talos: {...cr.spec.talos, kubernetesVersion: target()}}, {readAt: cr})
+      await writeInstallationStatus(kube, {cni: {}, stack: {}, ...cr.status, kubernetes: {...cr.status?.kubernetes, version: target()}}, {readAt: written})
     },
   }
 }
