@@ -190,16 +190,45 @@ export function upgradeCiliumValuesTask(p: {
       } catch (error) {
         if (!(error instanceof HelmReleaseError)) throw error
         // Which workloads held the rollout, as they are now (after the rollback).
-        const [ds, op] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
-        const after = await readCiliumRelease(kube)
-        const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
-        throw new IchorError(`${error.message}\nrelease now at revision ${after?.revision ?? '?'} (${after?.status ?? 'unknown'}) with the previous values; workloads: ${pods}`, {
-          hint: `the IchorInstallation was not changed; see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`,
-          cause: error,
-        })
+        const [daemonSet, operator] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
+        throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
       }
     },
   }
+}
+
+interface WorkloadState {
+  desired: number
+  ready: number
+  rolledOut: boolean
+  state: string
+}
+
+/**
+ * A failed `helm upgrade` of Cilium as the operator reads it: helm's own error first, then
+ * the release as it is now (rolled back only when helm says so), then the workloads. Pods
+ * are blamed only when some are not ready: helm also fails for reasons of its own.
+ */
+export function ciliumUpgradeFailure(
+  error: HelmReleaseError,
+  now: {after?: Pick<ReleaseRecord, 'revision' | 'status'>; daemonSet?: WorkloadState; operator?: WorkloadState},
+): IchorError {
+  const ns = CILIUM_RELEASE.namespace
+  const {after, daemonSet: ds, operator: op} = now
+  const release = after
+    ? error.rolledBack && after.status === 'deployed'
+      ? `release rolled back to revision ${after.revision} (deployed) with the previous values`
+      : `release revision ${after.revision} is ${after.status}${error.rolledBack ? '' : ' (helm did not roll it back)'}`
+    : 'no release record'
+  const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
+  // Helm's wait says so in its error (Helm 3: "timed out waiting for the condition", Helm 4's
+  // watcher: "resource not ready" / "context deadline exceeded"); after a rollback the pods
+  // that were not ready may be gone, so helm's words count as much as the pods now.
+  const unready = [ds, op].some((w) => w && !w.rolledOut) || /not ready|timed out waiting|context deadline exceeded/i.test(error.helmMessage)
+  const next = unready
+    ? `see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`
+    : `helm's error above says what failed (the pods are ready); see helm history ${CILIUM_RELEASE.name} -n ${ns}, then run the command again`
+  return new IchorError(`${error.message}\n${release}; workloads: ${pods || 'not found'}`, {hint: `the IchorInstallation was not changed; ${next}`, cause: error})
 }
 
 /** Cilium's operator first, then the agents (its upgrade guide's order). */

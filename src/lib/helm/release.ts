@@ -5,7 +5,8 @@
 // Flags differ by major version and we never pass one the detected helm lacks:
 //   rollback on failure   Helm 3: --atomic            Helm 4: --rollback-on-failure
 //   wait for readiness    Helm 3: --wait (bool)       Helm 4: --wait=watcher (kstatus)
-//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts (adoption and upgrade)
+//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts (adoption and upgrade;
+//                                                     upgrade with --server-side=true, see upgradeArgs)
 // Helm 4 reports a field the previous owner ("talos") also set as a conflict whenever the
 // values differ, and fields holding a zero value compare as different after the API server
 // drops them; so the adoption forces (see installArgs). After the adoption Talos still
@@ -78,11 +79,15 @@ export class HelmReleaseError extends IchorError {
     readonly verb: 'install' | 'upgrade' | 'status' | 'uninstall',
     readonly release: string,
     readonly helmMessage: string,
-    options: {hint?: string} = {},
+    options: {hint?: string; rolledBack?: boolean} = {},
   ) {
     super(`helm ${verb} of release "${release}" failed: ${helmMessage}`, {hint: options.hint})
     this.name = 'HelmReleaseError'
+    this.rolledBack = options.rolledBack ?? false
   }
+
+  /** helm said it rolled the failed upgrade back (only then is the previous revision deployed again). */
+  readonly rolledBack: boolean
 }
 
 // ---------------------------------------------------------------------------------------
@@ -147,7 +152,15 @@ export function upgradeArgs(helm: Pick<HelmBinary, 'major'>, opts: UpgradeOption
   if (helm.major >= 4) {
     if (rollback) args.push('--rollback-on-failure')
     if (opts.wait ?? true) args.push('--wait=watcher')
-    if (opts.forceConflicts ?? true) args.push('--force-conflicts')
+    // --force-conflicts needs server-side apply, and Helm 4's default --server-side=auto
+    // follows the previous revision's apply method: client-side for every revision Helm 3
+    // wrote, and Helm 4 then refuses the pair ("forceConflicts enabled when serverSideApply
+    // disabled"), in the upgrade and in its rollback (helm v4.3.2 pkg/action/upgrade.go
+    // getUpgradeServerSideValue, pkg/action/rollback.go prepareRollback, pkg/kube/client.go
+    // ClientUpdateOptionServerSideApply). So ask for server side explicitly: the upgrade
+    // then moves a client-side release to server-side apply (it upgrades the client-side
+    // field managers first), and the rollback inherits the same flags.
+    if (opts.forceConflicts ?? true) args.push('--server-side=true', '--force-conflicts')
   } else {
     // Helm 3's --atomic implies --wait.
     if (rollback) args.push('--atomic')
@@ -200,11 +213,16 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   const helm = await findHelm()
   const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
   if (result.exitCode !== 0) {
-    const rolledBack = opts.rollbackOnFailure ?? true
-    throw new HelmReleaseError('upgrade', opts.release, helmError(result), {
+    const message = helmError(result)
+    // Only helm knows whether its rollback worked: it says "has been rolled back" then, and
+    // "an error occurred while rolling back" when not (helm v3.18.6 and v4.3.2
+    // pkg/action/upgrade.go failRelease).
+    const rolledBack = (opts.rollbackOnFailure ?? true) && /has been rolled back/.test(message)
+    throw new HelmReleaseError('upgrade', opts.release, message, {
+      rolledBack,
       hint: rolledBack
         ? `helm rolled the release back to its previous revision; fix the values and run the command again (helm history ${opts.release} -n ${opts.namespace})`
-        : `inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
+        : `the release was not rolled back; inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
     })
   }
   return statusFromJson(result.stdout, opts)
