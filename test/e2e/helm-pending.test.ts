@@ -7,11 +7,14 @@ import {spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {execa} from 'execa'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {adoptCiliumTask, ciliumReleaseView} from '../../src/lib/cilium/tasks.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {ReleasePendingError, waitForSettledRelease} from '../../src/lib/helm/pending.js'
 import {readReleaseRecord} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {openSession} from '../../src/lib/session/session.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {startMachines} from '../harness/machines.js'
 
@@ -103,5 +106,83 @@ describe('waitForSettledRelease', () => {
 
   it('returns at once when the release has no record or a settled one', async () => {
     expect(await waitForSettledRelease(kube, 'never-installed', 'default', {timeoutMs: 0})).toBeUndefined()
+  })
+})
+
+/** A chart whose ConfigMap takes `port`: out of range, the API server refuses it and the helm operation fails at once. */
+function writePortChart(dir: string): string {
+  const path = join(dir, 'ported')
+  mkdirSync(join(path, 'templates'), {recursive: true})
+  writeFileSync(join(path, 'Chart.yaml'), 'apiVersion: v2\nname: ported\nversion: 0.1.0\n')
+  writeFileSync(join(path, 'values.yaml'), 'port: 8080\n')
+  writeFileSync(
+    join(path, 'templates', 'service.yaml'),
+    `apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}-svc, namespace: {{ .Release.Namespace }}}
+spec:
+  ports: [{port: {{ .Values.port }}}]
+`,
+  )
+  return path
+}
+
+// Issue 21 point 13: init's "interrupted adoption" cleanup deleted every non-deployed record,
+// superseded revisions included (the rollback history Cilium's upgrade guide relies on), then
+// failed with "cannot reuse a name that is still in use". Only a lone first revision that
+// never deployed is an interrupted adoption. Real helm; the release is kube-system/cilium
+// as init adopts it, with a small chart.
+describe('the adoption step on a rerun of init', () => {
+  const helm = async (args: string[]) => {
+    const run = await execa((await findHelm()).path, [...args, '--namespace', 'kube-system', '--kubeconfig', cp.kubeconfigPath], {reject: false})
+    return run
+  }
+  const secrets = async () =>
+    (await kube.request<{items: Array<{metadata: {name: string; labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/kube-system/secrets', {query: {labelSelector: 'owner=helm,name=cilium'}})).items
+      .map((s) => `${s.metadata.name} ${s.metadata.labels?.status}`)
+      .sort()
+
+  let ported: string
+
+  it('after a first install that failed (a lone revision 1) removes that record and adopts again', async () => {
+    ported = writePortChart(work)
+    expect((await helm(['install', 'cilium', ported, '--set', 'port=99999'])).exitCode).not.toBe(0)
+    expect(await secrets()).toEqual(['sh.helm.release.v1.cilium.v1 failed'])
+    const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
+    try {
+      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 30_000})
+      expect(await task.probe()).toMatchObject({done: false})
+      const progress: string[] = []
+      await task.run((m) => progress.push(m))
+      expect(progress).toContain('removed the record of an adoption that did not finish (failed)')
+      expect(await secrets()).toEqual(['sh.helm.release.v1.cilium.v1 deployed'])
+    } finally {
+      await session.close()
+    }
+  })
+
+  it('after a failed day-2 upgrade keeps every revision (superseded and failed), changes nothing and says what failed', async () => {
+    expect((await helm(['upgrade', 'cilium', ported, '--set', 'port=8081'])).exitCode).toBe(0)
+    // A day-2 upgrade that failed and was not rolled back: revision 3 failed.
+    const failed = await helm(['upgrade', 'cilium', ported, '--set', 'port=99999'])
+    expect(failed.exitCode).not.toBe(0)
+    const before = await secrets()
+    expect(before).toEqual(['sh.helm.release.v1.cilium.v1 superseded', 'sh.helm.release.v1.cilium.v2 deployed', 'sh.helm.release.v1.cilium.v3 failed'])
+
+    const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
+    try {
+      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 5_000})
+      const probe = await task.probe()
+      // The release was adopted long ago: the adoption holds, and says what the newest revision is.
+      expect(probe).toMatchObject({done: true})
+      expect(JSON.stringify(probe)).toMatch(/revision 3 is failed/)
+      expect(JSON.stringify(probe)).toMatch(/ichor cni values set/)
+      // Even run (the engine never runs a step that holds), it deletes nothing and installs nothing.
+      const progress: string[] = []
+      await task.run((m) => progress.push(m))
+      expect(await secrets()).toEqual(before)
+    } finally {
+      await session.close()
+    }
   })
 })

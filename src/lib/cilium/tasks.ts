@@ -4,7 +4,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
-import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {isInterruptedInstall, isPending, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
@@ -67,7 +67,13 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
     async probe() {
       const record = await p.release.get()
       if (!record) return missing(`no Helm release ${CILIUM_RELEASE.name} yet`)
-      if (record.status !== 'deployed') return missing(`release ${CILIUM_RELEASE.name} is ${record.status} (revision ${record.revision})`)
+      if (record.status !== 'deployed') {
+        // A release with history was adopted; its newest revision is a day-2 change that failed.
+        if (isPending(record.status) || isInterruptedInstall(await releaseHistory(await p.session.kube(), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace))) {
+          return missing(`release ${CILIUM_RELEASE.name} is ${record.status} (revision ${record.revision})`)
+        }
+        return holds(adoptedButFailed(record))
+      }
       const same = valuesHash(record.config) === valuesHash(await p.values())
       return holds(`release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : `; ${DRIFT_MESSAGE}: ${RESTORE_CILIUM_VALUES}`}`)
     },
@@ -107,20 +113,33 @@ export async function ciliumReleaseDrift(kube: Kube, effective: Values): Promise
  */
 async function clearInterruptedAdoption(kube: Kube, timeoutMs: number, progress: (m: string) => void): Promise<boolean> {
   let record: ReleaseRecord | undefined
+  let stillPending: ReleasePendingError | undefined
   try {
     record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {timeoutMs: Math.min(timeoutMs, 60_000), onProgress: progress})
   } catch (error) {
     if (!(error instanceof ReleasePendingError)) throw error
     record = error.record
+    stillPending = error
   }
   if (!record) return false
   if (record.status === 'deployed') return true
-  const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace}, {labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
-  for (const s of secrets) {
-    if (s.metadata.labels?.status !== 'deployed') await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: s.metadata.name})
+  const history = await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  // Only a lone first revision is an adoption that did not finish. Anything longer is a
+  // release that deployed once: its superseded and failed revisions are the rollback
+  // history Cilium's upgrade guide relies on, and helm install would refuse the name anyway.
+  if (!isInterruptedInstall(history)) {
+    // A day-2 operation still pending is not the adoption's to clear.
+    if (stillPending) throw stillPending
+    progress(adoptedButFailed(record))
+    return true
   }
+  await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: history[0]!.secretName})
   progress(`removed the record of an adoption that did not finish (${record.status})`)
   return false
+}
+
+function adoptedButFailed(record: ReleaseRecord): string {
+  return `release ${CILIUM_RELEASE.name} was adopted; its newest revision ${record.revision} is ${record.status} (a change after the adoption failed): \`${RESTORE_CILIUM_VALUES}\` applies the stored values again`
 }
 
 // ---------------------------------------------------------------------------------------

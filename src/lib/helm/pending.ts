@@ -6,7 +6,7 @@
 // says no operation is in progress. The record is read from its Secret, without helm.
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
-import {deleteObject} from '../kube/objects.js'
+import {deleteObject, listObjects} from '../kube/objects.js'
 import {readReleaseRecord, type ReleaseRecord} from './release.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
@@ -83,4 +83,30 @@ export async function settlePendingRelease(
     record = await readReleaseRecord(kube, release, namespace)
   }
   return record
+}
+
+/** One revision of a release as the labels of its Secret say (helm's Secret driver sets name, owner, status, version). */
+export interface RevisionLabel {
+  secretName: string
+  revision: number
+  status: string
+}
+
+/** Every revision of the release, newest first, read from the Secrets' labels without decoding the records. */
+export async function releaseHistory(kube: Kube, release: string, namespace: string): Promise<RevisionLabel[]> {
+  const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace}, {labelSelector: `owner=helm,name=${release}`})
+  return secrets
+    .filter((s) => s.metadata.name.startsWith(`sh.helm.release.v1.${release}.v`))
+    .map((s) => ({secretName: s.metadata.name, revision: Number(s.metadata.labels?.version), status: s.metadata.labels?.status ?? 'unknown'}))
+    .filter((r) => Number.isInteger(r.revision))
+    .sort((a, b) => b.revision - a.revision)
+}
+
+/**
+ * An install that never completed: the release's only record is a first revision that is
+ * not deployed. Any longer history (superseded, failed or rolled-back revisions) is a
+ * release that once deployed, and its records are its rollback history: never deleted.
+ */
+export function isInterruptedInstall(history: readonly RevisionLabel[]): boolean {
+  return history.length === 1 && history[0]!.revision === 1 && history[0]!.status !== 'deployed'
 }
