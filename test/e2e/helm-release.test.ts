@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject} from '@kubernetes/client-node'
 import {isDeepStrictEqual} from 'node:util'
-import {canonicalJson, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
+import {canonicalJson, HELM_TIMEOUT_LABEL, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {testHelms} from '../harness/helm.js'
@@ -547,6 +547,13 @@ describe('helm flags per version', () => {
     expect(inst).toEqual(expect.arrayContaining(['--take-ownership', '--force-conflicts', '--wait=watcher', '--kube-context', 'admin@c']))
     expect(installArgs({major: 4}, base)).not.toContain('--force-conflicts')
     expect(inst.filter((a) => /atomic|rollback/.test(a))).toEqual([])
+  })
+
+  it('every install and upgrade records the --timeout it gives helm on the release (a rerun reads how long that helm may work)', () => {
+    for (const major of [3, 4]) {
+      expect(installArgs({major}, {...base, timeoutSeconds: 420}).join(' ')).toContain(`--timeout 420s --labels ${HELM_TIMEOUT_LABEL}=420`)
+      expect(upgradeArgs({major}, base).join(' ')).toContain(`--timeout 300s --labels ${HELM_TIMEOUT_LABEL}=300`)
+    }
   })
 
   it('Helm 3: --atomic (which implies --wait); no Helm 4 only flags', () => {

@@ -4,7 +4,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
-import {isInterruptedInstall, isPending, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {isInterruptedInstall, isPending, pendingDeadline, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
@@ -80,7 +80,7 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
     async run(progress) {
       const kube = await p.session.kube()
       p.release.forget()
-      if (await clearInterruptedAdoption(kube, p.timeoutMs, progress)) return
+      if (await clearInterruptedAdoption(kube, progress)) return
       // No rollback on an adoption: rolling back an install would uninstall a running CNI.
       await helmInstall({
         ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: CILIUM_RELEASE.namespace, chartPath: await p.chartPath(),
@@ -111,11 +111,12 @@ export async function ciliumReleaseDrift(kube: Kube, effective: Values): Promise
  * are the bootstrap's and keep running, so the record alone is removed and the
  * adoption done again. True when the release turned out deployed.
  */
-async function clearInterruptedAdoption(kube: Kube, timeoutMs: number, progress: (m: string) => void): Promise<boolean> {
+async function clearInterruptedAdoption(kube: Kube, progress: (m: string) => void): Promise<boolean> {
   let record: ReleaseRecord | undefined
   let stillPending: ReleasePendingError | undefined
   try {
-    record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {timeoutMs: Math.min(timeoutMs, 60_000), onProgress: progress})
+    // Until the helm that wrote a pending record can no longer be running (its --timeout is on the record).
+    record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {onProgress: progress})
   } catch (error) {
     if (!(error instanceof ReleasePendingError)) throw error
     record = error.record
@@ -198,22 +199,50 @@ export function upgradeCiliumValuesTask(p: {
     async run(progress) {
       const kube = await p.session.kube()
       const c = await p.change()
-      const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
-      if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
-      if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
-      try {
-        await helmUpgrade({
-          ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective,
-          wait: true, rollbackOnFailure: true, timeoutSeconds: Math.ceil((p.helmTimeoutMs ? await p.helmTimeoutMs() : p.timeoutMs) / 1000),
-        })
-      } catch (error) {
-        if (!(error instanceof HelmReleaseError)) throw error
-        // Which workloads held the rollout, as they are now (after the rollback).
-        const [daemonSet, operator] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
-        throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
+      const timeoutSeconds = Math.ceil((p.helmTimeoutMs ? await p.helmTimeoutMs() : p.timeoutMs) / 1000)
+      // Twice at most: a helm from an interrupted run may start its rollback (a new pending
+      // record) just after the wait saw its failed upgrade; helm then refuses this one.
+      for (let attempt = 1; ; attempt++) {
+        const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress})
+        if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
+        if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
+        try {
+          await helmUpgrade({...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective, wait: true, rollbackOnFailure: true, timeoutSeconds})
+          return
+        } catch (error) {
+          if (!(error instanceof HelmReleaseError)) throw error
+          if (isOperationInProgress(error) && attempt === 1) {
+            progress(`helm refused: a helm from an interrupted run is still working on release ${ns}/${CILIUM_RELEASE.name}; waiting for it, then trying again`)
+            continue
+          }
+          if (isOperationInProgress(error)) throw operationInProgressError(error, kube)
+          await throwUpgradeFailure(error, kube)
+        }
       }
     },
   }
+}
+
+async function throwUpgradeFailure(error: HelmReleaseError, kube: Kube): Promise<never> {
+  const ns = CILIUM_RELEASE.namespace
+  // Which workloads held the rollout, as they are now (after the rollback).
+  const [daemonSet, operator] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
+  throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
+}
+
+/** Helm's refusal while another operation's record is pending (helm v3.18.6 and v4.3.2 pkg/action/action.go errPending). */
+export function isOperationInProgress(error: HelmReleaseError): boolean {
+  return /another operation \(install\/upgrade\/rollback\) is in progress/.test(error.helmMessage)
+}
+
+async function operationInProgressError(error: HelmReleaseError, kube: Kube): Promise<IchorError> {
+  const record = await readCiliumRelease(kube)
+  const {deadline, timeoutSeconds} = record ? pendingDeadline(record, await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)) : {deadline: Date.now(), timeoutSeconds: undefined}
+  const left = Math.max(0, Math.round((deadline - Date.now()) / 1000))
+  return new IchorError(
+    `${error.message}\na helm from an interrupted run is still working on release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}${record ? ` (revision ${record.revision} ${record.status})` : ''}: ichor waits for it up to ${left}s more${timeoutSeconds ? ` (the --timeout ${timeoutSeconds}s it was given)` : ''}`,
+    {hint: 'the IchorInstallation was not changed; run the same command again: it waits for that helm to finish first', cause: error},
+  )
 }
 
 interface WorkloadState {

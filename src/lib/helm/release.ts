@@ -116,6 +116,17 @@ export function helmInvocationPath(path: string): string {
   return link
 }
 
+/**
+ * The --timeout ichor gave the helm that wrote a revision, as a label of its release Secret
+ * (helm's --labels, Helm 3.13+ and 4): a rerun, from any laptop, reads from a pending record
+ * how long the helm that wrote it may still be working (see src/lib/helm/pending.ts).
+ */
+export const HELM_TIMEOUT_LABEL = 'ichor.maesh.dev/helm-timeout-seconds'
+
+function timeoutArgs(seconds: number): string[] {
+  return ['--timeout', `${seconds}s`, '--labels', `${HELM_TIMEOUT_LABEL}=${seconds}`]
+}
+
 function targetArgs(t: HelmTarget): string[] {
   const args = ['--kubeconfig', t.kubeconfig]
   if (t.kubeContext) args.push('--kube-context', t.kubeContext)
@@ -125,7 +136,7 @@ function targetArgs(t: HelmTarget): string[] {
 /** `helm install` arguments for the detected helm (exported so each version's flags are testable). */
 export function installArgs(helm: Pick<HelmBinary, 'major'>, opts: InstallOptions): string[] {
   const args = ['install', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--output', 'json']
-  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  args.push(...timeoutArgs(opts.timeoutSeconds ?? 300))
   // No rollback on install: rolling back a failed adoption would uninstall the running
   // objects it adopted (the CNI itself). A failed install is left for a rerun to fix.
   if (opts.wait ?? true) args.push(helm.major >= 4 ? '--wait=watcher' : '--wait')
@@ -147,7 +158,7 @@ export function upgradeArgs(helm: Pick<HelmBinary, 'major'>, opts: UpgradeOption
   // --reset-values: the chart's defaults plus exactly these values, never the last
   // release's values merged in, so the record says what the cluster runs.
   const args = ['upgrade', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--reset-values', '--output', 'json']
-  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  args.push(...timeoutArgs(opts.timeoutSeconds ?? 300))
   const rollback = opts.rollbackOnFailure ?? true
   if (helm.major >= 4) {
     if (rollback) args.push('--rollback-on-failure')
@@ -279,6 +290,7 @@ interface HelmReleaseJson {
   chart?: {metadata?: {name?: string; version?: string}; values?: Record<string, unknown> | null}
   config?: Record<string, unknown> | null
   manifest?: string
+  hooks?: Array<{events?: string[]}> | null
 }
 
 function statusFromJson(stdout: string, ref: ReleaseRef): ReleaseStatus {
@@ -316,12 +328,18 @@ export interface ReleaseRecord {
   manifest: string
   /** The chart's own default values (its values.yaml), as the record stores them. */
   chartValues?: Record<string, unknown>
+  /** The labels of its Secret: helm's own (status, version, ...) and those given with --labels. */
+  labels: Record<string, string>
+  /** When its Secret was created, on the API server's clock (ms since the epoch; NaN when unknown). */
+  createdAt: number
+  /** The events of each of its hooks (pre-upgrade, post-upgrade, ...), one list per hook. */
+  hookEvents: string[][]
 }
 
 /** The parts of a Secret the release record is read from. */
 export interface ReleaseSecret {
   type?: string
-  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
+  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; creationTimestamp?: string}
   data?: Record<string, string>
 }
 
@@ -371,6 +389,9 @@ export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
     config: rel.config ?? {},
     manifest: rel.manifest ?? '',
     chartValues: rel.chart?.values ?? undefined,
+    labels: secret.metadata?.labels ?? {},
+    createdAt: Date.parse(secret.metadata?.creationTimestamp ?? ''),
+    hookEvents: (rel.hooks ?? []).map((h) => h.events ?? []),
   }
 }
 
