@@ -227,7 +227,7 @@ describe('a pending record whose helm is still working', () => {
     const exited = new Promise<number | null>((r) => orphan.on('close', r))
     while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
     const pending = (await readReleaseRecord(kube, release, 'default'))!
-    expect(pending.labels[HELM_TIMEOUT_LABEL]).toBe('8')
+    expect(pending.labels?.[HELM_TIMEOUT_LABEL]).toBe('8')
 
     // A rerun asking to wait 2 s (less than the orphan's --timeout)
     const progress: string[] = []

@@ -7,7 +7,7 @@ import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadR
 import {isInterruptedInstall, isPending, pendingDeadline, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {deleteObject, listObjects} from '../kube/objects.js'
+import {deleteObject} from '../kube/objects.js'
 import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec, writeInstallationStatus, type CniStatus} from '../state/installation.js'
@@ -215,7 +215,7 @@ export function upgradeCiliumValuesTask(p: {
             progress(`helm refused: a helm from an interrupted run is still working on release ${ns}/${CILIUM_RELEASE.name}; waiting for it, then trying again`)
             continue
           }
-          if (isOperationInProgress(error)) throw operationInProgressError(error, kube)
+          if (isOperationInProgress(error)) throw await operationInProgressError(error, kube)
           await throwUpgradeFailure(error, kube)
         }
       }

@@ -62,8 +62,8 @@ export function pendingDeadline(record: ReleaseRecord, history: readonly Revisio
   const timeoutSeconds = known.length ? Math.max(...known) : undefined
   const timeoutMs = timeoutSeconds === undefined ? unlabelledTimeoutMs : timeoutSeconds * 1000
   const phase = record.status.replace(/^pending-/, '')
-  const hooks = record.hookEvents.filter((events) => events.includes(`pre-${phase}`) || events.includes(`post-${phase}`)).length
-  const created = Number.isNaN(record.createdAt) ? Date.now() : record.createdAt
+  const hooks = (record.hookEvents ?? []).filter((events) => events.includes(`pre-${phase}`) || events.includes(`post-${phase}`)).length
+  const created = record.createdAt === undefined || Number.isNaN(record.createdAt) ? Date.now() : record.createdAt
   return {deadline: created + timeoutMs * (1 + 3 * hooks) + GRACE_MS, timeoutSeconds}
 }
 

@@ -329,11 +329,11 @@ export interface ReleaseRecord {
   /** The chart's own default values (its values.yaml), as the record stores them. */
   chartValues?: Record<string, unknown>
   /** The labels of its Secret: helm's own (status, version, ...) and those given with --labels. */
-  labels: Record<string, string>
+  labels?: Record<string, string>
   /** When its Secret was created, on the API server's clock (ms since the epoch; NaN when unknown). */
-  createdAt: number
+  createdAt?: number
   /** The events of each of its hooks (pre-upgrade, post-upgrade, ...), one list per hook. */
-  hookEvents: string[][]
+  hookEvents?: string[][]
 }
 
 /** The parts of a Secret the release record is read from. */
