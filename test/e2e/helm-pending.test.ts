@@ -7,11 +7,15 @@ import {spawn} from 'node:child_process'
 import {mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {execa} from 'execa'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import type {CniContext} from '../../src/lib/cilium/context.js'
+import {adoptCiliumTask, ciliumReleaseView, upgradeCiliumValuesTask} from '../../src/lib/cilium/tasks.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
-import {ReleasePendingError, waitForSettledRelease} from '../../src/lib/helm/pending.js'
-import {readReleaseRecord} from '../../src/lib/helm/release.js'
+import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../../src/lib/helm/pending.js'
+import {HELM_TIMEOUT_LABEL, readReleaseRecord, upgradeArgs, valuesHash} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {openSession, type Session} from '../../src/lib/session/session.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {startMachines} from '../harness/machines.js'
 
@@ -104,4 +108,189 @@ describe('waitForSettledRelease', () => {
   it('returns at once when the release has no record or a settled one', async () => {
     expect(await waitForSettledRelease(kube, 'never-installed', 'default', {timeoutMs: 0})).toBeUndefined()
   })
+})
+
+/** A chart whose ConfigMap takes `port`: out of range, the API server refuses it and the helm operation fails at once. */
+function writePortChart(dir: string): string {
+  const path = join(dir, 'ported')
+  mkdirSync(join(path, 'templates'), {recursive: true})
+  writeFileSync(join(path, 'Chart.yaml'), 'apiVersion: v2\nname: ported\nversion: 0.1.0\n')
+  writeFileSync(join(path, 'values.yaml'), 'port: 8080\n')
+  writeFileSync(
+    join(path, 'templates', 'service.yaml'),
+    `apiVersion: v1
+kind: Service
+metadata: {name: {{ .Release.Name }}-svc, namespace: {{ .Release.Namespace }}}
+spec:
+  ports: [{port: {{ .Values.port }}}]
+`,
+  )
+  return path
+}
+
+// Issue 21 point 13: init's "interrupted adoption" cleanup deleted every non-deployed record,
+// superseded revisions included (the rollback history Cilium's upgrade guide relies on), then
+// failed with "cannot reuse a name that is still in use". Only a lone first revision that
+// never deployed is an interrupted adoption. Real helm; the release is kube-system/cilium
+// as init adopts it, with a small chart.
+describe('the adoption step on a rerun of init', () => {
+  const helm = async (args: string[]) => {
+    const run = await execa((await findHelm()).path, [...args, '--namespace', 'kube-system', '--kubeconfig', cp.kubeconfigPath], {reject: false})
+    return run
+  }
+  const secrets = async () =>
+    (await kube.request<{items: Array<{metadata: {name: string; labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/kube-system/secrets', {query: {labelSelector: 'owner=helm,name=cilium'}})).items
+      .map((s) => `${s.metadata.name} ${s.metadata.labels?.status}`)
+      .sort()
+
+  let ported: string
+
+  it('after a first install that failed (a lone revision 1) removes that record and adopts again', async () => {
+    ported = writePortChart(work)
+    expect((await helm(['install', 'cilium', ported, '--set', 'port=99999'])).exitCode).not.toBe(0)
+    expect(await secrets()).toEqual(['sh.helm.release.v1.cilium.v1 failed'])
+    const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
+    try {
+      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 30_000})
+      expect(await task.probe()).toMatchObject({done: false})
+      const progress: string[] = []
+      await task.run((m) => progress.push(m))
+      expect(progress).toContain('removed the record of an adoption that did not finish (failed)')
+      expect(await secrets()).toEqual(['sh.helm.release.v1.cilium.v1 deployed'])
+    } finally {
+      await session.close()
+    }
+  })
+
+  it('after a failed day-2 upgrade keeps every revision (superseded and failed), changes nothing and says what failed', async () => {
+    expect((await helm(['upgrade', 'cilium', ported, '--set', 'port=8081'])).exitCode).toBe(0)
+    // A day-2 upgrade that failed and was not rolled back: revision 3 failed.
+    const failed = await helm(['upgrade', 'cilium', ported, '--set', 'port=99999'])
+    expect(failed.exitCode).not.toBe(0)
+    const before = await secrets()
+    expect(before).toEqual(['sh.helm.release.v1.cilium.v1 superseded', 'sh.helm.release.v1.cilium.v2 deployed', 'sh.helm.release.v1.cilium.v3 failed'])
+
+    const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
+    try {
+      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 5_000})
+      const probe = await task.probe()
+      // The release was adopted long ago: the adoption holds, and says what the newest revision is.
+      expect(probe).toMatchObject({done: true})
+      expect(JSON.stringify(probe)).toMatch(/revision 3 is failed/)
+      expect(JSON.stringify(probe)).toMatch(/ichor cni values set/)
+      // Even run (the engine never runs a step that holds), it deletes nothing and installs nothing.
+      const progress: string[] = []
+      await task.run((m) => progress.push(m))
+      expect(await secrets()).toEqual(before)
+    } finally {
+      await session.close()
+    }
+  })
+})
+
+/** A Deployment no node can take (a node selector nothing matches): helm's --wait never ends before its --timeout. */
+function writeUnschedulableChart(dir: string): string {
+  const path = join(dir, 'unschedulable')
+  mkdirSync(join(path, 'templates'), {recursive: true})
+  writeFileSync(join(path, 'Chart.yaml'), 'apiVersion: v2\nname: unschedulable\nversion: 0.1.0\n')
+  writeFileSync(join(path, 'values.yaml'), 'tag: "1"\n')
+  writeFileSync(
+    join(path, 'templates', 'deployment.yaml'),
+    `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}, namespace: {{ .Release.Namespace }}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}, annotations: {tag: {{ .Values.tag | quote }}}}
+    spec: {nodeSelector: {no-such-node: "true"}, containers: [{name: app, image: registry.invalid/app:1}]}
+`,
+  )
+  return path
+}
+
+// Issue 21 point 12: the record of an interrupted upgrade was deleted after at most 60 s
+// while the helm a killed ichor left running may work for its whole --timeout: two
+// operations could then run at once. The record now says which --timeout ichor gave its helm.
+describe('a pending record whose helm is still working', () => {
+  it('settlePendingRelease deletes nothing while the helm that wrote it is within the --timeout ichor gave it, whatever wait the caller asks for', async () => {
+    const release = 'still-working'
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+    expect(await new Promise((r) => install.on('close', r))).toBe(0)
+
+    // The helm upgrade a SIGKILLed ichor leaves behind: ichor's own arguments, --timeout 8s, rollback on failure.
+    const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds: 8})
+    const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
+    orphan.stdin.end(JSON.stringify({tag: '2'}))
+    const exited = new Promise<number | null>((r) => orphan.on('close', r))
+    while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
+    const pending = (await readReleaseRecord(kube, release, 'default'))!
+    expect(pending.labels?.[HELM_TIMEOUT_LABEL]).toBe('8')
+
+    // A rerun asking to wait 2 s (less than the orphan's --timeout)
+    const progress: string[] = []
+    const started = Date.now()
+    const left = await settlePendingRelease(kube, release, 'default', {waitMs: 2_000, progress: (m) => progress.push(m)})
+    const waited = Date.now() - started
+    console.log(`settle waited ${waited} ms; progress: ${JSON.stringify(progress)}; left ${left?.revision} ${left?.status}`)
+
+    // Then it waited for helm's own outcome of revision 2 and removed no record
+    expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
+    expect(progress[0]).toMatch(/a helm from an interrupted run is still working on it: ichor waits for it up to \d+s \(the --timeout 8s it was given\)/)
+    expect(left && left.revision >= 2 && left.status !== 'pending-upgrade').toBe(true)
+    expect(await exited).not.toBe(0)
+    const revisions = (await kube.request<{items: Array<{metadata: {labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/default/secrets', {query: {labelSelector: `owner=helm,name=${release}`}})).items
+      .map((s) => `${s.metadata.labels?.version} ${s.metadata.labels?.status}`)
+      .sort()
+    // Revision 2 failed (its wait timed out) and helm's rollback wrote revision 3.
+    expect(revisions).toEqual(['1 deployed', '2 failed', '3 failed'])
+  }, 90_000)
+})
+
+// Issue 21 point 12, the other way round (1 of 7 kills of ichor alone in the chaos run): the
+// helm a killed run left behind writes its pending record just after the rerun's wait read
+// the release, and helm refuses the rerun's upgrade with "another operation is in progress".
+describe('cni values set meeting a helm from the interrupted run', () => {
+  it('says a helm from the interrupted run is still working and how long ichor waits, waits for it, then upgrades', async () => {
+    // kube-system/cilium is the release the adoption tests above left (chart "ported", a Service).
+    const ported = join(work, 'ported')
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    let orphanExited: Promise<number | null> | undefined
+    // The race, made deterministic: the orphan starts between the rerun's wait and its helm
+    // (the step asks for helm's target right before it runs helm).
+    const raced = {
+      kube: async () => kube,
+      guard: async () => {},
+      async helmTarget() {
+        if (!orphanExited) {
+          const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: unschedulable, values: {}, wait: true, rollbackOnFailure: true, timeoutSeconds: 6})
+          const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
+          orphan.stdin.end('{}')
+          orphanExited = new Promise((r) => orphan.on('close', r))
+          for (let i = 0; !/^pending-/.test((await readReleaseRecord(kube, 'cilium', 'kube-system'))?.status ?? ''); i++) {
+            if (i > 100) throw new Error('the orphan helm wrote no pending record')
+            await new Promise((r) => setTimeout(r, 100))
+          }
+        }
+        return {kubeconfig: cp.kubeconfigPath}
+      },
+    } as unknown as Session
+    const effective = {port: 8443}
+    // The plan read the release before the orphan started.
+    const context = {release: await readReleaseRecord(kube, 'cilium', 'kube-system')} as CniContext
+    const change = {user: effective, effective, hash: valuesHash(effective), chartPath: ported, chartVersion: '0.1.0', previousUser: {}, notes: [], context}
+    const progress: string[] = []
+    const task = upgradeCiliumValuesTask({session: raced, change: async () => change, timeoutMs: 30_000})
+    const outcome = await task.run((m) => progress.push(m)).then(() => 'ok', (e: Error) => e.message)
+    console.log(`outcome: ${outcome}; progress: ${JSON.stringify(progress)}`)
+    expect(outcome).toBe('ok')
+    expect(progress).toContain('helm refused: a helm from an interrupted run is still working on release kube-system/cilium; waiting for it, then trying again')
+    expect(progress.some((m) => /a helm from an interrupted run is still working on it: ichor waits for it up to \d+s \(the --timeout 6s it was given\)/.test(m))).toBe(true)
+    expect(await orphanExited).not.toBe(0)
+    expect(await readReleaseRecord(kube, 'cilium', 'kube-system')).toMatchObject({status: 'deployed', chartName: 'ported', config: effective})
+  }, 90_000)
 })

@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject} from '@kubernetes/client-node'
 import {isDeepStrictEqual} from 'node:util'
-import {canonicalJson, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
+import {canonicalJson, HELM_TIMEOUT_LABEL, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {testHelms} from '../harness/helm.js'
@@ -464,17 +464,96 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
 
 })
 
+// Issue 21 point 1: a release adopted with one helm major and later changed from a laptop
+// with the other. Helm 4's upgrade and rollback default to --server-side=auto, which follows
+// the previous revision's apply method, and refuse --force-conflicts when that was
+// client-side (every Helm 3 revision). Each combination: adopt over objects Talos applied,
+// change, a failing change rolled back, then a change with the first helm again.
+describe('one release, both helm majors (adopt with one, change with the other)', () => {
+  let helms: Record<3 | 4, string>
+  let mod: Awaited<ReturnType<typeof loadHelmModules>>
+  const use = (major: 3 | 4) => (process.env.ICHOR_HELM = helms[major])
+
+  beforeAll(async () => {
+    helms = Object.fromEntries(testHelms().map((t) => [t.major, t.path])) as Record<3 | 4, string>
+    mod = await loadHelmModules(helms[4])
+    h = mod
+    cp = await startControlPlane()
+    sim = await startMachines(cp.kubeconfigPath, {nodes: 1})
+    work = mkdtempSync(join(tmpdir(), 'ichor-helm-mixed-'))
+    chartPath = writeDemoChart(work)
+    kc = new KubeConfig()
+    kc.loadFromFile(cp.kubeconfigPath)
+    core = kc.makeApiClient(CoreV1Api)
+    apps = kc.makeApiClient(AppsV1Api)
+    objects = KubernetesObjectApi.makeApiClient(kc)
+    kube = await connectKube({kubeconfig: cp.kubeconfigPath})
+  })
+
+  afterAll(async () => {
+    process.env.ICHOR_HELM = previousHelm
+    vi.resetModules()
+    await sim?.stop()
+    await cp?.stop()
+    if (work) rmSync(work, {recursive: true, force: true})
+  })
+
+  it.each([
+    {adopt: 3, change: 4},
+    {adopt: 4, change: 3},
+    {adopt: 3, change: 3},
+    {adopt: 4, change: 4},
+  ] as const)('adopted with Helm $adopt, changed with Helm $change: upgrade, rollback of a failed upgrade, and a change with Helm $adopt again all succeed', async ({adopt, change}) => {
+    const release = `mixed-${adopt}-${change}`
+    const namespace = await createNamespace(release)
+    const v1 = {greeting: 'from-bootstrap', replicas: 1}
+    for (const obj of await renderOwned(release, namespace, v1)) await objects.patch(obj, undefined, undefined, 'talos', true, PatchStrategy.ServerSideApply)
+    await waitForDeploymentReady(release, namespace)
+    const target = {kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, wait: true, timeoutSeconds: 60}
+
+    use(adopt)
+    expect(await mod.helmInstall({...target, values: v1, takeOwnership: true})).toMatchObject({status: 'deployed', revision: 1})
+
+    use(change)
+    const v2 = {greeting: 'changed', replicas: 1}
+    const upgraded = await mod.helmUpgrade({...target, values: v2}).catch((e: unknown) => e as HelmReleaseError)
+    expect(upgraded, (upgraded as HelmReleaseError).helmMessage).toMatchObject({status: 'deployed', revision: 2})
+    expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'changed'})
+
+    // A failing upgrade is rolled back by the same helm: helm's own error, release deployed at v2.
+    const failed = (await mod.helmUpgrade({...target, values: {...v2, port: 99999}}).catch((e: unknown) => e)) as HelmReleaseError
+    expect(failed).toBeInstanceOf(mod.HelmReleaseError)
+    expect(failed.helmMessage).toMatch(/containerPort|65535/)
+    expect(failed.helmMessage).not.toMatch(/forceConflicts|an error occurred while rolling back/)
+    expect(await mod.readReleaseRecord(kube, release, namespace)).toMatchObject({revision: 4, status: 'deployed', config: v2})
+
+    use(adopt)
+    const v3 = {greeting: 'back', replicas: 1}
+    expect(await mod.helmUpgrade({...target, values: v3})).toMatchObject({status: 'deployed', revision: 5})
+    expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'back'})
+  })
+})
+
 describe('helm flags per version', () => {
   const base = {kubeconfig: '/k', release: 'cilium', namespace: 'kube-system', chartPath: '/c.tgz', values: {}}
 
   it('Helm 4: --rollback-on-failure, --wait=watcher, --force-conflicts; never --atomic', () => {
     const up = upgradeArgs({major: 4}, {...base, takeOwnership: true})
-    expect(up).toEqual(expect.arrayContaining(['--rollback-on-failure', '--wait=watcher', '--force-conflicts', '--reset-values', '--take-ownership', '--values', '-']))
+    expect(up).toEqual(expect.arrayContaining(['--rollback-on-failure', '--wait=watcher', '--server-side=true', '--force-conflicts', '--reset-values', '--take-ownership', '--values', '-']))
+    // --force-conflicts never goes without --server-side=true (a Helm 3 revision is client-side).
+    expect(upgradeArgs({major: 4}, {...base, forceConflicts: false}).filter((a) => /server-side|force-conflicts/.test(a))).toEqual([])
     expect(up).not.toContain('--atomic')
     const inst = installArgs({major: 4}, {...base, takeOwnership: true, kubeContext: 'admin@c'})
     expect(inst).toEqual(expect.arrayContaining(['--take-ownership', '--force-conflicts', '--wait=watcher', '--kube-context', 'admin@c']))
     expect(installArgs({major: 4}, base)).not.toContain('--force-conflicts')
     expect(inst.filter((a) => /atomic|rollback/.test(a))).toEqual([])
+  })
+
+  it('every install and upgrade records the --timeout it gives helm on the release (a rerun reads how long that helm may work)', () => {
+    for (const major of [3, 4]) {
+      expect(installArgs({major}, {...base, timeoutSeconds: 420}).join(' ')).toContain(`--timeout 420s --labels ${HELM_TIMEOUT_LABEL}=420`)
+      expect(upgradeArgs({major}, base).join(' ')).toContain(`--timeout 300s --labels ${HELM_TIMEOUT_LABEL}=300`)
+    }
   })
 
   it('Helm 3: --atomic (which implies --wait); no Helm 4 only flags', () => {

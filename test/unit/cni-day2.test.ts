@@ -5,6 +5,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {newUserLayer} from '../../src/lib/cilium/change.js'
+import {ciliumUpgradeFailure} from '../../src/lib/cilium/tasks.js'
+import {HelmReleaseError} from '../../src/lib/helm/release.js'
 import {chartUpgrade} from '../../src/lib/cilium/status.js'
 import {valuesInputFrom} from '../../src/lib/cli/values-args.js'
 
@@ -38,5 +40,37 @@ describe('chartUpgrade: one minor at a time, never down', () => {
     expect(chartUpgrade('1.17.4')).toMatchObject({upgrade: 'available', detail: 'ichor cni upgrade --to 1.18.0'})
     expect(chartUpgrade('1.16.9').upgrade).toBe('too-far')
     expect(chartUpgrade('1.19.6').upgrade).toBe('installed-is-newer')
+  })
+})
+
+// Issue 21 point 1: a failed helm step reports helm's own error; pods are blamed only when
+// they are not ready, and "the previous values" only when helm says it rolled back.
+describe('ciliumUpgradeFailure', () => {
+  const ready = {desired: 2, ready: 2, rolledOut: true, state: '2/2 ready'}
+  const refusedByHelm = new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: an error occurred while rolling back the release. original upgrade error: forceConflicts enabled when serverSideApply disabled', {rolledBack: false})
+
+  it('a helm refusal with every pod ready: helm\'s words, the real release status, no pod blamed', () => {
+    const e = ciliumUpgradeFailure(refusedByHelm, {after: {revision: 3, status: 'failed'}, daemonSet: ready, operator: {...ready, desired: 1, ready: 1, state: '1/1 ready'}})
+    expect(e.message).toContain('forceConflicts enabled when serverSideApply disabled')
+    expect(e.message).toMatch(/revision 3 is failed/)
+    expect(e.message).not.toMatch(/previous values/)
+    expect(e.hint).not.toMatch(/pods are not ready|get pods/)
+    expect(e.hint).toMatch(/helm history cilium -n kube-system/)
+  })
+
+  it('a rollout that did not become ready and was rolled back: names the workload and the pods', () => {
+    const rolled = new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: release cilium failed, and has been rolled back due to rollback-on-failure being set: context deadline exceeded', {rolledBack: true})
+    const e = ciliumUpgradeFailure(rolled, {after: {revision: 4, status: 'deployed'}, daemonSet: {desired: 2, ready: 1, rolledOut: false, state: '1/2 ready'}, operator: ready})
+    expect(e.message).toMatch(/rolled back to revision 4 \(deployed\) with the previous values/)
+    expect(e.message).toMatch(/cilium DaemonSet 1\/2 ready/)
+    expect(e.hint).toMatch(/kubectl -n kube-system get pods -l k8s-app=cilium/)
+  })
+})
+
+describe('ciliumUpgradeFailure after a rollback that made the pods ready again', () => {
+  it("still points at the pods when helm's wait timed out", () => {
+    const ready = {desired: 2, ready: 2, rolledOut: true, state: '2/2 ready'}
+    const e = ciliumUpgradeFailure(new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: release cilium failed, and has been rolled back due to atomic being set: timed out waiting for the condition', {rolledBack: true}), {after: {revision: 6, status: 'deployed'}, daemonSet: ready, operator: ready})
+    expect(e.hint).toMatch(/get pods -l k8s-app=cilium/)
   })
 })

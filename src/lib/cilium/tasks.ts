@@ -6,10 +6,10 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {CniContext} from './context.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
-import {isPending, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {isInterruptedInstall, isPending, pendingDeadline, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, readReleaseRecord, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
-import {deleteObject, listObjects} from '../kube/objects.js'
+import {deleteObject} from '../kube/objects.js'
 import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {installationChanged, readInstallation, writeInstallationSpec, writeInstallationStatus, type CniStatus} from '../state/installation.js'
@@ -69,14 +69,20 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
     async probe() {
       const record = await p.release.get()
       if (!record) return missing(`no Helm release ${CILIUM_RELEASE.name} yet`)
-      if (record.status !== 'deployed') return missing(`release ${CILIUM_RELEASE.name} is ${record.status} (revision ${record.revision})`)
+      if (record.status !== 'deployed') {
+        // A release with history was adopted; its newest revision is a day-2 change that failed.
+        if (isPending(record.status) || isInterruptedInstall(await releaseHistory(await p.session.kube(), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace))) {
+          return missing(`release ${CILIUM_RELEASE.name} is ${record.status} (revision ${record.revision})`)
+        }
+        return holds(adoptedButFailed(record))
+      }
       const same = valuesHash(record.config) === valuesHash(await p.values())
       return holds(`release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : `; ${DRIFT_MESSAGE}: ${RESTORE_CILIUM_VALUES}`}`)
     },
     async run(progress) {
       const kube = await p.session.kube()
       p.release.forget()
-      if (await clearInterruptedAdoption(kube, p.timeoutMs, progress)) return
+      if (await clearInterruptedAdoption(kube, progress)) return
       // No rollback on an adoption: rolling back an install would uninstall a running CNI.
       await helmInstall({
         ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: CILIUM_RELEASE.namespace, chartPath: await p.chartPath(),
@@ -107,22 +113,36 @@ export async function ciliumReleaseDrift(kube: Kube, effective: Values): Promise
  * are the bootstrap's and keep running, so the record alone is removed and the
  * adoption done again. True when the release turned out deployed.
  */
-async function clearInterruptedAdoption(kube: Kube, timeoutMs: number, progress: (m: string) => void): Promise<boolean> {
+async function clearInterruptedAdoption(kube: Kube, progress: (m: string) => void): Promise<boolean> {
   let record: ReleaseRecord | undefined
+  let stillPending: ReleasePendingError | undefined
   try {
-    record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {timeoutMs: Math.min(timeoutMs, 60_000), onProgress: progress})
+    // Until the helm that wrote a pending record can no longer be running (its --timeout is on the record).
+    record = await waitForSettledRelease(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace, {onProgress: progress})
   } catch (error) {
     if (!(error instanceof ReleasePendingError)) throw error
     record = error.record
+    stillPending = error
   }
   if (!record) return false
   if (record.status === 'deployed') return true
-  const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace}, {labelSelector: `owner=helm,name=${CILIUM_RELEASE.name}`})
-  for (const s of secrets) {
-    if (s.metadata.labels?.status !== 'deployed') await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: s.metadata.name})
+  const history = await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
+  // Only a lone first revision is an adoption that did not finish. Anything longer is a
+  // release that deployed once: its superseded and failed revisions are the rollback
+  // history Cilium's upgrade guide relies on, and helm install would refuse the name anyway.
+  if (!isInterruptedInstall(history)) {
+    // A day-2 operation still pending is not the adoption's to clear.
+    if (stillPending) throw stillPending
+    progress(adoptedButFailed(record))
+    return true
   }
+  await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: CILIUM_RELEASE.namespace, name: history[0]!.secretName})
   progress(`removed the record of an adoption that did not finish (${record.status})`)
   return false
+}
+
+function adoptedButFailed(record: ReleaseRecord): string {
+  return `release ${CILIUM_RELEASE.name} was adopted; its newest revision ${record.revision} is ${record.status} (a change after the adoption failed): \`${RESTORE_CILIUM_VALUES}\` applies the stored values again`
 }
 
 // ---------------------------------------------------------------------------------------
@@ -183,27 +203,29 @@ export function upgradeCiliumValuesTask(p: {
     async run(progress) {
       const kube = await p.session.kube()
       const c = await p.change()
-      const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
-      if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
-      if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
-      // What the plan read is what it may change: settled here when it read an operation in progress.
-      const read = c.context.release
-      await releaseStillAsRead(p.session, read && !isPending(read.status) ? read.revision : record.revision)
-      try {
-        await helmUpgrade({
-          ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective,
-          wait: true, rollbackOnFailure: true, timeoutSeconds: Math.ceil((p.helmTimeoutMs ? await p.helmTimeoutMs() : p.timeoutMs) / 1000),
-        })
-      } catch (error) {
-        if (!(error instanceof HelmReleaseError)) throw error
-        // Which workloads held the rollout, as they are now (after the rollback).
-        const [ds, op] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
-        const after = await readCiliumRelease(kube)
-        const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
-        throw new IchorError(`${error.message}\nrelease now at revision ${after?.revision ?? '?'} (${after?.status ?? 'unknown'}) with the previous values; workloads: ${pods}`, {
-          hint: `the IchorInstallation was not changed; see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`,
-          cause: error,
-        })
+      const timeoutSeconds = Math.ceil((p.helmTimeoutMs ? await p.helmTimeoutMs() : p.timeoutMs) / 1000)
+      // Twice at most: a helm from an interrupted run may start its rollback (a new pending
+      // record) just after the wait saw its failed upgrade; helm then refuses this one.
+      for (let attempt = 1; ; attempt++) {
+        const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress})
+        if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
+        if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
+        // What the plan read is what it may change: settled here when it read an operation in
+        // progress, or when helm refused for one (the helm an interrupted run left, which holds no Lease).
+        const read = c.context.release
+        await releaseStillAsRead(p.session, attempt === 1 && read && !isPending(read.status) ? read.revision : record.revision)
+        try {
+          await helmUpgrade({...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective, wait: true, rollbackOnFailure: true, timeoutSeconds})
+          return
+        } catch (error) {
+          if (!(error instanceof HelmReleaseError)) throw error
+          if (isOperationInProgress(error) && attempt === 1) {
+            progress(`helm refused: a helm from an interrupted run is still working on release ${ns}/${CILIUM_RELEASE.name}; waiting for it, then trying again`)
+            continue
+          }
+          if (isOperationInProgress(error)) throw await operationInProgressError(error, kube)
+          await throwUpgradeFailure(error, kube)
+        }
       }
     },
   }
@@ -223,6 +245,62 @@ async function releaseStillAsRead(session: Session, revision: number): Promise<v
       hint: 'another helm or ichor command changed the release meanwhile: check it (ichor cni status), then run this command again',
     })
   }
+}
+
+async function throwUpgradeFailure(error: HelmReleaseError, kube: Kube): Promise<never> {
+  const ns = CILIUM_RELEASE.namespace
+  // Which workloads held the rollout, as they are now (after the rollback).
+  const [daemonSet, operator] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
+  throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
+}
+
+/** Helm's refusal while another operation's record is pending (helm v3.18.6 and v4.3.2 pkg/action/action.go errPending). */
+export function isOperationInProgress(error: HelmReleaseError): boolean {
+  return /another operation \(install\/upgrade\/rollback\) is in progress/.test(error.helmMessage)
+}
+
+async function operationInProgressError(error: HelmReleaseError, kube: Kube): Promise<IchorError> {
+  const record = await readCiliumRelease(kube)
+  const {deadline, timeoutSeconds} = record ? pendingDeadline(record, await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)) : {deadline: Date.now(), timeoutSeconds: undefined}
+  const left = Math.max(0, Math.round((deadline - Date.now()) / 1000))
+  return new IchorError(
+    `${error.message}\na helm from an interrupted run is still working on release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}${record ? ` (revision ${record.revision} ${record.status})` : ''}: ichor waits for it up to ${left}s more${timeoutSeconds ? ` (the --timeout ${timeoutSeconds}s it was given)` : ''}`,
+    {hint: 'the IchorInstallation was not changed; run the same command again: it waits for that helm to finish first', cause: error},
+  )
+}
+
+interface WorkloadState {
+  desired: number
+  ready: number
+  rolledOut: boolean
+  state: string
+}
+
+/**
+ * A failed `helm upgrade` of Cilium as the operator reads it: helm's own error first, then
+ * the release as it is now (rolled back only when helm says so), then the workloads. Pods
+ * are blamed only when some are not ready: helm also fails for reasons of its own.
+ */
+export function ciliumUpgradeFailure(
+  error: HelmReleaseError,
+  now: {after?: Pick<ReleaseRecord, 'revision' | 'status'>; daemonSet?: WorkloadState; operator?: WorkloadState},
+): IchorError {
+  const ns = CILIUM_RELEASE.namespace
+  const {after, daemonSet: ds, operator: op} = now
+  const release = after
+    ? error.rolledBack && after.status === 'deployed'
+      ? `release rolled back to revision ${after.revision} (deployed) with the previous values`
+      : `release revision ${after.revision} is ${after.status}${error.rolledBack ? '' : ' (helm did not roll it back)'}`
+    : 'no release record'
+  const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
+  // Helm's wait says so in its error (Helm 3: "timed out waiting for the condition", Helm 4's
+  // watcher: "resource not ready" / "context deadline exceeded"); after a rollback the pods
+  // that were not ready may be gone, so helm's words count as much as the pods now.
+  const unready = [ds, op].some((w) => w && !w.rolledOut) || /not ready|timed out waiting|context deadline exceeded/i.test(error.helmMessage)
+  const next = unready
+    ? `see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`
+    : `helm's error above says what failed (the pods are ready); see helm history ${CILIUM_RELEASE.name} -n ${ns}, then run the command again`
+  return new IchorError(`${error.message}\n${release}; workloads: ${pods || 'not found'}`, {hint: `the IchorInstallation was not changed; ${next}`, cause: error})
 }
 
 /** Cilium's operator first, then the agents (its upgrade guide's order). */

@@ -56,7 +56,7 @@ export function installPreflightTask(p: {session: Session; change: Later<CiliumU
       const kube = await p.session.kube()
       const c = await p.change()
       // A run killed inside helm leaves a pending record: drop it (its objects carry this release's name, so helm takes them again).
-      const left = await settlePendingRelease(kube, name, namespace, {progress, waitMs: Math.min(p.timeoutMs, 60_000)})
+      const left = await settlePendingRelease(kube, name, namespace, {progress})
       const opts = {...(await p.session.helmTarget()), release: name, namespace, chartPath: c.chartPath, values: c.preflightValues, wait: false, timeoutSeconds: Math.ceil(p.timeoutMs / 1000)}
       if (left) await helmUpgrade({...opts, rollbackOnFailure: false})
       else await helmInstall(opts)

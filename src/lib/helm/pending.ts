@@ -6,8 +6,9 @@
 // says no operation is in progress. The record is read from its Secret, without helm.
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
-import {deleteObject} from '../kube/objects.js'
-import {readReleaseRecord, type ReleaseRecord} from './release.js'
+import {deleteObject, listObjects} from '../kube/objects.js'
+import {ServerClock} from '../kube/lease.js'
+import {HELM_TIMEOUT_LABEL, readReleaseRecord, type ReleaseRecord} from './release.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
 export const PENDING_STATUSES = ['pending-install', 'pending-upgrade', 'pending-rollback'] as const
@@ -30,27 +31,89 @@ export class ReleasePendingError extends IchorError {
 }
 
 export interface SettleOptions {
-  /** How long to wait for a pending operation to end. Default 5 minutes (helm's default --timeout). */
+  /**
+   * How long to wait for a pending operation to end. Without it, until the helm that wrote
+   * the record can no longer be running (pendingDeadline).
+   */
   timeoutMs?: number
+  /** The --timeout to assume for a record without ichor's label (a helm ichor did not start). Default helm's own, 300 s. */
+  unlabelledTimeoutMs?: number
   /** Poll interval. Default 1 s. */
   intervalMs?: number
   onProgress?: (message: string) => void
 }
 
+/** After a helm's --timeout ran out it still writes the failed record (and a rollback's first record). */
+const GRACE_MS = 30_000
+
+/**
+ * When the helm that wrote a pending record can no longer be running, on the API server's
+ * clock: the record's creation plus the --timeout ichor gave that helm (its Secret's label)
+ * once for the wait and three times for each hook of the operation, since helm waits up to
+ * --timeout for a hook's deletion before it is created, for the hook itself, and for its
+ * deletion after it succeeded (helm v4.3.2 pkg/action/hooks.go execHookWithDelayedShutdown,
+ * deleteHookByPolicy; v3.18.6 the same). A rollback helm started after a failed upgrade
+ * carries the label of the revision it restores, so the failed upgrade's counts too.
+ */
+export function pendingDeadline(record: ReleaseRecord, history: readonly RevisionLabel[], unlabelledTimeoutMs = 300_000): {deadline: number; timeoutSeconds: number | undefined} {
+  const own = labelledTimeout(record.labels)
+  const before = record.status === 'pending-rollback' ? history.find((r) => r.revision === record.revision - 1)?.timeoutSeconds : undefined
+  const known = [own, before].filter((t): t is number => t !== undefined)
+  const timeoutSeconds = known.length ? Math.max(...known) : undefined
+  const timeoutMs = timeoutSeconds === undefined ? unlabelledTimeoutMs : timeoutSeconds * 1000
+  const phase = record.status.replace(/^pending-/, '')
+  const hooks = (record.hookEvents ?? []).filter((events) => events.includes(`pre-${phase}`) || events.includes(`post-${phase}`)).length
+  const created = record.createdAt === undefined || Number.isNaN(record.createdAt) ? Date.now() : record.createdAt
+  return {deadline: created + timeoutMs * (1 + 3 * hooks) + GRACE_MS, timeoutSeconds}
+}
+
+function labelledTimeout(labels: Record<string, string> | undefined): number | undefined {
+  const value = Number(labels?.[HELM_TIMEOUT_LABEL])
+  return Number.isInteger(value) && value > 0 ? value : undefined
+}
+
+/** The API server's clock, estimated from the Date header of one answer (the record's times are on it). */
+async function serverClock(kube: Kube): Promise<ServerClock> {
+  const clock = new ServerClock()
+  const sentAt = Date.now()
+  const res = await kube.requestRaw('GET', '/version')
+  clock.observe(res.headers.date, sentAt, Date.now())
+  return clock
+}
+
 /**
  * Waits while the release's newest record is pending-*; resolves to the record once it is
  * not (deployed, failed, ...) or to undefined when the release has no record. Throws
- * ReleasePendingError when it is still pending after `timeoutMs`.
+ * ReleasePendingError when it is still pending after `timeoutMs` or, without one, once the
+ * helm that wrote it can no longer be running.
  */
 export async function waitForSettledRelease(kube: Kube, release: string, namespace: string, options: SettleOptions = {}): Promise<ReleaseRecord | undefined> {
-  const timeoutMs = options.timeoutMs ?? 300_000
   const started = Date.now()
   let record = await readReleaseRecord(kube, release, namespace)
-  if (record && isPending(record.status)) {
-    options.onProgress?.(`release ${namespace}/${release} is ${record.status}: waiting for the helm working on it to finish`)
-  }
+  let clock: ServerClock | undefined
+  let told: string | undefined
   while (record && isPending(record.status)) {
-    if (Date.now() - started >= timeoutMs) throw new ReleasePendingError(record, Date.now() - started)
+    let deadline: number
+    if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
+    else {
+      clock ??= await serverClock(kube)
+      const d = pendingDeadline(record, await releaseHistory(kube, release, namespace), options.unlabelledTimeoutMs)
+      // On the local clock from here on.
+      deadline = d.deadline - (clock.now() - Date.now())
+      const key = `${record.revision} ${record.status}`
+      if (told !== key) {
+        told = key
+        const given = d.timeoutSeconds === undefined ? `helm's default --timeout: no ichor label on it` : `the --timeout ${d.timeoutSeconds}s it was given`
+        options.onProgress?.(
+          `release ${namespace}/${release} is ${record.status} (revision ${record.revision}): a helm from an interrupted run is still working on it: ichor waits for it up to ${Math.max(0, Math.round((deadline - Date.now()) / 1000))}s (${given})`,
+        )
+      }
+    }
+    if (options.timeoutMs !== undefined && told === undefined) {
+      told = 'told'
+      options.onProgress?.(`release ${namespace}/${release} is ${record.status}: waiting for the helm working on it to finish`)
+    }
+    if (Date.now() >= deadline) throw new ReleasePendingError(record, Date.now() - started)
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 1000))
     record = await readReleaseRecord(kube, release, namespace)
   }
@@ -61,26 +124,60 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
  * Waits for a pending operation to end, then recovers one nobody is running any more: its
  * record alone is removed (helm would refuse every later operation with "another operation
  * is in progress"), so the release is back at its last completed revision and the next
- * operation gets the revision number an uninterrupted run would have. Returns the release's
- * newest record afterwards.
+ * operation gets the revision number an uninterrupted run would have. A record is removed
+ * only once the helm that wrote it can no longer be running (pendingDeadline), never while
+ * it may still work: two operations on one release would then run at once. Returns the
+ * release's newest record afterwards.
  */
 export async function settlePendingRelease(
   kube: Kube,
   release: string,
   namespace: string,
-  options: {waitMs?: number; progress?: (message: string) => void} = {},
+  options: {
+    /** The --timeout to assume for a pending record ichor did not label (default helm's 300 s); a labelled one is waited out whatever this says. */
+    waitMs?: number
+    progress?: (message: string) => void
+  } = {},
 ): Promise<ReleaseRecord | undefined> {
   let record: ReleaseRecord | undefined
   try {
-    record = await waitForSettledRelease(kube, release, namespace, {timeoutMs: options.waitMs ?? 60_000, onProgress: options.progress})
+    record = await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
   } catch (error) {
     if (!(error instanceof ReleasePendingError)) throw error
     record = error.record
   }
   while (record && isPending(record.status)) {
     await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: record.secretName})
-    options.progress?.(`removed the record of revision ${record.revision} (${record.status}), left by an interrupted helm`)
+    options.progress?.(`removed the record of revision ${record.revision} (${record.status}), left by an interrupted helm that can no longer be running`)
     record = await readReleaseRecord(kube, release, namespace)
   }
   return record
+}
+
+/** One revision of a release as the labels of its Secret say (helm's Secret driver sets name, owner, status, version). */
+export interface RevisionLabel {
+  secretName: string
+  revision: number
+  status: string
+  /** The --timeout ichor gave the helm that wrote it, when ichor did. */
+  timeoutSeconds?: number
+}
+
+/** Every revision of the release, newest first, read from the Secrets' labels without decoding the records. */
+export async function releaseHistory(kube: Kube, release: string, namespace: string): Promise<RevisionLabel[]> {
+  const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace}, {labelSelector: `owner=helm,name=${release}`})
+  return secrets
+    .filter((s) => s.metadata.name.startsWith(`sh.helm.release.v1.${release}.v`))
+    .map((s) => ({secretName: s.metadata.name, revision: Number(s.metadata.labels?.version), status: s.metadata.labels?.status ?? 'unknown', timeoutSeconds: labelledTimeout(s.metadata.labels)}))
+    .filter((r) => Number.isInteger(r.revision))
+    .sort((a, b) => b.revision - a.revision)
+}
+
+/**
+ * An install that never completed: the release's only record is a first revision that is
+ * not deployed. Any longer history (superseded, failed or rolled-back revisions) is a
+ * release that once deployed, and its records are its rollback history: never deleted.
+ */
+export function isInterruptedInstall(history: readonly RevisionLabel[]): boolean {
+  return history.length === 1 && history[0]!.revision === 1 && history[0]!.status !== 'deployed'
 }

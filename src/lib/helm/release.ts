@@ -5,7 +5,8 @@
 // Flags differ by major version and we never pass one the detected helm lacks:
 //   rollback on failure   Helm 3: --atomic            Helm 4: --rollback-on-failure
 //   wait for readiness    Helm 3: --wait (bool)       Helm 4: --wait=watcher (kstatus)
-//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts (adoption and upgrade)
+//   SSA conflicts         Helm 3: n/a (client-side)   Helm 4: --force-conflicts (adoption and upgrade;
+//                                                     upgrade with --server-side=true, see upgradeArgs)
 // Helm 4 reports a field the previous owner ("talos") also set as a conflict whenever the
 // values differ, and fields holding a zero value compare as different after the API server
 // drops them; so the adoption forces (see installArgs). After the adoption Talos still
@@ -78,11 +79,15 @@ export class HelmReleaseError extends IchorError {
     readonly verb: 'install' | 'upgrade' | 'status' | 'uninstall',
     readonly release: string,
     readonly helmMessage: string,
-    options: {hint?: string} = {},
+    options: {hint?: string; rolledBack?: boolean} = {},
   ) {
     super(`helm ${verb} of release "${release}" failed: ${helmMessage}`, {hint: options.hint})
     this.name = 'HelmReleaseError'
+    this.rolledBack = options.rolledBack ?? false
   }
+
+  /** helm said it rolled the failed upgrade back (only then is the previous revision deployed again). */
+  readonly rolledBack: boolean
 }
 
 // ---------------------------------------------------------------------------------------
@@ -111,6 +116,17 @@ export function helmInvocationPath(path: string): string {
   return link
 }
 
+/**
+ * The --timeout ichor gave the helm that wrote a revision, as a label of its release Secret
+ * (helm's --labels, Helm 3.13+ and 4): a rerun, from any laptop, reads from a pending record
+ * how long the helm that wrote it may still be working (see src/lib/helm/pending.ts).
+ */
+export const HELM_TIMEOUT_LABEL = 'ichor.maesh.dev/helm-timeout-seconds'
+
+function timeoutArgs(seconds: number): string[] {
+  return ['--timeout', `${seconds}s`, '--labels', `${HELM_TIMEOUT_LABEL}=${seconds}`]
+}
+
 function targetArgs(t: HelmTarget): string[] {
   const args = ['--kubeconfig', t.kubeconfig]
   if (t.kubeContext) args.push('--kube-context', t.kubeContext)
@@ -120,7 +136,7 @@ function targetArgs(t: HelmTarget): string[] {
 /** `helm install` arguments for the detected helm (exported so each version's flags are testable). */
 export function installArgs(helm: Pick<HelmBinary, 'major'>, opts: InstallOptions): string[] {
   const args = ['install', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--output', 'json']
-  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  args.push(...timeoutArgs(opts.timeoutSeconds ?? 300))
   // No rollback on install: rolling back a failed adoption would uninstall the running
   // objects it adopted (the CNI itself). A failed install is left for a rerun to fix.
   if (opts.wait ?? true) args.push(helm.major >= 4 ? '--wait=watcher' : '--wait')
@@ -142,12 +158,20 @@ export function upgradeArgs(helm: Pick<HelmBinary, 'major'>, opts: UpgradeOption
   // --reset-values: the chart's defaults plus exactly these values, never the last
   // release's values merged in, so the record says what the cluster runs.
   const args = ['upgrade', opts.release, opts.chartPath, '--namespace', opts.namespace, '--values', '-', '--reset-values', '--output', 'json']
-  args.push('--timeout', `${opts.timeoutSeconds ?? 300}s`)
+  args.push(...timeoutArgs(opts.timeoutSeconds ?? 300))
   const rollback = opts.rollbackOnFailure ?? true
   if (helm.major >= 4) {
     if (rollback) args.push('--rollback-on-failure')
     if (opts.wait ?? true) args.push('--wait=watcher')
-    if (opts.forceConflicts ?? true) args.push('--force-conflicts')
+    // --force-conflicts needs server-side apply, and Helm 4's default --server-side=auto
+    // follows the previous revision's apply method: client-side for every revision Helm 3
+    // wrote, and Helm 4 then refuses the pair ("forceConflicts enabled when serverSideApply
+    // disabled"), in the upgrade and in its rollback (helm v4.3.2 pkg/action/upgrade.go
+    // getUpgradeServerSideValue, pkg/action/rollback.go prepareRollback, pkg/kube/client.go
+    // ClientUpdateOptionServerSideApply). So ask for server side explicitly: the upgrade
+    // then moves a client-side release to server-side apply (it upgrades the client-side
+    // field managers first), and the rollback inherits the same flags.
+    if (opts.forceConflicts ?? true) args.push('--server-side=true', '--force-conflicts')
   } else {
     // Helm 3's --atomic implies --wait.
     if (rollback) args.push('--atomic')
@@ -200,11 +224,16 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   const helm = await findHelm()
   const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
   if (result.exitCode !== 0) {
-    const rolledBack = opts.rollbackOnFailure ?? true
-    throw new HelmReleaseError('upgrade', opts.release, helmError(result), {
+    const message = helmError(result)
+    // Only helm knows whether its rollback worked: it says "has been rolled back" then, and
+    // "an error occurred while rolling back" when not (helm v3.18.6 and v4.3.2
+    // pkg/action/upgrade.go failRelease).
+    const rolledBack = (opts.rollbackOnFailure ?? true) && /has been rolled back/.test(message)
+    throw new HelmReleaseError('upgrade', opts.release, message, {
+      rolledBack,
       hint: rolledBack
         ? `helm rolled the release back to its previous revision; fix the values and run the command again (helm history ${opts.release} -n ${opts.namespace})`
-        : `inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
+        : `the release was not rolled back; inspect it with: helm history ${opts.release} -n ${opts.namespace}`,
     })
   }
   return statusFromJson(result.stdout, opts)
@@ -261,6 +290,7 @@ interface HelmReleaseJson {
   chart?: {metadata?: {name?: string; version?: string}; values?: Record<string, unknown> | null}
   config?: Record<string, unknown> | null
   manifest?: string
+  hooks?: Array<{events?: string[]}> | null
 }
 
 function statusFromJson(stdout: string, ref: ReleaseRef): ReleaseStatus {
@@ -298,12 +328,18 @@ export interface ReleaseRecord {
   manifest: string
   /** The chart's own default values (its values.yaml), as the record stores them. */
   chartValues?: Record<string, unknown>
+  /** The labels of its Secret: helm's own (status, version, ...) and those given with --labels. */
+  labels?: Record<string, string>
+  /** When its Secret was created, on the API server's clock (ms since the epoch; NaN when unknown). */
+  createdAt?: number
+  /** The events of each of its hooks (pre-upgrade, post-upgrade, ...), one list per hook. */
+  hookEvents?: string[][]
 }
 
 /** The parts of a Secret the release record is read from. */
 export interface ReleaseSecret {
   type?: string
-  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>}
+  metadata?: {name?: string; namespace?: string; labels?: Record<string, string>; creationTimestamp?: string}
   data?: Record<string, string>
 }
 
@@ -353,6 +389,9 @@ export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
     config: rel.config ?? {},
     manifest: rel.manifest ?? '',
     chartValues: rel.chart?.values ?? undefined,
+    labels: secret.metadata?.labels ?? {},
+    createdAt: Date.parse(secret.metadata?.creationTimestamp ?? ''),
+    hookEvents: (rel.hooks ?? []).map((h) => h.events ?? []),
   }
 }
 

@@ -177,7 +177,7 @@ function leasePath(namespace: string, name?: string): string {
 }
 
 /** Estimates the API server's clock from the Date header of each answer. */
-class ServerClock {
+export class ServerClock {
   private offsetMs = 0
   observe(dateHeader: string | undefined, sentAt: number, receivedAt: number): void {
     const server = dateHeader ? Date.parse(dateHeader) : Number.NaN
