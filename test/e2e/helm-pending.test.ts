@@ -13,6 +13,7 @@ import type {CniContext} from '../../src/lib/cilium/context.js'
 import {adoptCiliumTask, ciliumReleaseView, upgradeCiliumValuesTask} from '../../src/lib/cilium/tasks.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../../src/lib/helm/pending.js'
+import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from '../../src/lib/helm/local-helms.js'
 import {HELM_TIMEOUT_LABEL, readReleaseRecord, upgradeArgs, valuesHash} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {openSession, type Session} from '../../src/lib/session/session.js'
@@ -247,6 +248,48 @@ describe('a pending record whose helm is still working', () => {
       .sort()
     // Revision 2 failed (its wait timed out) and helm's rollback wrote revision 3.
     expect(revisions).toEqual(['1 deployed', '2 failed', '3 failed'])
+  }, 90_000)
+})
+
+// The common case of point 12: ichor and its helm both killed (a crash, a closed laptop lid
+// that ends the session), rerun from the same machine. Waiting out a helm that is provably
+// gone only delays the operator; one marked as another machine's is waited out.
+describe('a pending record whose helm ran on this machine and is gone', () => {
+  it('is removed at once when no helm of this machine works on the release; the same record marked as another machine\'s is waited out', async () => {
+    const release = 'gone-here'
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+    expect(await new Promise((r) => install.on('close', r))).toBe(0)
+    const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds: 120})
+    const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
+    orphan.stdin.end(JSON.stringify({tag: '2'}))
+    const exited = new Promise<unknown>((r) => orphan.on('close', r))
+    while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
+    const pending = (await readReleaseRecord(kube, release, 'default'))!
+    expect(pending.labels?.[HELM_MACHINE_LABEL]).toBe(machineMark())
+    expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(true)
+    orphan.kill('SIGKILL')
+    await exited
+    expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(false)
+
+    // Marked as another machine's: a helm there may still work for its --timeout (120 s).
+    const patchMachine = (value: string) => kube.request('PATCH', `/api/v1/namespaces/default/secrets/${pending.secretName}`, {body: {metadata: {labels: {[HELM_MACHINE_LABEL]: value}}}, contentType: 'application/merge-patch+json'})
+    await patchMachine('another-machine')
+    const told: string[] = []
+    const waitedOut = settlePendingRelease(kube, release, 'default', {progress: (m) => told.push(m)})
+    await new Promise((r) => setTimeout(r, 3_000))
+    expect(told.join('\n')).toMatch(/still working on it: ichor waits for it up to \d+s \(the --timeout 120s it was given\)/)
+    expect((await readReleaseRecord(kube, release, 'default'))?.status).toBe('pending-upgrade')
+
+    // This machine's again: the settle under way removes it on its next look.
+    await patchMachine(machineMark()!)
+    const started = Date.now()
+    const left = await waitedOut
+    console.log(`settled ${Date.now() - started} ms after the mark came back; progress: ${JSON.stringify(told)}`)
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(told.join('\n')).toMatch(/written by a helm on this machine that is no longer running/)
+    expect(left).toMatchObject({revision: 1, status: 'deployed'})
   }, 90_000)
 })
 

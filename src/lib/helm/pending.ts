@@ -8,6 +8,7 @@ import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
 import {ServerClock} from '../kube/lease.js'
+import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from './local-helms.js'
 import {HELM_TIMEOUT_LABEL, readReleaseRecord, type ReleaseRecord} from './release.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
@@ -67,6 +68,18 @@ export function pendingDeadline(record: ReleaseRecord, history: readonly Revisio
   return {deadline: created + timeoutMs * (1 + 3 * hooks) + GRACE_MS, timeoutSeconds}
 }
 
+/**
+ * The record was written by a helm started on this machine (its machine label) that no longer
+ * runs here (local-helms.ts). Only for an install's or an upgrade's record, whose labels are
+ * those of the helm that wrote it; a rollback's record carries the labels of the revision it
+ * restores, which another machine's helm may be rolling back to: it is waited out.
+ */
+function leftByGoneLocalHelm(record: ReleaseRecord, release: string, namespace: string): boolean {
+  if (record.status !== 'pending-install' && record.status !== 'pending-upgrade') return false
+  const here = machineMark()
+  return here !== undefined && record.labels?.[HELM_MACHINE_LABEL] === here && !helmRunningHere(release, namespace, HELM_TIMEOUT_LABEL)
+}
+
 function labelledTimeout(labels: Record<string, string> | undefined): number | undefined {
   const value = Number(labels?.[HELM_TIMEOUT_LABEL])
   return Number.isInteger(value) && value > 0 ? value : undefined
@@ -93,6 +106,10 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
   let clock: ServerClock | undefined
   let told: string | undefined
   while (record && isPending(record.status)) {
+    if (leftByGoneLocalHelm(record, release, namespace)) {
+      options.onProgress?.(`release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`)
+      throw new ReleasePendingError(record, Date.now() - started)
+    }
     let deadline: number
     if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
     else {

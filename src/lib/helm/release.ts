@@ -26,6 +26,7 @@ import {runProcess, startError} from '../exec/run.js'
 import {findHelm, type HelmBinary} from './binary.js'
 import {helmEnv} from './env.js'
 import {cleanHelmError} from './template.js'
+import {HELM_MACHINE_LABEL, machineMark} from './local-helms.js'
 
 export interface HelmTarget {
   /** Kubeconfig file helm talks to the cluster with. */
@@ -124,7 +125,8 @@ export function helmInvocationPath(path: string): string {
 export const HELM_TIMEOUT_LABEL = 'ichor.maesh.dev/helm-timeout-seconds'
 
 function timeoutArgs(seconds: number): string[] {
-  return ['--timeout', `${seconds}s`, '--labels', `${HELM_TIMEOUT_LABEL}=${seconds}`]
+  const machine = machineMark()
+  return ['--timeout', `${seconds}s`, '--labels', `${HELM_TIMEOUT_LABEL}=${seconds}${machine ? `,${HELM_MACHINE_LABEL}=${machine}` : ''}`]
 }
 
 function targetArgs(t: HelmTarget): string[] {
