@@ -2,7 +2,6 @@
 // get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
 // rolled back, SIGKILL at every step boundary of `cni values set` and inside its helm, each compared with an
 // uninterrupted run by a canonical dump, and two concurrent sets.
-import type {ChildProcess} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -16,7 +15,7 @@ import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEve
 import {CILIUM_CONFIG_ANNOTATION, ownedBy} from '../harness/pod-start-simulator.js'
 import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {cniDump} from '../harness/dump.js'
-import {killTree, waitUntil} from '../harness/kill.js'
+import {killTree, pausedWhile, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
@@ -240,28 +239,13 @@ describe('ichor cni status / values on the harness', () => {
 
   it('a set paused (SIGSTOP) inside helm-upgrade or at record-values while a second operator breaks the lock and sets another key: resumed, it exits 3 and writes nothing; the second change survives in the release and the IchorInstallation', async () => {
     for (const at of ['helm-upgrade', 'record-values']) {
-      let child: ChildProcess | undefined
-      let paused!: () => void
-      const stopped = new Promise<void>((r) => (paused = r))
       // Stopped as the step's action starts: its Lease check (the guard) has passed.
-      const first = cli(['cni', 'values', 'set', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {
-        onEvent: (e, c) => {
-          if (!child && e.event === 'task' && e.id === at && e.status === 'running') {
-            c.kill('SIGSTOP')
-            child = c
-            paused()
-          }
-        },
-      })
-      await stopped
-      let second: CliRun
-      try {
-        second = await cli(['cni', 'values', 'set', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock'])
-      } finally {
-        child!.kill('SIGCONT')
-      }
+      const {resumed, meanwhile: second} = await pausedWhile(
+        (onEvent) => cli(['cni', 'values', 'set', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {onEvent}),
+        (e) => e.event === 'task' && e.id === at && e.status === 'running',
+        () => cli(['cni', 'values', 'set', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock']),
+      )
       expect(second.code, second.stderr).toBe(0)
-      const resumed = await first
       expect(resumed.code, `${at}: ${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
       const r = await release()
       const c = await cr()

@@ -189,6 +189,24 @@ describe('the adoption step on a rerun of init', () => {
   })
 })
 
+/**
+ * The helm upgrade a SIGKILLed ichor leaves behind, on a fresh release of the unschedulable
+ * chart: ichor's own arguments (rollback on failure, its labels), its wait never ending before
+ * `timeoutSeconds`. Resolves once helm wrote its pending-upgrade record.
+ */
+async function orphanUpgrade(release: string, timeoutSeconds: number) {
+  const unschedulable = writeUnschedulableChart(work)
+  const helm = await findHelm()
+  const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+  expect(await new Promise((r) => install.on('close', r))).toBe(0)
+  const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds})
+  const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
+  orphan.stdin.end(JSON.stringify({tag: '2'}))
+  const exited = new Promise<number | null>((r) => orphan.on('close', r))
+  while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
+  return {orphan, exited, pending: (await readReleaseRecord(kube, release, 'default'))!}
+}
+
 /** A Deployment no node can take (a node selector nothing matches): helm's --wait never ends before its --timeout. */
 function writeUnschedulableChart(dir: string): string {
   const path = join(dir, 'unschedulable')
@@ -217,18 +235,8 @@ spec:
 describe('a pending record whose helm is still working', () => {
   it('settlePendingRelease deletes nothing while the helm that wrote it is within the --timeout ichor gave it, whatever wait the caller asks for', async () => {
     const release = 'still-working'
-    const unschedulable = writeUnschedulableChart(work)
-    const helm = await findHelm()
-    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
-    expect(await new Promise((r) => install.on('close', r))).toBe(0)
-
-    // The helm upgrade a SIGKILLed ichor leaves behind: ichor's own arguments, --timeout 8s, rollback on failure.
-    const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds: 8})
-    const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
-    orphan.stdin.end(JSON.stringify({tag: '2'}))
-    const exited = new Promise<number | null>((r) => orphan.on('close', r))
-    while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
-    const pending = (await readReleaseRecord(kube, release, 'default'))!
+    // The helm upgrade a SIGKILLed ichor leaves behind, --timeout 8s.
+    const {exited, pending} = await orphanUpgrade(release, 8)
     expect(pending.labels?.[HELM_TIMEOUT_LABEL]).toBe('8')
 
     // A rerun asking to wait 2 s (less than the orphan's --timeout)
@@ -257,16 +265,7 @@ describe('a pending record whose helm is still working', () => {
 describe('a pending record whose helm ran on this machine and is gone', () => {
   it('is removed at once when no helm of this machine works on the release; the same record marked as another machine\'s is waited out', async () => {
     const release = 'gone-here'
-    const unschedulable = writeUnschedulableChart(work)
-    const helm = await findHelm()
-    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
-    expect(await new Promise((r) => install.on('close', r))).toBe(0)
-    const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds: 120})
-    const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
-    orphan.stdin.end(JSON.stringify({tag: '2'}))
-    const exited = new Promise<unknown>((r) => orphan.on('close', r))
-    while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
-    const pending = (await readReleaseRecord(kube, release, 'default'))!
+    const {orphan, exited, pending} = await orphanUpgrade(release, 120)
     expect(pending.labels?.[HELM_MACHINE_LABEL]).toBe(machineMark())
     expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(true)
     orphan.kill('SIGKILL')

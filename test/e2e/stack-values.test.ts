@@ -2,7 +2,6 @@
 // the registry lost its content, and object drift in `stack status`, after one full `ichor
 // init` on the harness: real apiserver, registry, helm, the real Argo CD chart and Kokumi
 // 0.14.0 manifest; simulated Talos nodes, readiness and Kokumi/Argo CD (stack-simulator.ts).
-import type {ChildProcess} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {gunzipSync, gzipSync} from 'node:zlib'
@@ -17,7 +16,7 @@ import {parseObjects} from '../../src/lib/stack/objects.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
-import {doneTaskIds, killBeforeTask, taskIds} from '../harness/kill.js'
+import {doneTaskIds, killBeforeTask, pausedWhile, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {FAULT_LABEL} from '../harness/kwok.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
@@ -206,54 +205,24 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
   }, 1_200_000)
 
   it('a values set paused (SIGSTOP) as its plan starts while another set changes another key: resumed, it reads the stored layer under the Lease, and neither key is lost', async () => {
-    let child: ChildProcess | undefined
-    let paused!: () => void
-    const stopped = new Promise<void>((r) => (paused = r))
-    const first = cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.pausedFirst=a', '--json'], {}, {
-      onEvent: (e, c) => {
-        if (!child && e.event === 'start') {
-          c.kill('SIGSTOP')
-          child = c
-          paused()
-        }
-      },
-    })
-    await stopped
-    let second: CliRun
-    try {
-      second = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.whilePaused=b'])
-    } finally {
-      child!.kill('SIGCONT')
-    }
+    const {resumed, meanwhile: second} = await pausedWhile(
+      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.pausedFirst=a', '--json'], {}, {onEvent}),
+      (e) => e.event === 'start',
+      () => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.whilePaused=b']),
+    )
     expect(second.code, second.stderr).toBe(0)
-    const resumed = await first
     // Either it reads the other change under the Lease (exit 0) or it stops on the conflict (exit 3): never a lost change.
     expect([0, 3], `${resumed.stderr}${resumed.stdout.slice(-1500)}`).toContain(resumed.code)
     expect((await readInstallation(kube))!.spec.stack.argocd.values).toMatchObject({server: {podAnnotations: {whilePaused: 'b'}}})
   }, 300_000)
 
   it('values set paused (SIGSTOP) after it read the stored layer under the Lease, while a second operator breaks the lock and sets another key: resumed, it exits 3 naming the change and writes nothing', async () => {
-    let child: ChildProcess | undefined
-    let paused!: () => void
-    const stopped = new Promise<void>((r) => (paused = r))
-    const first = cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.brokenFirst=a', '--json'], {}, {
-      onEvent: (e, c) => {
-        if (!child && e.event === 'task' && e.id === 'store-values' && e.status === 'running') {
-          c.kill('SIGSTOP')
-          child = c
-          paused()
-        }
-      },
-    })
-    await stopped
-    let second: CliRun
-    try {
-      second = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.breaker=b', '--break-lock'])
-    } finally {
-      child!.kill('SIGCONT')
-    }
+    const {resumed, meanwhile: second} = await pausedWhile(
+      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.brokenFirst=a', '--json'], {}, {onEvent}),
+      (e) => e.event === 'task' && e.id === 'store-values' && e.status === 'running',
+      () => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.breaker=b', '--break-lock']),
+    )
     expect(second.code, second.stderr).toBe(0)
-    const resumed = await first
     expect(resumed.code, `${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
     expect(`${resumed.stdout}${resumed.stderr}`).toMatch(/spec\.stack\.argocd\.values|lost the lock/)
     const values = (await readInstallation(kube))!.spec.stack.argocd.values as {server: {podAnnotations: Record<string, string>}}

@@ -3,7 +3,7 @@
 // step k starts), and a SIGKILL of ichor together with the processes it started (helm): what a
 // kill of its process group does (Ctrl-C, `kill -- -PGID`, a CI timeout), without killing the
 // test runner, which shares that group with the ichor it spawned.
-import {execFileSync} from 'node:child_process'
+import {execFileSync, type ChildProcess} from 'node:child_process'
 import {jsonEvents, type CliRun} from './cluster.js'
 function childPids(pid: number): number[] {
   try {
@@ -53,3 +53,31 @@ export const killBeforeTask = (k: number) => (e: Event) => e.event === 'task' &&
 
 /** The ids of the steps a run finished with `done` (ran and proved). */
 export const doneTaskIds = (run: CliRun) => jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id as string)
+
+type OnEvent = (event: Event, child: ChildProcess) => void
+
+/**
+ * A run paused from outside: `start` spawns the CLI with the given `onEvent`; at the first
+ * `--json` event `when` matches, the CLI is SIGSTOPped (as a suspended laptop or a debugger
+ * would hold it), `meanwhile` runs, and the CLI is SIGCONTed, also when `meanwhile` throws.
+ */
+export async function pausedWhile<T>(start: (onEvent: OnEvent) => Promise<CliRun>, when: (event: Event) => boolean, meanwhile: () => Promise<T>): Promise<{resumed: CliRun; meanwhile: T}> {
+  let child: ChildProcess | undefined
+  let stopped!: () => void
+  const paused = new Promise<void>((r) => (stopped = r))
+  const run = start((e, c) => {
+    if (child || !when(e)) return
+    c.kill('SIGSTOP')
+    child = c
+    stopped()
+  })
+  // A run that ends before the event would otherwise leave this waiting forever.
+  await Promise.race([paused, run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before the event to pause at:\n${r.stderr.slice(-2000)}`)))])
+  let result: T
+  try {
+    result = await meanwhile()
+  } finally {
+    child!.kill('SIGCONT')
+  }
+  return {resumed: await run, meanwhile: result}
+}
