@@ -28,6 +28,10 @@ describe('Argo CD values through the values engine', () => {
       {path: 'sevrer', message: expect.stringMatching(/did you mean server\?/)},
     ]))
   })
+  it("accepts any key of a map the chart's templates walk whole (configs.cm and configs.params become argocd-cm and argocd-cmd-params-cm), still not a typo beside them", () => {
+    expect(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {cm: {'dex.config': 'connectors: []', url: 'https://argocd.example.com'}, params: {'server.insecure': true}}})).not.toThrow()
+    expect(issuesOf(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {cmm: {url: 'https://argocd.example.com'}}}))).toEqual([{path: 'configs.cmm', message: expect.stringMatching(/did you mean configs.cm\b/)}])
+  })
   it('accepts a free-form map (podAnnotations) and a known nested key', () => {
     expect(() => argocdEffectiveValues(UPSTREAM.argocdChart, {global: {podAnnotations: {'example.com/x': 'y'}}, controller: {replicas: 1}})).not.toThrow()
   })

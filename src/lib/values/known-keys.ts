@@ -116,6 +116,12 @@ function addTemplateRefs(root: KeyNode, text: string): void {
   for (const match of text.matchAll(/\{\{-?\s*with\s+\$?\.Values((?:\.[A-Za-z0-9_]+)+)\s*-?\}\}([\s\S]*?)\{\{-?\s*end\b/g)) {
     if (/(?:toYaml|toJson)\s+\.(?![\w.])/.test(match[2]!)) nodeAt(match[1]!).freeForm = true
   }
+  // A map the chart walks key by key (`range $k, $v := .Values.x`) or hands on but for a few
+  // keys (`omit .Values.x "create"`): argo-cd's configs.cm and configs.params become the
+  // ConfigMaps' data this way, so any key there is one its component reads (dex.config, url).
+  for (const match of text.matchAll(/range\s+\$\w+\s*,\s*\$\w+\s*:=\s*\$?\.Values((?:\.[A-Za-z0-9_]+)+)|omit\s+\(?\s*\$?\.Values((?:\.[A-Za-z0-9_]+)+)/g)) {
+    nodeAt(match[1] ?? match[2]!).freeForm = true
+  }
   // `index .Values "a" "b"` reads keys that hold characters Go templates cannot dot into
   for (const match of text.matchAll(/index\s+\$?\.Values((?:\s+"[^"]+")+)/g)) {
     let node = root
