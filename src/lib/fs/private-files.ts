@@ -187,12 +187,12 @@ let exitHookInstalled = false
 const swept = new Set<string>()
 
 /**
- * Runs `fn` with a fresh 0700 folder under the system temp dir and removes the folder on
- * every way out: return, throw, process exit, SIGINT/SIGTERM/SIGHUP (signal-exit re-raises
- * the signal when nothing else handles it). A SIGKILL cannot be caught: the folder's name
- * carries the pid, and the next call with the same prefix removes folders of dead pids.
+ * A fresh 0700 folder under the system temp dir, removed by `remove()` and on every way out
+ * of the process: exit, SIGINT/SIGTERM/SIGHUP (signal-exit re-raises the signal when nothing
+ * else handles it). A SIGKILL cannot be caught: the folder's name carries the pid, and the
+ * next folder with the same prefix removes those of dead pids.
  */
-export async function withPrivateTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
+export function openPrivateTempDir(prefix: string): {dir: string; remove(): void} {
   sweepDeadTempDirs(prefix)
   const dir = mkdtempSync(join(tmpdir(), `${prefix}${process.pid}-`))
   liveTempDirs.add(dir)
@@ -202,11 +202,22 @@ export async function withPrivateTempDir<T>(prefix: string, fn: (dir: string) =>
       for (const d of liveTempDirs) rmSync(d, {recursive: true, force: true})
     })
   }
+  return {
+    dir,
+    remove() {
+      liveTempDirs.delete(dir)
+      rmSync(dir, {recursive: true, force: true})
+    },
+  }
+}
+
+/** Runs `fn` with a folder from openPrivateTempDir, removed however `fn` ends. */
+export async function withPrivateTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  const temp = openPrivateTempDir(prefix)
   try {
-    return await fn(dir)
+    return await fn(temp.dir)
   } finally {
-    liveTempDirs.delete(dir)
-    rmSync(dir, {recursive: true, force: true})
+    temp.remove()
   }
 }
 

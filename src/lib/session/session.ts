@@ -2,6 +2,7 @@
 // client made on first use, the registry endpoint (a tunnel or --registry-endpoint), the
 // Lease, and close() that frees them all on every exit path, signals included.
 import {existsSync} from 'node:fs'
+import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {HelmTarget} from '../helm/release.js'
@@ -9,6 +10,8 @@ import {connectKube, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {OciClient} from '../oci/client.js'
+import {openPrivateTempDir, writePrivateFileAtomic} from '../fs/private-files.js'
+import {toYaml} from '../yaml/emit.js'
 import {onInterrupt} from './interrupt.js'
 
 export interface SessionOptions {
@@ -33,6 +36,7 @@ export class Session {
   private held?: HeldLease
   private readonly removeInterruptHandler: () => void
   private closed = false
+  private helmKubeconfig?: {path: string; remove(): void}
 
   constructor(private readonly options: SessionOptions) {
     this.removeInterruptHandler = onInterrupt(() => this.close())
@@ -80,10 +84,17 @@ export class Session {
   async helmTarget(): Promise<HelmTarget> {
     const kube = await this.kube()
     const files = this.kubeconfigPath ? [this.kubeconfigPath] : kube.kubeconfig.files
-    if (files.length !== 1) {
-      throw new IchorError(`helm takes one kubeconfig file, and ${this.describe()} merges ${files.length}`, {exitCode: EXIT.usage, hint: 'pass --kubeconfig FILE (and --context NAME)'})
+    if (files.length === 1) return {kubeconfig: files[0]!, kubeContext: kube.context}
+    // helm reads one file: a KUBECONFIG list is handed on as the selected context alone, in
+    // one self-contained document (kubectl config view --minify --flatten), private to this
+    // session and removed with it. It holds credentials: 0600 in a 0700 folder.
+    if (!this.helmKubeconfig) {
+      const temp = openPrivateTempDir('ichor-helm-kubeconfig-')
+      const path = join(temp.dir, 'kubeconfig')
+      writePrivateFileAtomic(path, toYaml(kube.kubeconfig.document, {sortKeys: false}))
+      this.helmKubeconfig = {path, remove: temp.remove}
     }
-    return {kubeconfig: files[0]!, kubeContext: kube.context}
+    return {kubeconfig: this.helmKubeconfig.path, kubeContext: kube.context}
   }
 
   /** Forget the client, e.g. once bootstrap wrote the kubeconfig the next call must read. */
@@ -130,6 +141,7 @@ export class Session {
     this.removeInterruptHandler()
     await this.closeRegistry()
     await this.held?.release()
+    this.helmKubeconfig?.remove()
   }
 
   private describe(): string {
