@@ -173,6 +173,23 @@ describe('ichor cni upgrade on the harness', () => {
     }
   }, 3_600_000)
 
+  // Issue 23 point 11: another laptop, or this one without --cilium-chart, after the upgrade.
+  it("after the upgrade to 1.19.6, cni values set without the 1.19.6 chart takes it from the release's Helm record and says so (the same templates: only the change differs); a --cilium-chart of another version is refused", async () => {
+    const r0 = await release()
+    expect(r0.chartVersion).toBe('1.19.6')
+    const set = await cli(['cni', 'values', 'set', 'podAnnotations.fromRecord=yes', '--yes'])
+    expect(set.code, `${set.stderr}${set.stdout.slice(-2000)}`).toBe(0)
+    expect(`${set.stdout}${set.stderr}`).toMatch(/the release runs Cilium chart 1\.19\.6.*using the chart from its Helm record \(sh\.helm\.release\.v1\.cilium\.v\d+\)/)
+    const r1 = await release()
+    expect(r1).toMatchObject({revision: r0.revision + 1, status: 'deployed', chartVersion: '1.19.6', config: {upgradeCompatibility: '1.18', podAnnotations: {fromRecord: 'yes'}}})
+    const without = (m: string) => m.split('\n').filter((l) => !l.includes('fromRecord')).join('\n')
+    expect(without(r1.manifest)).toBe(without(r0.manifest))
+    const other = await cli(['cni', 'values', 'set', 'podAnnotations.other=yes', '--yes', '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(other.code, other.stderr).toBe(2)
+    expect(`${other.stdout}${other.stderr}`).toMatch(/the release runs Cilium chart 1\.19\.6, and --cilium-chart .* is 1\.18\.0/)
+    expect((await release()).revision).toBe(r1.revision)
+  }, 600_000)
+
   it('after the upgrade to 1.19.6, cni kube-proxy restore and replace keep upgradeCompatibility at 1.18 (the minor first installed) in the release and the CR', async () => {
     const r0 = await release()
     expect(r0).toMatchObject({chartVersion: '1.19.6', config: {upgradeCompatibility: '1.18'}})

@@ -4,6 +4,7 @@
 import {isDeepStrictEqual} from 'node:util'
 import {ValidationError, IchorError} from '../errors/errors.js'
 import {readServedApiGroups} from '../health/reads.js'
+import {chartFromReleaseRecord} from '../helm/record-chart.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
@@ -68,17 +69,44 @@ export function refuseHalfDoneSwitch(ctx: CniContext): void {
   }
 }
 
+/**
+ * The chart a change that keeps the release's version renders: the chart at hand when it is
+ * that version; else, unless --cilium-chart named another file, the chart in the release's own
+ * Helm record (a laptop that never fetched it, or whose ichor pins a newer one), said in a note.
+ */
+export async function chartOfRelease(kube: Kube, ctx: CniContext, sources: ChartSources): Promise<{path: string; version: string; note?: string}> {
+  let atHand: {path: string; version: string} | undefined
+  let missing: unknown
+  try {
+    atHand = resolveCiliumChart(sources)
+  } catch (error) {
+    if (sources.chart) throw error
+    missing = error
+  }
+  const release = ctx.release
+  if (!release || atHand?.version === release.chartVersion) {
+    if (atHand) return atHand
+    throw missing
+  }
+  if (sources.chart) {
+    throw new IchorError(`the release runs Cilium chart ${release.chartVersion}, and --cilium-chart ${atHand!.path} is ${atHand!.version}`, {
+      exitCode: 2,
+      hint: `pass the ${release.chartVersion} chart, or leave --cilium-chart out to use the one in the release's Helm record; change the version with \`ichor cni upgrade\``,
+    })
+  }
+  const fromRecord = await chartFromReleaseRecord(kube, release.namespace, release.secretName)
+  return {
+    path: fromRecord.path,
+    version: fromRecord.version,
+    note: `the release runs Cilium chart ${release.chartVersion}${atHand ? ` and the chart at hand is ${atHand.version}` : ', which this machine does not have'}: using the chart from its Helm record (${release.secretName})`,
+  }
+}
+
 /** Reads the cluster, builds the new user layer and validates it; invalid values are a ValidationError (exit 2). */
 export async function prepareValuesChange(kube: Kube, input: ValuesInput, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext; rendered?: string}> {
   const ctx = await readCniContext(kube)
-  const chart = resolveCiliumChart(sources)
-  if (ctx.release && ctx.release.chartVersion !== chart.version) {
-    throw new IchorError(`the release runs Cilium chart ${ctx.release.chartVersion}, and the chart at hand is ${chart.version} (${chart.path})`, {
-      exitCode: 2,
-      hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart to change values, or change the version with \`ichor cni upgrade\``,
-    })
-  }
   refuseHalfDoneSwitch(ctx)
+  const chart = await chartOfRelease(kube, ctx, sources)
   if (input.kind === 'layer' && input.base !== undefined && !isDeepStrictEqual(input.base, ctx.user)) {
     throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {hint: 'run `ichor cni values edit` again to edit the current values'})
   }
@@ -88,6 +116,6 @@ export async function prepareValuesChange(kube: Kube, input: ValuesInput, source
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
   return {
     context: ctx, user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
-    previousUser: ctx.user, notes: [...notes, ...report.notes], rendered: report.rendered,
+    previousUser: ctx.user, notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes], rendered: report.rendered,
   }
 }

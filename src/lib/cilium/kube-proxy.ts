@@ -14,8 +14,8 @@ import {readInstallation, writeInstallationSpec} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import type {ChangeSources} from './change.js'
-import {readLiveFacts} from './change.js'
-import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
+import {chartOfRelease, readLiveFacts} from './change.js'
+import {readCniContext, type CniContext} from './context.js'
 import type {KubeProxyMode} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
@@ -32,13 +32,7 @@ export {switchCommand} from './defaults.js'
 /** The stored user layer under the target mode, validated with the live cluster's facts; invalid is exit 2. */
 export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext}> {
   const ctx = await readCniContext(kube)
-  const chart = resolveCiliumChart(sources)
-  if (ctx.release && ctx.release.chartVersion !== chart.version) {
-    throw new IchorError(`the release runs Cilium chart ${ctx.release.chartVersion}, and the chart at hand is ${chart.version} (${chart.path})`, {
-      exitCode: 2,
-      hint: `pass --cilium-chart with the ${ctx.release.chartVersion} chart`,
-    })
-  }
+  const chart = await chartOfRelease(kube, ctx, sources)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   // upgradeCompatibility stays the minor first installed, as `cni values set` keeps it: without it
   // the chart at hand (after `cni upgrade`, a later minor) would give its own minor.
@@ -46,7 +40,7 @@ export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, 
   if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
   return {
     context: ctx, user: ctx.user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
-    previousUser: ctx.user, notes: [...notes, ...report.notes],
+    previousUser: ctx.user, notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
   }
 }
 
