@@ -265,10 +265,10 @@ describe('Kokumi/Argo CD status simulator', () => {
     expect(await getApplication(name)).toBeUndefined()
     // What `ichor stack promote` does: the approve-deploy label on the latest Preparation.
     const kube = await connectKube({kubeconfig: cp.kubeconfigPath})
-    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: false, served: false})
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: false, served: false, otherApprovals: []})
     await approveLatestPreparation(kube, ns, name)
     await waitHealthyAt(name, first)
-    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: true, served: true})
+    expect(await readPromotion(kube, ns, name)).toEqual({preparation: `${name}-${first.slice(7, 19)}`, approved: true, served: true, otherApprovals: []})
     await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', configMap('a', '2'))
     await setOrderVersion(ns, name, '1.0.0-bbbbbbbbbbbb')
     await preparedDigest(ns, name, first)
