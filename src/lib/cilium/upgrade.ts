@@ -90,16 +90,18 @@ export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skip
 
 export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
+  // First: a half-done switch is the cluster's state to repair, whatever the target.
   refuseHalfDoneSwitch(ctx)
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   return plan
 }
 
 /** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
 export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradeChange> {
   const ctx = await readCniContext(kube)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
+  // First: a half-done switch is the cluster's state to repair, whatever the target.
   refuseHalfDoneSwitch(ctx)
+  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
   const report = await validateCiliumValues({
