@@ -46,6 +46,12 @@ async function servesLatest(c: Component): Promise<void> {
   expect(await oci.headManifest(`${c}/${c}`, o?.status?.latestArtifactDigest)).toBeTruthy()
 }
 
+/** The Serving, and so the Application, stays at the latest Preparation through a few resyncs of every Preparation. */
+async function keepsServingLatest(c: Component): Promise<void> {
+  for (let i = 0; i < 4; i++) await h.stack.tick()
+  await servesLatest(c)
+}
+
 beforeAll(async () => {
   h = await startHarnessCluster()
   manualInit = [...h.initArgs, '--promotion', 'Manual']
@@ -123,10 +129,17 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Automatic')
     for (const c of ['argocd', 'kokumi'] as const) {
       expect((await order(c))?.spec?.autoDeploy).toBe('Enabled')
-      expect(new Set((await preparations(c)).map((p) => p.metadata.labels?.[AUTO]))).toEqual(new Set(['Enabled']))
+      // The latest alone Enabled and nothing approved: Kokumi re-points the Serving at every
+      // Enabled or approved Preparation on a resync, the last in name order winning.
+      const latest = (await order(c))?.status?.latestPreparationName
+      const preps = await preparations(c)
+      expect(preps.length, c).toBeGreaterThan(1)
+      expect(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.labels?.[AUTO]]))).toEqual(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.name === latest ? 'Enabled' : 'Disabled'])))
+      expect(await approved(c)).toEqual([])
       await waitUntil(`${c} Serving Automatic`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Automatic')
-      await servesLatest(c)
     }
+    await h.stack.restart()
+    for (const c of ['argocd', 'kokumi'] as const) await keepsServingLatest(c)
 
     const toManual = await kubeCli(['stack', 'promotion', 'set', 'Manual', '--timeout', '600'])
     expect(toManual.code, said(toManual).slice(-3000)).toBe(0)

@@ -57,23 +57,33 @@ export async function approvePreparation(kube: Kube, namespace: string, order: s
 }
 
 /**
- * After a promotion mode switch: every Preparation of the Order carries the new mode's
- * auto-deploy label. Kokumi stamps it only at render time and its Preparation controller reads
- * the Preparation's label, not the Order (preparation_controller.go 66-84): an older one left
- * Enabled would turn the Serving back to Automatic on the next resync. Switching to Manual also
- * approves what is served now, so the Serving turns Manual and stays there.
+ * After a promotion mode switch, one Preparation of the Order decides what Kokumi serves, and
+ * only one. Kokumi stamps auto-deploy only at render time and its Preparation controller reads
+ * each Preparation's own labels, not the Order: every Ready one labelled auto-deploy=Enabled,
+ * or else approve-deploy=true, points the Serving at itself, and it reconciles them all again
+ * on every restart and resync, the last processed (in name order, i.e. by digest) winning
+ * (0.14.0 preparation_controller.go Reconcile 50-89, reconcileServing 92-161). So:
+ * - Automatic: the Order's latest Preparation alone is Enabled, the others Disabled, none
+ *   approved (an approved older one would turn the Serving back to Manual at itself);
+ * - Manual: all Disabled, and the one the Automatic Serving served (the newest render, which
+ *   is what Automatic serves: serving_controller.go 124-133) the only approved one, so the
+ *   Serving turns Manual where it was. Kokumi's own renders in Automatic leave older ones
+ *   Enabled, so the Serving's preparationName is not a reliable "served" there.
  */
 export async function relabelPreparations(kube: Kube, namespace: string, order: string, mode: PromotionMode): Promise<string[]> {
-  const value = mode === 'Automatic' ? 'Enabled' : 'Disabled'
   const changed: string[] = []
-  if (mode === 'Manual') {
-    const served = (await getObject<ServingObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: order, namespace}))?.spec?.preparationName
-    if (served && !(await relabelState(kube, namespace, order, mode)).singleApproval) {
-      await approvePreparation(kube, namespace, order, served)
-      changed.push(`${served} approved`)
-    }
+  const latest = await latestPreparation(kube, namespace, order)
+  const approvals = (await listPreparations(kube, namespace, order)).filter((p) => p.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true')
+  if (mode === 'Manual' && latest && approvals.length !== 1) {
+    await approvePreparation(kube, namespace, order, latest)
+    changed.push(`${latest} approved`)
   }
   for (const p of await listPreparations(kube, namespace, order)) {
+    if (mode === 'Automatic' && p.metadata.labels?.[APPROVE_DEPLOY_LABEL] !== undefined) {
+      await setPreparationLabel(kube, namespace, p.metadata.name, APPROVE_DEPLOY_LABEL, null)
+      changed.push(`${p.metadata.name} approval removed`)
+    }
+    const value = wantedAutoDeploy(mode, p.metadata.name, latest)
     if (p.metadata.labels?.[AUTO_DEPLOY_LABEL] === value) continue
     await setPreparationLabel(kube, namespace, p.metadata.name, AUTO_DEPLOY_LABEL, value)
     changed.push(`${p.metadata.name} ${AUTO_DEPLOY_LABEL}=${value}`)
@@ -81,20 +91,25 @@ export async function relabelPreparations(kube: Kube, namespace: string, order: 
   return changed
 }
 
+function wantedAutoDeploy(mode: PromotionMode, name: string, latest: string | undefined): 'Enabled' | 'Disabled' {
+  return mode === 'Automatic' && name === latest ? 'Enabled' : 'Disabled'
+}
+
+/** The Order's newest render (its status), or undefined before the first. */
+async function latestPreparation(kube: Kube, namespace: string, order: string): Promise<string | undefined> {
+  return (await getObject<OrderObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: order, namespace}))?.status?.latestPreparationName
+}
+
 /** Whether relabelPreparations has nothing left to do, and what is not in line yet. */
-export async function relabelState(kube: Kube, namespace: string, order: string, mode: PromotionMode): Promise<{done: boolean; singleApproval: boolean; state: string}> {
-  const value = mode === 'Automatic' ? 'Enabled' : 'Disabled'
-  const [preps, serving] = await Promise.all([
-    listPreparations(kube, namespace, order),
-    getObject<ServingObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: order, namespace}),
-  ])
+export async function relabelState(kube: Kube, namespace: string, order: string, mode: PromotionMode): Promise<{done: boolean; state: string}> {
+  const [preps, latest] = await Promise.all([listPreparations(kube, namespace, order), latestPreparation(kube, namespace, order)])
   const approvals = preps.filter((p) => p.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true').map((p) => p.metadata.name)
-  const served = serving?.spec?.preparationName
-  const singleApproval = !served || (approvals.length === 1 && approvals[0] === served)
-  const stale = preps.filter((p) => p.metadata.labels?.[AUTO_DEPLOY_LABEL] !== value).map((p) => p.metadata.name)
-  if (stale.length > 0) return {done: false, singleApproval, state: `${stale.join(', ')} not labelled ${AUTO_DEPLOY_LABEL}=${value}`}
-  if (mode === 'Manual' && !singleApproval) return {done: false, singleApproval, state: `the served ${served} is not the one approved Preparation (approved: ${approvals.join(', ') || 'none'})`}
-  return {done: true, singleApproval, state: `every Preparation of Order ${namespace}/${order} labelled ${AUTO_DEPLOY_LABEL}=${value}`}
+  const stale = preps.filter((p) => p.metadata.labels?.[AUTO_DEPLOY_LABEL] !== wantedAutoDeploy(mode, p.metadata.name, latest)).map((p) => p.metadata.name)
+  if (stale.length > 0) return {done: false, state: `${stale.join(', ')} not labelled for promotion ${mode}`}
+  if (mode === 'Automatic' && approvals.length > 0) return {done: false, state: `${approvals.join(', ')} still approved`}
+  // Manual: one approval, whichever (a person may since have approved another with `stack promote`).
+  if (mode === 'Manual' && latest && approvals.length !== 1) return {done: false, state: `not exactly one approved Preparation (approved: ${approvals.join(', ') || 'none'})`}
+  return {done: true, state: `the Preparations of Order ${namespace}/${order} are labelled for promotion ${mode}`}
 }
 
 /**
