@@ -45,6 +45,16 @@ function topicList(topics, base = '') {
   ])
 }
 
+// Each plugin's manifest commands as oclif's own plugin lists them, sorted once at snapshot time.
+const sortedCommands = new Map(
+  [{pjson, manifest}, ...plugins].map((p) => [
+    p.pjson.name,
+    Object.values(p.manifest.commands)
+      .map((cached) => ({...cached, pluginAlias: p.pjson.name, pluginType: 'core'}))
+      .sort((a, b) => a.id.localeCompare(b.id)),
+  ]),
+)
+
 /** oclif's Plugin interface, served from the bundle instead of the file system. */
 class BundledPlugin {
   constructor(root, {pjson: pluginPjson, manifest: pluginManifest}, isRoot) {
@@ -63,10 +73,7 @@ class BundledPlugin {
     this.hooks = {}
     this.options = {root, isRoot, pjson: pluginPjson}
     this.manifest = pluginManifest
-    // The manifest's commands as oclif's own plugin lists them.
-    this.commands = Object.values(pluginManifest.commands)
-      .map((cached) => ({...cached, pluginAlias: this.name, pluginType: 'core', load: () => this.findCommand(cached.id, {must: true})}))
-      .sort((a, b) => a.id.localeCompare(b.id))
+    this.commands = sortedCommands.get(this.name).map((cached) => ({...cached, load: () => this.findCommand(cached.id, {must: true})}))
   }
 
   get commandIDs() {
