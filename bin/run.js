@@ -7,17 +7,17 @@
 // stricter one, so that check never says anything to ichor's users; the binary skips it too.
 const engineWarning = process.env.OCLIF_DISABLE_ENGINE_WARNING
 process.env.OCLIF_DISABLE_ENGINE_WARNING = '1'
-const {flush, run} = await import('@oclif/core')
+const {Config, flush, run} = await import('@oclif/core')
 if (engineWarning === undefined) delete process.env.OCLIF_DISABLE_ENGINE_WARNING
 else process.env.OCLIF_DISABLE_ENGINE_WARNING = engineWarning
 
-const argv = process.argv.slice(2)
-// `ichor --version` is `ichor version` (oclif's own prints only the CLI's user agent).
-if (argv[0] === '--version') argv[0] = 'version'
+const {entryArgv} = await import('../dist/lib/cli/entry-argv.js')
+const argv = entryArgv(process.argv.slice(2))
 try {
   await run(argv, import.meta.url)
   await flush()
 } catch (error) {
   const {handleTopLevelError} = await import('../dist/lib/cli/top-level.js')
-  handleTopLevelError(error, argv)
+  // The commands and topics an unknown command is compared with, loaded only then.
+  await handleTopLevelError(error, argv, () => Config.load(import.meta.url))
 }

@@ -6,7 +6,8 @@
 // manifest are bundled in, and the commands live in a second bundle (the SEA asset
 // "commands.cjs") that is compiled only when a command runs: `--help` and topic listings
 // compile and run oclif alone. That bundle shares this oclif instance (its require of
-// "@oclif/core" is answered with it), so settings and caches are one.
+// "@oclif/core" is answered with it), so settings and caches are one. The oclif plugins
+// package.json names (help, autocomplete) are bundled the same way, as plugins of their own.
 //
 // The binary starts from a V8 startup snapshot (useSnapshot): scripts/build-binary.mjs runs
 // this file once at build time, so loading oclif, package.json and the manifest is done
@@ -17,12 +18,13 @@ const sea = require('node:sea')
 const v8 = require('node:v8')
 const vm = require('node:vm')
 const oclif = require('@oclif/core')
-const {manifest, pjson} = require('ichor:bundle')
+const {manifest, pjson, plugins} = require('ichor:bundle')
+const {entryArgv} = require('../dist/lib/cli/entry-argv.js')
 
 const COMMAND_MODULE_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname']
 let commandModules
 
-/** The commands bundle's exports: command id -> command class. */
+/** The commands bundle's exports: `commands` (plugin name -> command id -> class) and `handleTopLevelError`. */
 function commands() {
   if (!commandModules) {
     const code = sea.getAsset('commands.cjs', 'utf8')
@@ -43,43 +45,49 @@ function topicList(topics, base = '') {
   ])
 }
 
-// The manifest's commands as the plugin lists them, sorted once at snapshot time.
-const commandList = Object.values(manifest.commands)
-  .map((cached) => ({...cached, pluginAlias: pjson.name, pluginType: 'core'}))
-  .sort((a, b) => a.id.localeCompare(b.id))
+// Each plugin's manifest commands as oclif's own plugin lists them, sorted once at snapshot time.
+const sortedCommands = new Map(
+  [{pjson, manifest}, ...plugins].map((p) => [
+    p.pjson.name,
+    Object.values(p.manifest.commands)
+      .map((cached) => ({...cached, pluginAlias: p.pjson.name, pluginType: 'core'}))
+      .sort((a, b) => a.id.localeCompare(b.id)),
+  ]),
+)
 
 /** oclif's Plugin interface, served from the bundle instead of the file system. */
 class BundledPlugin {
-  constructor(root) {
+  constructor(root, {pjson: pluginPjson, manifest: pluginManifest}, isRoot) {
     this.root = root
-    this.pjson = pjson
-    this.name = pjson.name
-    this.alias = pjson.name
-    this.version = pjson.version
-    this._base = `${pjson.name}@${pjson.version}`
-    this.isRoot = true
+    this.pjson = pluginPjson
+    this.name = pluginPjson.name
+    this.alias = pluginPjson.name
+    this.version = pluginPjson.version
+    this._base = `${pluginPjson.name}@${pluginPjson.version}`
+    this.isRoot = isRoot
     this.type = 'core'
     this.valid = true
     this.moduleType = 'commonjs'
     this.hasManifest = true
     this.commandsDir = undefined
     this.hooks = {}
-    this.options = {root, isRoot: true, pjson}
-    this.commands = commandList.map((cached) => ({...cached, load: () => this.findCommand(cached.id, {must: true})}))
+    this.options = {root, isRoot, pjson: pluginPjson}
+    this.manifest = pluginManifest
+    this.commands = sortedCommands.get(this.name).map((cached) => ({...cached, load: () => this.findCommand(cached.id, {must: true})}))
   }
 
   get commandIDs() {
-    return Object.keys(manifest.commands)
+    return Object.keys(this.manifest.commands)
   }
 
   get topics() {
-    return topicList(pjson.oclif.topics)
+    return topicList(this.pjson.oclif.topics)
   }
 
   async load() {}
 
   async findCommand(id, opts = {}) {
-    const cmd = commands()[id]
+    const cmd = commands().commands[this.name]?.[id]
     if (!cmd) {
       if (opts.must) throw new Error(`command ${id} not found`)
       return undefined
@@ -94,11 +102,19 @@ function main() {
   // debug (oclif's logger) read DEBUG when the snapshot was built; read it again.
   if (process.env.DEBUG) require('debug').enable(process.env.DEBUG)
   const root = process.execPath
-  void oclif.execute({
-    // A single executable application repeats the executable as argv[1].
-    args: process.argv.slice(2),
-    loadOptions: {root, pjson, plugins: new Map([[pjson.name, new BundledPlugin(root)]])},
-  })
+  // A plugin's root is where it would be installed beside the executable; nothing is read there.
+  const bundled = [
+    new BundledPlugin(root, {pjson, manifest}, true),
+    ...plugins.map((p) => new BundledPlugin(`${dirname(root)}/node_modules/${p.pjson.name}`, p, false)),
+  ]
+  const loadOptions = {root, pjson, plugins: new Map(bundled.map((p) => [p.name, p]))}
+  // A single executable application repeats the executable as argv[1].
+  const argv = entryArgv(process.argv.slice(2))
+  // As bin/run.js: errors before or around a command, unknown commands, are ichor's to report.
+  oclif
+    .run(argv, loadOptions)
+    .then(() => oclif.flush())
+    .catch((error) => commands().handleTopLevelError(error, argv, () => oclif.Config.load(loadOptions)))
 }
 
 if (v8.startupSnapshot.isBuildingSnapshot()) v8.startupSnapshot.setDeserializeMainFunction(main)

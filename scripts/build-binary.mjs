@@ -101,14 +101,49 @@ for (const file of shipped(assetsRoot)) {
 // --- one CommonJS bundle ----------------------------------------------------------
 const pjson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const manifest = JSON.parse(readFileSync(join(root, 'oclif.manifest.json'), 'utf8'))
-if (pjson.oclif.plugins?.length || pjson.oclif.hooks) {
-  // The bundled root plugin serves only this package's commands (see build/sea-entry.mjs).
-  console.error(`build-binary: note: oclif plugins/hooks in package.json are not in the binary: ${JSON.stringify({plugins: pjson.oclif.plugins, hooks: pjson.oclif.hooks})}`)
+if (pjson.oclif.hooks) {
+  // oclif loads a hook from its file; a binary has none (see build/sea-entry.cjs).
+  fail(`oclif hooks in package.json cannot be in the binary: ${JSON.stringify(pjson.oclif.hooks)}`)
 }
 const runtimePjson = {name: pjson.name, version: pjson.version, description: pjson.description, type: 'commonjs', oclif: {...pjson.oclif, plugins: undefined, hooks: undefined}}
-const commandExports = Object.entries(manifest.commands)
-  .map(([id, c]) => `export {default as ${JSON.stringify(id)}} from ${JSON.stringify(join(root, ...c.relativePath))}`)
-  .join('\n')
+// The oclif plugins package.json names (help, autocomplete), bundled as the root plugin is:
+// their package.json's oclif section and manifest, their commands in the commands bundle.
+/** The folder of the package `name` that `file` belongs to (its package.json is not in its exports). */
+function packageRoot(file, name) {
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    const pj = join(dir, 'package.json')
+    if (existsSync(pj) && JSON.parse(readFileSync(pj, 'utf8')).name === name) return dir
+  }
+  fail(`no package.json of ${name} above ${file}`)
+}
+const plugins = (pjson.oclif.plugins ?? []).map((name) => {
+  const pluginRoot = packageRoot(require.resolve(name), name)
+  const p = JSON.parse(readFileSync(join(pluginRoot, 'package.json'), 'utf8'))
+  const m = JSON.parse(readFileSync(join(pluginRoot, 'oclif.manifest.json'), 'utf8'))
+  if (p.oclif?.hooks && Object.keys(p.oclif.hooks).some((event) => !/^plugins:/.test(event))) {
+    // Only plugin install/uninstall hooks (autocomplete's) may be left out: a binary installs no plugins.
+    fail(`${name}: its hooks ${JSON.stringify(p.oclif.hooks)} cannot be in the binary`)
+  }
+  return {root: pluginRoot, pjson: {name: p.name, version: p.version, type: 'commonjs', oclif: {commands: p.oclif?.commands}}, manifest: m}
+})
+const commandSources = [{name: pjson.name, root, manifest}, ...plugins.map((p) => ({name: p.pjson.name, root: p.root, manifest: p.manifest}))]
+let nextImport = 0
+const commandImports = []
+const commandMap = commandSources.map(({name, root: from, manifest: m}) => {
+  const entries = Object.entries(m.commands).map(([id, c]) => {
+    const local = `c${nextImport++}`
+    commandImports.push(`import ${local} from ${JSON.stringify(join(from, ...c.relativePath))}`)
+    return `${JSON.stringify(id)}: ${local}`
+  })
+  return `${JSON.stringify(name)}: {${entries.join(', ')}}`
+})
+// Per plugin name: command id -> command class; and the entry point's error handling.
+const commandExports = [
+  ...commandImports,
+  `export const commands = {${commandMap.join(', ')}}`,
+  `export {handleTopLevelError} from ${JSON.stringify(join(root, 'dist', 'lib', 'cli', 'top-level.js'))}`,
+].join('\n')
+const bundledPlugins = plugins.map(({pjson: p, manifest: m}) => ({pjson: p, manifest: m}))
 /** The two generated modules: package.json + manifest for the main script, and the command map. */
 const virtualModules = {
   name: 'ichor-virtual',
@@ -119,7 +154,7 @@ const virtualModules = {
       loader: 'js',
       contents:
         a.path === 'ichor:bundle'
-          ? `module.exports = {pjson: ${JSON.stringify(runtimePjson)}, manifest: ${JSON.stringify(manifest)}}`
+          ? `module.exports = {pjson: ${JSON.stringify(runtimePjson)}, manifest: ${JSON.stringify(manifest)}, plugins: ${JSON.stringify(bundledPlugins)}}`
           : commandExports,
     }))
   },

@@ -7,6 +7,7 @@ import {copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileS
 import {tmpdir} from 'node:os'
 import {dirname, join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {terminal} from '../support/terminal.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 const BUILD = join(PROJECT_ROOT, 'scripts', 'build-binary.mjs')
@@ -36,8 +37,14 @@ function binary(args: string[], env: Record<string, string> = {}) {
 }
 
 function npmBuild(args: string[], env: Record<string, string> = {}) {
-  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), ...env}})
+  // The binary's HOME, so both keep the autocomplete cache in one place; not vitest's NODE_ENV=test,
+  // under which oclif adds developer warnings (@oclif/core 4.14 lib/util/util.js isProd).
+  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), HOME: join(work, 'home'), XDG_CACHE_HOME: '', NODE_ENV: '', ...env}})
 }
+
+const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
+// Every topic of the built manifest (`cni`, `cni values`, ...), so a new one cannot skip the comparison.
+const TOPICS = [...new Set(Object.keys(manifest.commands).flatMap((id) => id.split(':').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join(' '))))].sort()
 
 async function buildBinary(args: string[]) {
   const r = await run(process.execPath, [BUILD, ...args], {env: {ICHOR_ASSETS_DIR: join(work, 'no-assets')}})
@@ -101,13 +108,56 @@ describe('the binary, alone in an empty directory, without Node', () => {
     const fromBinary = await binary(['--help'])
     expect(fromBinary.code, fromBinary.stderr).toBe(0)
     expect(fromBinary.stderr).toBe('')
-    // The binary carries ichor's own commands, not oclif's plugin commands (help, autocomplete):
-    // the same help once those two entries are left out, layout whitespace aside.
-    const words = (text: string) => text.replace(/^\s+(autocomplete|help)\s+Display .*$/gm, '').split(/\s+/).filter(Boolean).join(' ')
-    expect(words(fromBinary.stdout)).toBe(words((await npmBuild(['--help'])).stdout))
+    // oclif's plugin commands (help, autocomplete) included.
+    expect(fromBinary.stdout).toMatch(/^\s+autocomplete\s+Display autocomplete/m)
+    expect(fromBinary.stdout).toBe((await npmBuild(['--help'])).stdout)
     const initHelp = await binary(['init', '--help'])
     expect(initHelp.code, initHelp.stderr).toBe(0)
     expect(initHelp.stdout).toBe((await npmBuild(['init', '--help'])).stdout)
+  })
+
+  // The same answers as the npm build, byte for byte: help, topics, completion scripts and mistyped commands.
+  it.each([
+    ['help'], ['help', 'init'], ['help', 'cni', 'values'], ['help', 'inti'],
+    ...TOPICS.map((t) => t.split(' ')),
+    ['autocomplete', 'script', 'bash'], ['autocomplete', 'script', 'zsh'], ['autocomplete', 'bash'],
+    ['inti'], ['inti', '--yes'], ['cni', 'valeus', 'set'], ['hepl', '--json'], ['verison'],
+  ].map((args) => [args.join(' '), args]))('`ichor %s` answers as the npm build does', async (_name, args) => {
+    const fromBinary = await binary(args)
+    const fromNpm = await npmBuild(args)
+    expect({code: fromBinary.code, stdout: fromBinary.stdout, stderr: fromBinary.stderr}).toEqual({code: fromNpm.code, stdout: fromNpm.stdout, stderr: fromNpm.stderr})
+    if (args[0] === 'inti' || args[0] === 'verison') expect(fromBinary.stderr).toMatch(/did you mean ichor (init|version)\?/)
+  })
+
+  it('`ichor autocomplete bash` writes the completion of every command, as the npm build does', async () => {
+    const functions = join(work, 'home', '.cache', 'ichor', 'autocomplete', 'functions', 'bash', 'ichor.bash')
+    // Plugins load in parallel in the npm build, so their commands' order may differ: compare the lines.
+    const lines = () => readFileSync(functions, 'utf8').split('\n').sort()
+    expect((await binary(['autocomplete', 'bash'])).code).toBe(0)
+    const fromBinary = lines()
+    expect(fromBinary.join('\n')).toMatch(/cni:values:set --json/)
+    expect((await npmBuild(['autocomplete', 'bash'])).code).toBe(0)
+    expect(fromBinary).toEqual(lines())
+  })
+
+  it('`--version` prints ichor\'s version output, as `ichor version` and the npm build do, plus what it embeds', async () => {
+    const fromBinary = await binary(['--version'])
+    expect(fromBinary.code, fromBinary.stderr).toBe(0)
+    expect(fromBinary.stdout).toBe((await binary(['version'])).stdout)
+    const fromNpm = (await npmBuild(['--version'])).stdout
+    expect(fromNpm).toMatch(/^ichor \d+\.\d+\.\d+ \(node v[\d.]+, linux-x64\)\nPinned:/)
+    expect(fromBinary.stdout.startsWith(fromNpm.trimEnd())).toBe(true)
+    expect(fromBinary.stdout).toMatch(/Embedded in this binary:\n {2}cilium /)
+    const json = JSON.parse((await binary(['--version', '--json'])).stdout)
+    expect(json.pinned).toEqual(JSON.parse((await npmBuild(['--version', '--json'])).stdout).pinned)
+  })
+
+  it('a mistyped command on a terminal is not run: the suggestion and exit 2, as the npm build does', async () => {
+    const session = terminal(['verison'], {executable: join(binDir, 'ichor')})
+    await session.expect('did you mean ichor version?')
+    session.type('\r')
+    expect(await session.exited).toBe(2)
+    expect(session.screen()).not.toMatch(/Pinned:/)
   })
 
   it('reads the terminal width and colour support when it starts, not when its startup snapshot was built', async () => {

@@ -10,9 +10,10 @@ const shellQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`
 const visible = (s: string) => s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '')
 
 /** A terminal session: `expect` waits for text on the screen, `type` sends keys. */
-export function terminal(args: string[]) {
-  // A wide terminal, so no answer or message wraps.
-  const command = `stty cols 250 rows 50; ${[process.execPath, BIN, ...args].map(shellQuote).join(' ')}`
+export function terminal(args: string[], options: {executable?: string} = {}) {
+  // A wide terminal, so no answer or message wraps. `executable`: another build of ichor (the single binary).
+  const argv = options.executable ? [options.executable, ...args] : [process.execPath, BIN, ...args]
+  const command = `stty cols 250 rows 50; ${argv.map(shellQuote).join(' ')}`
   const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm'}, stdio: ['pipe', 'pipe', 'pipe']})
   let screen = ''
   let seen = 0

@@ -6,6 +6,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
+import {terminal} from '../support/terminal.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
@@ -21,6 +22,15 @@ function oneJson(stdout: string): Record<string, any> {
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
 const COMMANDS = Object.keys(manifest.commands).map((id) => id.split(':'))
+// Every topic the built manifest has: each proper prefix of a command id (`cni`, `cni values`).
+const TOPICS = [...new Set(COMMANDS.flatMap((c) => c.slice(0, -1).map((_, i) => c.slice(0, i + 1).join(' '))))].sort()
+const pjsonOclif = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).oclif as {topics: Record<string, {description?: string; subtopics?: Record<string, unknown>}>}
+/** package.json's description of a topic, nested as oclif reads it (`subtopics`). */
+function topicDescription(topic: string): string | undefined {
+  let node: {description?: string; subtopics?: Record<string, any>} | undefined = {subtopics: pjsonOclif.topics}
+  for (const part of topic.split(' ')) node = node?.subtopics?.[part]
+  return node?.description
+}
 const PLUGIN_COMMANDS = [['help'], ['autocomplete']]
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'assets', 'lock.json'), 'utf8'))
 
@@ -41,6 +51,19 @@ describe('help', () => {
     const r = await ichor(['version', '-h'])
     expect(r.stdout).toMatch(/-v, --verbose/)
     expect(r.stdout).toMatch(/--debug/)
+  })
+})
+
+describe('topics', () => {
+  it.each(TOPICS)('`ichor %s` shows the topic\'s own description, not a subcommand\'s', async (topic) => {
+    const description = topicDescription(topic)
+    expect(description, `package.json oclif.topics has no description for "${topic}"`).toBeTruthy()
+    for (const args of [topic.split(' '), [...topic.split(' '), '--help']]) {
+      const r = await ichor(args)
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout.split('\n')[0], args.join(' ')).toBe(description)
+      expect(r.stdout).toContain(`$ ichor ${topic} COMMAND`)
+    }
   })
 })
 
@@ -90,11 +113,25 @@ describe('usage errors', () => {
       expect(r.stderr).not.toMatch(/\n\s+at /)
     }
   })
-  it('an unknown command exits 2; with --json as one JSON error', async () => {
-    expect((await ichor(['inti'])).code).toBe(2)
+  it('an unknown command exits 2 naming the command meant; with --json as one JSON error', async () => {
+    for (const [typo, meant] of [[['inti'], 'init'], [['cni', 'valeus', 'set'], 'cni values set'], [['stack', 'stauts'], 'stack status'], [['hepl'], 'help']] as const) {
+      const r = await ichor([...typo])
+      expect(r.code, typo.join(' ')).toBe(2)
+      expect(r.stdout).toBe('')
+      expect(r.stderr).toMatch(new RegExp(`${typo.join(' ')} is not an ichor command`))
+      expect(r.stderr).toContain(`did you mean ichor ${meant}?`)
+    }
     const r = await ichor(['inti', '--json'])
     expect(r.code).toBe(2)
-    expect(oneJson(r.stdout).error).toMatchObject({exitCode: 2, code: 'usage'})
+    expect(oneJson(r.stdout).error).toMatchObject({exitCode: 2, code: 'usage', hint: expect.stringContaining('did you mean ichor init?')})
+  })
+  it('a mistyped command on a terminal is not run: the suggestion, exit 2, no question', async () => {
+    // plugin-not-found asks "Did you mean version? (Y/n)" on a terminal and runs it on Enter.
+    const session = terminal(['verison'])
+    await session.expect('did you mean ichor version?')
+    session.type('\r')
+    expect(await session.exited).toBe(2)
+    expect(session.screen()).not.toMatch(/Pinned:|\(Y\/n\)/)
   })
 })
 

@@ -148,3 +148,24 @@ describe('every `ichor ...` line in README.md and docs/', () => {
     expect(problemsOf(text)).toEqual([])
   })
 })
+
+describe('README and the guide document', () => {
+  const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8')
+  const docs = readme + readFileSync(join(PROJECT_ROOT, 'docs', 'guide.md'), 'utf8')
+  // Continued lines (`\` at the end) joined.
+  const commandsBlock = (/## Commands\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '').replace(/\\\n\s*/g, ' ')
+  // Aliases (k8s) and the plugin commands are documented in prose.
+  it.each(commandsOf(MANIFEST).map((c) => c.id.split(':').join(' ')))('README\'s Commands block names `ichor %s`', (id) => {
+    expect(commandsBlock).toMatch(new RegExp(`^ichor ${id}( |$)`, 'm'))
+  })
+  it('only the shells `ichor autocomplete` takes', () => {
+    const shells = (COMMANDS.get('autocomplete') as unknown as {args: {shell: {options: string[]}}}).args.shell.options
+    const named = [...docs.matchAll(/autocomplete ((?:[a-z]+\|)+[a-z]+)/g)].flatMap((m) => m[1]!.split('|'))
+    expect(named.length).toBeGreaterThan(0)
+    for (const shell of named) expect(shells, shell).toContain(shell)
+  })
+  it.each([['cni values validate', '--tunnel'], ['cni values validate', '--show-effective']])('`ichor %s %s`, in README\'s Commands block and the guide', (command, flag) => {
+    expect(commandsBlock).toMatch(new RegExp(`^ichor ${command} .*${flag}`, 'm'))
+    expect(readFileSync(join(PROJECT_ROOT, 'docs', 'guide.md'), 'utf8')).toContain(flag)
+  })
+})

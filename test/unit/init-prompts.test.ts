@@ -64,12 +64,14 @@ describe('ichor init on a terminal', () => {
 })
 
 describe('a mistyped command on a terminal', () => {
-  it('asks "Did you mean init?" (oclif\'s not-found plugin); no ends it with exit 2', async () => {
-    const t = terminal(['inti'])
-    await t.expect('Did you mean init?')
-    t.type(`n${ENTER}`)
+  it('`ichor inti --yes` and Enter: the suggestion and exit 2, init never runs', async () => {
+    const t = terminal(['inti', '--yes', '--mirror', UPSTREAM.dir])
+    await t.expect('did you mean ichor init?')
+    t.type(ENTER)
     expect(await t.exited).toBe(2)
-    expect(t.screen()).toMatch(/inti is not a ichor command/)
+    expect(t.screen()).toMatch(/inti is not an ichor command/)
+    // init --yes would have run and named its missing flags.
+    expect(t.screen()).not.toMatch(/cluster-name|Did you mean init\? \(Y\/n\)/)
   })
 })
 
