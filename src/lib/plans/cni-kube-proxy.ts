@@ -75,7 +75,7 @@ export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubePr
   const session = openSession({command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`, kubeconfig: o.kubeconfig, context: o.context})
   try {
     return await withPrivateTempDir('ichor-kube-proxy-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
       const from = cr.spec.cni.kubeProxy

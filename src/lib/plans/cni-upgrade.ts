@@ -56,7 +56,7 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
 export async function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeResult> {
   const session = openSession({command: 'cni upgrade', kubeconfig: o.kubeconfig, context: o.context})
   try {
-    const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+    const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
     // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
     await readUpgradePlan(kube, o)
     if (o.confirm && !o.dryRun) {

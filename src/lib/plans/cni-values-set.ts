@@ -45,7 +45,7 @@ export async function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValues
     // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
     let prepared: ReturnType<typeof prepareValuesChange> | undefined
     const change = () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
-    await session.kube() // a named cluster that does not answer is exit 2 before any step
+    await session.kube() // a named cluster that does not answer is exit 1 before any step
     await confirmOrAbort({yes: o.yes ?? false, dryRun: o.dryRun, json: o.json ?? false}, 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)')
     const result = await runTasks(valuesSetSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     const c = await change()

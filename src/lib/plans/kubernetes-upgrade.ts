@@ -65,7 +65,7 @@ export async function runKubernetesUpgrade(o: KubernetesUpgradeOptions): Promise
   const session = openSession({command: 'kubernetes upgrade', kubeconfig: o.kubeconfig, context: o.context})
   try {
     return await withPrivateTempDir('ichor-k8s-upgrade-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
       let talosconfig: Promise<string> | undefined
