@@ -1,0 +1,54 @@
+// What a cluster command reads on this machine, checked before it connects: a bad file, an
+// ichor-owned key or a malformed version is bad input (exit 2, named), also when the cluster
+// is down or far away. The full checks (chart schema, the cluster's facts) still run later.
+import {resolveAsset} from '../assets/resolve.js'
+import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
+import {parseCiliumVersion} from '../cilium/versions.js'
+import {loadUserValues} from '../cilium/user-values.js'
+import {IchorError, ValidationError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {parseKubernetesVersion} from '../talos/versions.js'
+import {ownedKeyIssues} from '../values/engine.js'
+import {readValuesFile} from '../values/input.js'
+import type {ValuesInput} from '../values/layer.js'
+
+/** `--cilium-chart FILE` when given: it exists, is a regular file and a chart archive. */
+export function checkCiliumChartFlag(chart: string | undefined): void {
+  if (chart !== undefined) resolveAsset('cilium', {override: chart})
+}
+
+/** init's --cilium-chart, --argocd-chart and --kokumi-manifest, each when given. */
+export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string}): void {
+  checkCiliumChartFlag(s.ciliumChart)
+  if (s.argocdChart !== undefined) resolveAsset('argocd', {override: s.argocdChart})
+  if (s.kokumiManifest !== undefined) resolveAsset('kokumi', {override: s.kokumiManifest})
+}
+
+/** The -f files of any values change: each readable, one YAML map. */
+export function checkValuesFiles(input: ValuesInput): void {
+  if (input.kind === 'edit') for (const file of input.files) readValuesFile(file)
+}
+
+/** The -f files and KEY=VALUE arguments of a Cilium values change: readable, and no owned key among them. */
+export function checkCiliumValuesInput(input: ValuesInput): void {
+  const layer = input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user
+  const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, layer)
+  if (issues.length > 0) throw new ValidationError('the Cilium values are invalid, nothing was changed', issues)
+}
+
+/** `cni upgrade --to`: a Cilium version (MAJOR.MINOR.PATCH, `v` allowed). */
+export function checkCiliumVersionFlag(to: string | undefined): void {
+  if (to !== undefined && !parseCiliumVersion(to)) {
+    throw new IchorError(`--to: "${to}" is not a Cilium version (accepted: MAJOR.MINOR.PATCH or vMAJOR.MINOR.PATCH, e.g. 1.19.6)`, {exitCode: EXIT.usage})
+  }
+}
+
+/** `kubernetes upgrade --to`: a Kubernetes release version, the error naming --to. */
+export function checkKubernetesVersionFlag(to: string): void {
+  try {
+    parseKubernetesVersion(to)
+  } catch (error) {
+    if (error instanceof IchorError) throw new IchorError(error.message.replace(/^--[a-z-]+:/, '--to:'), {exitCode: EXIT.usage})
+    throw error
+  }
+}
