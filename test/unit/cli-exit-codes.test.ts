@@ -90,7 +90,13 @@ const LOCAL_INPUT: {flag: string; args: () => string[]; message: RegExp}[] = [
   {flag: 'to', args: () => ['--to', 'not-a-version'], message: /--to|not-a-version/},
   {flag: 'cilium-chart', args: () => ['--cilium-chart', join(work, 'no-such-chart.tgz')], message: /no-such-chart\.tgz/},
 ]
-const OWNED_KEY: string[] = ['cni:values:set', 'cni:values:diff']
+// Every values command that changes or previews a layer, with a key ichor owns in that layer.
+const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
+  {id: 'cni:values:set', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  {id: 'cni:values:diff', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  {id: 'stack:values:set', args: ['--set', 'configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
+  {id: 'stack:values:diff', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
+]
 
 describe('local input is refused before any connection (exit 2, naming it, never the cluster)', () => {
   const cases = LOCAL_INPUT.flatMap((input) =>
@@ -108,13 +114,17 @@ describe('local input is refused before any connection (exit 2, naming it, never
     expect(JSON.stringify(doc.error), why).toMatch(input.message)
     expect(doc.error.message, why).not.toMatch(/127\.0\.0\.1|connection|cannot reach|cluster/i)
   })
-  it.each(OWNED_KEY.map((id) => [id.replaceAll(':', ' '), id]))('ichor %s kubeProxyReplacement=false: the owned key, not the cluster', async (_name, id) => {
-    const r = await ichor(id, ['kubeProxyReplacement=false', '--json'])
+  it('every cluster command that takes values files has an owned-key case', () => {
+    const takesValues = CLUSTER_COMMANDS.filter((id) => 'values' in manifest.commands[id]!.flags)
+    expect(OWNED_KEY.map((c) => c.id).sort()).toEqual(takesValues.sort())
+  })
+  it.each(OWNED_KEY.map((c) => [`${c.id.replaceAll(':', ' ')} ${c.args.join(' ')}`, c]))('ichor %s: the owned key, not the cluster', async (_name, c) => {
+    const r = await ichor(c.id, [...c.args, '--json'])
     const why = `${r.stdout}\n${r.stderr}`
     expect(r.code, why).toBe(2)
     const doc = JSON.parse(r.stdout)
-    expect(doc.error.issues?.map((i: {path: string}) => i.path), why).toContain('kubeProxyReplacement')
-    expect(JSON.stringify(doc.error), why).toMatch(/owned|ichor sets|kube-proxy/i)
+    expect(doc.error.issues?.map((i: {path: string}) => i.path), why).toContain(c.path)
+    expect(JSON.stringify(doc.error), why).toMatch(/owned by ichor/i)
     expect(doc.error.message, why).not.toMatch(/127\.0\.0\.1|connection|cannot reach/i)
   })
 })

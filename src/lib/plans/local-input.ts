@@ -8,9 +8,11 @@ import {loadUserValues} from '../cilium/user-values.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {parseKubernetesVersion} from '../talos/versions.js'
+import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
+import type {StackComponent} from '../stack/policies.js'
 import {ownedKeyIssues} from '../values/engine.js'
-import {readValuesFile} from '../values/input.js'
 import type {ValuesInput} from '../values/layer.js'
+import type {Values} from '../values/path.js'
 
 /** `--cilium-chart FILE` when given: it exists, is a regular file and a chart archive. */
 export function checkCiliumChartFlag(chart: string | undefined): void {
@@ -24,16 +26,22 @@ export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: strin
   if (s.kokumiManifest !== undefined) resolveAsset('kokumi', {override: s.kokumiManifest})
 }
 
-/** The -f files of any values change: each readable, one YAML map. */
-export function checkValuesFiles(input: ValuesInput): void {
-  if (input.kind === 'edit') for (const file of input.files) readValuesFile(file)
-}
-
 /** The -f files and KEY=VALUE arguments of a Cilium values change: readable, and no owned key among them. */
 export function checkCiliumValuesInput(input: ValuesInput): void {
   const layer = input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user
   const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, layer)
   if (issues.length > 0) throw new ValidationError('the Cilium values are invalid, nothing was changed', issues)
+}
+
+/** A stack component's user layer (files read, sets applied): no key ichor owns in it. */
+export function checkStackValues(component: StackComponent, values: Values): void {
+  const issues = ownedKeyIssues(component === 'argocd' ? ARGOCD_OWNED_KEYS : [], values)
+  if (issues.length > 0) throw new ValidationError(component === 'argocd' ? 'Argo CD values' : 'Kokumi values', issues)
+}
+
+/** The -f files and KEY=VALUE arguments of `stack values diff`. */
+export function checkStackValuesInput(component: StackComponent, input: ValuesInput): void {
+  checkStackValues(component, input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user)
 }
 
 /** `cni upgrade --to`: a Cilium version (MAJOR.MINOR.PATCH, `v` allowed). */
