@@ -41,7 +41,7 @@ const CASES: Record<string, Case> = {
   'cni:values:edit': {args: () => cni(), env: () => editWith('cni.yaml', 'podAnnotations:\n  jsonContract: edited\n')},
   'cni:kube-proxy:replace': {args: () => ['--yes', ...cni()]},
   'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
-  'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'stack:sync': {args: () => stack()},
   'stack:values:set': {args: () => ['argocd', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
