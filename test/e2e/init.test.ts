@@ -197,13 +197,14 @@ describe('ichor init refuses bad input before touching any node', () => {
     untouched()
   })
 
-  it('a --kubeconfig whose server does not answer is an error naming it, exit 2, and no state is written', async () => {
+  it('a --kubeconfig whose server does not answer is exit 1 (not bad input) in kubectl\'s words, naming it, and no state is written', async () => {
     const dead = join(h.stateDir, '..', 'dead-kubeconfig')
     const stateDir = join(h.stateDir, '..', 'state-dead')
     writeFileSync(dead, `apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters: [{name: dead, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: dead, context: {cluster: dead, user: u}}]\n`)
     const args = h.initArgs.map((a) => (a === h.stateDir ? stateDir : a))
     const r = await runIchor([...args, '--kubeconfig', dead], h.env)
-    expect(r.code, r.stderr).toBe(2)
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.stderr).toMatch(/The connection to the server 127\.0\.0\.1:9 was refused - did you specify the right host or port\?/)
     expect(r.stderr).toContain(`--kubeconfig ${dead}`)
     expect(existsSync(join(stateDir, 'secrets.yaml'))).toBe(false)
     untouched()

@@ -191,16 +191,15 @@ function parseEvent(line: string): Record<string, unknown> | undefined {
   }
 }
 
-/** The --json event lines of a run (progress goes to stderr; anything else, e.g. the result document, is skipped). */
+/** The --json event lines of a run: on stderr only (README, "JSON output"); other stderr lines are skipped. */
 export function jsonEvents(run: CliRun): Record<string, unknown>[] {
-  return [...run.stderr.split('\n'), ...run.stdout.split('\n')].flatMap((line) => {
+  return run.stderr.split('\n').flatMap((line) => {
     const event = parseEvent(line)
     return event ? [event] : []
   })
 }
 
-/** The command's result: the one JSON document on stdout that is not an event line. */
+/** The command's result: stdout must be exactly one JSON document (README, "JSON output"), or this throws. */
 export function jsonResult<T = Record<string, unknown>>(run: CliRun): T {
-  const rest = run.stdout.split('\n').filter((l) => !parseEvent(l)).join('\n')
-  return JSON.parse(rest.slice(rest.indexOf('{'))) as T
+  return JSON.parse(run.stdout) as T
 }

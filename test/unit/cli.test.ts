@@ -107,12 +107,12 @@ describe('ichor cni values validate', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/Cilium values are valid for cilium 1\.18\.0/)
   })
-  it('--json carries every issue with its path, exit 2', async () => {
+  it('--json: invalid values are the documented error document carrying every issue with its path, exit 2', async () => {
     const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
     expect(r.code).toBe(2)
     const out = JSON.parse(r.stdout)
-    expect(out.valid).toBe(false)
-    expect(out.issues.map((i: {path: string}) => i.path).sort()).toEqual(['hubbel', 'tunnelProtocol'])
+    expect(out).toMatchObject({schemaVersion: 1, error: {exitCode: 2, code: 'usage', message: 'Cilium values are invalid: 2 problems'}})
+    expect(out.error.issues.map((i: {path: string}) => i.path).sort()).toEqual(['hubbel', 'tunnelProtocol'])
   })
   it('malformed YAML is a clear error, no stack trace', async () => {
     const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')

@@ -128,6 +128,25 @@ describe('json output', () => {
   })
 })
 
+describe('where the events go', () => {
+  // README, "JSON output": stdout carries only the final document, so the events must not.
+  it('json events go to stderr when no stream is given; stdout gets nothing', async () => {
+    const written = {stdout: '', stderr: ''}
+    const restore = (['stdout', 'stderr'] as const).map((name) => {
+      const original = process[name].write
+      process[name].write = ((chunk: string | Uint8Array) => ((written[name] += String(chunk)), true)) as typeof original
+      return () => (process[name].write = original)
+    })
+    try {
+      await runTasks(bindTasks([step('a', 'Step A')], new Set<string>()), {output: 'json', dryRun: false, now: fakeClock()})
+    } finally {
+      for (const r of restore) r()
+    }
+    expect(written.stdout).toBe('')
+    expect(written.stderr.trimEnd().split('\n').map((l) => (JSON.parse(l) as {event: string}).event)).toEqual(['start', 'task', 'task', 'task', 'end'])
+  })
+})
+
 describe('tty output (listr2)', () => {
   it('draws every step title and finishes, also after a failure', async () => {
     const ok = await render('tty', tasks(), new Set(['crd']))

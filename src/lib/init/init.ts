@@ -15,6 +15,7 @@ import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} 
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
+import {checkArtifactFlags} from '../plans/local-input.js'
 import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
@@ -79,6 +80,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     argocd: req.values.argocd ? readValuesFile(req.values.argocd, '--argocd-values') : undefined,
     kokumi: req.values.kokumi ? readValuesFile(req.values.kokumi, '--kokumi-values') : undefined,
   }
+  checkArtifactFlags(req.sources) // a bad file is named before the cluster is asked anything
   const offline = req.dryRun && req.outputDir !== undefined
   const state = localState(inputs.clusterName, req.stateDir)
   // An existing cluster's stored user layers are the values: a day-2 change made with

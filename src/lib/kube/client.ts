@@ -95,9 +95,16 @@ export class KubeApiError extends IchorError {
 
 /** The API server could not be reached (connection refused, DNS, TLS, timeout). */
 export class KubeUnreachableError extends IchorError {
-  constructor(message: string, options: {hint?: string; cause?: unknown}) {
+  /** The server URL and context tried, and Node's error code (`ECONNREFUSED`) when there is one. */
+  readonly server?: string
+  readonly context?: string
+  readonly errno?: string
+  constructor(message: string, options: {hint?: string; cause?: unknown; server?: string; context?: string; errno?: string}) {
     super(message, options)
     this.name = 'KubeUnreachableError'
+    this.server = options.server
+    this.context = options.context
+    this.errno = options.errno
   }
 }
 
@@ -205,7 +212,7 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
         `cannot reach the Kubernetes API server ${server} (context "${context}"): ${error.code ?? error.message}${
           error.code ? ` (${error.message})` : ''
         }`,
-        {hint: 'check that the cluster is up and that the kubeconfig points at it', cause: error},
+        {hint: 'check that the cluster is up and that the kubeconfig points at it', cause: error, server: String(server), context, errno: error.code},
       )
     })
     let body: unknown = text

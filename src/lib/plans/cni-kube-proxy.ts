@@ -14,6 +14,7 @@ import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTas
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
+import {checkCiliumChartFlag} from './local-input.js'
 import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {readInstallation} from '../state/installation.js'
@@ -65,6 +66,7 @@ function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => 
 
 export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubeProxyResult> {
   // A real run changes the CNI and the nodes: on a terminal it asks, without one it needs --yes.
+  checkCiliumChartFlag(o.chart) // this machine's input first: exit 2 even when the cluster is down
   if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
   const givenKey = await givenStateKey(o.statePassphraseFile)
   const stateKey = async () => {
@@ -75,7 +77,7 @@ export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubePr
   const session = openSession({command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`, kubeconfig: o.kubeconfig, context: o.context})
   try {
     return await withPrivateTempDir('ichor-kube-proxy-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
       const from = cr.spec.cni.kubeProxy

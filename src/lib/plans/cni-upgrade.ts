@@ -11,6 +11,7 @@ import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflig
 import {upgradeWaitSeconds} from '../cilium/versions.js'
 import {IchorError} from '../errors/errors.js'
 import {readWorkloadRollout} from '../health/reads.js'
+import {checkCiliumChartFlag, checkCiliumVersionFlag} from './local-input.js'
 import {openSession, type Session} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {runTasks, type RunResult} from '../tasks/engine.js'
@@ -56,7 +57,9 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
 export async function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeResult> {
   const session = openSession({command: 'cni upgrade', kubeconfig: o.kubeconfig, context: o.context})
   try {
-    const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+    checkCiliumVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
+    checkCiliumChartFlag(o.chart)
+    const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
     // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
     await readUpgradePlan(kube, o)
     if (o.confirm && !o.dryRun) {

@@ -7,6 +7,7 @@ import {effectiveValuesDiff} from '../cilium/diff.js'
 import {confirmOrAbort} from '../cli/consent.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
 import {openSession, type Session} from '../session/session.js'
+import {checkCiliumChartFlag, checkCiliumValuesInput} from './local-input.js'
 import {leaseTask} from '../session/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import type {Later, Task} from '../tasks/types.js'
@@ -45,7 +46,10 @@ export async function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValues
     // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
     let prepared: ReturnType<typeof prepareValuesChange> | undefined
     const change = () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
-    await session.kube() // a named cluster that does not answer is exit 2 before any step
+    // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
+    checkCiliumChartFlag(o.chart)
+    checkCiliumValuesInput(o.input)
+    await session.kube() // a named cluster that does not answer is exit 1 before any step
     await confirmOrAbort({yes: o.yes ?? false, dryRun: o.dryRun, json: o.json ?? false}, 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)')
     const result = await runTasks(valuesSetSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     const c = await change()

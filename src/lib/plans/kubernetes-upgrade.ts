@@ -11,6 +11,7 @@ import {EXIT} from '../errors/exit-codes.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {canPrompt, requireConsent} from '../init/prompts.js'
 import {checkVersionsTask, judgeUpgrade, pruneGuardTask, recordKubernetesVersionTask, upgradeKubernetesTask, verifyCiliumObjectsTask, verifyInventoryTask, type KubernetesUpgradeInput} from '../kubernetes/upgrade.js'
+import {checkKubernetesVersionFlag} from './local-input.js'
 import {openSession} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
@@ -55,6 +56,7 @@ export function kubernetesUpgradeSteps(p: KubernetesUpgradeInput & {breakLock?: 
 }
 
 export async function runKubernetesUpgrade(o: KubernetesUpgradeOptions): Promise<KubernetesUpgradeResult> {
+  checkKubernetesVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
   if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
   const givenKey = await givenStateKey(o.statePassphraseFile)
   const stateKey = async () => {
@@ -65,7 +67,7 @@ export async function runKubernetesUpgrade(o: KubernetesUpgradeOptions): Promise
   const session = openSession({command: 'kubernetes upgrade', kubeconfig: o.kubeconfig, context: o.context})
   try {
     return await withPrivateTempDir('ichor-k8s-upgrade-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 2 before any step
+      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
       let talosconfig: Promise<string> | undefined

@@ -6,6 +6,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
 import {isConflict} from '../kube/client.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
+import {checkStackValues, checkStackValuesInput} from './local-input.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
@@ -102,6 +103,7 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
 }
 
 export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
+  checkStackValues(o.component, o.values) // this machine's input first: exit 2 even when the cluster is down
   const session = openSession({command: 'stack values set', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()
@@ -165,6 +167,7 @@ function dropNulls(v: Values): Values {
 
 /** `ichor stack values diff`: opens a session, diffs, closes. Changes nothing. */
 export async function runStackValuesDiff(o: {component: StackComponent; input: ValuesInput; kubeconfig?: string; context?: string; registryEndpoint?: string; sources: StackArtifactSources}): Promise<StackValuesDiff> {
+  checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
   const session = openSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()

@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {HelmTarget} from '../helm/release.js'
-import {connectKube, type Kube} from '../kube/client.js'
+import {connectKube, KubeUnreachableError, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {OciClient} from '../oci/client.js'
@@ -67,7 +67,7 @@ export class Session {
 
   /**
    * Whether the cluster answers. A cluster the operator named that does not is an error
-   * (exit 2), never "no cluster yet"; ichor's own kubeconfig may not exist yet.
+   * (exit 1 when it does not answer, 2 when its kubeconfig cannot be used), never "no cluster yet"; ichor's own kubeconfig may not exist yet.
    */
   async clusterAnswers(): Promise<boolean> {
     if (!this.named && !existsSync(this.options.ownKubeconfig!)) return false
@@ -151,12 +151,33 @@ export class Session {
 }
 
 function namedClusterError(source: string, error: unknown): IchorError {
+  if (error instanceof KubeUnreachableError) return unreachableError(source, error)
   const message = error instanceof Error ? error.message : String(error)
   return new IchorError(`the cluster of ${source} cannot be used: ${message}`, {
     exitCode: EXIT.usage,
     hint: error instanceof IchorError && error.hint ? error.hint : 'check the kubeconfig and context, and that the API server answers (kubectl version)',
     cause: error,
   })
+}
+
+/**
+ * A cluster that does not answer is not bad input: exit 1, in kubectl's words (k8s.io/kubectl
+ * v0.36.3 pkg/cmd/util/helpers.go, standardErrorMessage), naming where the server came from.
+ */
+function unreachableError(source: string, error: KubeUnreachableError): IchorError {
+  let host = error.server ?? 'the API server'
+  try {
+    host = new URL(host).host
+  } catch {
+    // keep the text as given
+  }
+  const where = `${source}${error.context ? `, context "${error.context}"` : ''}`
+  const cause = error.cause instanceof Error ? error.cause.message : error.message
+  const message =
+    error.errno === 'ECONNREFUSED'
+      ? `The connection to the server ${host} was refused - did you specify the right host or port? (${where})`
+      : `Unable to connect to the server ${host}: ${cause} (${where})`
+  return new IchorError(message, {exitCode: EXIT.failed, hint: error.hint ?? 'check that the cluster is up and that the kubeconfig points at it (kubectl version)', cause: error})
 }
 
 export function openSession(options: SessionOptions): Session {

@@ -14,7 +14,7 @@ export interface RunOptions {
   output: OutputMode
   /** Run only the probes and report `would-run` for what is missing; nothing is changed. */
   dryRun: boolean
-  /** Where output goes (default process.stdout). */
+  /** Where output goes (default: stdout, but stderr for json: stdout carries only the final document, README "JSON output"). */
   stream?: NodeJS.WritableStream
   /** Replaces the renderer chosen by `output` (tests, embedding). */
   renderer?: TaskRenderer
@@ -53,7 +53,7 @@ export function outputModeFor(opts: {json?: boolean; stream?: NodeJS.WritableStr
 export async function runTasks(tasks: readonly Task[], opts: RunOptions): Promise<RunResult> {
   assertUniqueIds(tasks)
   const now = opts.now ?? (() => performance.now())
-  const renderer = opts.renderer ?? createRenderer(opts.output, opts.stream ?? process.stdout)
+  const renderer = opts.renderer ?? createRenderer(opts.output, opts.stream ?? (opts.output === 'json' ? process.stderr : process.stdout))
   const result: RunResult = {tasks: [], changed: false, dryRun: opts.dryRun}
   const infos: TaskInfo[] = tasks.map((t) => ({id: t.id, title: t.title, mutating: t.mutating !== false}))
   let failure: TaskFailedError | undefined

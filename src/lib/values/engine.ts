@@ -48,7 +48,7 @@ export function checkLayeredValues(spec: LayeredValuesSpec, user: Values): Layer
   return {effective, issues}
 }
 
-function ownedKeyIssues(owned: readonly OwnedKey[], user: Values): Issue[] {
+export function ownedKeyIssues(owned: readonly OwnedKey[], user: Values): Issue[] {
   const issues: Issue[] = []
   const reportedPrefixes = new Set<string>()
   for (const key of owned) {

@@ -59,8 +59,12 @@ function readRegularFileCapped(file: string, label: string): Buffer {
   }
 }
 
+// Standard input can be read once: a command that checks `-f -` before it connects and reads it
+// again for the change gets the same bytes both times.
+let stdinBytes: Buffer | undefined
+
 function readStdinCapped(label: string): Buffer {
-  return readCapped(0, label)
+  return (stdinBytes ??= readCapped(0, label))
 }
 
 /** Reads at most cap + 1 bytes: one more than allowed is enough to refuse. */

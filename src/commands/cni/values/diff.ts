@@ -2,6 +2,7 @@ import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
 import {diffCiliumValues, paintDiff} from '../../../lib/cilium/diff.js'
+import {checkCiliumChartFlag, checkCiliumValuesInput} from '../../../lib/plans/local-input.js'
 import {openSession} from '../../../lib/session/session.js'
 
 export default class CniValuesDiff extends IchorCommand {
@@ -17,6 +18,8 @@ export default class CniValuesDiff extends IchorCommand {
   async run() {
     const {argv, flags} = await this.parse(CniValuesDiff)
     const input = valuesInputFrom(argv, flags)
+    checkCiliumChartFlag(flags['cilium-chart'])
+    checkCiliumValuesInput(input)
     const session = openSession({command: 'cni values diff', kubeconfig: flags.kubeconfig, context: flags.context})
     try {
       const diff = await diffCiliumValues(await session.kube(), input, {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror})

@@ -3,6 +3,7 @@ import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
 import {editCiliumValues} from '../../../lib/cilium/edit.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
+import {checkCiliumChartFlag} from '../../../lib/plans/local-input.js'
 import {openSession} from '../../../lib/session/session.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
@@ -25,6 +26,7 @@ export default class CniValuesEdit extends IchorCommand {
   async run() {
     const {flags} = await this.parse(CniValuesEdit)
     const sources = {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror}
+    checkCiliumChartFlag(sources.chart)
     const session = openSession({command: 'cni values edit', kubeconfig: flags.kubeconfig, context: flags.context})
     let edited
     try {

@@ -5,7 +5,7 @@ import {ciliumModeFlags, valuesInputFlags} from '../../../lib/cli/values-flags.j
 import type {KubeProxyMode, TunnelProtocol} from '../../../lib/cilium/defaults.js'
 import {loadUserValues} from '../../../lib/cilium/user-values.js'
 import {validateCiliumValues} from '../../../lib/cilium/validate.js'
-import {formatIssues, IchorError} from '../../../lib/errors/errors.js'
+import {ValidationError} from '../../../lib/errors/errors.js'
 
 export default class CniValuesValidate extends IchorCommand {
   static override summary = 'Check a user layer of Cilium values offline: owned keys, unknown keys, chart schema, size, guards, and a chart render.'
@@ -41,15 +41,10 @@ export default class CniValuesValidate extends IchorCommand {
       },
     })
     const result = {valid: report.valid, chart: report.chart, issues: report.issues, notes: report.notes, effective: report.effective}
-    if (this.jsonEnabled()) {
-      // The JSON document is the answer either way; the exit code says valid or not.
-      if (!report.valid) process.exitCode = 2
-      return result
-    }
     for (const note of report.notes) this.note(`note: ${note}`)
-    if (!report.valid) {
-      throw new IchorError(`Cilium values are invalid: ${report.issues.length} problem${report.issues.length === 1 ? '' : 's'}\n${formatIssues(report.issues)}`, {exitCode: 2})
-    }
+    // Invalid values are bad input: the one error shape (README, "JSON output"), with and without --json.
+    if (!report.valid) throw new ValidationError('Cilium values are invalid', report.issues)
+    if (this.jsonEnabled()) return result
     this.log(`Cilium values are valid for ${report.chart.name} ${report.chart.version} (${flags['kube-proxy']}, ${flags.tunnel}).`)
     if (flags['show-effective']) {
       const {stringify} = await import('yaml')

@@ -1,0 +1,62 @@
+// What a cluster command reads on this machine, checked before it connects: a bad file, an
+// ichor-owned key or a malformed version is bad input (exit 2, named), also when the cluster
+// is down or far away. The full checks (chart schema, the cluster's facts) still run later.
+import {resolveAsset} from '../assets/resolve.js'
+import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
+import {parseCiliumVersion} from '../cilium/versions.js'
+import {loadUserValues} from '../cilium/user-values.js'
+import {IchorError, ValidationError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
+import {parseKubernetesVersion} from '../talos/versions.js'
+import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
+import type {StackComponent} from '../stack/policies.js'
+import {ownedKeyIssues} from '../values/engine.js'
+import type {ValuesInput} from '../values/layer.js'
+import type {Values} from '../values/path.js'
+
+/** `--cilium-chart FILE` when given: it exists, is a regular file and a chart archive. */
+export function checkCiliumChartFlag(chart: string | undefined): void {
+  if (chart !== undefined) resolveAsset('cilium', {override: chart})
+}
+
+/** init's --cilium-chart, --argocd-chart and --kokumi-manifest, each when given. */
+export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string}): void {
+  checkCiliumChartFlag(s.ciliumChart)
+  if (s.argocdChart !== undefined) resolveAsset('argocd', {override: s.argocdChart})
+  if (s.kokumiManifest !== undefined) resolveAsset('kokumi', {override: s.kokumiManifest})
+}
+
+/** The -f files and KEY=VALUE arguments of a Cilium values change: readable, and no owned key among them. */
+export function checkCiliumValuesInput(input: ValuesInput): void {
+  const layer = input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user
+  const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, layer)
+  if (issues.length > 0) throw new ValidationError('the Cilium values are invalid, nothing was changed', issues)
+}
+
+/** A stack component's user layer (files read, sets applied): no key ichor owns in it. */
+export function checkStackValues(component: StackComponent, values: Values): void {
+  const issues = ownedKeyIssues(component === 'argocd' ? ARGOCD_OWNED_KEYS : [], values)
+  if (issues.length > 0) throw new ValidationError(component === 'argocd' ? 'Argo CD values' : 'Kokumi values', issues)
+}
+
+/** The -f files and KEY=VALUE arguments of `stack values diff`. */
+export function checkStackValuesInput(component: StackComponent, input: ValuesInput): void {
+  checkStackValues(component, input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user)
+}
+
+/** `cni upgrade --to`: a Cilium version (MAJOR.MINOR.PATCH, `v` allowed). */
+export function checkCiliumVersionFlag(to: string | undefined): void {
+  if (to !== undefined && !parseCiliumVersion(to)) {
+    throw new IchorError(`--to: "${to}" is not a Cilium version (accepted: MAJOR.MINOR.PATCH or vMAJOR.MINOR.PATCH, e.g. 1.19.6)`, {exitCode: EXIT.usage})
+  }
+}
+
+/** `kubernetes upgrade --to`: a Kubernetes release version, the error naming --to. */
+export function checkKubernetesVersionFlag(to: string): void {
+  try {
+    parseKubernetesVersion(to)
+  } catch (error) {
+    if (error instanceof IchorError) throw new IchorError(error.message.replace(/^--[a-z-]+:/, '--to:'), {exitCode: EXIT.usage})
+    throw error
+  }
+}

@@ -1,0 +1,101 @@
+// The --json contract of every command that runs steps (issue 23 item 4, README "JSON output"),
+// on one harness cluster after a real `ichor init --json`: stdout is exactly one JSON document
+// (the result), the step events are on stderr. The table walks the built oclif manifest: a
+// command with the Lease flags (so a plan of steps) and no row here fails the first test.
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+interface Case {
+  /** The arguments after the command's words; `--json` and the cluster's flags are added. */
+  args: () => string[]
+  env?: () => NodeJS.ProcessEnv
+}
+
+let h: HarnessCluster
+let init: CliRun
+let dir: string
+
+/** An EDITOR that replaces the buffer with the file EDIT_WITH names. */
+const editor = () => {
+  const path = join(dir, 'editor.sh')
+  writeFileSync(path, '#!/bin/sh\ncp "$EDIT_WITH" "$1"\n', {mode: 0o700})
+  return path
+}
+const editWith = (name: string, yaml: string) => {
+  writeFileSync(join(dir, name), yaml)
+  return {EDITOR: editor(), VISUAL: '', EDIT_WITH: join(dir, name)}
+}
+
+const kubeconfig = () => ['--kubeconfig', join(h.stateDir, 'kubeconfig')]
+const cni = () => [...kubeconfig(), '--state-dir', h.stateDir, '--cilium-chart', UPSTREAM.ciliumChart]
+const stack = () => [...kubeconfig(), '--registry-endpoint', h.registry.endpoint, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+
+// In run order: real runs where they are cheap, dry runs (whose probes still run against the cluster) otherwise.
+const CASES: Record<string, Case> = {
+  init: {args: () => []}, // the beforeAll run
+  'cni:values:set': {args: () => ['podAnnotations.jsonContract=set', '--yes', ...cni()]},
+  'cni:values:edit': {args: () => cni(), env: () => editWith('cni.yaml', 'podAnnotations:\n  jsonContract: edited\n')},
+  'cni:kube-proxy:replace': {args: () => ['--yes', ...cni()]},
+  'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
+  'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  'stack:sync': {args: () => stack()},
+  'stack:values:set': {args: () => ['argocd', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
+  'stack:values:edit': {args: () => ['argocd', ...stack()], env: () => editWith('argocd.yaml', 'server:\n  podAnnotations:\n    jsonContract: edited\n')},
+  'stack:promote': {args: () => ['argocd', ...kubeconfig()]},
+  'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
+  'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
+}
+
+const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, unknown>}>}
+/** A command that takes the Lease runs a plan of steps on the task engine. */
+const STEP_COMMANDS = Object.keys(manifest.commands).filter((id) => 'break-lock' in manifest.commands[id]!.flags)
+
+function events(text: string): Record<string, unknown>[] {
+  return text.split('\n').flatMap((line) => {
+    try {
+      const e = JSON.parse(line) as unknown
+      return e && typeof e === 'object' && 'event' in e ? [e as Record<string, unknown>] : []
+    } catch {
+      return []
+    }
+  })
+}
+
+function expectContract(id: string, run: CliRun): void {
+  const why = `${id}: exit ${run.code}\n${run.stderr.slice(-3000)}\n${run.stdout.slice(-2000)}`
+  expect(run.code, why).toBe(0)
+  // Exactly one document: JSON.parse fails on a second one or on anything around it.
+  const doc = JSON.parse(run.stdout) as Record<string, unknown>
+  expect(doc.schemaVersion, why).toBe(1)
+  expect(doc.event, why).toBeUndefined()
+  const onStderr = events(run.stderr)
+  expect(onStderr.find((e) => e.event === 'start'), why).toBeDefined()
+  expect(onStderr.find((e) => e.event === 'task'), why).toBeDefined()
+  expect(onStderr.at(-1), why).toMatchObject({event: 'end', ok: true})
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ichor-json-contract-'))
+  h = await startHarnessCluster()
+  init = await runIchor([...h.initArgs, '--json'], h.env)
+}, 600_000)
+afterAll(async () => h?.stop())
+
+describe('--json on the harness: one document on stdout, the step events on stderr', () => {
+  it('every command that runs steps (takes the Lease, per oclif.manifest.json) has a case here', () => {
+    expect(STEP_COMMANDS.length).toBeGreaterThan(10)
+    expect(Object.keys(CASES).sort()).toEqual([...STEP_COMMANDS].sort())
+  })
+
+  for (const [id, kase] of Object.entries(CASES)) {
+    it(`ichor ${id.replaceAll(':', ' ')} --json`, async () => {
+      const run = id === 'init' ? init : await runIchor([...id.split(':'), ...kase.args(), '--json'], {...h.env, ...kase.env?.()})
+      expectContract(id, run)
+    }, 600_000)
+  }
+})
