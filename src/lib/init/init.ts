@@ -20,6 +20,7 @@ import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
+import {NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
 import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -94,7 +95,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
     const settings = keepStoredSettings({flags, promotion: req.promotion}, inputs, stored)
     userValues = keepStoredLayers(given, stored, settings.issues)
-    inputs = checkInitInputs(settings.flags, {requireNodes: !req.dryRun})
+    inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
     promotion = settings.promotion
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
     storedBundle = live ? await readTalosBundleSecret(live) : undefined
@@ -187,6 +188,35 @@ async function unlockStoredBundle(stored: SecretWithData | undefined, given: Sta
   return {stateKey, clusterBundle: opened?.bundle}
 }
 
+/**
+ * The machine-config inputs of a rerun, by the same rule as the other stored settings: each
+ * omitted flag keeps what the cluster stores; a given one must equal it (init does not yet
+ * re-apply changed configs to running nodes). Patches are compared by their text, not file name.
+ */
+export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined, issues: Issue[]): MachineConfigInputs {
+  const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
+  const texts = (l: ConfigPatch[]) => l.map((p) => ('node' in p ? `${String(p.node)}=` : '') + p.yaml)
+  const refuse = (flag: string, what: string) => issues.push({path: flag, message: `differs from the ${what} the cluster stores; init does not change the machine configs of running nodes (leave the flag out to keep ${what === 'install disk' || what === 'installer image' ? 'it' : 'them'})`})
+  const scalar = (flag: string, what: string, mine: string | undefined, theirs: string | undefined) => {
+    if (mine === undefined) return theirs
+    if (mine !== theirs) refuse(flag, what)
+    return mine
+  }
+  const list = <T extends ConfigPatch>(flag: string, what: string, given: boolean, mine: T[], theirs: T[]) => {
+    if (!given) return theirs
+    if (!isDeepStrictEqual(texts(mine), texts(theirs))) refuse(flag, what)
+    return mine
+  }
+  return {
+    installDisk: scalar('--install-disk', 'install disk', f.installDisk, held.installDisk),
+    installImage: scalar('--install-image', 'installer image', f.installImage, held.installImage),
+    patches: list('--config-patch', 'config patches', (f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
+    controlPlanePatches: list('--config-patch-control-plane', 'control-plane patches', (f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
+    workerPatches: list('--config-patch-worker', 'worker patches', (f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
+    nodePatches: list('--node-patch', 'node patches', (f.nodePatch?.length ?? 0) > 0, given.nodePatches, held.nodePatches),
+  }
+}
+
 const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const
 
 /**
@@ -214,8 +244,8 @@ export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokum
  * given one that differs is an issue naming what changes it on an existing cluster, as a
  * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
  */
-export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; issues: Issue[]} {
-  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', issues: []}
+export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; issues: Issue[]} {
+  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', machineConfig: checked.machineConfig, issues: []}
   const f = given.flags
   const issues: Issue[] = []
   const differs = (flag: string, mine: string, theirs: string, change: string) =>
@@ -238,7 +268,9 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
       ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
       : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
   }
+  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig, issues)
   return {
+    machineConfig,
     flags: {
       ...f,
       kubeProxy: f.kubeProxy ?? stored.cni.kubeProxy,

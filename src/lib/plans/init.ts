@@ -19,6 +19,7 @@ import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js
 import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
+import {storedMachineConfig} from '../talos/machine-config.js'
 import {isReachable, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
@@ -195,10 +196,15 @@ function onCluster(session: Session, task: Task): Task {
 function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
   const i = o.inputs
   return {
-    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers},
+    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers, ...withMachineConfig(i)},
     cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
     stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
   }
+}
+
+function withMachineConfig(i: InitInputs): {machineConfig?: Partial<InitInputs['machineConfig']>} {
+  const stored = storedMachineConfig(i.machineConfig)
+  return stored ? {machineConfig: stored} : {}
 }
 
 /** What the IchorInstallation records about the artifacts this run installs. */
