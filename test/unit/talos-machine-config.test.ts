@@ -153,3 +153,30 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
     expect((error as IchorError).message).toMatch(/^--node-patch 192\.0\.2\.10 cp-host\.yaml: Talos refuses the patch: .*static hostname is already set/)
   }, 60_000)
 })
+
+describe('ichor init --dry-run --output-dir with machine-config flags (the real talosctl renders the configs)', () => {
+  it('Given an install disk, role patches and a node hostname, Then every node\'s full config is written with no secret value, and a per-node summary names disk, image, patches and hostname', async () => {
+    const {spawnSync} = await import('node:child_process')
+    const {PROJECT_ROOT, UPSTREAM} = await import('../support/upstream.js')
+    const out = join(dir, 'dry')
+    const cp = file('dry-cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n')
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
+      '--mirror', UPSTREAM.dir, '--install-disk', '/dev/nvme0n1', '--config-patch-control-plane', `@${cp}`, '--node-patch', '192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off'],
+    {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath()}})
+    expect(r.status, r.stderr).toBe(0)
+    const cpConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.10.yaml'), 'utf8')
+    const wConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.11.yaml'), 'utf8')
+    expect(cpConfig).toContain('disk.dev_path == "/dev/nvme0n1"')
+    expect(cpConfig).toContain('vm.nr_hugepages: "64"')
+    expect(cpConfig).toContain('kind: KubeInlineManifestConfig')
+    expect(wConfig).toMatch(/kind: HostnameConfig\n(.*\n)*?hostname: w1/)
+    for (const text of [cpConfig, wConfig]) {
+      expect(text).not.toMatch(/PRIVATE KEY-----|^\s*token: [a-z0-9]{6}\.[a-z0-9]{16}/m)
+      expect(text).toMatch(/token: "?<left out by ichor --dry-run/)
+    }
+    const summary = readFileSync(join(out, 'talos', 'nodes.txt'), 'utf8')
+    expect(summary).toContain('192.0.2.10: control plane\n  install disk: /dev/nvme0n1 (--install-disk); its contents are erased')
+    expect(summary).toContain(`patches: --config-patch-control-plane ${cp}`)
+    expect(summary).toMatch(/192\.0\.2\.11: worker\n(.*\n)*  hostname: w1/)
+  }, 120_000)
+})

@@ -19,8 +19,10 @@ import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
+import {renderNodeConfigViews} from './node-configs.js'
+import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
-import {NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
+import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
 import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -136,16 +138,22 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   try {
     if (offline) {
       const render = await rendering
-      const out = writeInitDryRun(req.outputDir!, inputs, render)
+      const nodes = await renderNodeConfigViews(inputs, render, talosctlFound())
+      if (nodes.some((n) => n.config === undefined)) req.note('talosctl was not found: the dry run writes each node\'s summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)')
+      const out = writeInitDryRun(req.outputDir!, inputs, render, nodes)
       const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
       const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
       return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
     }
 
+    // A live dry run names each node's install disk too (the plan then checks it exists on the node).
+    if (req.dryRun) for (const line of installDiskLines(inputs)) req.note(line)
     if (interactive) {
       req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
       await rendering // a confirmation is asked only for inputs that render
       const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
+      // Installing erases the disk: each node's is named before the operator agrees.
+      for (const line of installDiskLines(inputs)) req.note(line)
       if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
         throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
       }
@@ -215,6 +223,24 @@ export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineCon
     workerPatches: list('--config-patch-worker', 'worker patches', (f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
     nodePatches: list('--node-patch', 'node patches', (f.nodePatch?.length ?? 0) > 0, given.nodePatches, held.nodePatches),
   }
+}
+
+function talosctlFound(): boolean {
+  try {
+    talosctlPath()
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
+export function installDiskLines(inputs: InitInputs): string[] {
+  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
+  return nodes.map(([node, role]) => {
+    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
+    return disk ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)` : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+  })
 }
 
 const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const

@@ -205,3 +205,38 @@ export function allPatches(inputs: MachineConfigInputs): {flag: string; patch: C
     ...inputs.nodePatches.map((patch) => ({flag: `--node-patch ${patch.node}`, patch})),
   ]
 }
+
+/** Talos's install disk when none is given (`talosctl gen config --install-disk` default, v1.14.1). */
+export const TALOS_DEFAULT_INSTALL_DISK = '/dev/sda'
+
+/**
+ * The disk a node installs onto and which input says so: the last patch that sets it (the node's
+ * own, then its role's, then every node's: the reverse of the order they apply in), else
+ * --install-disk, else Talos's default. A selector other than `disk.dev_path == "X"` is not
+ * resolved here (undefined disk): Talos matches it on the machine.
+ */
+export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 'controlplane' | 'worker'): {disk?: string; from: string} {
+  const rolePatches = role === 'worker' ? inputs.workerPatches : inputs.controlPlanePatches
+  const ordered = [
+    ...patchesForNode(inputs, node).map((p) => ({flag: `--node-patch ${node}`, p})),
+    ...rolePatches.map((p) => ({flag: role === 'worker' ? '--config-patch-worker' : '--config-patch-control-plane', p})),
+    ...inputs.patches.map((p) => ({flag: '--config-patch', p})),
+  ]
+  for (const {flag, p} of ordered) {
+    const found = diskInPatch(p.yaml)
+    if (found) return {disk: found.disk, from: `${flag} ${p.source}`}
+  }
+  return inputs.installDisk ? {disk: inputs.installDisk, from: '--install-disk'} : {disk: TALOS_DEFAULT_INSTALL_DISK, from: 'Talos\'s default (--install-disk)'}
+}
+
+function diskInPatch(yaml: string): {disk?: string} | undefined {
+  let found: {disk?: string} | undefined
+  for (const doc of parseAllDocuments(yaml) as unknown as {toJS(): unknown}[]) {
+    const js = doc.toJS() as Record<string, any> | null // eslint-disable-line @typescript-eslint/no-explicit-any
+    if (!js || typeof js !== 'object' || Array.isArray(js)) continue
+    const match = js.kind === 'UnattendedInstallConfig' ? js.provisioning?.diskSelector?.match : undefined
+    if (typeof match === 'string') found = {disk: /^disk\.dev_path == "([^"]+)"$/.exec(match.trim())?.[1]}
+    else if (typeof js.machine?.install?.disk === 'string') found = {disk: js.machine.install.disk}
+  }
+  return found
+}

@@ -164,7 +164,8 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
   await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
     const args = [
       'gen', 'config', opts.clusterName, opts.endpoint,
-      '--with-secrets', opts.secretsPath,
+      // Empty: a throwaway bundle (the dry run's configs, whose secrets are redacted anyway).
+      ...(opts.secretsPath ? ['--with-secrets', opts.secretsPath] : []),
       '--talos-version', opts.talosVersion,
       '--kubernetes-version', opts.kubernetesVersion,
       '--output', opts.outDir,
@@ -338,6 +339,19 @@ export async function getManifestsApplied(opts: {node: string; talosconfig: stri
     .find((r) => r?.metadata?.id === 'manifests')
   const applied = status?.spec?.manifestsApplied
   return Array.isArray(applied) ? applied.map(String) : status ? [] : undefined
+}
+
+/**
+ * The device paths of a node's disks (`get disks`: Disks.block.talos.dev, spec.dev_path). A node
+ * in maintenance mode answers without a client certificate (the resource is non-sensitive).
+ */
+export async function listDisks(opts: {node: string; talosconfig?: string}): Promise<string[]> {
+  const target = opts.talosconfig ? nodeFlags(opts.node, opts.talosconfig) : ['--insecure', '--nodes', opts.node, '--endpoints', opts.node]
+  const out = await run(['get', 'disks', '--output', 'yaml', ...target], {node: opts.node, action: 'talosctl get disks', timeoutMs: 20_000})
+  return parseAllDocuments(out)
+    .map((doc) => doc.toJS() as {spec?: {dev_path?: unknown}} | null)
+    .map((r) => r?.spec?.dev_path)
+    .filter((p): p is string => typeof p === 'string')
 }
 
 export interface PatchMachineConfigOptions {
