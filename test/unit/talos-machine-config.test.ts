@@ -101,6 +101,23 @@ describe('keepStoredMachineConfig (a rerun)', () => {
   })
 })
 
+describe('keepStoredMachineConfig: node patches, one node at a time', () => {
+  const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+  const host = (node: string, name: string) => ({node, source: `${name}.yaml`, yaml: `apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: ${name}\nauto: off\n`})
+  const stored: Partial<MachineConfigInputs> = {nodePatches: [host('192.0.2.11', 'w1')]}
+  it('Given a node added later with its own --node-patch, Then its patch is taken and the stored ones of the other nodes are kept', () => {
+    const issues: Issue[] = []
+    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.12=@w2.yaml']}, {...none, nodePatches: [host('192.0.2.12', 'w2')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
+    expect(issues).toEqual([])
+    expect(kept.nodePatches).toEqual([host('192.0.2.11', 'w1'), host('192.0.2.12', 'w2')])
+  })
+  it('Given a different --node-patch for a node the cluster has, Then it is refused naming that node', () => {
+    const issues: Issue[] = []
+    keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
+    expect(issues).toEqual([{path: '--node-patch 192.0.2.11', message: expect.stringMatching(/differs from the node patches the cluster stores for 192\.0\.2\.11/)}])
+  })
+})
+
 describe('machine configs rendered with the real talosctl v1.14.1', () => {
   const run = async (machineConfig: MachineConfigInputs) => {
     process.env.ICHOR_TALOSCTL = realTalosctlPath()

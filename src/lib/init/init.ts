@@ -22,7 +22,7 @@ import {writeInitDryRun} from './dry-run.js'
 import {renderNodeConfigViews} from './node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
-import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
+import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs, type NodeConfigPatch} from '../talos/machine-config.js'
 import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -201,7 +201,7 @@ async function unlockStoredBundle(stored: SecretWithData | undefined, given: Sta
  * omitted flag keeps what the cluster stores; a given one must equal it (init does not yet
  * re-apply changed configs to running nodes). Patches are compared by their text, not file name.
  */
-export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined, issues: Issue[]): MachineConfigInputs {
+export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined, issues: Issue[], storedNodes: string[] = []): MachineConfigInputs {
   const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
   const texts = (l: ConfigPatch[]) => l.map((p) => ('node' in p ? `${String(p.node)}=` : '') + p.yaml)
   const refuse = (flag: string, what: string) => issues.push({path: flag, message: `differs from the ${what} the cluster stores; init does not change the machine configs of running nodes (leave the flag out to keep ${what === 'install disk' || what === 'installer image' ? 'it' : 'them'})`})
@@ -221,8 +221,25 @@ export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineCon
     patches: list('--config-patch', 'config patches', (f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
     controlPlanePatches: list('--config-patch-control-plane', 'control-plane patches', (f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
     workerPatches: list('--config-patch-worker', 'worker patches', (f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
-    nodePatches: list('--node-patch', 'node patches', (f.nodePatch?.length ?? 0) > 0, given.nodePatches, held.nodePatches),
+    nodePatches: keepNodePatches(given.nodePatches, held.nodePatches, storedNodes, issues),
   }
+}
+
+/**
+ * Node patches by the same rule, one node at a time: a node without --node-patch keeps what is
+ * stored for it; a node the cluster has must get the same patches; a node added now takes its own.
+ */
+function keepNodePatches(given: NodeConfigPatch[], held: NodeConfigPatch[], storedNodes: string[], issues: Issue[]): NodeConfigPatch[] {
+  const of = (list: NodeConfigPatch[], node: string) => list.filter((p) => p.node === node)
+  const givenNodes = [...new Set(given.map((p) => p.node))]
+  for (const node of givenNodes) {
+    const theirs = of(held, node)
+    const known = storedNodes.includes(node) || theirs.length > 0
+    if (known && !isDeepStrictEqual(of(given, node).map((p) => p.yaml), theirs.map((p) => p.yaml))) {
+      issues.push({path: `--node-patch ${node}`, message: `differs from the node patches the cluster stores for ${node}; init does not change the machine configs of running nodes (leave the flag out to keep them)`})
+    }
+  }
+  return [...held.filter((p) => !givenNodes.includes(p.node)), ...given]
 }
 
 function talosctlFound(): boolean {
@@ -294,7 +311,7 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
       ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
       : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
   }
-  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig, issues)
+  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig, issues, [...stored.talos.controlPlanes, ...stored.talos.workers])
   return {
     machineConfig,
     flags: {
