@@ -47,6 +47,11 @@ describe('ichor init with an install disk, an installer image, role patches and 
     const disk = await runIchor([...h.initArgs, ...machineArgs().slice(2), '--install-disk', '/dev/vdb'], h.env)
     expect(disk.code, disk.stderr).toBe(2)
     expect(disk.stderr).toContain(`/dev/vdb (from --install-disk) is not a disk of ${CONTROL_PLANE}; its disks: /dev/sda, /dev/nvme0n1`)
+    // The live dry run reads the disks of the machines in maintenance mode too.
+    const dry = await runIchor([...h.initArgs, '--dry-run', '--install-disk', '/dev/vdb'], h.env)
+    expect(dry.code, dry.stderr).toBe(2)
+    expect(dry.stderr).toContain(`/dev/vdb (from --install-disk) is not a disk of ${WORKER}`)
+    expect(dry.stderr).toContain(`Talos will be installed onto /dev/vdb of ${WORKER} (--install-disk); its contents are erased`)
     expect(untouched()).toBe(true)
   }, 300_000)
 

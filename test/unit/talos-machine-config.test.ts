@@ -8,7 +8,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {IchorError, ValidationError, type Issue} from '../../src/lib/errors/errors.js'
-import {keepStoredMachineConfig} from '../../src/lib/init/init.js'
+import {installDiskLines, keepStoredMachineConfig} from '../../src/lib/init/init.js'
 import {checkInitInputs, type InitFlags} from '../../src/lib/init/inputs.js'
 import type {InitRender} from '../../src/lib/init/render.js'
 import {prepareStateDir, localState} from '../../src/lib/state/local.js'
@@ -115,6 +115,18 @@ describe('keepStoredMachineConfig: node patches, one node at a time', () => {
     const issues: Issue[] = []
     keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
     expect(issues).toEqual([{path: '--node-patch 192.0.2.11', message: expect.stringMatching(/differs from the node patches the cluster stores for 192\.0\.2\.11/)}])
+  })
+})
+
+describe('the install disk each node is told about', () => {
+  it('Given --install-disk and one node whose own patch selects another disk, Then each node\'s line names its disk and where it comes from', () => {
+    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11'], machineConfig: {
+      installDisk: '/dev/nvme0n1', nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == "/dev/sdb"'],
+    }}, {requireNodes: true})
+    expect(installDiskLines(inputs)).toEqual([
+      'Talos will be installed onto /dev/nvme0n1 of 192.0.2.10 (--install-disk); its contents are erased (a node already configured keeps its installation)',
+      'Talos will be installed onto /dev/sdb of 192.0.2.11 (--node-patch 192.0.2.11 inline); its contents are erased (a node already configured keeps its installation)',
+    ])
   })
 })
 
