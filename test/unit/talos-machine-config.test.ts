@@ -131,11 +131,13 @@ describe('the install disk each node is told about', () => {
 })
 
 describe('machine configs rendered with the real talosctl v1.14.1', () => {
-  const run = async (machineConfig: MachineConfigInputs) => {
+  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>) => {
     process.env.ICHOR_TALOSCTL = realTalosctlPath()
-    const state = localState('c', mkdtempSync(join(dir, 'state-')))
-    prepareStateDir(state)
-    execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
+    const state = existing ?? localState('c', mkdtempSync(join(dir, 'state-')))
+    if (!existing) {
+      prepareStateDir(state)
+      execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
+    }
     const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes}, {requireNodes: true})
     const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: 'replaced', ciliumManifest: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n'})
     const task = machineConfigsTask({state, inputs: {...inputs, machineConfig}, render: async () => ({talos}) as InitRender})
@@ -171,6 +173,15 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
     expect(error).toBeInstanceOf(IchorError)
     expect((error as IchorError).exitCode).toBe(2)
     expect((error as IchorError).message).toMatch(/^--config-patch-worker w-bad\.yaml: Talos refuses the patch: .*bogusField/)
+  }, 60_000)
+
+  it('Given configs a cluster was made with, When a later run brings a patch Talos refuses, Then the state folder keeps its configs and their hash', async () => {
+    const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+    const state = await run({...none, installDisk: '/dev/nvme0n1'})
+    const before = [state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))
+    const error = await run({...none, installDisk: '/dev/nvme0n1', patches: [{source: 'bad.yaml', yaml: 'machine:\n  network:\n    hostname: x\n'}]}, state).then(() => undefined, (e: unknown) => e)
+    expect((error as IchorError).exitCode).toBe(2)
+    expect([state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))).toEqual(before)
   }, 60_000)
 
   it('Given a node patch that makes the config invalid, Then exit 2 naming that node patch', async () => {

@@ -21,6 +21,7 @@ import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest
 import {allPatches, patchesForNode, storedMachineConfig} from './machine-config.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {join} from 'node:path'
+import {readFileSync, rmSync} from 'node:fs'
 import {TalosctlError, patchConfigFile, applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
 /**
@@ -85,24 +86,29 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
         installDisk: m.installDisk, installImage: m.installImage,
       }
       const user = {all: m.patches.map((x) => x.yaml), controlPlane: m.controlPlanePatches.map((x) => x.yaml), worker: m.workerPatches.map((x) => x.yaml)}
-      try {
-        // talosctl gen config also writes a talosconfig; a restored one is the same CA.
-        await genConfig({...base, userPatches: user, outDir: p.state.dir})
-        secureStateFiles(p.state) // talosctl writes them 0644
-        await validateConfig(p.state.controlPlaneConfig)
-        if (i.workers.length > 0) await validateConfig(p.state.workerConfig)
-        // Every node with its own patches: rendered and validated now, before any node is touched.
-        await withPrivateTempDir('ichor-node-config-', async (dir) => {
+      // Generated and validated in a private folder, then moved into the state folder: a patch
+      // Talos refuses never replaces the configs a running cluster was made with.
+      await withPrivateTempDir('ichor-talos-configs-', async (dir) => {
+        try {
+          // talosctl gen config also writes a talosconfig; a restored one is the same CA.
+          const out = await genConfig({...base, userPatches: user, outDir: dir})
+          await validateConfig(out.controlPlane)
+          if (i.workers.length > 0) await validateConfig(out.worker)
+          // Every node with its own patches: rendered and validated now, before any node is touched.
           for (const node of nodesWithPatches(i)) {
-            const out = join(dir, `${node}.yaml`)
-            await renderNodeConfig(p.state, i, node, out)
-            await validateConfig(out)
+            const file = join(dir, `node-${node}.yaml`)
+            await renderNodeConfig(p.state, i, node, file, i.workers.includes(node) ? out.worker : out.controlPlane)
+            await validateConfig(file)
           }
-        })
-      } catch (error) {
-        if (!(error instanceof TalosctlError) || allPatches(m).length === 0) throw error
-        throw await invalidPatchError(error, i, base)
-      }
+          rmSync(p.state.configsHash, {force: true}) // a cut between the files and the hash regenerates them
+          writeStateFile(p.state, 'talosconfig', readFileSync(out.talosconfig, 'utf8'))
+          writeStateFile(p.state, 'controlPlaneConfig', readFileSync(out.controlPlane, 'utf8'))
+          writeStateFile(p.state, 'workerConfig', readFileSync(out.worker, 'utf8'))
+        } catch (error) {
+          if (!(error instanceof TalosctlError) || allPatches(m).length === 0) throw error
+          throw await invalidPatchError(error, i, base)
+        }
+      })
       writeStateFile(p.state, 'configsHash', `${configsInputHash(i, render)}\n`)
     },
   }
