@@ -62,10 +62,13 @@ describe('init machine-config flags', () => {
     expect(owned('cluster:\n  secretboxEncryptionSecret: abc\n')[0]).toMatch(/secrets bundle/)
     expect(owned('machine:\n  features:\n    kubePrism:\n      enabled: false\n')[0]).toMatch(/machine\.features\.kubePrism\.enabled/)
     expect(owned('cluster:\n  allowSchedulingOnControlPlanes: false\n', true)[0]).toMatch(/without workers/)
+    // a delete of a parent takes the owned field with it
+    expect(owned('cluster:\n  network:\n    $patch: delete\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
     // what is the operator's: disks, images, hostnames, addresses, sysctls, extensions
     expect(owned('machine:\n  install:\n    disk: /dev/nvme0n1\n  network:\n    interfaces:\n      - interface: eth0\n        addresses: [192.0.2.11/24]\n')).toEqual([])
     expect(owned('apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-1\nauto: off\n')).toEqual([])
     expect(owned('cluster:\n  allowSchedulingOnControlPlanes: true\n')).toEqual([])
+    expect(owned('cluster: {}\n')).toEqual([])
   })
 
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {

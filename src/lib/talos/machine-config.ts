@@ -172,8 +172,9 @@ export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWork
 }
 
 function leafPaths(value: unknown, prefix = ''): string[] {
-  if (!value || typeof value !== 'object' || Array.isArray(value) || Object.keys(value).length === 0) return prefix ? [prefix] : []
-  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => leafPaths(v, prefix ? `${prefix}.${k}` : k))
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return prefix ? [prefix] : []
+  // `$patch: delete` removes the map it sits in, with everything under it.
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => (k === '$patch' ? [prefix] : leafPaths(v, prefix ? `${prefix}.${k}` : k)))
 }
 
 function dedupe(issues: Issue[]): Issue[] {
