@@ -24,6 +24,12 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'talos-version': Flags.string({description: 'Talos version the configs target (default: the version ichor pins)', helpValue: 'vX.Y.Z'}),
     'kubernetes-version': Flags.string({description: 'Kubernetes version (default: the Talos default)', helpValue: 'X.Y.Z'}),
     ...initCiliumModeFlags,
+    'install-disk': Flags.string({description: 'disk Talos is installed onto, erased (default: Talos\'s /dev/sda; on a rerun, what the cluster stores)', helpValue: 'PATH'}),
+    'install-image': Flags.string({description: 'Talos installer image, e.g. an Image Factory installer whose schematic adds system extensions', helpValue: 'IMAGE'}),
+    'config-patch': Flags.string({description: 'Talos config patch for every node, as talosctl gen config takes it (repeatable)', helpValue: '@FILE|YAML', multiple: true}),
+    'config-patch-control-plane': Flags.string({description: 'Talos config patch for control planes (repeatable)', helpValue: '@FILE|YAML', multiple: true}),
+    'config-patch-worker': Flags.string({description: 'Talos config patch for workers (repeatable)', helpValue: '@FILE|YAML', multiple: true}),
+    'node-patch': Flags.string({description: 'Talos config patch for one node, applied last (repeatable)', helpValue: 'ADDRESS=@FILE|YAML', multiple: true}),
     'cilium-values': Flags.string({description: 'YAML file with the user layer of Cilium values', helpValue: 'FILE'}),
     'argocd-values': Flags.string({description: 'YAML file with the user layer of Argo CD chart values', helpValue: 'FILE'}),
     'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
@@ -46,7 +52,8 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     const {flags: f} = await this.parse(Init)
     const json = this.jsonEnabled()
     const outcome = await init({
-      flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel},
+      flags: {clusterName: f['cluster-name'], endpoint: f.endpoint, controlPlanes: f['control-plane'], workers: f.worker, talosVersion: f['talos-version'], kubernetesVersion: f['kubernetes-version'], kubeProxy: f['kube-proxy'], tunnel: f.tunnel,
+        machineConfig: {installDisk: f['install-disk'], installImage: f['install-image'], configPatch: f['config-patch'], configPatchControlPlane: f['config-patch-control-plane'], configPatchWorker: f['config-patch-worker'], nodePatch: f['node-patch']}},
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
       promotion: f.promotion as PromotionMode | undefined, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], statePassphraseFile: f['state-passphrase-file'], kubeconfig: f.kubeconfig, context: f.context,

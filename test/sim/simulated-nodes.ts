@@ -19,6 +19,8 @@ export interface SimNode {
   role: 'controlplane' | 'worker'
   /** The Talos version the node runs, e.g. v1.13.0. */
   talosVersion: string
+  /** Device paths `talosctl get disks` lists (the simulator's default: /dev/sda and /dev/nvme0n1). */
+  disks?: string[]
 }
 
 export interface SimulatedNodes {

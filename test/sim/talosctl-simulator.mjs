@@ -3,7 +3,8 @@
 // node can boot here, so this script plays the nodes: it never opens a connection to a
 // node address; each node is a file in $TALOS_SIM_STATE.
 //
-//   $TALOS_SIM_STATE/nodes.json      written by the test: [{ip, role, talosVersion}]
+//   $TALOS_SIM_STATE/nodes.json      written by the test: [{ip, role, talosVersion, disks?}] (disks:
+//                                    the device paths `get disks` lists; default /dev/sda, /dev/nvme0n1)
 //   $TALOS_SIM_STATE/node-<ip>.json  {mode: maintenance|configured, config: <yaml text>}
 //   $TALOS_SIM_STATE/bootstrapped    present once `bootstrap` ran
 //   $TALOS_SIM_KUBECONFIG            the harness apiserver's kubeconfig (what `kubeconfig` hands out,
@@ -119,8 +120,8 @@ function loadNode(ip, what) {
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion} = node
-  writeJsonAtomic(node.path, {mode, config, configVersion})
+  const {mode, config, configVersion, installError} = node
+  writeJsonAtomic(node.path, {mode, config, configVersion, ...(installError ? {installError} : {})})
 }
 
 function isBootstrapped() {
@@ -1005,6 +1006,17 @@ async function applyConfig(args) {
     if (args.bool('insecure')) {
       if (current.mode !== 'maintenance') requireConfigured(current, args, 'error applying new configuration')
     } else requireConfigured(current, args, 'error applying new configuration')
+    // A machine in maintenance mode accepts the config, then installs onto its install disk
+    // (v1alpha1_sequencer_tasks.go Install, v1.14.1): with no such disk the install fails ("no
+    // disks matched the expression", or the disk path does not resolve) and the machine never
+    // comes up configured. Here it stays in maintenance mode and the failure is kept for tests.
+    const install = current.mode === 'maintenance' ? installDiskOf(docs) : undefined
+    if (install && install.dev && !diskPaths(current).includes(install.dev)) {
+      current.installError = install.expr ? `no disks matched the expression: ${install.expr}` : `lstat ${install.dev}: no such file or directory`
+      saveNode(current)
+      process.stdout.write('Applied configuration without a reboot\n')
+      return
+    }
     current.mode = 'configured'
     current.config = text
     current.configVersion = (current.configVersion ?? 0) + 1
@@ -1066,6 +1078,7 @@ function getManifestStatus(args) {
 function getMachineConfig(args) {
   const [, type] = args.positionals
   if (['manifeststatus', 'manifeststatuses'].includes(type)) return getManifestStatus(args)
+  if (['disks', 'disk'].includes(type)) return getDisks(args)
   if (!['machineconfig', 'machineconfigs', 'mc'].includes(type)) fail(`the simulator only answers \`get machineconfig\` (got ${type})`)
   const ip = requireNode(args, 'error getting resources')
   const node = loadNode(ip, 'error getting resources')
@@ -1078,6 +1091,40 @@ function getMachineConfig(args) {
       spec: node.config,
     }),
   )
+}
+
+const DEFAULT_DISKS = ['/dev/sda', '/dev/nvme0n1']
+const diskPaths = (node) => node.disks ?? DEFAULT_DISKS
+
+/**
+ * `get disks`: the node's Disk resources (Disks.block.talos.dev, namespace runtime; spec fields
+ * of pkg/machinery/resources/block/disk.go, v1.14.1). Readable with --insecure in maintenance
+ * mode: the resource is NonSensitive and internal/app/resources/access.go (v1.14.1) lets any
+ * role read those. Only the fields ichor reads are filled in.
+ */
+function getDisks(args) {
+  const ip = requireNode(args, 'error getting resources')
+  const node = loadNode(ip, 'error getting resources')
+  requireConfigured(node, args, 'error getting resources')
+  if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get disks -o yaml`')
+  const docs = diskPaths(node).map((dev) => stringify({
+    node: ip,
+    metadata: {namespace: 'runtime', type: 'Disks.block.talos.dev', id: dev.replace(/^\/dev\//, ''), version: 1, owner: 'block.DisksController', phase: 'running'},
+    spec: {dev_path: dev, size: 512110190592, pretty_size: '512 GB', io_size: 512, sector_size: 512, readonly: false, cdrom: false, transport: dev.includes('nvme') ? 'nvme' : 'sata'},
+  }))
+  process.stdout.write(docs.join('---\n'))
+}
+
+/**
+ * The disk a config installs onto: UnattendedInstallConfig's `disk.dev_path == "X"` selector
+ * (what `gen config --install-disk` writes on v1.14) or the legacy `machine.install.disk`.
+ */
+function installDiskOf(docs) {
+  const unattended = docs.find((d) => d.kind === 'UnattendedInstallConfig')
+  const match = unattended?.provisioning?.diskSelector?.match
+  if (typeof match === 'string') return {expr: match, dev: /^disk\.dev_path == "([^"]+)"$/.exec(match.trim())?.[1]}
+  const disk = docs.find(isLegacy)?.machine?.install?.disk
+  return disk ? {dev: disk} : undefined
 }
 
 function patchMachineConfig(args) {
@@ -1208,6 +1255,11 @@ async function main(argv) {
     case 'validate':
       delegateToRealTalosctl(argv)
       return validate(args)
+    case 'machineconfig':
+    case 'mc':
+      // Offline (no node): the real talosctl when given, as gen and validate are.
+      delegateToRealTalosctl(argv)
+      return fail('the simulator has no stand-in for `machineconfig patch`: set TALOS_SIM_REAL_TALOSCTL')
     case 'apply-config':
     case 'apply':
       return applyConfig(args)

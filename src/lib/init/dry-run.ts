@@ -12,6 +12,7 @@ import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
 import {initPlanSteps} from '../plans/init.js'
+import type {NodeConfigView} from './node-configs.js'
 
 export interface DryRunOutput {
   dir: string
@@ -21,7 +22,7 @@ export interface DryRunOutput {
   redacted: string[]
 }
 
-export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender): DryRunOutput {
+export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender, nodes: NodeConfigView[] = []): DryRunOutput {
   const files: string[] = []
   const redacted: string[] = []
   ensurePrivateDir(dir, {label: '--output-dir', createParents: true, loose: 'keep'})
@@ -41,6 +42,12 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
   }
   writeManifest('talos/controlplane-patch.yaml', render.talos.controlPlane)
   writeManifest('talos/worker-patch.yaml', render.talos.worker)
+  // Every node's full machine config (secrets left out) and what it will be: disk, image, patches, hostname.
+  for (const n of nodes) if (n.config !== undefined) writeManifest(`talos/nodes/${n.node}.yaml`, n.config)
+  if (nodes.length > 0) {
+    const missing = nodes.some((n) => n.config === undefined) ? ['', '(the full configs need talosctl: install it or set ICHOR_TALOSCTL, and run again)'] : []
+    write('talos/nodes.txt', `${[...nodes.map((n) => n.summary), ...missing].join('\n')}\n`)
+  }
   writeManifest('cilium/manifest.yaml', render.cilium.manifest)
   write('cilium/values.effective.yaml', toYaml(render.cilium.effective))
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)

@@ -20,7 +20,10 @@ import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
+import {renderNodeConfigViews} from './node-configs.js'
+import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
+import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs, type NodeConfigPatch} from '../talos/machine-config.js'
 import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -96,7 +99,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
     const settings = keepStoredSettings({flags, promotion: req.promotion}, inputs, stored)
     userValues = keepStoredLayers(given, stored, settings.issues)
-    inputs = checkInitInputs(settings.flags, {requireNodes: !req.dryRun})
+    inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
     promotion = settings.promotion
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
     storedBundle = live ? await readTalosBundleSecret(live) : undefined
@@ -137,16 +140,22 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   try {
     if (offline) {
       const render = await rendering
-      const out = writeInitDryRun(req.outputDir!, inputs, render)
+      const nodes = await renderNodeConfigViews(inputs, render, talosctlFound())
+      if (nodes.some((n) => n.config === undefined)) req.note('talosctl was not found: the dry run writes each node\'s summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)')
+      const out = writeInitDryRun(req.outputDir!, inputs, render, nodes)
       const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
       const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
       return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
     }
 
+    // A live dry run names each node's install disk too (the plan then checks it exists on the node).
+    if (req.dryRun) for (const line of installDiskLines(inputs)) req.note(line)
     if (interactive) {
       req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
       await rendering // a confirmation is asked only for inputs that render
       const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
+      // Installing erases the disk: each node's is named before the operator agrees.
+      for (const line of installDiskLines(inputs)) req.note(line)
       if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
         throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
       }
@@ -189,6 +198,70 @@ async function unlockStoredBundle(stored: SecretWithData | undefined, given: Sta
   return {stateKey, clusterBundle: opened?.bundle}
 }
 
+/**
+ * The machine-config inputs of a rerun, by the same rule as the other stored settings: each
+ * omitted flag keeps what the cluster stores; a given one must equal it (init does not yet
+ * re-apply changed configs to running nodes). Patches are compared by their text, not file name.
+ */
+export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined, issues: Issue[], storedNodes: string[] = []): MachineConfigInputs {
+  const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
+  const texts = (l: ConfigPatch[]) => l.map((p) => ('node' in p ? `${String(p.node)}=` : '') + p.yaml)
+  const refuse = (flag: string, what: string) => issues.push({path: flag, message: `differs from the ${what} the cluster stores; init does not change the machine configs of running nodes (leave the flag out to keep ${what === 'install disk' || what === 'installer image' ? 'it' : 'them'})`})
+  const scalar = (flag: string, what: string, mine: string | undefined, theirs: string | undefined) => {
+    if (mine === undefined) return theirs
+    if (mine !== theirs) refuse(flag, what)
+    return mine
+  }
+  const list = <T extends ConfigPatch>(flag: string, what: string, given: boolean, mine: T[], theirs: T[]) => {
+    if (!given) return theirs
+    if (!isDeepStrictEqual(texts(mine), texts(theirs))) refuse(flag, what)
+    return mine
+  }
+  return {
+    installDisk: scalar('--install-disk', 'install disk', f.installDisk, held.installDisk),
+    installImage: scalar('--install-image', 'installer image', f.installImage, held.installImage),
+    patches: list('--config-patch', 'config patches', (f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
+    controlPlanePatches: list('--config-patch-control-plane', 'control-plane patches', (f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
+    workerPatches: list('--config-patch-worker', 'worker patches', (f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
+    nodePatches: keepNodePatches(given.nodePatches, held.nodePatches, storedNodes, issues),
+  }
+}
+
+/**
+ * Node patches by the same rule, one node at a time: a node without --node-patch keeps what is
+ * stored for it; a node the cluster has must get the same patches; a node added now takes its own.
+ */
+function keepNodePatches(given: NodeConfigPatch[], held: NodeConfigPatch[], storedNodes: string[], issues: Issue[]): NodeConfigPatch[] {
+  const of = (list: NodeConfigPatch[], node: string) => list.filter((p) => p.node === node)
+  const givenNodes = [...new Set(given.map((p) => p.node))]
+  for (const node of givenNodes) {
+    const theirs = of(held, node)
+    const known = storedNodes.includes(node) || theirs.length > 0
+    if (known && !isDeepStrictEqual(of(given, node).map((p) => p.yaml), theirs.map((p) => p.yaml))) {
+      issues.push({path: `--node-patch ${node}`, message: `differs from the node patches the cluster stores for ${node}; init does not change the machine configs of running nodes (leave the flag out to keep them)`})
+    }
+  }
+  return [...held.filter((p) => !givenNodes.includes(p.node)), ...given]
+}
+
+function talosctlFound(): boolean {
+  try {
+    talosctlPath()
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
+export function installDiskLines(inputs: InitInputs): string[] {
+  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
+  return nodes.map(([node, role]) => {
+    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
+    return disk ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)` : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+  })
+}
+
 const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const
 
 /**
@@ -216,8 +289,8 @@ export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokum
  * given one that differs is an issue naming what changes it on an existing cluster, as a
  * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
  */
-export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; issues: Issue[]} {
-  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', issues: []}
+export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; issues: Issue[]} {
+  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', machineConfig: checked.machineConfig, issues: []}
   const f = given.flags
   const issues: Issue[] = []
   const differs = (flag: string, mine: string, theirs: string, change: string) =>
@@ -240,7 +313,9 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
       ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
       : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
   }
+  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig, issues, [...stored.talos.controlPlanes, ...stored.talos.workers])
   return {
+    machineConfig,
     flags: {
       ...f,
       kubeProxy: f.kubeProxy ?? stored.cni.kubeProxy,

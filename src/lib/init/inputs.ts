@@ -7,6 +7,7 @@ import {
   DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, KUBERNETES_RANGE_BY_TALOS_MINOR, parseTalosVersion, requireCompatibleKubernetesVersion, requireSupportedTalosVersion,
   type KubernetesVersion, type TalosVersion,
 } from '../talos/versions.js'
+import {readMachineConfigFlags, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
 
 export interface InitFlags {
   clusterName?: string
@@ -17,6 +18,8 @@ export interface InitFlags {
   kubernetesVersion?: string
   kubeProxy?: string
   tunnel?: string
+  /** --install-disk, --install-image, --config-patch*, --node-patch. */
+  machineConfig?: MachineConfigFlags
 }
 
 export interface InitInputs {
@@ -28,6 +31,8 @@ export interface InitInputs {
   kubernetesVersion: KubernetesVersion
   kubeProxy: KubeProxyMode
   tunnel: TunnelProtocol
+  /** The operator's install disk, installer image and patches (stored in the IchorInstallation). */
+  machineConfig: MachineConfigInputs
 }
 
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
@@ -76,8 +81,11 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   const tunnel = flags.tunnel ?? 'vxlan'
   if (!TUNNEL_PROTOCOLS.includes(tunnel as TunnelProtocol)) issue('--tunnel', `"${tunnel}" is not a tunnel protocol (accepted: ${TUNNEL_PROTOCOLS.join(', ')})`)
 
+  const machineConfig = readMachineConfigFlags(flags.machineConfig ?? {}, {controlPlanes, workers}, issues)
+
   if (issues.length > 0) throw new ValidationError('ichor init: invalid input', issues)
   return {
+    machineConfig,
     clusterName: flags.clusterName!,
     endpoint,
     controlPlanes,

@@ -19,7 +19,8 @@ import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js
 import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
-import {isReachable, type Reachability} from '../talos/talosctl.js'
+import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
+import {isReachable, listDisks, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -173,6 +174,16 @@ async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promi
     .filter(({r}) => r.state === 'unreachable')
     .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
+  // A machine in maintenance mode takes any config, then fails to install onto a disk it does
+  // not have (Talos v1.14.1 v1alpha1_sequencer_tasks.go Install): its disks are read first.
+  const diskIssues = await Promise.all(answers.filter(({r}) => r.state === 'maintenance').map(async ({flag, r}) => {
+    const {disk, from} = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane')
+    if (!disk) return undefined
+    const disks = await listDisks({node: r.node})
+    return disks.includes(disk) ? undefined : {path: from.startsWith('--') ? from.split(' ').slice(0, from.startsWith('--node-patch') ? 2 : 1).join(' ') : '--install-disk', message: `${disk} (from ${from}) is not a disk of ${r.node}; its disks: ${disks.join(', ') || '(none)'}`}
+  }))
+  const missingDisks = diskIssues.filter((i): i is Issue => i !== undefined)
+  if (missingDisks.length > 0) throw new ValidationError('ichor init: install disk not found, nothing was changed', missingDisks)
   return answers.map(({r}) => r)
 }
 
@@ -195,10 +206,15 @@ function onCluster(session: Session, task: Task): Task {
 function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
   const i = o.inputs
   return {
-    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers},
+    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers, ...withMachineConfig(i)},
     cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
     stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
   }
+}
+
+function withMachineConfig(i: InitInputs): {machineConfig?: Partial<InitInputs['machineConfig']>} {
+  const stored = storedMachineConfig(i.machineConfig)
+  return stored ? {machineConfig: stored} : {}
 }
 
 /** What the IchorInstallation records about the artifacts this run installs. */

@@ -1,6 +1,7 @@
 // The IchorInstallation singleton: the desired state the CLI writes (spec) and what it
 // last applied (status), as types with their read and write functions. Plus the Secrets
 // in ichor-system that hold what must never be regenerated.
+import type {MachineConfigInputs} from '../talos/machine-config.js'
 import {parse as parseYaml} from 'yaml'
 import type {AssetId} from '../assets/lock.js'
 import {readPackagedAsset} from '../assets/packaged.js'
@@ -22,7 +23,11 @@ import type {StateKey} from './state-key.js'
 import type {Values} from '../values/path.js'
 
 export interface InstallationSpec {
-  talos: {clusterName: string; endpoint: string; talosVersion: string; kubernetesVersion: string; controlPlanes: string[]; workers: string[]}
+  talos: {
+    clusterName: string; endpoint: string; talosVersion: string; kubernetesVersion: string; controlPlanes: string[]; workers: string[]
+    /** The operator's install disk, installer image and config patches (absent: none, as before they existed). */
+    machineConfig?: Partial<MachineConfigInputs>
+  }
   cni: {kubeProxy: KubeProxyMode; tunnel: TunnelProtocol; cilium: {values: Values}}
   stack: {promotion: PromotionMode; argocd: {values: Values}; kokumi: {values: Values}}
 }

@@ -146,6 +146,10 @@ export interface GenConfigOptions {
   controlPlanePatch?: string
   /** YAML (one or more documents) applied to workers only. */
   workerPatch?: string
+  /** The operator's: --install-disk, --install-image and patches after ichor's, in talosctl's order. */
+  installDisk?: string
+  installImage?: string
+  userPatches?: {all: string[]; controlPlane: string[]; worker: string[]}
   outDir: string
 }
 
@@ -160,7 +164,8 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
   await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
     const args = [
       'gen', 'config', opts.clusterName, opts.endpoint,
-      '--with-secrets', opts.secretsPath,
+      // Empty: a throwaway bundle (the dry run's configs, whose secrets are redacted anyway).
+      ...(opts.secretsPath ? ['--with-secrets', opts.secretsPath] : []),
       '--talos-version', opts.talosVersion,
       '--kubernetes-version', opts.kubernetesVersion,
       '--output', opts.outDir,
@@ -177,6 +182,16 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
       await writeFile(file, opts.workerPatch, {mode: 0o600})
       args.push('--config-patch-worker', `@${file}`)
     }
+    if (opts.installDisk) args.push('--install-disk', opts.installDisk)
+    if (opts.installImage) args.push('--install-image', opts.installImage)
+    const user = opts.userPatches ?? {all: [], controlPlane: [], worker: []}
+    for (const [flag, list] of [['--config-patch', user.all], ['--config-patch-control-plane', user.controlPlane], ['--config-patch-worker', user.worker]] as const) {
+      for (const [n, text] of list.entries()) {
+        const file = join(dir, `user${flag}-${n}.yaml`)
+        await writeFile(file, text, {mode: 0o600})
+        args.push(flag, `@${file}`)
+      }
+    }
     await run(args, {action: 'talosctl gen config'})
   })
   return {
@@ -184,6 +199,22 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
     worker: join(opts.outDir, 'worker.yaml'),
     talosconfig: join(opts.outDir, 'talosconfig'),
   }
+}
+
+/**
+ * One node's config: the role's generated config with that node's patches applied, as talosctl
+ * applies them offline (`talosctl machineconfig patch`), written to outPath.
+ */
+export async function patchConfigFile(opts: {base: string; patches: string[]; outPath: string}): Promise<void> {
+  await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
+    const args = ['machineconfig', 'patch', opts.base, '--output', opts.outPath]
+    for (const [n, text] of opts.patches.entries()) {
+      const file = join(dir, `node-patch-${n}.yaml`)
+      await writeFile(file, text, {mode: 0o600})
+      args.push('--patch', `@${file}`)
+    }
+    await run(args, {action: 'talosctl machineconfig patch'})
+  })
 }
 
 /** Talos's own validator, in metal mode and strict (warnings are errors). */
@@ -308,6 +339,19 @@ export async function getManifestsApplied(opts: {node: string; talosconfig: stri
     .find((r) => r?.metadata?.id === 'manifests')
   const applied = status?.spec?.manifestsApplied
   return Array.isArray(applied) ? applied.map(String) : status ? [] : undefined
+}
+
+/**
+ * The device paths of a node's disks (`get disks`: Disks.block.talos.dev, spec.dev_path). A node
+ * in maintenance mode answers without a client certificate (the resource is non-sensitive).
+ */
+export async function listDisks(opts: {node: string; talosconfig?: string}): Promise<string[]> {
+  const target = opts.talosconfig ? nodeFlags(opts.node, opts.talosconfig) : ['--insecure', '--nodes', opts.node, '--endpoints', opts.node]
+  const out = await run(['get', 'disks', '--output', 'yaml', ...target], {node: opts.node, action: 'talosctl get disks', timeoutMs: 20_000})
+  return parseAllDocuments(out)
+    .map((doc) => doc.toJS() as {spec?: {dev_path?: unknown}} | null)
+    .map((r) => r?.spec?.dev_path)
+    .filter((p): p is string => typeof p === 'string')
 }
 
 export interface PatchMachineConfigOptions {

@@ -18,7 +18,11 @@ import {handOverCiliumFromTalos, talosHandoverPending, withoutInlineManifest} fr
 import {inventoryKey, removeTalosInventoryKeys} from './inventory.js'
 import {KUBE_PROXY, KUBE_PROXY_MANIFEST_ID, kubeProxyLeftovers, kubeProxyNodes, nodesToSwitch, removeKubeProxyObjects, switchKubeProxyOnNodes} from './kube-proxy.js'
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
-import {applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
+import {allPatches, patchesForNode, storedMachineConfig} from './machine-config.js'
+import {withPrivateTempDir} from '../fs/private-files.js'
+import {join} from 'node:path'
+import {readFileSync, rmSync} from 'node:fs'
+import {TalosctlError, patchConfigFile, applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
 
 /**
  * The secrets bundle: reused when present and whole; else restored from the cluster when
@@ -54,7 +58,8 @@ export function talosSecretsTask(p: {state: LocalState; clusterBundle: TalosBund
 
 function configsInputHash(inputs: InitInputs, render: InitRender): string {
   const i = inputs
-  const key = JSON.stringify([i.clusterName, i.endpoint, i.talosVersion.tag, i.kubernetesVersion.version, render.talos.controlPlane, render.talos.worker])
+  // The operator's machine-config inputs are part of it: a changed one regenerates the configs.
+  const key = JSON.stringify([i.clusterName, i.endpoint, i.talosVersion.tag, i.kubernetesVersion.version, render.talos.controlPlane, render.talos.worker, ...(storedMachineConfig(i.machineConfig) ? [storedMachineConfig(i.machineConfig)] : [])])
   return createHash('sha256').update(key).digest('hex')
 }
 
@@ -74,17 +79,87 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
     async run() {
       const i = p.inputs
       const render = await p.render()
-      // talosctl gen config also writes a talosconfig; a restored one is the same CA.
-      await genConfig({
+      const m = i.machineConfig
+      const base = {
         clusterName: i.clusterName, endpoint: i.endpoint, secretsPath: p.state.secrets, talosVersion: i.talosVersion.tag,
-        kubernetesVersion: i.kubernetesVersion.version, controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker, outDir: p.state.dir,
+        kubernetesVersion: i.kubernetesVersion.version, controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker,
+        installDisk: m.installDisk, installImage: m.installImage,
+      }
+      const user = {all: m.patches.map((x) => x.yaml), controlPlane: m.controlPlanePatches.map((x) => x.yaml), worker: m.workerPatches.map((x) => x.yaml)}
+      // Generated and validated in a private folder, then moved into the state folder: a patch
+      // Talos refuses never replaces the configs a running cluster was made with.
+      await withPrivateTempDir('ichor-talos-configs-', async (dir) => {
+        try {
+          // talosctl gen config also writes a talosconfig; a restored one is the same CA.
+          const out = await genConfig({...base, userPatches: user, outDir: dir})
+          await validateConfig(out.controlPlane)
+          if (i.workers.length > 0) await validateConfig(out.worker)
+          // Every node with its own patches: rendered and validated now, before any node is touched.
+          for (const node of nodesWithPatches(i)) {
+            const file = join(dir, `node-${node}.yaml`)
+            await renderNodeConfig(p.state, i, node, file, i.workers.includes(node) ? out.worker : out.controlPlane)
+            await validateConfig(file)
+          }
+          rmSync(p.state.configsHash, {force: true}) // a cut between the files and the hash regenerates them
+          writeStateFile(p.state, 'talosconfig', readFileSync(out.talosconfig, 'utf8'))
+          writeStateFile(p.state, 'controlPlaneConfig', readFileSync(out.controlPlane, 'utf8'))
+          writeStateFile(p.state, 'workerConfig', readFileSync(out.worker, 'utf8'))
+        } catch (error) {
+          if (!(error instanceof TalosctlError) || allPatches(m).length === 0) throw error
+          throw await invalidPatchError(error, i, base)
+        }
       })
-      secureStateFiles(p.state) // talosctl writes them 0644
-      await validateConfig(p.state.controlPlaneConfig)
-      if (i.workers.length > 0) await validateConfig(p.state.workerConfig)
       writeStateFile(p.state, 'configsHash', `${configsInputHash(i, render)}\n`)
     },
   }
+}
+
+/** Nodes that get a config of their own (their --node-patch entries applied to their role's). */
+function nodesWithPatches(i: InitInputs): string[] {
+  return [...new Set(i.machineConfig.nodePatches.map((p) => p.node))]
+}
+
+/** A node's config file: its role's, with that node's own patches applied when it has any. */
+async function renderNodeConfig(state: LocalState, i: InitInputs, node: string, outPath: string, roleFile?: string): Promise<string> {
+  const base = roleFile ?? (i.workers.includes(node) ? state.workerConfig : state.controlPlaneConfig)
+  const patches = patchesForNode(i.machineConfig, node).map((x) => x.yaml)
+  if (patches.length === 0) return base
+  await patchConfigFile({base, patches, outPath})
+  return outPath
+}
+
+/**
+ * The patch talosctl refused (gen config or validate), found by rendering with one patch at a
+ * time: exit 2 naming the flag and the file with talosctl's message (which names the field).
+ * Only on the failure path, so a valid set costs nothing extra.
+ */
+async function invalidPatchError(error: TalosctlError, i: InitInputs, base: Omit<Parameters<typeof genConfig>[0], 'outDir' | 'userPatches'>): Promise<IchorError> {
+  const culprit = await withPrivateTempDir('ichor-patch-check-', async (dir) => {
+    for (const {flag, patch} of allPatches(i.machineConfig)) {
+      const only = {all: [] as string[], controlPlane: [] as string[], worker: [] as string[]}
+      const node = flag.startsWith('--node-patch ') ? flag.slice('--node-patch '.length) : undefined
+      if (flag === '--config-patch') only.all.push(patch.yaml)
+      if (flag === '--config-patch-control-plane') only.controlPlane.push(patch.yaml)
+      if (flag === '--config-patch-worker') only.worker.push(patch.yaml)
+      try {
+        const out = await genConfig({...base, userPatches: only, outDir: dir})
+        const role = node ? (i.workers.includes(node) ? out.worker : out.controlPlane) : flag === '--config-patch-worker' ? out.worker : out.controlPlane
+        if (node) {
+          await patchConfigFile({base: role, patches: [patch.yaml], outPath: join(dir, 'node.yaml')})
+          await validateConfig(join(dir, 'node.yaml'))
+        } else {
+          await validateConfig(role)
+          if (flag === '--config-patch' && i.workers.length > 0) await validateConfig(out.worker)
+        }
+      } catch (e) {
+        if (e instanceof TalosctlError) return {flag, source: patch.source, message: e.talosctlMessage}
+        throw e
+      }
+    }
+    return undefined
+  })
+  if (!culprit) return new IchorError(`the machine configs with your patches are invalid: ${error.talosctlMessage}`, {exitCode: EXIT.usage})
+  return new IchorError(`${culprit.flag} ${culprit.source}: Talos refuses the patch: ${culprit.message}`, {exitCode: EXIT.usage, hint: 'fix the patch (talosctl validate --mode metal names the field); no node was touched'})
 }
 
 /**
@@ -124,7 +199,10 @@ export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen
     if (r.state === 'unreachable') throw new IchorError(`${role} ${node} did not answer before its config was applied (${r.message ?? 'no answer'})`)
     if (r.state !== 'maintenance') return
     try {
-      await applyConfig({node, file, insecure: true})
+      // A node with its own patches gets its role's config with them applied (rendered here, kept nowhere).
+      await withPrivateTempDir('ichor-node-config-', async (dir) => {
+        await applyConfig({node, file: await renderNodeConfig(p.state, p.inputs, node, join(dir, 'config.yaml'), file), insecure: true})
+      })
     } catch (error) {
       // Refused because another machine's config got there first: say so, as the probe would.
       const after = await reach(node)

@@ -1,0 +1,243 @@
+// The operator's part of the Talos machine configs: install disk, installer image and config
+// patches for every node, per role and per node, as `talosctl gen config` takes them
+// (--install-disk, --install-image, --config-patch, --config-patch-control-plane,
+// --config-patch-worker; `@FILE` or inline YAML). Patches are kept as text so a rerun, another
+// machine and a node added later render the same configs without the operator's files.
+// A patch may not set what ichor owns: refused with the path and the reason, before any node.
+import {readFileSync} from 'node:fs'
+import {parseAllDocuments} from 'yaml'
+import type {Issue} from '../errors/errors.js'
+import {nodeProblem} from '../init/inputs.js'
+
+/** One patch: where it came from (a file name or `inline`) and its YAML text. */
+export interface ConfigPatch {
+  source: string
+  yaml: string
+}
+
+export interface NodeConfigPatch extends ConfigPatch {
+  node: string
+}
+
+export interface MachineConfigInputs {
+  /** `talosctl gen config --install-disk`; absent: Talos's default (/dev/sda). */
+  installDisk?: string
+  /** `--install-image`, e.g. an Image Factory installer with a schematic for extensions. */
+  installImage?: string
+  /** For every node, then control planes only, then workers only, then per node: talosctl's order. */
+  patches: ConfigPatch[]
+  controlPlanePatches: ConfigPatch[]
+  workerPatches: ConfigPatch[]
+  nodePatches: NodeConfigPatch[]
+}
+
+export const NO_MACHINE_CONFIG_INPUTS: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+
+export interface MachineConfigFlags {
+  installDisk?: string
+  installImage?: string
+  configPatch?: string[]
+  configPatchControlPlane?: string[]
+  configPatchWorker?: string[]
+  /** `ADDRESS=@FILE` or `ADDRESS=YAML`. */
+  nodePatch?: string[]
+}
+
+/** Whether any machine-config flag was given (an omitted one keeps what the cluster stores). */
+export function machineConfigFlagsGiven(f: MachineConfigFlags): boolean {
+  return f.installDisk !== undefined || f.installImage !== undefined || [f.configPatch, f.configPatchControlPlane, f.configPatchWorker, f.nodePatch].some((l) => (l?.length ?? 0) > 0)
+}
+
+const DISK = /^\/dev\/[A-Za-z0-9/_.:-]+$/
+
+/**
+ * The flags read into inputs: files read, YAML parsed, owned fields refused. Every problem is
+ * an issue naming the flag and the file; nothing is read from the cluster here.
+ */
+export function readMachineConfigFlags(f: MachineConfigFlags, nodes: {controlPlanes: string[]; workers: string[]}, issues: Issue[]): MachineConfigInputs {
+  const issue = (path: string, message: string) => issues.push({path, message})
+  if (f.installDisk !== undefined && !DISK.test(f.installDisk)) issue('--install-disk', `"${f.installDisk}" is not a device path (e.g. /dev/sda, /dev/nvme0n1)`)
+  if (f.installImage !== undefined && !/^[a-z0-9][\w./:@-]*$/i.test(f.installImage)) issue('--install-image', `"${f.installImage}" is not an image reference (e.g. factory.talos.dev/metal-installer/<schematic>:v1.14.1)`)
+  const read = (flag: string, args: string[] | undefined) => (args ?? []).map((a) => readPatchArg(a, flag, issues)).filter((p): p is ConfigPatch => p !== undefined)
+  const inputs: MachineConfigInputs = {
+    installDisk: f.installDisk,
+    installImage: f.installImage,
+    patches: read('--config-patch', f.configPatch),
+    controlPlanePatches: read('--config-patch-control-plane', f.configPatchControlPlane),
+    workerPatches: read('--config-patch-worker', f.configPatchWorker),
+    nodePatches: [],
+  }
+  const known = new Set([...nodes.controlPlanes, ...nodes.workers])
+  for (const arg of f.nodePatch ?? []) {
+    const eq = arg.indexOf('=')
+    const node = eq > 0 ? arg.slice(0, eq) : ''
+    if (!node || nodeProblem(node)) {
+      issue('--node-patch', `"${arg.slice(0, 60)}" is not ADDRESS=@FILE or ADDRESS=YAML (ADDRESS: a node given with --control-plane or --worker)`)
+      continue
+    }
+    if (known.size > 0 && !known.has(node)) issue('--node-patch', `${node} is not a node of this cluster (given: ${[...known].join(', ')})`)
+    const patch = readPatchArg(arg.slice(eq + 1), `--node-patch ${node}`, issues)
+    if (patch) inputs.nodePatches.push({node, ...patch})
+  }
+  for (const [flag, list] of [['--config-patch', inputs.patches], ['--config-patch-control-plane', inputs.controlPlanePatches], ['--config-patch-worker', inputs.workerPatches]] as const) {
+    for (const p of list) issues.push(...ownedFieldIssues(p, flag, {noWorker: nodes.workers.length === 0}))
+  }
+  for (const p of inputs.nodePatches) issues.push(...ownedFieldIssues(p, `--node-patch ${p.node}`, {noWorker: nodes.workers.length === 0}))
+  return inputs
+}
+
+/** `@FILE` read from disk, anything else taken as inline YAML (talosctl's two forms). */
+function readPatchArg(arg: string, flag: string, issues: Issue[]): ConfigPatch | undefined {
+  let source = 'inline'
+  let yaml = arg
+  if (arg.startsWith('@')) {
+    source = arg.slice(1)
+    try {
+      yaml = readFileSync(source, 'utf8')
+    } catch (error) {
+      issues.push({path: flag, message: `cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`})
+      return undefined
+    }
+  }
+  const docs = parseAllDocuments(yaml)
+  const bad = (Array.isArray(docs) ? docs : [docs]).flatMap((d) => d.errors)
+  if (bad.length > 0) {
+    issues.push({path: flag, message: `${source}: not YAML (${bad[0]!.message.split('\n')[0]})`})
+    return undefined
+  }
+  if (yaml.trim() === '') {
+    issues.push({path: flag, message: `${source}: the patch is empty`})
+    return undefined
+  }
+  return {source, yaml: yaml.endsWith('\n') ? yaml : `${yaml}\n`}
+}
+
+// What ichor renders or derives itself (src/lib/talos/patches.ts, the secrets bundle, --endpoint,
+// --cluster-name): a user patch over these would break Cilium's bootstrap, its hand-over to Helm,
+// or the cluster's identity. Paths are the v1alpha1 document's; kinds the multi-document ones
+// (Talos pkg/machinery/config/types/v1alpha1 and k8s, v1.14.1).
+const SECRETS = 'the cluster secrets come from ichor\'s Talos secrets bundle (never regenerated)'
+const OWNED_PATHS: [string, string][] = [
+  ['cluster.network.cni', 'ichor sets the CNI to none: Cilium is installed by ichor'],
+  ['cluster.proxy', 'kube-proxy is ichor\'s: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later'],
+  ['cluster.inlineManifests', 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm'],
+  ['cluster.externalCloudProvider.manifests', 'manifests outside ichor\'s stack are not handed over'],
+  ['machine.features.kubePrism', 'KubePrism on 7445 is where Cilium reaches the API server'],
+  ['cluster.controlPlane.endpoint', 'the endpoint is --endpoint'],
+  ['cluster.clusterName', 'the cluster name is --cluster-name'],
+  ['machine.type', 'the role is --control-plane or --worker'],
+  ['machine.token', SECRETS], ['machine.ca', SECRETS], ['cluster.id', SECRETS], ['cluster.secret', SECRETS], ['cluster.token', SECRETS],
+  ['cluster.ca', SECRETS], ['cluster.aggregatorCA', SECRETS], ['cluster.serviceAccount', SECRETS], ['cluster.etcd.ca', SECRETS],
+  ['cluster.secretboxEncryptionSecret', SECRETS], ['cluster.aescbcEncryptionSecret', SECRETS], ['cluster.acceptedCAs', SECRETS],
+]
+const OWNED_KINDS: Record<string, string> = {
+  KubeFlannelCNIConfig: 'ichor removes flannel: Cilium is installed by ichor',
+  KubeProxyConfig: 'kube-proxy is ichor\'s: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later',
+  KubeInlineManifestConfig: 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm',
+  KubePrismConfig: 'KubePrism on 7445 is where Cilium reaches the API server',
+  KubeClusterConfig: 'the cluster name and endpoint are --cluster-name and --endpoint',
+  DiscoveryIdentityConfig: SECRETS,
+  KubeAPIServerCAConfig: SECRETS,
+  KubeAggregatorCAConfig: SECRETS,
+  KubeServiceAccountConfig: SECRETS,
+  EtcdCAConfig: SECRETS,
+}
+
+/** The owned fields a patch sets (strategic merge or JSON 6902), each an issue with path and reason. */
+export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWorker: boolean}): Issue[] {
+  const issues: Issue[] = []
+  const refuse = (path: string, why: string) => issues.push({path: flag, message: `${patch.source}: ${path} is set by ichor (${why})`})
+  const owned = [...OWNED_PATHS, ...(opts.noWorker ? [['cluster.allowSchedulingOnControlPlanes', 'ichor lets a cluster without workers schedule on its control planes'] as [string, string]] : [])]
+  const check = (path: string) => {
+    const hit = owned.find(([p]) => path === p || path.startsWith(`${p}.`) || p.startsWith(`${path}.`))
+    if (hit) refuse(hit[0] === path || path.startsWith(`${hit[0]}.`) ? path : hit[0], hit[1])
+  }
+  for (const doc of parseAllDocuments(patch.yaml) as ReturnType<typeof parseAllDocuments> & unknown[]) {
+    const js = doc.toJS() as unknown
+    if (Array.isArray(js)) {
+      // JSON 6902: a list of operations, each with a JSON pointer.
+      for (const op of js as {path?: unknown}[]) if (typeof op?.path === 'string') check(op.path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.'))
+      continue
+    }
+    if (!js || typeof js !== 'object') continue
+    const obj = js as Record<string, unknown>
+    if (typeof obj.kind === 'string') {
+      if (OWNED_KINDS[obj.kind]) refuse(`kind ${obj.kind}`, OWNED_KINDS[obj.kind]!)
+      else if (obj.kind === 'KubeNodeConfig' && opts.noWorker && obj.taints !== undefined) refuse('KubeNodeConfig taints', 'ichor lets a cluster without workers schedule on its control planes')
+      continue
+    }
+    for (const path of leafPaths(obj)) check(path)
+  }
+  return dedupe(issues)
+}
+
+function leafPaths(value: unknown, prefix = ''): string[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return prefix ? [prefix] : []
+  // `$patch: delete` removes the map it sits in, with everything under it.
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => (k === '$patch' ? [prefix] : leafPaths(v, prefix ? `${prefix}.${k}` : k)))
+}
+
+function dedupe(issues: Issue[]): Issue[] {
+  const seen = new Set<string>()
+  return issues.filter((i) => !seen.has(i.message) && seen.add(i.message))
+}
+
+/** A node's own patches, applied after the generated config of its role. */
+export function patchesForNode(inputs: MachineConfigInputs, node: string): ConfigPatch[] {
+  return inputs.nodePatches.filter((p) => p.node === node)
+}
+
+/** What the IchorInstallation stores: only what was set (undefined when nothing), so a cluster without any keeps its spec. */
+export function storedMachineConfig(inputs: MachineConfigInputs): Partial<MachineConfigInputs> | undefined {
+  const out: Partial<MachineConfigInputs> = {}
+  if (inputs.installDisk !== undefined) out.installDisk = inputs.installDisk
+  if (inputs.installImage !== undefined) out.installImage = inputs.installImage
+  for (const k of ['patches', 'controlPlanePatches', 'workerPatches'] as const) if (inputs[k].length > 0) out[k] = inputs[k].map(({source, yaml}) => ({source, yaml}))
+  if (inputs.nodePatches.length > 0) out.nodePatches = inputs.nodePatches.map(({node, source, yaml}) => ({node, source, yaml}))
+  return Object.keys(out).length > 0 ? out : undefined
+}
+
+/** Every patch with the flag that gave it, for messages that name the file. */
+export function allPatches(inputs: MachineConfigInputs): {flag: string; patch: ConfigPatch}[] {
+  return [
+    ...inputs.patches.map((patch) => ({flag: '--config-patch', patch})),
+    ...inputs.controlPlanePatches.map((patch) => ({flag: '--config-patch-control-plane', patch})),
+    ...inputs.workerPatches.map((patch) => ({flag: '--config-patch-worker', patch})),
+    ...inputs.nodePatches.map((patch) => ({flag: `--node-patch ${patch.node}`, patch})),
+  ]
+}
+
+/** Talos's install disk when none is given (`talosctl gen config --install-disk` default, v1.14.1). */
+export const TALOS_DEFAULT_INSTALL_DISK = '/dev/sda'
+
+/**
+ * The disk a node installs onto and which input says so: the last patch that sets it (the node's
+ * own, then its role's, then every node's: the reverse of the order they apply in), else
+ * --install-disk, else Talos's default. A selector other than `disk.dev_path == "X"` is not
+ * resolved here (undefined disk): Talos matches it on the machine.
+ */
+export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 'controlplane' | 'worker'): {disk?: string; from: string} {
+  const rolePatches = role === 'worker' ? inputs.workerPatches : inputs.controlPlanePatches
+  const ordered = [
+    ...patchesForNode(inputs, node).map((p) => ({flag: `--node-patch ${node}`, p})),
+    ...rolePatches.map((p) => ({flag: role === 'worker' ? '--config-patch-worker' : '--config-patch-control-plane', p})),
+    ...inputs.patches.map((p) => ({flag: '--config-patch', p})),
+  ]
+  for (const {flag, p} of ordered) {
+    const found = diskInPatch(p.yaml)
+    if (found) return {disk: found.disk, from: `${flag} ${p.source}`}
+  }
+  return inputs.installDisk ? {disk: inputs.installDisk, from: '--install-disk'} : {disk: TALOS_DEFAULT_INSTALL_DISK, from: 'Talos\'s default (--install-disk)'}
+}
+
+function diskInPatch(yaml: string): {disk?: string} | undefined {
+  let found: {disk?: string} | undefined
+  for (const doc of parseAllDocuments(yaml) as unknown as {toJS(): unknown}[]) {
+    const js = doc.toJS() as Record<string, any> | null // eslint-disable-line @typescript-eslint/no-explicit-any
+    if (!js || typeof js !== 'object' || Array.isArray(js)) continue
+    const match = js.kind === 'UnattendedInstallConfig' ? js.provisioning?.diskSelector?.match : undefined
+    if (typeof match === 'string') found = {disk: /^disk\.dev_path == "([^"]+)"$/.exec(match.trim())?.[1]}
+    else if (typeof js.machine?.install?.disk === 'string') found = {disk: js.machine.install.disk}
+  }
+  return found
+}

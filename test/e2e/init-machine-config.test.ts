@@ -1,0 +1,91 @@
+// ichor init with the operator's machine-config inputs (issue 22): install disk, installer
+// image, a control-plane patch, a worker patch and a per-node hostname, on one harness cluster
+// (real apiserver, helm, registry, talosctl gen/validate/machineconfig patch; SIMULATED Talos
+// nodes whose `get disks` lists /dev/sda and /dev/nvme0n1). Refusals come first: each must leave
+// every node in maintenance mode.
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube} from '../../src/lib/kube/client.js'
+import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, jsonEvents, type HarnessCluster} from '../harness/cluster.js'
+import {canonicalDump, nodeConfig} from '../harness/dump.js'
+
+const IMAGE = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245:v1.14.1'
+
+describe('ichor init with an install disk, an installer image, role patches and a per-node hostname', () => {
+  let h: HarnessCluster
+  let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string}
+  const untouched = () => [CONTROL_PLANE, WORKER].every((ip) => !existsSync(join(h.nodes.stateDir, `node-${ip}.json`)) || JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode === 'maintenance')
+  beforeAll(async () => {
+    h = await startHarnessCluster()
+    const write = (name: string, text: string) => {
+      const path = join(h.nodes.workDir, name)
+      writeFileSync(path, text)
+      return path
+    }
+    files = {
+      cp: write('cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n'),
+      cp2: write('cp2.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "128"\n'),
+      worker: write('worker.yaml', 'apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'),
+      host: write('w1.yaml', 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'),
+      cni: write('cni.yaml', 'cluster:\n  network:\n    cni:\n      name: flannel\n'),
+      bad: write('bad.yaml', 'machine:\n  bogusField: 1\n'),
+    }
+  }, 600_000)
+  afterAll(async () => h?.stop())
+
+  const machineArgs = () => ['--install-disk', '/dev/nvme0n1', '--install-image', IMAGE, '--config-patch-control-plane', `@${files.cp}`, '--config-patch-worker', `@${files.worker}`, '--node-patch', `${WORKER}=@${files.host}`]
+
+  it('refuses an owned-field patch, an invalid patch and a disk the node does not have with exit 2, before any node is touched', async () => {
+    const owned = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch', `@${files.cni}`], h.env)
+    expect(owned.code, owned.stderr).toBe(2)
+    expect(owned.stderr).toContain(`--config-patch: ${files.cni}: cluster.network.cni.name is set by ichor (ichor sets the CNI to none`)
+    const invalid = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch-worker', `@${files.bad}`], h.env)
+    expect(invalid.code, invalid.stderr).toBe(2)
+    expect(`${invalid.stdout}${invalid.stderr}`).toMatch(new RegExp(`--config-patch-worker ${files.bad}: Talos refuses the patch: .*bogusField`))
+    // The dry run reads the disks of the machines in maintenance mode (a real run does the same in the same step).
+    const dry = await runIchor([...h.initArgs, '--dry-run', '--install-disk', '/dev/vdb'], h.env)
+    expect(dry.code, dry.stderr).toBe(2)
+    expect(`${dry.stdout}${dry.stderr}`).toContain(`/dev/vdb (from --install-disk) is not a disk of ${CONTROL_PLANE}; its disks: /dev/sda, /dev/nvme0n1`)
+    expect(`${dry.stdout}${dry.stderr}`).toContain(`/dev/vdb (from --install-disk) is not a disk of ${WORKER}`)
+    expect(dry.stderr).toContain(`Talos will be installed onto /dev/vdb of ${WORKER} (--install-disk); its contents are erased`)
+    expect(untouched()).toBe(true)
+  }, 300_000)
+
+  it('converges; the nodes\' configs carry them; a rerun without the flags changes nothing; a changed patch is refused naming it', async () => {
+    const first = await runIchor([...h.initArgs, ...machineArgs(), '--json'], h.env)
+    expect(first.code, `${first.stderr.slice(-3000)}`).toBe(0)
+    const cp = nodeConfig(h, CONTROL_PLANE)
+    const w = nodeConfig(h, WORKER)
+    for (const config of [cp, w]) {
+      expect(config).toContain('disk.dev_path == "/dev/nvme0n1"')
+      expect(config).toContain(IMAGE)
+    }
+    expect(cp).toContain('vm.nr_hugepages: "64"')
+    expect(w).not.toContain('vm.nr_hugepages')
+    expect(w).toMatch(/tier: storage/)
+    expect(w).toMatch(/kind: HostnameConfig\s*\n(.*\n)*?hostname: w1/)
+    expect(cp).not.toMatch(/hostname: w1/)
+
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const cr = await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(cr?.spec.talos.machineConfig).toMatchObject({
+      installDisk: '/dev/nvme0n1', installImage: IMAGE,
+      controlPlanePatches: [{source: files.cp, yaml: readFileSync(files.cp, 'utf8')}],
+      workerPatches: [{source: files.worker}], nodePatches: [{node: WORKER, source: files.host}],
+    })
+    const dump = await canonicalDump(kube, h)
+
+    const again = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(again.code, again.stderr.slice(-2000)).toBe(0)
+    expect(jsonEvents(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
+    expect(await canonicalDump(kube, h)).toEqual(dump)
+    expect(nodeConfig(h, WORKER)).toBe(w)
+
+    const changed = await runIchor([...h.initArgs, '--config-patch-control-plane', `@${files.cp2}`], h.env)
+    expect(changed.code, changed.stderr).toBe(2)
+    expect(changed.stderr).toMatch(/--config-patch-control-plane: differs from the control-plane patches the cluster stores/)
+    expect(nodeConfig(h, CONTROL_PLANE)).toBe(cp)
+  }, 600_000)
+})

@@ -1,0 +1,225 @@
+// The operator's part of the Talos machine configs (issue 22): install disk, installer image,
+// config patches per cluster, role and node; owned fields refused; stored settings kept on a
+// rerun; the configs rendered and validated by the real talosctl v1.14.1 before any node.
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parseAllDocuments} from 'yaml'
+import {IchorError, ValidationError, type Issue} from '../../src/lib/errors/errors.js'
+import {installDiskLines, keepStoredMachineConfig} from '../../src/lib/init/init.js'
+import {checkInitInputs, type InitFlags} from '../../src/lib/init/inputs.js'
+import type {InitRender} from '../../src/lib/init/render.js'
+import {prepareStateDir, localState} from '../../src/lib/state/local.js'
+import {ownedFieldIssues, readMachineConfigFlags, type MachineConfigInputs} from '../../src/lib/talos/machine-config.js'
+import {renderTalosPatches} from '../../src/lib/talos/patches.js'
+import {machineConfigsTask} from '../../src/lib/talos/tasks.js'
+import {realTalosctlPath} from '../harness/talosctl.js'
+
+let dir: string
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'ichor-mc-'))
+})
+afterAll(() => rmSync(dir, {recursive: true, force: true}))
+
+const file = (name: string, text: string) => {
+  const path = join(dir, name)
+  writeFileSync(path, text)
+  return path
+}
+const nodes = {controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11']}
+const owned = (yaml: string, noWorker = false) => ownedFieldIssues({source: 'p.yaml', yaml}, '--config-patch', {noWorker}).map((i) => i.message)
+
+describe('init machine-config flags', () => {
+  it('Given @FILE and inline YAML patches per role and a node patch, Then each is read with its source, in talosctl\'s order', () => {
+    const cp = file('cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "128"\n')
+    const issues: Issue[] = []
+    const m = readMachineConfigFlags({installDisk: '/dev/nvme0n1', installImage: 'factory.talos.dev/metal-installer/abc:v1.14.1', configPatch: ['machine:\n  install:\n    wipe: false'], configPatchControlPlane: [`@${cp}`], nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off']}, nodes, issues)
+    expect(issues).toEqual([])
+    expect(m.installDisk).toBe('/dev/nvme0n1')
+    expect(m.patches).toEqual([{source: 'inline', yaml: 'machine:\n  install:\n    wipe: false\n'}])
+    expect(m.controlPlanePatches[0]!.source).toBe(cp)
+    expect(m.nodePatches).toEqual([{node: '192.0.2.11', source: 'inline', yaml: 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'}])
+  })
+
+  it('Given a missing file, a non-YAML patch, a node patch for an unknown node and a disk that is not a path, Then each is an issue naming its flag', () => {
+    const issues: Issue[] = []
+    readMachineConfigFlags({installDisk: 'nvme0n1', configPatchWorker: ['@/nonexistent/w.yaml'], configPatch: ['a: [b'], nodePatch: ['192.0.2.99=@/x.yaml', 'nonsense']}, nodes, issues)
+    expect(issues.map((i) => i.path)).toEqual(['--install-disk', '--config-patch', '--config-patch-worker', '--node-patch', '--node-patch 192.0.2.99', '--node-patch'])
+    expect(issues[0]!.message).toMatch(/not a device path \(e\.g\. \/dev\/sda, \/dev\/nvme0n1\)/)
+    expect(issues[2]!.message).toMatch(/cannot read \/nonexistent\/w\.yaml: ENOENT/)
+  })
+
+  it('Given patches over what ichor owns (CNI, kube-proxy, inline manifests, KubePrism, endpoint, secrets), Then each is refused with its path and reason', () => {
+    expect(owned('cluster:\n  network:\n    cni:\n      name: flannel\n')).toEqual(['p.yaml: cluster.network.cni.name is set by ichor (ichor sets the CNI to none: Cilium is installed by ichor)'])
+    expect(owned('cluster:\n  proxy:\n    disabled: false\n')[0]).toMatch(/cluster\.proxy\.disabled is set by ichor \(kube-proxy is ichor's/)
+    expect(owned('cluster:\n  inlineManifests: []\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
+    expect(owned('apiVersion: v1alpha1\nkind: KubePrismConfig\nport: 7446\n')[0]).toMatch(/kind KubePrismConfig is set by ichor \(KubePrism on 7445/)
+    expect(owned('apiVersion: v1alpha1\nkind: KubeProxyConfig\nenabled: true\n')[0]).toMatch(/kind KubeProxyConfig is set by ichor/)
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: x\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
+    expect(owned('- op: replace\n  path: /cluster/controlPlane/endpoint\n  value: https://x:6443\n')[0]).toMatch(/cluster\.controlPlane\.endpoint is set by ichor \(the endpoint is --endpoint\)/)
+    expect(owned('cluster:\n  secretboxEncryptionSecret: abc\n')[0]).toMatch(/secrets bundle/)
+    expect(owned('machine:\n  features:\n    kubePrism:\n      enabled: false\n')[0]).toMatch(/machine\.features\.kubePrism\.enabled/)
+    expect(owned('cluster:\n  allowSchedulingOnControlPlanes: false\n', true)[0]).toMatch(/without workers/)
+    // a delete of a parent takes the owned field with it
+    expect(owned('cluster:\n  network:\n    $patch: delete\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
+    // what is the operator's: disks, images, hostnames, addresses, sysctls, extensions
+    expect(owned('machine:\n  install:\n    disk: /dev/nvme0n1\n  network:\n    interfaces:\n      - interface: eth0\n        addresses: [192.0.2.11/24]\n')).toEqual([])
+    expect(owned('apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-1\nauto: off\n')).toEqual([])
+    expect(owned('cluster:\n  allowSchedulingOnControlPlanes: true\n')).toEqual([])
+    expect(owned('cluster: {}\n')).toEqual([])
+  })
+
+  it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {
+    const p = file('bad-cni.yaml', 'cluster:\n  network:\n    cni:\n      name: custom\n')
+    const flags: InitFlags = {clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes, machineConfig: {configPatchControlPlane: [`@${p}`]}}
+    let error: unknown
+    try {
+      checkInitInputs(flags, {requireNodes: true})
+    } catch (e) {
+      error = e
+    }
+    expect(error).toBeInstanceOf(ValidationError)
+    expect((error as ValidationError).exitCode).toBe(2)
+    expect((error as ValidationError).message).toContain(`--config-patch-control-plane: ${p}: cluster.network.cni.name is set by ichor`)
+  })
+})
+
+describe('keepStoredMachineConfig (a rerun)', () => {
+  const stored: Partial<MachineConfigInputs> = {installDisk: '/dev/nvme0n1', controlPlanePatches: [{source: '/home/a/cp.yaml', yaml: 'x: 1\n'}]}
+  const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+  it('Given no machine-config flag, Then the stored ones are kept', () => {
+    const issues: Issue[] = []
+    expect(keepStoredMachineConfig({}, none, stored, issues)).toEqual({...none, installDisk: '/dev/nvme0n1', installImage: undefined, controlPlanePatches: stored.controlPlanePatches})
+    expect(issues).toEqual([])
+  })
+  it('Given the same patch from another file name, Then it is accepted; a different disk or patch is refused naming the flag', () => {
+    const issues: Issue[] = []
+    keepStoredMachineConfig({configPatchControlPlane: ['@other.yaml']}, {...none, controlPlanePatches: [{source: 'other.yaml', yaml: 'x: 1\n'}]}, stored, issues)
+    expect(issues).toEqual([])
+    keepStoredMachineConfig({installDisk: '/dev/sda', configPatchControlPlane: ['x: 2']}, {...none, installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]}, stored, issues)
+    expect(issues.map((i) => i.path)).toEqual(['--install-disk', '--config-patch-control-plane'])
+    expect(issues[0]!.message).toMatch(/differs from the install disk the cluster stores/)
+  })
+})
+
+describe('keepStoredMachineConfig: node patches, one node at a time', () => {
+  const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+  const host = (node: string, name: string) => ({node, source: `${name}.yaml`, yaml: `apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: ${name}\nauto: off\n`})
+  const stored: Partial<MachineConfigInputs> = {nodePatches: [host('192.0.2.11', 'w1')]}
+  it('Given a node added later with its own --node-patch, Then its patch is taken and the stored ones of the other nodes are kept', () => {
+    const issues: Issue[] = []
+    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.12=@w2.yaml']}, {...none, nodePatches: [host('192.0.2.12', 'w2')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
+    expect(issues).toEqual([])
+    expect(kept.nodePatches).toEqual([host('192.0.2.11', 'w1'), host('192.0.2.12', 'w2')])
+  })
+  it('Given a different --node-patch for a node the cluster has, Then it is refused naming that node', () => {
+    const issues: Issue[] = []
+    keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
+    expect(issues).toEqual([{path: '--node-patch 192.0.2.11', message: expect.stringMatching(/differs from the node patches the cluster stores for 192\.0\.2\.11/)}])
+  })
+})
+
+describe('the install disk each node is told about', () => {
+  it('Given --install-disk and one node whose own patch selects another disk, Then each node\'s line names its disk and where it comes from', () => {
+    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11'], machineConfig: {
+      installDisk: '/dev/nvme0n1', nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == "/dev/sdb"'],
+    }}, {requireNodes: true})
+    expect(installDiskLines(inputs)).toEqual([
+      'Talos will be installed onto /dev/nvme0n1 of 192.0.2.10 (--install-disk); its contents are erased (a node already configured keeps its installation)',
+      'Talos will be installed onto /dev/sdb of 192.0.2.11 (--node-patch 192.0.2.11 inline); its contents are erased (a node already configured keeps its installation)',
+    ])
+  })
+})
+
+describe('machine configs rendered with the real talosctl v1.14.1', () => {
+  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>) => {
+    process.env.ICHOR_TALOSCTL = realTalosctlPath()
+    const state = existing ?? localState('c', mkdtempSync(join(dir, 'state-')))
+    if (!existing) {
+      prepareStateDir(state)
+      execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
+    }
+    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes}, {requireNodes: true})
+    const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: 'replaced', ciliumManifest: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n'})
+    const task = machineConfigsTask({state, inputs: {...inputs, machineConfig}, render: async () => ({talos}) as InitRender})
+    await task.run(() => undefined)
+    return state
+  }
+
+  it('Given an install disk, an installer image, a control-plane and a worker patch, Then the generated configs carry them and pass talosctl validate', async () => {
+    const image = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245:v1.14.1'
+    const state = await run({
+      installDisk: '/dev/nvme0n1', installImage: image, patches: [],
+      controlPlanePatches: [{source: 'cp.yaml', yaml: 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n'}],
+      workerPatches: [{source: 'w.yaml', yaml: 'apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: worker\n'}],
+      nodePatches: [{node: '192.0.2.11', source: 'w1.yaml', yaml: 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'}],
+    })
+    const cp = readFileSync(state.controlPlaneConfig, 'utf8')
+    const w = readFileSync(state.workerConfig, 'utf8')
+    for (const text of [cp, w]) {
+      expect(text).toContain('disk.dev_path == "/dev/nvme0n1"')
+      expect(text).toContain(image)
+    }
+    expect(cp).toContain('vm.nr_hugepages: "64"')
+    expect(w).not.toContain('vm.nr_hugepages')
+    expect(w).toContain('tier: worker')
+    expect(parseAllDocuments(cp).length).toBeGreaterThan(1)
+  }, 60_000)
+
+  it('Given a patch Talos refuses (an unknown field), Then exit 2 naming the flag, the file and the field', async () => {
+    const error = await run({
+      patches: [], controlPlanePatches: [{source: 'ok.yaml', yaml: 'machine:\n  sysctls:\n    a.b: "1"\n'}],
+      workerPatches: [{source: 'w-bad.yaml', yaml: 'machine:\n  bogusField: 1\n'}], nodePatches: [],
+    }).then(() => undefined, (e: unknown) => e)
+    expect(error).toBeInstanceOf(IchorError)
+    expect((error as IchorError).exitCode).toBe(2)
+    expect((error as IchorError).message).toMatch(/^--config-patch-worker w-bad\.yaml: Talos refuses the patch: .*bogusField/)
+  }, 60_000)
+
+  it('Given configs a cluster was made with, When a later run brings a patch Talos refuses, Then the state folder keeps its configs and their hash', async () => {
+    const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
+    const state = await run({...none, installDisk: '/dev/nvme0n1'})
+    const before = [state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))
+    const error = await run({...none, installDisk: '/dev/nvme0n1', patches: [{source: 'bad.yaml', yaml: 'machine:\n  network:\n    hostname: x\n'}]}, state).then(() => undefined, (e: unknown) => e)
+    expect((error as IchorError).exitCode).toBe(2)
+    expect([state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))).toEqual(before)
+  }, 60_000)
+
+  it('Given a node patch that makes the config invalid, Then exit 2 naming that node patch', async () => {
+    const error = await run({
+      patches: [], controlPlanePatches: [], workerPatches: [],
+      nodePatches: [{node: '192.0.2.10', source: 'cp-host.yaml', yaml: 'machine:\n  network:\n    hostname: cp-1\n'}],
+    }).then(() => undefined, (e: unknown) => e)
+    expect((error as IchorError).exitCode).toBe(2)
+    expect((error as IchorError).message).toMatch(/^--node-patch 192\.0\.2\.10 cp-host\.yaml: Talos refuses the patch: .*static hostname is already set/)
+  }, 60_000)
+})
+
+describe('ichor init --dry-run --output-dir with machine-config flags (the real talosctl renders the configs)', () => {
+  it('Given an install disk, role patches and a node hostname, Then every node\'s full config is written with no secret value, and a per-node summary names disk, image, patches and hostname', async () => {
+    const {spawnSync} = await import('node:child_process')
+    const {PROJECT_ROOT, UPSTREAM} = await import('../support/upstream.js')
+    const out = join(dir, 'dry')
+    const cp = file('dry-cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n')
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
+      '--mirror', UPSTREAM.dir, '--install-disk', '/dev/nvme0n1', '--config-patch-control-plane', `@${cp}`, '--node-patch', '192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off'],
+    {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath()}})
+    expect(r.status, r.stderr).toBe(0)
+    const cpConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.10.yaml'), 'utf8')
+    const wConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.11.yaml'), 'utf8')
+    expect(cpConfig).toContain('disk.dev_path == "/dev/nvme0n1"')
+    expect(cpConfig).toContain('vm.nr_hugepages: "64"')
+    expect(cpConfig).toContain('kind: KubeInlineManifestConfig')
+    expect(wConfig).toMatch(/kind: HostnameConfig\n(.*\n)*?hostname: w1/)
+    for (const text of [cpConfig, wConfig]) {
+      expect(text).not.toMatch(/PRIVATE KEY-----|^\s*token: [a-z0-9]{6}\.[a-z0-9]{16}/m)
+      expect(text).toMatch(/token: "?<left out by ichor --dry-run/)
+    }
+    const summary = readFileSync(join(out, 'talos', 'nodes.txt'), 'utf8')
+    expect(summary).toContain('192.0.2.10: control plane\n  install disk: /dev/nvme0n1 (--install-disk); its contents are erased')
+    expect(summary).toContain(`patches: --config-patch-control-plane ${cp}`)
+    expect(summary).toMatch(/192\.0\.2\.11: worker\n(.*\n)*  hostname: w1/)
+  }, 120_000)
+})
