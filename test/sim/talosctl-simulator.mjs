@@ -1161,21 +1161,25 @@ const fakeCert = () => ({crt: fakeB64(48), key: fakeB64(32)})
 function genSecrets(args) {
   const out = args.one('output-file') ?? 'secrets.yaml'
   if (existsSync(out) && !args.bool('force')) fail(`file "${out}" already exists, use --force to overwrite`)
-  const bundle = {
+  writeFileSync(out, stringify(fakeSecretsBundle()))
+}
+
+function fakeSecretsBundle() {
+  return {
     cluster: {id: fakeB64(), secret: fakeB64()},
     secrets: {bootstraptoken: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`, secretboxencryptionsecret: fakeB64()},
     trustdinfo: {token: `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`},
     certs: {etcd: fakeCert(), k8s: fakeCert(), k8saggregator: fakeCert(), k8sserviceaccount: {key: fakeB64(32)}, os: fakeCert()},
   }
-  writeFileSync(out, stringify(bundle))
 }
 
 /** Minimal stand-in of `gen config`: one v1alpha1 document per type, patches applied the Talos way. */
 function genConfig(args) {
   const [, , clusterName, endpoint] = args.positionals
   if (!clusterName || !endpoint) fail('gen config: accepts 2 arg(s): cluster name and endpoint')
-  const secretsPath = args.one('with-secrets') ?? fail('gen config: the simulator needs --with-secrets')
-  const secrets = parseDocs(readFileSync(secretsPath, 'utf8'), 'secrets bundle')[0]
+  // Without --with-secrets, talosctl generates a new bundle for this config (cmd/talosctl/cmd/gen/config.go).
+  const secretsPath = args.one('with-secrets')
+  const secrets = secretsPath ? parseDocs(readFileSync(secretsPath, 'utf8'), 'secrets bundle')[0] : fakeSecretsBundle()
   const outDir = args.one('output') ?? args.one('output-dir') ?? '.'
   mkdirSync(outDir, {recursive: true})
   const k8sVersion = (args.one('kubernetes-version') ?? '1.37.0').replace(/^v/, '')
