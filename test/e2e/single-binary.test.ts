@@ -38,8 +38,9 @@ function binary(args: string[], env: Record<string, string> = {}) {
 
 function npmBuild(args: string[], env: Record<string, string> = {}) {
   // The binary's HOME, so both keep the autocomplete cache in one place; not vitest's NODE_ENV=test,
-  // under which oclif adds developer warnings (@oclif/core 4.14 lib/util/util.js isProd).
-  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), HOME: join(work, 'home'), XDG_CACHE_HOME: '', NODE_ENV: '', ...env}})
+  // under which oclif adds developer warnings (@oclif/core 4.14 lib/util/util.js isProd); and no
+  // CI, which the binary's empty environment lacks too (oclif's action spinner writes otherwise).
+  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), HOME: join(work, 'home'), XDG_CACHE_HOME: '', NODE_ENV: '', CI: '', ...env}})
 }
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
