@@ -5,13 +5,13 @@
 // very templates it runs. What the record does not keep: values.yaml's comments (the values
 // are a parsed map) and subcharts (Chart's dependencies are not serialised): a chart with
 // dependencies is refused.
-import {gunzipSync} from 'node:zlib'
 import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {openPrivateTempDir, writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Kube} from '../kube/client.js'
 import {buildBundle} from '../oci/bundle.js'
 import {toYaml} from '../yaml/emit.js'
+import {releaseRecordJson, type ReleaseSecret} from './release.js'
 
 interface ChartFile {
   name: string
@@ -30,12 +30,8 @@ interface RecordChart {
 
 /** The chart of the record in Secret `secretName`, rebuilt as a .tgz in a private folder removed at exit; its path. */
 export async function chartFromReleaseRecord(kube: Kube, namespace: string, secretName: string): Promise<{path: string; name: string; version: string}> {
-  const secret = await kube.request<{data?: {release?: string}}>('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`)
-  const field = secret.data?.release
-  if (!field) throw new IchorError(`Helm release Secret ${namespace}/${secretName} has no data.release`)
-  const payload = Buffer.from(Buffer.from(field, 'base64').toString('utf8'), 'base64')
-  const json = payload[0] === 0x1f && payload[1] === 0x8b ? gunzipSync(payload).toString('utf8') : payload.toString('utf8')
-  const chart = (JSON.parse(json) as {chart?: RecordChart}).chart
+  const secret = await kube.request<ReleaseSecret>('GET', `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secretName)}`)
+  const chart = (JSON.parse(releaseRecordJson(secret)) as {chart?: RecordChart}).chart
   const name = chart?.metadata?.name
   const version = chart?.metadata?.version
   if (!chart || !name || !version) throw new IchorError(`Helm release Secret ${namespace}/${secretName} holds no chart`)

@@ -363,17 +363,22 @@ export async function readReleaseRecord(kube: Kube, release: string, namespace: 
   return newest ? decodeReleaseSecret(newest.secret) : undefined
 }
 
+/** The release record's JSON text, as Helm's Secret driver stored it (see decodeReleaseSecret). */
+export function releaseRecordJson(secret: ReleaseSecret): string {
+  const field = secret.data?.release
+  if (!field) throw new IchorError(`Helm release Secret ${secret.metadata?.name ?? '(unnamed)'} has no data.release`)
+  const helmPayload = Buffer.from(Buffer.from(field, 'base64').toString('utf8'), 'base64')
+  // Helm gzips the record; it also reads uncompressed JSON, so do we.
+  return helmPayload[0] === 0x1f && helmPayload[1] === 0x8b ? gunzipSync(helmPayload).toString('utf8') : helmPayload.toString('utf8')
+}
+
 /**
  * Helm's Secret driver stores `data.release` = base64(gzip(JSON)); the API then base64s
  * that again as Secret data, so the field read through the API is base64 of base64.
  */
 export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
   const name = secret.metadata?.name ?? '(unnamed)'
-  const field = secret.data?.release
-  if (!field) throw new IchorError(`Helm release Secret ${name} has no data.release`)
-  const helmPayload = Buffer.from(Buffer.from(field, 'base64').toString('utf8'), 'base64')
-  // Helm gzips the record; it also reads uncompressed JSON, so do we.
-  const json = helmPayload[0] === 0x1f && helmPayload[1] === 0x8b ? gunzipSync(helmPayload).toString('utf8') : helmPayload.toString('utf8')
+  const json = releaseRecordJson(secret)
   let rel: HelmReleaseJson
   try {
     rel = JSON.parse(json) as HelmReleaseJson
