@@ -15,7 +15,7 @@ import {readBundleDrift, readPublishedManifest} from '../../src/lib/stack/drift.
 import {parseObjects} from '../../src/lib/stack/objects.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
-import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {jsonResult, runIchor, startHarnessCluster, type HarnessCluster} from '../harness/cluster.js'
 import {doneTaskIds, killBeforeTask, pausedWhile, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {FAULT_LABEL} from '../harness/kwok.js'
@@ -31,7 +31,6 @@ let oci: OciClient
 let day2: string[]
 let assets: string[]
 
-const endEvent = (r: CliRun) => jsonEvents(r).find((e) => e.event === 'end') as {ok: boolean; changed: boolean} | undefined
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}, opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...day2, ...assets], {...h.env, ...env}, opts)
 const status = async () => {
   const run = await runIchor(['stack', 'status', '-o', 'json', ...day2], h.env)

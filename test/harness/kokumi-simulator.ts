@@ -555,7 +555,6 @@ export function normalizeYaml(content: string): Normalized {
 
 function libyamlRefuses(source: string): string | undefined {
   // #x9 | #xA | #xD | [#x20-#x7E] | #x85 | [#xA0-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
-  // eslint-disable-next-line no-control-regex
   const bad = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff]/.exec(source)
   if (bad) return `yaml: control characters are not allowed`
   const directive = /^%YAML[ \t]+(\d+)\.(\d+)/m.exec(source)

@@ -8,7 +8,6 @@ import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
 import {terminal} from '../support/terminal.js'
 
-const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
 function ichor(args: string[], env: Record<string, string> = {}): Promise<CliResult> {

@@ -2,7 +2,7 @@
 // and dry runs that only probe. Output is checked in tasks-output.test.ts.
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {runTasks, TaskFailedError, type Task} from '../../src/lib/tasks/engine.js'
+import {runTasks, TaskFailedError} from '../../src/lib/tasks/engine.js'
 import {bindTasks, type WorldTask} from '../support/context-tasks.js'
 import type {RunResult, TaskRenderer} from '../../src/lib/tasks/types.js'
 
