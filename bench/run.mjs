@@ -10,6 +10,7 @@
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
 //   stack-day2  `stack status`, a no-op `stack sync` and `stack values set` on the harness
 //   cni     cni status, a no-op cni values set, cni values diff on the harness
+//   nodes   the node-count curve: 1+1 to 3+30, wall/CPU/RSS, talosctl calls and API requests per node
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -21,7 +22,7 @@ process.env.ICHOR_HELM ??= ensureHelm().path
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni']
+const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

@@ -27,7 +27,8 @@ export const WORKER = '127.0.0.12'
 export const TALOS_VERSION = 'v1.14.1'
 /** Further node addresses for clusters with more than one control plane or worker (3+2: HA). */
 const MORE_CONTROL_PLANES = ['127.0.0.21', '127.0.0.22', '127.0.0.23', '127.0.0.24']
-const MORE_WORKERS = ['127.0.0.31', '127.0.0.32', '127.0.0.33', '127.0.0.34']
+/** Workers beyond the first: 127.0.0.31 on, enough for the node-count benchmark's 3+30. */
+const MORE_WORKERS = Array.from({length: 40}, (_, i) => `127.0.0.${31 + i}`)
 
 export interface HarnessCluster {
   cp: ControlPlane
@@ -66,13 +67,15 @@ export interface HarnessOptions {
    * the tests about passphrases ask for one.
    */
   stateKey?: 'identity' | 'passphrase'
+  /** Extra kube-apiserver flags (the benchmark's audit log). */
+  apiServerArgs?: string[]
 }
 
 export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<HarnessCluster> {
   const talosVersion = opts.talosVersion ?? TALOS_VERSION
   const controlPlanes = [CONTROL_PLANE, ...MORE_CONTROL_PLANES].slice(0, opts.controlPlanes ?? 1)
   const workers = [WORKER, ...MORE_WORKERS].slice(0, opts.workers ?? 1)
-  const cp = await startControlPlane()
+  const cp = await startControlPlane({apiServerArgs: opts.apiServerArgs})
   const registry = await startRegistry()
   const nodes = startSimulatedNodes(
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
