@@ -1063,8 +1063,8 @@ async function applyToConfigured(node, text, docs, mode, dryRun) {
 }
 
 // The v1alpha1 fields CanApplyImmediate copies from the running config before comparing
-// (v1.13.0 internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go; earlier minors list
-// fewer): a change anywhere else in the v1alpha1 document needs a reboot. Other documents are
+// (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go, the same list in v1.12.6 and
+// v1.13.0): a change anywhere else in the v1alpha1 document needs a reboot. Other documents are
 // not compared there.
 const IMMEDIATE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet', 'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
 const IMMEDIATE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
