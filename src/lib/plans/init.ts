@@ -89,7 +89,7 @@ function initSteps(d: PlanData): Task[] {
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
-    nodeConfigChangesTask({state, inputs, previous: o.previousMachineConfig, render, allowReboot: o.allowReboot ?? false, confirmReboot: o.confirmReboot, guard: () => session.guard(), note: o.note, timeoutMs}),
+    nodeConfigChangesTask({state, inputs, previous: o.previousMachineConfig, render, allowReboot: o.allowReboot ?? false, confirmReboot: o.confirmReboot, guard: () => session.guard(), kube: () => session.kube(), note: o.note, timeoutMs}),
     cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, clusterBundle: o.clusterBundle, spec: async () => desiredSpec(o, await render())})),
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),

@@ -14,6 +14,7 @@ import {parseAllDocuments, stringify} from 'yaml'
 import {unifiedDiff} from '../cilium/diff.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
+import type {Kube} from '../kube/client.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import type {InitInputs} from '../init/inputs.js'
 import {redactMachineConfig} from '../init/node-configs.js'
@@ -175,6 +176,8 @@ export interface NodeConfigChangesOptions {
   confirmReboot?: (question: string) => Promise<boolean>
   /** Checked before every node is touched (the Lease is still ours). */
   guard?: () => Promise<void>
+  /** The cluster, to wait for a rebooted node's Kubernetes Node to be Ready again. */
+  kube?: () => Promise<Kube>
   note?: (line: string) => void
   timeoutMs: number
 }
@@ -235,6 +238,7 @@ export function nodeConfigChangesTask(p: NodeConfigChangesOptions): Task {
           await apply(c, 'auto')
           progress(`${c.node}: rebooting`)
           await waitBack(c.node, p.state.talosconfig, p.timeoutMs)
+          if (p.kube) await waitNodeReady(await p.kube(), c.node, p.timeoutMs)
           progress(`${c.node}: back after its reboot`)
         }
       })
@@ -256,5 +260,18 @@ async function waitBack(node: string, talosconfig: string, timeoutMs: number): P
     if (ok) return
     if (Date.now() > deadline) throw new IchorError(`${node} did not come back after its reboot within ${Math.round(timeoutMs / 1000)}s (${r.state}${r.message ? `: ${r.message}` : ''}); rerun the same command once it answers`)
     await sleep(1_000)
+  }
+}
+
+/** Waits until the Kubernetes Node with this address (InternalIP or Hostname) is Ready; a node Kubernetes does not list by it is not waited for. */
+async function waitNodeReady(kube: Kube, address: string, timeoutMs: number): Promise<void> {
+  type Node = {metadata: {name: string}; status?: {addresses?: {address: string}[]; conditions?: {type: string; status: string}[]}}
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const nodes = (await kube.request<{items: Node[]}>('GET', '/api/v1/nodes')).items
+    const node = nodes.find((n) => n.status?.addresses?.some((a) => a.address === address))
+    if (!node || node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return
+    if (Date.now() > deadline) throw new IchorError(`Kubernetes node ${node.metadata.name} (${address}) is not Ready ${Math.round(timeoutMs / 1000)}s after its reboot; rerun the same command once it is`)
+    await sleep(2_000)
   }
 }
