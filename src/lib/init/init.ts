@@ -177,7 +177,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       previousMachineConfig,
       allowReboot: req.allowReboot ?? false,
       // On a terminal, a reboot Talos needs for a changed config is asked for (--allow-reboot skips the question).
-      confirmReboot: interactive ? (question) => confirm(question) : undefined,
+      confirmReboot: interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
       registryEndpoint: req.registryEndpoint,
       breakLock: req.breakLock,
       kubeconfig: req.kubeconfig,
