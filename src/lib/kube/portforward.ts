@@ -17,6 +17,7 @@ import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from './client.js'
 import {clientNodeKubeConfig} from './credentials.js'
+import {requestSettings} from './request-settings.js'
 import {type KubeObject, listObjects} from './objects.js'
 
 /** From Kokumi's install.yaml: Deployment `kokumi-registry` in `kokumi`, pods labelled `app: registry`, port 5000. */
@@ -118,7 +119,13 @@ export async function serveLocalTunnel(forward: (socket: Socket) => void): Promi
  */
 async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
   const kc = await clientNodeKubeConfig(kube.kubeconfig)
-  kc.applyToHTTPSOptions = (options) => kube.authorize(options as import('node:https').RequestOptions)
+  const {timeoutMs} = requestSettings()
+  kc.applyToHTTPSOptions = async (options) => {
+    await kube.authorize(options as import('node:https').RequestOptions)
+    // --request-timeout bounds the WebSocket upgrade too (ws ClientOptions.handshakeTimeout): an API
+    // server that accepts and never answers must not keep a tunnel connection pending forever.
+    if (timeoutMs > 0) (options as {handshakeTimeout?: number}).handshakeTimeout = timeoutMs
+  }
   return kc
 }
 
