@@ -71,7 +71,7 @@ const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[
 const TAG = /^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$/
 const DIGEST = /^sha256:[a-f0-9]{64}$/
 
-/** A failure worth another try: 5xx, a reset connection, a timeout. */
+/** A failure worth another try: 5xx, a reset connection, undici's own idle timeouts (never the --request-timeout deadline). */
 class TransientFailure extends Error {}
 
 /** When a request (and its body) must be done: one signal over the exchange, redirects included. */
