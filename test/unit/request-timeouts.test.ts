@@ -301,3 +301,31 @@ describe('the registry client: a per-request deadline over the whole exchange, b
     expect(Date.now() - started).toBeLessThan(6000)
   })
 })
+
+describe('the port-forward to the registry', () => {
+  it('a WebSocket upgrade the API server never answers fails after the timeout instead of waiting forever', async () => {
+    const {configureRequests, requestSettings} = await import('../../src/lib/kube/request-settings.js')
+    const {connectKube} = await import('../../src/lib/kube/client.js')
+    const {tunnelKubeConfig} = await import('../../src/lib/kube/portforward.js')
+    const {PortForward} = await import('@kubernetes/client-node')
+    const {PassThrough} = await import('node:stream')
+    const saved = requestSettings().timeoutMs
+    configureRequests({timeoutMs: 2000})
+    try {
+      const kube = await connectKube({kubeconfig, probe: false})
+      const forward = new PortForward(await tunnelKubeConfig(kube), true)
+      const started = Date.now()
+      const outcome = await Promise.race([
+        forward.portForward('kokumi', 'kokumi-registry-0', [5000], new PassThrough(), null, new PassThrough()).then(
+          () => 'connected',
+          (e: Error) => `failed: ${e.message}`,
+        ),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000)),
+      ])
+      expect(outcome).toMatch(/^failed: .*handshake has timed out/i)
+      expect(Date.now() - started).toBeLessThan(6000)
+    } finally {
+      configureRequests({timeoutMs: saved})
+    }
+  })
+})

@@ -117,13 +117,15 @@ export async function serveLocalTunnel(forward: (socket: Socket) => void): Promi
  * client-node's KubeConfig for the tunnel: the same context, with the connection's own
  * credentials (our exec plugin cache, token file, TLS) put onto the WebSocket's options.
  */
-async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
+export async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
   const kc = await clientNodeKubeConfig(kube.kubeconfig)
   const {timeoutMs} = requestSettings()
   kc.applyToHTTPSOptions = async (options) => {
     await kube.authorize(options as import('node:https').RequestOptions)
-    // --request-timeout bounds the WebSocket upgrade too (ws ClientOptions.handshakeTimeout): an API
-    // server that accepts and never answers must not keep a tunnel connection pending forever.
+    // --request-timeout bounds the WebSocket upgrade too: an API server that accepts and never
+    // answers must not keep a tunnel connection pending forever. ws 8.23 lib/websocket.js turns
+    // handshakeTimeout into the upgrade request's socket timeout (idle, not total); the OCI
+    // request through the tunnel has the total deadline.
     if (timeoutMs > 0) (options as {handshakeTimeout?: number}).handshakeTimeout = timeoutMs
   }
   return kc
