@@ -35,6 +35,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
     promotion: Flags.string({description: 'how Kokumi promotes a new bundle (default: Automatic; on a rerun, what the cluster stores)', options: ['Automatic', 'Manual']}),
     yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
+    'allow-reboot': Flags.boolean({description: 'on a rerun with a changed machine config: reboot the nodes Talos must reboot to take it (one at a time) without asking'}),
     'dry-run': Flags.boolean({description: 'change nothing; with --output-dir render everything offline, otherwise probe a live cluster'}),
     'output-dir': Flags.string({description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),
     'state-dir': Flags.string({description: 'local state directory (Talos secrets, configs, kubeconfig) before the cluster holds them; default: $XDG_STATE_HOME/ichor/<cluster>', helpValue: 'DIR'}),
@@ -57,7 +58,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']},
       promotion: f.promotion as PromotionMode | undefined, dryRun: f['dry-run'], allowUnpinned: f['allow-unpinned'], outputDir: f['output-dir'], stateDir: f['state-dir'], statePassphraseFile: f['state-passphrase-file'], kubeconfig: f.kubeconfig, context: f.context,
-      registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
+      registryEndpoint: f['registry-endpoint'], breakLock: f['break-lock'], yes: f.yes, allowReboot: f['allow-reboot'], timeoutMs: f.timeout, json, output: outputModeFor({json}), note: (line) => this.note(line),
     })
     if (!json) this.log(outcome.kind === 'offline' ? renderOfflineDryRun(outcome.result) : f['dry-run'] ? dryRunClosing(outcome.result.changed) : renderInitSummary(outcome.inputs, outcome.result))
     return outcome.result

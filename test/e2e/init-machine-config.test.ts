@@ -2,7 +2,10 @@
 // image, a control-plane patch, a worker patch and a per-node hostname, on one harness cluster
 // (real apiserver, helm, registry, talosctl gen/validate/machineconfig patch; SIMULATED Talos
 // nodes whose `get disks` lists /dev/sda and /dev/nvme0n1). Refusals come first: each must leave
-// every node in maintenance mode.
+// every node in maintenance mode. Then changes on the running cluster (issue 22 point 4): a
+// changed patch or installer image is applied to the running nodes (Talos v1.14 applies every
+// change without a reboot), and a rerun changing the worker patch killed at every step boundary
+// converges.
 import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -10,12 +13,16 @@ import {connectKube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, jsonEvents, type HarnessCluster} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
+import {killBeforeTask, taskIds} from '../harness/kill.js'
+import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 
 const IMAGE = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245:v1.14.1'
+const IMAGE2 = 'factory.talos.dev/metal-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.14.1'
+const failure = (r: {stdout: string; stderr: string}) => `${r.stderr.slice(-4000)}\n${r.stdout.slice(-2000)}`
 
 describe('ichor init with an install disk, an installer image, role patches and a per-node hostname', () => {
   let h: HarnessCluster
-  let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string}
+  let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string; worker2: string}
   const untouched = () => [CONTROL_PLANE, WORKER].every((ip) => !existsSync(join(h.nodes.stateDir, `node-${ip}.json`)) || JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode === 'maintenance')
   beforeAll(async () => {
     h = await startHarnessCluster()
@@ -28,6 +35,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
       cp: write('cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n'),
       cp2: write('cp2.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "128"\n'),
       worker: write('worker.yaml', 'apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'),
+      worker2: write('worker2.yaml', 'apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: fast\n'),
       host: write('w1.yaml', 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'),
       cni: write('cni.yaml', 'cluster:\n  network:\n    cni:\n      name: flannel\n'),
       bad: write('bad.yaml', 'machine:\n  bogusField: 1\n'),
@@ -53,7 +61,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(untouched()).toBe(true)
   }, 300_000)
 
-  it('converges; the nodes\' configs carry them; a rerun without the flags changes nothing; a changed patch is refused naming it', async () => {
+  it('converges; the nodes\' configs carry them; a rerun without the flags changes nothing; a changed control-plane patch and installer image are applied to the running nodes without a reboot', async () => {
     const first = await runIchor([...h.initArgs, ...machineArgs(), '--json'], h.env)
     expect(first.code, `${first.stderr.slice(-3000)}`).toBe(0)
     const cp = nodeConfig(h, CONTROL_PLANE)
@@ -69,8 +77,8 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(cp).not.toMatch(/hostname: w1/)
 
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-    const cr = await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
-    expect(cr?.spec.talos.machineConfig).toMatchObject({
+    const spec = async () => (await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}))?.spec.talos.machineConfig
+    expect(await spec()).toMatchObject({
       installDisk: '/dev/nvme0n1', installImage: IMAGE,
       controlPlanePatches: [{source: files.cp, yaml: readFileSync(files.cp, 'utf8')}],
       workerPatches: [{source: files.worker}], nodePatches: [{node: WORKER, source: files.host}],
@@ -83,9 +91,58 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(await canonicalDump(kube, h)).toEqual(dump)
     expect(nodeConfig(h, WORKER)).toBe(w)
 
-    const changed = await runIchor([...h.initArgs, '--config-patch-control-plane', `@${files.cp2}`], h.env)
-    expect(changed.code, changed.stderr).toBe(2)
-    expect(changed.stderr).toMatch(/--config-patch-control-plane: differs from the control-plane patches the cluster stores/)
+    // The dry run names what each node gets and shows the diff of its running config; nothing changes.
+    const dry = await runIchor([...h.initArgs, '--dry-run', '--config-patch-control-plane', `@${files.cp2}`], h.env)
+    expect(dry.code, failure(dry)).toBe(0)
+    const said = `${dry.stdout}${dry.stderr}`
+    expect(said).toContain(`${CONTROL_PLANE}: applied without a reboot`)
+    expect(said).toContain(`${WORKER}: unchanged`)
+    expect(said).toMatch(/^-\s+vm\.nr_hugepages: "64"$/m)
+    expect(said).toMatch(/^\+\s+vm\.nr_hugepages: "128"$/m)
     expect(nodeConfig(h, CONTROL_PLANE)).toBe(cp)
+
+    const changed = await runIchor([...h.initArgs, '--config-patch-control-plane', `@${files.cp2}`, '--json'], h.env)
+    expect(changed.code, failure(changed)).toBe(0)
+    const cp2 = nodeConfig(h, CONTROL_PLANE)
+    expect(cp2).toContain('vm.nr_hugepages: "128"')
+    expect(cp2).not.toContain('vm.nr_hugepages: "64"')
+    // Only the operator's change: what ichor changed since (the Cilium hand-over) stays as it is.
+    expect(inlineManifestForms(cp2)).toEqual([])
+    expect(nodeConfig(h, WORKER)).toBe(w)
+    expect(await spec()).toMatchObject({controlPlanePatches: [{source: files.cp2, yaml: readFileSync(files.cp2, 'utf8')}]})
+
+    // An installer image is used by the next install or upgrade: Talos v1.14 takes it without a reboot.
+    const image = await runIchor([...h.initArgs, '--install-image', IMAGE2, '--json'], h.env)
+    expect(image.code, failure(image)).toBe(0)
+    for (const ip of [CONTROL_PLANE, WORKER]) {
+      expect(nodeConfig(h, ip), ip).toContain(IMAGE2)
+      expect(nodeConfig(h, ip), ip).not.toContain(IMAGE)
+    }
+    expect(await spec()).toMatchObject({installImage: IMAGE2})
+    const still = await runIchor([...h.initArgs, '--json'], h.env)
+    expect(jsonEvents(still).find((e) => e.event === 'end'), failure(still)).toMatchObject({ok: true, changed: false})
   }, 600_000)
+
+  it('a rerun that changes the worker patch, killed at every step boundary, converges: the worker carries the patch and the spec stores it', async () => {
+    const args = [...h.initArgs, '--config-patch-worker', `@${files.worker2}`, '--json']
+    const plan = await runIchor([...h.initArgs, '--dry-run', '--json'], h.env)
+    const ids = taskIds(plan)
+    const log: string[] = []
+    for (let k = 0; k < ids.length; k++) {
+      const run = await runIchor(args, h.env, {killOn: killBeforeTask(k)})
+      log.push(`kill before ${ids[k]}: ${run.signal ?? `exit ${run.code}`}`)
+      expect(run.code === 0 || run.signal === 'SIGKILL', `${ids[k]}: ${failure(run)}`).toBe(true)
+    }
+    const last = await runIchor(args, h.env)
+    expect(last.code, `${log.join('\n')}\n${failure(last)}`).toBe(0)
+    const w = nodeConfig(h, WORKER)
+    expect(w).toMatch(/tier: fast/)
+    expect(w).not.toMatch(/tier: storage/)
+    expect(w).toMatch(/hostname: w1/)
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const cr = await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    expect(cr?.spec.talos.machineConfig).toMatchObject({workerPatches: [{source: files.worker2, yaml: readFileSync(files.worker2, 'utf8')}]})
+    const again = await runIchor(args, h.env)
+    expect(jsonEvents(again).find((e) => e.event === 'end'), failure(again)).toMatchObject({ok: true, changed: false})
+  }, 1_200_000)
 })

@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
-import {CONTROL_PLANE, runIchor, startHarnessCluster, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
 
@@ -50,5 +50,31 @@ describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', 
     expect(jsonEvents(again).find((e) => e.event === 'end')).toMatchObject({ok: true, changed: false})
     expect(await canonicalDump(kube, h)).toEqual(dump)
     expect(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')).toMatch(/cluster:/)
+  }, 600_000)
+
+  // Issue 22 point 4: below v1.14 Talos reboots for a change outside CanApplyImmediate's fields
+  // (machine.env here); the simulator follows v1.12.6 v1alpha1_runtime.go.
+  it('a changed worker patch Talos must reboot for: the dry run says so; refused without --allow-reboot (exit 2, nothing changed); applied with it, the worker back', async () => {
+    const patch = ['--config-patch-worker', 'machine: {env: {GRPC_GO_LOG_SEVERITY_LEVEL: error}}']
+    const before = nodeConfig(h, WORKER)
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const spec = async () => (await getObject<KubeObject & {spec: {talos: Record<string, unknown>}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}))?.spec.talos
+    const stored = await spec()
+    const dry = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', ...patch, '--dry-run'], h.env)
+    expect(dry.code, dry.stderr).toBe(0)
+    expect(`${dry.stdout}${dry.stderr}`).toContain(`${WORKER}: needs a reboot`)
+    expect(`${dry.stdout}${dry.stderr}`).toContain(`${CONTROL_PLANE}: unchanged`)
+    const refused = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', ...patch], h.env)
+    expect(refused.code, refused.stderr).toBe(2)
+    expect(`${refused.stdout}${refused.stderr}`).toContain(`the changed machine config needs a reboot of ${WORKER}; nothing was changed`)
+    expect(refused.stderr).toContain('rerun with --allow-reboot')
+    expect(nodeConfig(h, WORKER)).toBe(before)
+    expect(await spec()).toEqual(stored)
+    const applied = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', ...patch, '--allow-reboot', '--json'], h.env)
+    expect(applied.code, applied.stderr.slice(-3000)).toBe(0)
+    expect(nodeConfig(h, WORKER)).toContain('GRPC_GO_LOG_SEVERITY_LEVEL: error')
+    expect(await spec()).toMatchObject({machineConfig: {workerPatches: [{source: 'inline'}]}})
+    const again = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
+    expect(jsonEvents(again).find((e) => e.event === 'end'), again.stderr.slice(-2000)).toMatchObject({ok: true, changed: false})
   }, 600_000)
 })

@@ -116,12 +116,14 @@ function loadNode(ip, what) {
   if (!decl) connectionRefused(ip, what)
   const path = join(stateDir(), `node-${ip}.json`)
   const saved = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {mode: 'maintenance', config: null, configVersion: 0}
+  // A machine rebooting after an apply answers nothing until it is back (apid is down).
+  if (saved.rebootUntil && Date.now() < saved.rebootUntil) connectionRefused(ip, what)
   return {...decl, ...saved, path}
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion, installError} = node
-  writeJsonAtomic(node.path, {mode, config, configVersion, ...(installError ? {installError} : {})})
+  const {mode, config, configVersion, installError, rebootUntil} = node
+  writeJsonAtomic(node.path, {mode, config, configVersion, ...(installError ? {installError} : {}), ...(rebootUntil && Date.now() < rebootUntil ? {rebootUntil} : {})})
 }
 
 function isBootstrapped() {
@@ -992,6 +994,10 @@ function isAlive(pid) {
 
 async function applyConfig(args) {
   const ip = requireNode(args, 'error applying new configuration')
+  // The client's flag parsing first: talosctl v1.14 has no `reboot` mode (siderolabs/talos
+  // 995bc30d5 "drop apply config method reboot", v1.14.0-rc.1 cmd/talosctl/pkg/talos/helpers/mode.go).
+  const mode = args.one('mode') ?? 'auto'
+  if (!APPLY_MODES.includes(mode)) fail(`invalid argument "${mode}" for "-m, --mode" flag: possible options are: ${APPLY_MODES.join(', ')}`)
   loadNode(ip, 'error applying new configuration')
   const file = args.one('file') ?? fail('apply-config: required flag(s) "file" not set')
   const text = readFileSync(file, 'utf8')
@@ -1006,6 +1012,7 @@ async function applyConfig(args) {
     if (args.bool('insecure')) {
       if (current.mode !== 'maintenance') requireConfigured(current, args, 'error applying new configuration')
     } else requireConfigured(current, args, 'error applying new configuration')
+    if (current.mode === 'configured') return applyToConfigured(current, text, docs, mode, args.bool('dry-run'))
     // A machine in maintenance mode accepts the config, then installs onto its install disk
     // (v1alpha1_sequencer_tasks.go Install, v1.14.1): with no such disk the install fails ("no
     // disks matched the expression", or the disk path does not resolve) and the machine never
@@ -1014,7 +1021,7 @@ async function applyConfig(args) {
     if (install && install.dev && !diskPaths(current).includes(install.dev)) {
       current.installError = install.expr ? `no disks matched the expression: ${install.expr}` : `lstat ${install.dev}: no such file or directory`
       saveNode(current)
-      process.stdout.write('Applied configuration without a reboot\n')
+      process.stderr.write('Applied configuration without a reboot\n')
       return
     }
     current.mode = 'configured'
@@ -1023,6 +1030,82 @@ async function applyConfig(args) {
     saveNode(current)
     return afterConfigChange(current)
   })
+}
+
+const APPLY_MODES = ['auto', 'no-reboot', 'staged', 'try']
+
+/**
+ * A new config for a running machine, as machined's ApplyConfiguration decides
+ * (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go): from v1.14.0 (v1.14.0-rc.1)
+ * auto and no-reboot both apply without a reboot, whatever changed; below v1.14 (v1.13.0)
+ * CanApplyImmediate decides: no-reboot refuses a change it does not let through, auto turns into
+ * a reboot. The talosctl client prints ModeDetails on stderr (helpers.PrintApplyResults); a dry
+ * run answers "Dry run summary:", the mode, and configdiff's diff of the configs. `staged` and
+ * `try` are not modelled (ichor uses neither): refused, never faked.
+ */
+async function applyToConfigured(node, text, docs, mode, dryRun) {
+  if (mode === 'staged' || mode === 'try') fail(`the talosctl simulator does not model apply-config --mode ${mode}`)
+  const blocked = versionAtLeast(node.talosVersion, 1, 14) ? undefined : notImmediate(parseDocs(node.config, 'machine config'), docs)
+  if (blocked && mode === 'no-reboot') fail(`error applying new configuration: rpc error: code = InvalidArgument desc = this config change can't be applied in immediate mode\ndiff:\n${blocked}`)
+  const reboot = blocked !== undefined
+  const details = reboot ? 'Applied configuration with a reboot' : 'Applied configuration without a reboot'
+  if (dryRun) {
+    const diff = textDiff(node.config, text)
+    process.stderr.write(`Dry run summary:\n${details} (skipped in dry-run).\nConfig diff:\n\n${diff || 'No changes.'}\n`)
+    return
+  }
+  node.config = text
+  node.configVersion = (node.configVersion ?? 0) + 1
+  if (reboot) node.rebootUntil = Date.now() + Number(process.env.TALOS_SIM_REBOOT_MS ?? 2000)
+  saveNode(node)
+  process.stderr.write(`${details}\n`)
+  return afterConfigChange(node)
+}
+
+// The v1alpha1 fields CanApplyImmediate copies from the running config before comparing
+// (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go, the same list in v1.12.6 and
+// v1.13.0): a change anywhere else in the v1alpha1 document needs a reboot. Other documents are
+// not compared there.
+const IMMEDIATE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet', 'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
+const IMMEDIATE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
+
+/** The diff when the v1alpha1 change cannot be applied without a reboot, else undefined. */
+function notImmediate(currentDocs, newDocs) {
+  const current = currentDocs.find(isLegacy)
+  const next = newDocs.find(isLegacy)
+  if (!current || !next) return 'new config is not v1alpha1'
+  const masked = clone(next)
+  masked.debug = current.debug
+  masked.cluster = current.cluster
+  if (isObj(masked.machine) && isObj(current.machine)) {
+    for (const k of IMMEDIATE_MACHINE) masked.machine[k] = current.machine[k]
+    if (isObj(masked.machine.features) && isObj(current.machine.features)) for (const k of IMMEDIATE_FEATURES) masked.machine.features[k] = current.machine.features[k]
+  }
+  const strip = (v) => JSON.parse(JSON.stringify(v)) // undefined fields are absent ones, as omitempty encodes them
+  return isDeepStrictEqual(strip(current), strip(masked)) ? undefined : textDiff(renderDocs([current]), renderDocs([masked]))
+}
+
+/** A line diff in the shape of pkg/machinery/textdiff (a unified diff of the two YAML texts), without hunk offsets. */
+function textDiff(before, after) {
+  const a = (before ?? '').split('\n')
+  const b = after.split('\n')
+  if (before === after) return ''
+  // Longest common subsequence, small configs only.
+  const n = a.length
+  const m = b.length
+  const lcs = Array.from({length: n + 1}, () => new Int32Array(m + 1))
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1])
+  const out = ['--- a', '+++ b']
+  let i = 0
+  let j = 0
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) {
+      i++
+      j++
+    } else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) out.push(`+${b[j++]}`)
+    else out.push(`-${a[i++]}`)
+  }
+  return out.join('\n')
 }
 
 async function bootstrap(args) {

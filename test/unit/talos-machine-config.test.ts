@@ -15,6 +15,7 @@ import {prepareStateDir, localState} from '../../src/lib/state/local.js'
 import {ownedFieldIssues, readMachineConfigFlags, type MachineConfigInputs} from '../../src/lib/talos/machine-config.js'
 import {renderTalosPatches} from '../../src/lib/talos/patches.js'
 import {machineConfigsTask} from '../../src/lib/talos/tasks.js'
+import {rebaseConfig} from '../../src/lib/talos/apply-config.js'
 import {realTalosctlPath} from '../harness/talosctl.js'
 
 let dir: string
@@ -90,17 +91,11 @@ describe('keepStoredMachineConfig (a rerun)', () => {
   const stored: Partial<MachineConfigInputs> = {installDisk: '/dev/nvme0n1', controlPlanePatches: [{source: '/home/a/cp.yaml', yaml: 'x: 1\n'}]}
   const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
   it('Given no machine-config flag, Then the stored ones are kept', () => {
-    const issues: Issue[] = []
-    expect(keepStoredMachineConfig({}, none, stored, issues)).toEqual({...none, installDisk: '/dev/nvme0n1', installImage: undefined, controlPlanePatches: stored.controlPlanePatches})
-    expect(issues).toEqual([])
+    expect(keepStoredMachineConfig({}, none, stored)).toEqual({...none, installDisk: '/dev/nvme0n1', installImage: undefined, controlPlanePatches: stored.controlPlanePatches})
   })
-  it('Given the same patch from another file name, Then it is accepted; a different disk or patch is refused naming the flag', () => {
-    const issues: Issue[] = []
-    keepStoredMachineConfig({configPatchControlPlane: ['@other.yaml']}, {...none, controlPlanePatches: [{source: 'other.yaml', yaml: 'x: 1\n'}]}, stored, issues)
-    expect(issues).toEqual([])
-    keepStoredMachineConfig({installDisk: '/dev/sda', configPatchControlPlane: ['x: 2']}, {...none, installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]}, stored, issues)
-    expect(issues.map((i) => i.path)).toEqual(['--install-disk', '--config-patch-control-plane'])
-    expect(issues[0]!.message).toMatch(/differs from the install disk the cluster stores/)
+  it('Given a different disk and patch, Then they replace the stored ones (the plan applies them to the running nodes)', () => {
+    const kept = keepStoredMachineConfig({installDisk: '/dev/sda', configPatchControlPlane: ['x: 2']}, {...none, installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]}, stored)
+    expect(kept).toMatchObject({installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]})
   })
 })
 
@@ -109,15 +104,33 @@ describe('keepStoredMachineConfig: node patches, one node at a time', () => {
   const host = (node: string, name: string) => ({node, source: `${name}.yaml`, yaml: `apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: ${name}\nauto: off\n`})
   const stored: Partial<MachineConfigInputs> = {nodePatches: [host('192.0.2.11', 'w1')]}
   it('Given a node added later with its own --node-patch, Then its patch is taken and the stored ones of the other nodes are kept', () => {
-    const issues: Issue[] = []
-    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.12=@w2.yaml']}, {...none, nodePatches: [host('192.0.2.12', 'w2')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
-    expect(issues).toEqual([])
+    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.12=@w2.yaml']}, {...none, nodePatches: [host('192.0.2.12', 'w2')]}, stored)
     expect(kept.nodePatches).toEqual([host('192.0.2.11', 'w1'), host('192.0.2.12', 'w2')])
   })
-  it('Given a different --node-patch for a node the cluster has, Then it is refused naming that node', () => {
-    const issues: Issue[] = []
-    keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, stored, issues, ['192.0.2.10', '192.0.2.11'])
-    expect(issues).toEqual([{path: '--node-patch 192.0.2.11', message: expect.stringMatching(/differs from the node patches the cluster stores for 192\.0\.2\.11/)}])
+  it('Given a different --node-patch for a node the cluster has, Then it replaces that node\'s stored one only', () => {
+    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, {nodePatches: [host('192.0.2.11', 'w1'), host('192.0.2.13', 'w3')]})
+    expect(kept.nodePatches).toEqual([host('192.0.2.13', 'w3'), host('192.0.2.11', 'w9')])
+  })
+})
+
+describe('rebaseConfig: the operator\'s change laid over the running config', () => {
+  const before = 'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\ncluster:\n  inlineManifests:\n    - name: cilium\n      contents: x\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
+  // What ichor changed since (the hand-over removed the inline manifest; an upgrade moved the kubelet).
+  const running = 'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\n  kubelet:\n    image: kubelet:v2\ncluster: {}\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
+  it('Given a changed sysctl, image and label, Then only those change and the later changes stay', () => {
+    const after = before.replace('a: "1"', 'b: "2"').replace('image: old', 'image: new').replace('tier: storage', 'tier: fast')
+    const out = rebaseConfig(running, before, after)!
+    const docs = parseAllDocuments(out).map((d) => d.toJS())
+    expect(docs[0]).toEqual({version: 'v1alpha1', machine: {type: 'worker', sysctls: {b: '2'}, install: {image: 'new'}, kubelet: {image: 'kubelet:v2'}}, cluster: {}})
+    expect(docs[1]).toEqual({apiVersion: 'v1alpha1', kind: 'KubeNodeConfig', labels: {tier: 'fast'}})
+    // Applied: the same change is no change any more.
+    expect(rebaseConfig(out, before, after)).toBeUndefined()
+  })
+  it('Given a document the new inputs drop or add, Then it goes or comes; the same inputs change nothing', () => {
+    const after = before.replace(/---\n[^]*$/, '---\napiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\n')
+    const docs = parseAllDocuments(rebaseConfig(running, before, after)!).map((d) => d.toJS() as {kind?: string})
+    expect(docs.map((d) => d.kind)).toEqual([undefined, 'HostnameConfig'])
+    expect(rebaseConfig(running, before, before)).toBeUndefined()
   })
 })
 

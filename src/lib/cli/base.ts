@@ -4,9 +4,14 @@
 // the shared logger; SIGINT/SIGTERM run the registered cleanups and exit 130.
 import {Command, Flags, type Interfaces} from '@oclif/core'
 import {configureLog} from '../log/log.js'
+import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
 import {verbosityFlags} from './flags.js'
 import {installInterruptHandlers} from '../session/interrupt.js'
+
+/** oclif's FlagOutput and ArgOutput, which its index does not export. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Output = {[name: string]: any}
 
 export abstract class IchorCommand extends Command {
   static override enableJsonFlag = true
@@ -16,7 +21,10 @@ export abstract class IchorCommand extends Command {
     await super.init()
     const json = this.jsonEnabled()
     // The flags are parsed later by each command; the logger only needs to know whether they are there.
-    configureLog({level: this.hasFlag('--verbose', '-v') || this.hasFlag('--debug') ? 'verbose' : 'quiet', json})
+    const verbose = this.hasFlag('--verbose', '-v') || this.hasFlag('--debug')
+    configureLog({level: verbose ? 'verbose' : 'quiet', json})
+    // Under --json stderr carries JSON events only, so no "connecting to …" text there.
+    configureRequests({announce: json ? 'off' : verbose ? 'now' : process.stderr.isTTY ? 'terminal' : 'off'})
     installInterruptHandlers({
       report: (signal) => {
         const report = {message: `interrupted (${signal})`, exitCode: 130, code: 'interrupted' as const}
@@ -24,6 +32,17 @@ export abstract class IchorCommand extends Command {
         else process.stderr.write(`\n${errorText(report)}`)
       },
     })
+  }
+
+  /** Every command parses its flags here: a --request-timeout among them goes to the kube and registry clients. */
+  protected override async parse<F extends Output, B extends Output, A extends Output>(
+    options?: Interfaces.Input<F, B, A>,
+    argv?: string[],
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv)
+    const timeoutMs = (parsed.flags as {'request-timeout'?: unknown})['request-timeout']
+    if (typeof timeoutMs === 'number') configureRequests({timeoutMs})
+    return parsed
   }
 
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {

@@ -2,11 +2,22 @@
 import {Flags} from '@oclif/core'
 import {EXIT} from '../errors/exit-codes.js'
 import {IchorError} from '../errors/errors.js'
+import {DEFAULT_REQUEST_TIMEOUT_MS} from '../kube/request-settings.js'
 
-/** For every command that talks to a cluster. KUBECONFIG (colon list, first wins) is the kube loader's job. */
+/**
+ * For every command that talks to a cluster. KUBECONFIG (colon list, first wins) is the kube
+ * loader's job; the base command hands --request-timeout to the clients (kube/request-settings.ts).
+ */
 export const kubeFlags = {
   kubeconfig: Flags.string({description: 'kubeconfig file to use (default: KUBECONFIG, a colon-separated list merged first-wins, then ~/.kube/config)', helpValue: 'FILE'}),
   context: Flags.string({description: 'kubeconfig context to use instead of its current-context', helpValue: 'NAME'}),
+  'request-timeout': Flags.custom<number>({
+    description: "how long each request to the cluster (and to Kokumi's registry) may take before giving up, as kubectl's --request-timeout: e.g. 30s, 1m, or plain seconds; 0 waits forever",
+    helpValue: 'DURATION',
+    default: DEFAULT_REQUEST_TIMEOUT_MS,
+    defaultHelp: async () => formatSeconds(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
+    parse: async (input) => parseRequestTimeout(input),
+  })(),
 }
 
 /** For every command that reaches Kokumi's registry. */
@@ -56,6 +67,20 @@ export function parseDuration(input: string, flag = '--timeout'): number {
   }
   if (!(ms > 0) || !Number.isFinite(ms)) throw bad('must be longer than zero')
   return Math.round(ms)
+}
+
+/**
+ * `--request-timeout`: a duration or plain seconds as `parseDuration`, and `0` (any unit) for
+ * no timeout, as kubectl (k8s.io/client-go v0.36 tools/clientcmd/helpers.go, ParseTimeout).
+ */
+export function parseRequestTimeout(input: string): number {
+  if (/^\s*0+(\.0+)?(ms|s|m|h)?\s*$/.test(input)) return 0
+  try {
+    return parseDuration(input, '--request-timeout')
+  } catch (error) {
+    if (error instanceof IchorError) error.message = error.message.replace(/\)$/, '; 0 for no timeout)')
+    throw error
+  }
 }
 
 /** `--timeout DURATION`, parsed to milliseconds. */

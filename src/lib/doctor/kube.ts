@@ -21,7 +21,7 @@ export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck
   }
   const checks = [ok('kubeconfig', `context "${context}" in ${source}, server ${server}`)]
   try {
-    const kube = await connectKube({...options, probe: true, requestTimeoutMs: 15_000})
+    const kube = await connectKube({...options, probe: true})
     checks.push(ok('kube-api', `${server} answers: Kubernetes ${kube.serverVersion ?? 'version unknown'}`))
   } catch (error) {
     checks.push(fail('kube-api', messageOf(error), hintOf(error) ?? `check that ${server} is reachable from here and the credentials of context "${context}" are valid`))

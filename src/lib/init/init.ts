@@ -46,6 +46,8 @@ export interface InitRequest {
   registryEndpoint?: string
   breakLock: boolean
   yes: boolean
+  /** --allow-reboot: a node Talos must reboot to take a changed machine config is rebooted without asking. */
+  allowReboot?: boolean
   timeoutMs: number
   /** --json: never prompt, events as JSON. */
   json: boolean
@@ -93,6 +95,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   let servedApiGroups: Set<string> | undefined
   let storedBundle: SecretWithData | undefined
   let promotion: PromotionMode = req.promotion ?? 'Automatic'
+  let previousMachineConfig: MachineConfigInputs | undefined
   try {
     const live = session && (await session.clusterAnswers()) ? await session.kube() : undefined
     const stored = live ? (await readInstallation(live))?.spec : undefined
@@ -101,6 +104,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     userValues = keepStoredLayers(given, stored, settings.issues)
     inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
     promotion = settings.promotion
+    previousMachineConfig = settings.previousMachineConfig
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
     storedBundle = live ? await readTalosBundleSecret(live) : undefined
     if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
@@ -170,6 +174,10 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       clusterBundle,
       generated,
       userValues,
+      previousMachineConfig,
+      allowReboot: req.allowReboot ?? false,
+      // On a terminal, a reboot Talos needs for a changed config is asked for (--allow-reboot skips the question).
+      confirmReboot: interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
       registryEndpoint: req.registryEndpoint,
       breakLock: req.breakLock,
       kubeconfig: req.kubeconfig,
@@ -199,48 +207,26 @@ async function unlockStoredBundle(stored: SecretWithData | undefined, given: Sta
 }
 
 /**
- * The machine-config inputs of a rerun, by the same rule as the other stored settings: each
- * omitted flag keeps what the cluster stores; a given one must equal it (init does not yet
- * re-apply changed configs to running nodes). Patches are compared by their text, not file name.
+ * The machine-config inputs of a rerun: each omitted flag keeps what the cluster stores; a given
+ * one replaces it, and the plan applies the change to the running nodes (node-config-changes)
+ * before the spec stores it. Patches are compared by their text, not file name.
  */
-export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined, issues: Issue[], storedNodes: string[] = []): MachineConfigInputs {
+export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined): MachineConfigInputs {
   const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
-  const texts = (l: ConfigPatch[]) => l.map((p) => ('node' in p ? `${String(p.node)}=` : '') + p.yaml)
-  const refuse = (flag: string, what: string) => issues.push({path: flag, message: `differs from the ${what} the cluster stores; init does not change the machine configs of running nodes (leave the flag out to keep ${what === 'install disk' || what === 'installer image' ? 'it' : 'them'})`})
-  const scalar = (flag: string, what: string, mine: string | undefined, theirs: string | undefined) => {
-    if (mine === undefined) return theirs
-    if (mine !== theirs) refuse(flag, what)
-    return mine
-  }
-  const list = <T extends ConfigPatch>(flag: string, what: string, given: boolean, mine: T[], theirs: T[]) => {
-    if (!given) return theirs
-    if (!isDeepStrictEqual(texts(mine), texts(theirs))) refuse(flag, what)
-    return mine
-  }
+  const list = <T extends ConfigPatch>(flagGiven: boolean, mine: T[], theirs: T[]) => (flagGiven ? mine : theirs)
   return {
-    installDisk: scalar('--install-disk', 'install disk', f.installDisk, held.installDisk),
-    installImage: scalar('--install-image', 'installer image', f.installImage, held.installImage),
-    patches: list('--config-patch', 'config patches', (f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
-    controlPlanePatches: list('--config-patch-control-plane', 'control-plane patches', (f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
-    workerPatches: list('--config-patch-worker', 'worker patches', (f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
-    nodePatches: keepNodePatches(given.nodePatches, held.nodePatches, storedNodes, issues),
+    installDisk: f.installDisk ?? held.installDisk,
+    installImage: f.installImage ?? held.installImage,
+    patches: list((f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
+    controlPlanePatches: list((f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
+    workerPatches: list((f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
+    nodePatches: keepNodePatches(given.nodePatches, held.nodePatches),
   }
 }
 
-/**
- * Node patches by the same rule, one node at a time: a node without --node-patch keeps what is
- * stored for it; a node the cluster has must get the same patches; a node added now takes its own.
- */
-function keepNodePatches(given: NodeConfigPatch[], held: NodeConfigPatch[], storedNodes: string[], issues: Issue[]): NodeConfigPatch[] {
-  const of = (list: NodeConfigPatch[], node: string) => list.filter((p) => p.node === node)
+/** Node patches by the same rule, one node at a time: a node without --node-patch keeps what is stored for it. */
+function keepNodePatches(given: NodeConfigPatch[], held: NodeConfigPatch[]): NodeConfigPatch[] {
   const givenNodes = [...new Set(given.map((p) => p.node))]
-  for (const node of givenNodes) {
-    const theirs = of(held, node)
-    const known = storedNodes.includes(node) || theirs.length > 0
-    if (known && !isDeepStrictEqual(of(given, node).map((p) => p.yaml), theirs.map((p) => p.yaml))) {
-      issues.push({path: `--node-patch ${node}`, message: `differs from the node patches the cluster stores for ${node}; init does not change the machine configs of running nodes (leave the flag out to keep them)`})
-    }
-  }
   return [...held.filter((p) => !givenNodes.includes(p.node)), ...given]
 }
 
@@ -289,7 +275,7 @@ export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokum
  * given one that differs is an issue naming what changes it on an existing cluster, as a
  * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
  */
-export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; issues: Issue[]} {
+export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; previousMachineConfig?: MachineConfigInputs; issues: Issue[]} {
   if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', machineConfig: checked.machineConfig, issues: []}
   const f = given.flags
   const issues: Issue[] = []
@@ -313,9 +299,10 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
       ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
       : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
   }
-  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig, issues, [...stored.talos.controlPlanes, ...stored.talos.workers])
+  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig)
   return {
     machineConfig,
+    previousMachineConfig: {...NO_MACHINE_CONFIG_INPUTS, ...stored.talos.machineConfig},
     flags: {
       ...f,
       kubeProxy: f.kubeProxy ?? stored.cni.kubeProxy,

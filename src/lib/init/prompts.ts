@@ -58,7 +58,7 @@ export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlag
   return out
 }
 
-export async function confirm(message: string): Promise<boolean> {
+export async function confirm(message: string, opts: {default?: boolean} = {}): Promise<boolean> {
   const prompts = await import('@inquirer/prompts')
-  return prompts.confirm({message, default: true})
+  return prompts.confirm({message, default: opts.default ?? true})
 }

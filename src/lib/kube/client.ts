@@ -11,11 +11,12 @@ import https from 'node:https'
 import {IchorError} from '../errors/errors.js'
 import {requestAuth} from './credentials.js'
 import {describeKubeconfigSource, type Kubeconfig, type KubeconfigOptions, loadKubeconfig} from './kubeconfig.js'
+import {announceConnecting, RequestTimeoutError, requestSettings} from './request-settings.js'
 
 export interface ConnectOptions extends KubeconfigOptions {
   /** Ask the server for its version before returning, so an unreachable server fails here. Default true. */
   probe?: boolean
-  /** Per-request timeout. Default 30 s. */
+  /** Per request (connect, headers and body), 0 for none. Default: `--request-timeout` (request-settings.ts), 30 s. */
   requestTimeoutMs?: number
 }
 
@@ -129,10 +130,15 @@ export async function connectKube(options: ConnectOptions = {}): Promise<Kube> {
   if (!config.user) {
     throw new IchorError(`kubeconfig context "${config.context}" names no user (${describeKubeconfigSource(options)})`)
   }
-  const kube = makeKube(config, options.requestTimeoutMs ?? 30_000)
+  const kube = makeKube(config, options.requestTimeoutMs ?? requestSettings().timeoutMs)
   if (options.probe ?? true) {
-    const version = await kube.request<{gitVersion?: string}>('GET', '/version')
-    kube.serverVersion = version.gitVersion
+    const done = announceConnecting(kube.server, kube.context)
+    try {
+      const version = await kube.request<{gitVersion?: string}>('GET', '/version')
+      kube.serverVersion = version.gitVersion
+    } finally {
+      done()
+    }
   }
   return kube
 }
@@ -191,28 +197,44 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
         Accept: options.accept ?? 'application/json',
         ...(payload ? {'Content-Type': options.contentType ?? 'application/json', 'Content-Length': payload.length} : {}),
       },
-      timeout: timeoutMs,
     }
     await authorize(reqOptions)
     const transport = url.protocol === 'http:' ? http : https
     const {status, headers, text} = await new Promise<{status: number; headers: http.IncomingHttpHeaders; text: string}>(
       (resolve, reject) => {
+        const started = performance.now()
+        // A deadline on the whole exchange, as kubectl's --request-timeout (client-go sets
+        // http.Client.Timeout, which covers reading the body too): a socket idle timeout would let
+        // a server that trickles bytes hold the command forever.
+        const timer = timeoutMs > 0 ? setTimeout(() => req.destroy(new RequestTimeoutError(performance.now() - started)), timeoutMs) : undefined
         const req = transport.request(url, reqOptions, (res) => {
           const chunks: Buffer[] = []
           res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () => resolve({status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')}))
+          res.on('end', () => {
+            clearTimeout(timer)
+            resolve({status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')})
+          })
           res.on('error', reject)
         })
-        req.on('timeout', () => req.destroy(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`)))
-        req.on('error', reject)
+        req.on('error', (error) => {
+          clearTimeout(timer)
+          reject(error)
+        })
         req.end(payload)
       },
     ).catch((error: NodeJS.ErrnoException) => {
+      const timedOut = error instanceof RequestTimeoutError
       throw new KubeUnreachableError(
-        `cannot reach the Kubernetes API server ${server} (context "${context}"): ${error.code ?? error.message}${
-          error.code ? ` (${error.message})` : ''
-        }`,
-        {hint: 'check that the cluster is up and that the kubeconfig points at it', cause: error, server: String(server), context, errno: error.code},
+        `cannot reach the Kubernetes API server ${server} (context "${context}"): ${timedOut ? error.message : `${error.code ?? error.message}${error.code ? ` (${error.message})` : ''}`}`,
+        {
+          hint: timedOut
+            ? 'check that the cluster is up and that the kubeconfig points at it, or give a slow API server more time with --request-timeout'
+            : 'check that the cluster is up and that the kubeconfig points at it',
+          cause: error,
+          server: String(server),
+          context,
+          errno: error.code,
+        },
       )
     })
     let body: unknown = text

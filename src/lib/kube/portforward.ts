@@ -17,6 +17,7 @@ import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from './client.js'
 import {clientNodeKubeConfig} from './credentials.js'
+import {requestSettings} from './request-settings.js'
 import {type KubeObject, listObjects} from './objects.js'
 
 /** From Kokumi's install.yaml: Deployment `kokumi-registry` in `kokumi`, pods labelled `app: registry`, port 5000. */
@@ -116,9 +117,17 @@ export async function serveLocalTunnel(forward: (socket: Socket) => void): Promi
  * client-node's KubeConfig for the tunnel: the same context, with the connection's own
  * credentials (our exec plugin cache, token file, TLS) put onto the WebSocket's options.
  */
-async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
+export async function tunnelKubeConfig(kube: Kube): Promise<import('@kubernetes/client-node').KubeConfig> {
   const kc = await clientNodeKubeConfig(kube.kubeconfig)
-  kc.applyToHTTPSOptions = (options) => kube.authorize(options as import('node:https').RequestOptions)
+  const {timeoutMs} = requestSettings()
+  kc.applyToHTTPSOptions = async (options) => {
+    await kube.authorize(options as import('node:https').RequestOptions)
+    // --request-timeout bounds the WebSocket upgrade too: an API server that accepts and never
+    // answers must not keep a tunnel connection pending forever. ws 8.23 lib/websocket.js turns
+    // handshakeTimeout into the upgrade request's socket timeout (idle, not total); the OCI
+    // request through the tunnel has the total deadline.
+    if (timeoutMs > 0) (options as {handshakeTimeout?: number}).handshakeTimeout = timeoutMs
+  }
   return kc
 }
 

@@ -12,6 +12,7 @@
 import {createHash} from 'node:crypto'
 import {IchorError} from '../errors/errors.js'
 import {sha256Digest} from './bundle.js'
+import {formatElapsed, requestSettings} from '../kube/request-settings.js'
 
 export interface RetryPolicy {
   /** Tries in total, including the first. */
@@ -25,7 +26,11 @@ export interface OciClientOptions {
   retry?: Partial<RetryPolicy>
   /** Replaces the wait between tries (tests). */
   sleep?: (ms: number) => Promise<void>
-  /** Per request; a timeout counts as a transient failure and is retried. */
+  /**
+   * Per request, the whole exchange including its body (a registry trickling bytes is cut off
+   * too); 0 for none. Default: `--request-timeout` (kube/request-settings.ts). Not retried: a
+   * server that did not answer in that time is reported, as kubectl reports it.
+   */
   timeoutMs?: number
   /** How requests reach the endpoint (the registry tunnel's socket); the global fetch by default. */
   fetch?: typeof fetch
@@ -53,7 +58,6 @@ const MAX_REDIRECTS = 5
 
 // 4 tries with 250 + 500 + 1000 ms between them: about 1.75 s of waiting at most.
 const DEFAULT_RETRY: RetryPolicy = {attempts: 4, baseDelayMs: 250, maxDelayMs: 1000}
-const DEFAULT_TIMEOUT_MS = 60_000
 
 const MANIFEST_ACCEPT = [
   'application/vnd.oci.image.manifest.v1+json',
@@ -67,8 +71,15 @@ const REPOSITORY = /^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(\/[a-z0-9]+((\.|_|__|-+)[
 const TAG = /^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$/
 const DIGEST = /^sha256:[a-f0-9]{64}$/
 
-/** A failure worth another try: 5xx, a reset connection, a timeout. */
+/** A failure worth another try: 5xx, a reset connection, undici's own idle timeouts (never the --request-timeout deadline). */
 class TransientFailure extends Error {}
+
+/** When a request (and its body) must be done: one signal over the exchange, redirects included. */
+interface Deadline {
+  started: number
+  request: string
+  signal?: AbortSignal
+}
 
 /** Which redirects a request may follow (see the header). */
 type RedirectPolicy = 'blob' | 'same-origin'
@@ -89,8 +100,11 @@ export class OciClient {
     this.retry = {...DEFAULT_RETRY, ...opts.retry}
     if (!(this.retry.attempts >= 1)) throw new IchorError('OCI client: retry.attempts must be at least 1')
     this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)))
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS
+    this.timeoutMs = opts.timeoutMs ?? requestSettings().timeoutMs
   }
+
+  /** Each response's deadline, so a body read that runs out of time says so too. */
+  private readonly deadlines = new WeakMap<Response, Deadline>()
 
   /** Checks that the endpoint speaks the distribution API (`GET /v2/`). */
   async ping(): Promise<void> {
@@ -287,7 +301,8 @@ export class OciClient {
   ): Promise<Response> {
     let url = pathOrUrl.startsWith('/') ? `${this.endpoint}${pathOrUrl}` : pathOrUrl
     let headers = init.headers
-    const signal = AbortSignal.timeout(this.timeoutMs)
+    const deadline: Deadline = {started: performance.now(), request: `${method} ${new URL(url).pathname}`, signal: this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined}
+    const {signal} = deadline
     for (let hop = 0; ; hop++) {
       let res: Response
       try {
@@ -296,8 +311,10 @@ export class OciClient {
         const send = new URL(url).origin === this.origin ? this.fetch : fetch
         res = await send(url, {method, body: init.body as RequestInit['body'], headers, redirect: 'manual', signal})
       } catch (error) {
+        if (signal?.aborted) throw this.timeoutError(deadline)
         throw this.connectionError(error)
       }
+      this.deadlines.set(res, deadline)
       if (res.status >= 500) {
         const detail = await errorDetail(res)
         throw new TransientFailure(`HTTP ${res.status} for ${method} ${new URL(url).pathname}${detail}`)
@@ -343,8 +360,16 @@ export class OciClient {
     if (!reader) return Buffer.alloc(0)
     const chunks: Uint8Array[] = []
     let total = 0
+    const deadline = this.deadlines.get(res)
     for (;;) {
-      const {done, value} = await reader.read()
+      let chunk: ReadableStreamReadResult<Uint8Array>
+      try {
+        chunk = await reader.read()
+      } catch (error) {
+        if (deadline?.signal?.aborted) throw this.timeoutError(deadline)
+        throw error
+      }
+      const {done, value} = chunk
       if (done) break
       total += value.byteLength
       if (total > max) {
@@ -355,6 +380,14 @@ export class OciClient {
       chunks.push(value)
     }
     return Buffer.concat(chunks, total)
+  }
+
+  /** In kubectl's words, with the time really waited (the timer fires late on a busy machine). */
+  private timeoutError(deadline: Deadline): IchorError {
+    return new IchorError(
+      `Unable to connect to the registry ${new URL(this.endpoint).host}: request timed out after ${formatElapsed(performance.now() - deadline.started)} (${deadline.request})`,
+      {hint: 'check that Kokumi\'s registry is up (or that --registry-endpoint points at it), or give it more time with --request-timeout'},
+    )
   }
 
   private connectionError(error: unknown): Error {

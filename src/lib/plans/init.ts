@@ -19,7 +19,8 @@ import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js
 import {lockStateDir, type StateLock} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
-import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
+import {installDiskFor, storedMachineConfig, type MachineConfigInputs} from '../talos/machine-config.js'
+import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {isReachable, listDisks, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
@@ -46,6 +47,10 @@ export interface InitOptions extends PlanOptions {
   registryEndpoint?: string
   /** Notes for the operator (what was fixed in the state folder). */
   note?: (line: string) => void
+  /** The machine-config inputs the cluster stores (its nodes run them); a changed one is applied to the nodes. */
+  previousMachineConfig?: MachineConfigInputs
+  allowReboot?: boolean
+  confirmReboot?: (question: string) => Promise<boolean>
 }
 
 export interface InitResult extends RunResult {
@@ -84,6 +89,7 @@ function initSteps(d: PlanData): Task[] {
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
+    nodeConfigChangesTask({state, inputs, previous: o.previousMachineConfig, render, allowReboot: o.allowReboot ?? false, confirmReboot: o.confirmReboot, guard: () => session.guard(), kube: () => session.kube(), note: o.note, timeoutMs}),
     cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, clusterBundle: o.clusterBundle, spec: async () => desiredSpec(o, await render())})),
     cluster(waitCiliumTask({session, timeoutMs})),
     cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),

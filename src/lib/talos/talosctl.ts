@@ -94,6 +94,8 @@ interface RunOptions {
   action: string
   timeoutMs?: number
   onLine?: (line: string) => void
+  /** Return stderr after stdout (talosctl writes some answers there). */
+  withStderr?: boolean
 }
 
 async function run(args: string[], opts: RunOptions): Promise<string> {
@@ -101,7 +103,7 @@ async function run(args: string[], opts: RunOptions): Promise<string> {
   // only when the call fails, so a working talosctl costs one process per call, not two.
   const bin = talosctlPath()
   const result = await exec(bin, args, opts.timeoutMs ?? 120_000, opts.onLine)
-  if (result.exitCode === 0 && !result.timedOut) return result.stdout
+  if (result.exitCode === 0 && !result.timedOut) return opts.withStderr ? `${result.stdout}${result.stderr}` : result.stdout
   await findTalosctl() // a talosctl that does not run is said so, not blamed on the node
   if (result.timedOut) throw new TalosctlError(opts.node, opts.action, `no answer within ${(opts.timeoutMs ?? 120_000) / 1000}s`)
   throw new TalosctlError(opts.node, opts.action, talosctlMessage(result.stderr || result.stdout))
@@ -272,16 +274,31 @@ export interface ApplyConfigOptions {
   insecure: boolean
   /** Required when not insecure. */
   talosconfig?: string
+  /** talosctl's --mode on a configured node (`auto` is what reboots a node below Talos v1.14 when it must). */
+  mode?: 'auto' | 'no-reboot'
 }
 
 export async function applyConfig(opts: ApplyConfigOptions): Promise<void> {
-  const args = ['apply-config', '--file', opts.file]
+  const args = ['apply-config', '--file', opts.file, ...(opts.mode ? ['--mode', opts.mode] : [])]
   if (opts.insecure) args.push('--insecure', '--nodes', opts.node, '--endpoints', opts.node)
   else {
     if (!opts.talosconfig) throw new IchorError(`applying a config to configured node ${opts.node} needs a talosconfig`)
     args.push(...nodeFlags(opts.node, opts.talosconfig))
   }
   await run(args, {node: opts.node, action: 'talosctl apply-config'})
+}
+
+/**
+ * `talosctl apply-config --dry-run --mode auto`: whether the node would take the config with a
+ * reboot. talosctl prints the node's ModeDetails on stderr ("Dry run summary:\nApplied
+ * configuration with|without a reboot (skipped in dry-run).", cmd/talosctl/pkg/talos/helpers/mode.go
+ * PrintApplyResults; v1alpha1_server.go ApplyConfiguration, Talos v1.13.0 and v1.14.0-rc.1).
+ */
+export async function applyConfigDryRun(opts: {node: string; file: string; talosconfig: string}): Promise<{reboot: boolean; summary: string}> {
+  const out = await run(['apply-config', '--file', opts.file, '--mode', 'auto', '--dry-run', ...nodeFlags(opts.node, opts.talosconfig)], {node: opts.node, action: 'talosctl apply-config --dry-run', withStderr: true})
+  const summary = /Applied configuration (with|without) a reboot/.exec(out)
+  if (!summary) throw new TalosctlError(opts.node, 'talosctl apply-config --dry-run', `its answer says neither "with a reboot" nor "without a reboot": ${firstLine(out.trim())}`)
+  return {reboot: summary[1] === 'with', summary: summary[0]}
 }
 
 /** Bootstraps etcd once; a node that is already bootstrapped counts as success. */

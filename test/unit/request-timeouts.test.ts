@@ -1,0 +1,331 @@
+// Request timeouts as a kubectl user expects them (issue 23 point 3), on the built CLI and
+// table-driven over oclif.manifest.json so a new command cannot skip them: every command that
+// talks to a cluster takes --request-timeout (kubectl's name and forms, default 30s); a server
+// that accepts and never answers, or trickles its answer a byte a second, is reported after that
+// time with the time really waited, the server and the context; "connecting to …" shows while
+// the first request waits with -v or on a terminal, never under --json.
+//
+// No cluster is needed: the servers here accept connections and never answer (a black hole),
+// or answer one byte a second (a registry or API server on a dying link).
+import {spawn} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {createServer as createHttpServer, type Server as HttpServer} from 'node:http'
+import {createServer, type Server, type Socket} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {PROJECT_ROOT} from '../support/upstream.js'
+import {BIN, runCli, type CliResult} from '../support/run-cli.js'
+import {terminal} from '../support/terminal.js'
+
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
+
+type Manifest = {commands: Record<string, {flags: Record<string, {default?: unknown; description?: string}>}>}
+const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as Manifest
+const CLUSTER_COMMANDS = Object.keys(manifest.commands).filter((id) => 'kubeconfig' in manifest.commands[id]!.flags)
+
+const work = mkdtempSync(join(tmpdir(), 'ichor-request-timeouts-'))
+const keyFile = join(work, 'state-key')
+/**
+ * The timeout the CLI runs are given, and the bound they must end within once their first
+ * request went out (3×). Node's start-up before it is not counted: on a loaded machine it takes
+ * 10 s and more. Where no "connecting to" line marks that moment, START_UP_MS is allowed for it.
+ */
+const TIMEOUT_S = 4
+const BOUND_MS = 3 * TIMEOUT_S * 1000
+const START_UP_MS = 30_000
+
+/** At most two CLI runs at a time. */
+let running = 0
+const queue: Array<() => void> = []
+async function oneOfTwo<T>(run: () => Promise<T>): Promise<T> {
+  if (running >= 2) await new Promise<void>((resolve) => queue.push(resolve))
+  running++
+  try {
+    return await run()
+  } finally {
+    running--
+    queue.shift()?.()
+  }
+}
+
+/** Runs the CLI with -v, timing from the "connecting to" line (the first request going out) to its exit. */
+function fromFirstRequest(args: string[], config = kubeconfig): Promise<CliResult & {ms: number}> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args, '-v', '--kubeconfig', config], {
+      env: {...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile},
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    let connecting: number | undefined
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk
+      if (connecting === undefined && stderr.includes('connecting to ')) connecting = Date.now()
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({code, stdout, stderr, ms: connecting === undefined ? Number.NaN : Date.now() - connecting}))
+  })
+}
+
+/** What each command needs besides the cluster to get as far as connecting (as in cli-exit-codes.test.ts). */
+const REQUIRED: Record<string, string[]> = {
+  init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', keyFile, '--yes'],
+  'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
+  'cni:upgrade': ['--yes'],
+  'cni:kube-proxy:replace': ['--yes'],
+  'cni:kube-proxy:restore': ['--yes'],
+  'cni:values:set': ['--yes'],
+  'stack:password': ['kokumi'],
+  'stack:promote': ['argocd'],
+  'stack:promotion:set': ['Manual'],
+  'stack:values:diff': ['argocd'],
+  'stack:values:edit': ['argocd'],
+  'stack:values:get': ['argocd'],
+  'stack:values:set': ['argocd'],
+}
+
+const sockets = new Set<Socket>()
+const servers: Array<Server | HttpServer> = []
+/** Accepts every connection and never sends a byte. */
+let blackHolePort = 0
+/** Answers 200 with a 100 kB body, one byte a second. */
+let tricklePort = 0
+let trickleRequests = 0
+let kubeconfig = ''
+let trickleKubeconfig = ''
+
+function listen(server: Server | HttpServer): Promise<number> {
+  servers.push(server)
+  server.on('connection', (s: Socket) => {
+    sockets.add(s)
+    s.on('close', () => sockets.delete(s))
+    s.on('error', () => undefined)
+  })
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as {port: number}).port)))
+}
+
+function kubeconfigFor(name: string, server: string, context: string): string {
+  const path = join(work, name)
+  writeFileSync(path, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: ${context}, context: {cluster: c, user: u}}]
+current-context: ${context}
+`)
+  return path
+}
+
+beforeAll(async () => {
+  blackHolePort = await listen(createServer(() => undefined))
+  tricklePort = await listen(
+    createHttpServer((req, res) => {
+      trickleRequests++
+      res.writeHead(200, {'content-type': 'application/json', 'content-length': '100000', 'docker-content-digest': `sha256:${'0'.repeat(64)}`})
+      if (req.method === 'HEAD') return res.end()
+      const timer = setInterval(() => res.write(' '), 1000)
+      res.on('close', () => clearInterval(timer))
+    }),
+  )
+  kubeconfig = kubeconfigFor('kubeconfig', `https://127.0.0.1:${blackHolePort}`, 'hole-ctx')
+  trickleKubeconfig = kubeconfigFor('trickle-kubeconfig', `http://127.0.0.1:${tricklePort}`, 'trickle-ctx')
+  writeFileSync(keyFile, 'a test passphrase, not a secret\n', {mode: 0o600})
+})
+
+afterAll(async () => {
+  for (const s of sockets) s.destroy()
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))))
+})
+
+async function timed(args: string[], config = kubeconfig): Promise<CliResult & {ms: number}> {
+  const started = Date.now()
+  const r = await runCli([...args, '--kubeconfig', config], {
+    env: {...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile},
+  })
+  return {...r, ms: Date.now() - started}
+}
+
+function cliArgs(id: string, extra: string[]): string[] {
+  return [...id.split(':'), ...(REQUIRED[id] ?? []), ...extra]
+}
+
+/** The seconds the message says were waited: at least the timeout, and the real time, not the configured one. */
+function secondsWaited(text: string): number {
+  const m = /request timed out after (\d+\.\d)s/.exec(text)
+  expect(m, text).not.toBeNull()
+  return Number(m![1])
+}
+
+// kubectl's words for a server it could not talk to (k8s.io/kubectl v0.36.3 pkg/cmd/util/helpers.go, standardErrorMessage).
+const unableToConnect = (port: number, context: string) =>
+  new RegExp(`^Unable to connect to the server 127\\.0\\.0\\.1:${port}: request timed out after \\d+\\.\\ds \\(.*context "${context}"\\)`)
+
+describe('--request-timeout on every command that talks to a cluster', () => {
+  it('every command with --kubeconfig in the built manifest takes --request-timeout, default 30s', () => {
+    expect(CLUSTER_COMMANDS.length).toBeGreaterThan(15)
+    for (const id of CLUSTER_COMMANDS) {
+      const flag = manifest.commands[id]!.flags['request-timeout']
+      expect(flag, `${id} has no --request-timeout`).toBeDefined()
+      expect(flag!.default, id).toBe('30s')
+    }
+  })
+
+  it('the help says the default and the forms', async () => {
+    const r = await runCli(['cni', 'status', '-h'])
+    expect(r.stdout).toMatch(/--request-timeout=DURATION\s+\[default: 30s\] how long each request/)
+    expect(r.stdout).toMatch(/0\s+waits forever/)
+  })
+
+  it('parses kubectl\'s forms: 30s, 1m, plain seconds, 0 for none (k8s.io/client-go tools/clientcmd ParseTimeout)', async () => {
+    const {parseRequestTimeout} = await import('../../src/lib/cli/flags.js')
+    expect(parseRequestTimeout('30s')).toBe(30_000)
+    expect(parseRequestTimeout('1m')).toBe(60_000)
+    expect(parseRequestTimeout('45')).toBe(45_000)
+    expect(parseRequestTimeout('1m30s')).toBe(90_000)
+    expect(parseRequestTimeout('0')).toBe(0)
+    expect(parseRequestTimeout('0s')).toBe(0)
+    for (const bad of ['abc', '-1', '5x', '']) expect(() => parseRequestTimeout(bad), bad).toThrow(/--request-timeout: .* \(accepted: .*0 for no timeout\)/)
+  })
+
+  it('a bad value is exit 2, naming the flag and what it accepts, before any connection', async () => {
+    const r = await timed(['cni', 'status', '--request-timeout', 'soon'])
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toMatch(/--request-timeout: "soon" is not a duration/)
+    expect(r.stderr).not.toMatch(/Unable to connect/)
+  })
+})
+
+describe(`a server that accepts and never answers: exit 1 after --request-timeout ${TIMEOUT_S}s, with the time waited, the server and the context`, () => {
+  it.concurrent.each(CLUSTER_COMMANDS.filter((id) => id !== 'doctor').map((id) => [id.replaceAll(':', ' '), id]))('ichor %s', async (_name, id) => {
+    // Mutating commands are run as a dry run where they have one: the first request decides either way.
+    const dryRun = '--dry-run' in (manifest.commands[id]!.flags as object) && id !== 'init' ? ['--dry-run'] : []
+    const r = await oneOfTwo(() => fromFirstRequest(cliArgs(id, [...dryRun, '--request-timeout', `${TIMEOUT_S}s`])))
+    const why = `${r.ms} ms from the first request\n${r.stdout}\n${r.stderr}`
+    expect(r.code, why).toBe(1)
+    expect(r.ms, why).toBeLessThan(BOUND_MS)
+    const error = r.stderr.slice(r.stderr.indexOf('Error: ') + 'Error: '.length)
+    expect(error, why).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
+    expect(secondsWaited(r.stderr), why).toBeGreaterThanOrEqual(TIMEOUT_S)
+    expect(secondsWaited(r.stderr) * 1000, why).toBeLessThan(BOUND_MS)
+  }, 300_000)
+
+  it('doctor reports it as its kube-api check (exit 1), after the same time', async () => {
+    const r = await timed(['doctor', '--request-timeout', `${TIMEOUT_S}s`, '--json'])
+    const why = `${r.ms} ms\n${r.stdout}\n${r.stderr}`
+    expect(r.code, why).toBe(1)
+    expect(r.ms, why).toBeLessThan(START_UP_MS + BOUND_MS)
+    const check = (JSON.parse(r.stdout).checks as Array<{id: string; detail: string}>).find((c) => c.id === 'kube-api')
+    expect(secondsWaited(check?.detail ?? ''), why).toBeLessThan(3 * TIMEOUT_S)
+    expect(check?.detail, why).toMatch(new RegExp(`127\\.0\\.0\\.1:${blackHolePort} \\(context "hole-ctx"\\): request timed out after \\d+\\.\\ds`))
+  })
+
+  it('the default is 30s, and the message gives the time really waited (not 30 s after a minute)', async () => {
+    const r = await timed(['cni', 'status'])
+    const why = `${r.ms} ms\n${r.stderr}`
+    expect(r.code, why).toBe(1)
+    expect(r.ms, why).toBeLessThan(3 * 30_000)
+    expect(r.stderr.replace(/^Error: /, ''), why).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
+    const waited = secondsWaited(r.stderr)
+    expect(waited).toBeGreaterThanOrEqual(30)
+    expect(waited * 1000).toBeLessThanOrEqual(r.ms)
+    // Silent without -v and off a terminal.
+    expect(r.stderr).not.toMatch(/connecting to/)
+  }, 150_000)
+
+  it('--json: the one error document on stdout, with the same message', async () => {
+    const r = await timed(['cni', 'values', 'get', '--request-timeout', `${TIMEOUT_S}s`, '--json'])
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.ms).toBeLessThan(START_UP_MS + BOUND_MS)
+    const doc = JSON.parse(r.stdout)
+    expect(doc).toMatchObject({schemaVersion: 1, error: {exitCode: 1, code: 'failed'}})
+    expect(doc.error.message).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
+  })
+})
+
+describe('an API server that trickles its answer a byte a second is cut off at the same total time', () => {
+  it('ichor cni status', async () => {
+    const r = await fromFirstRequest(['cni', 'status', '--request-timeout', `${TIMEOUT_S}s`], trickleKubeconfig)
+    const why = `${r.ms} ms from the first request\n${r.stderr}`
+    expect(r.code, why).toBe(1)
+    expect(r.ms, why).toBeLessThan(BOUND_MS)
+    expect(r.stderr.slice(r.stderr.indexOf('Error: ') + 'Error: '.length), why).toMatch(unableToConnect(tricklePort, 'trickle-ctx'))
+  })
+})
+
+describe('"connecting to …" while the first request waits', () => {
+  it('-v shows it on stderr before the error', async () => {
+    const r = await timed(['cni', 'status', '-v', '--request-timeout', `${TIMEOUT_S}s`])
+    expect(r.code, r.stderr).toBe(1)
+    const at = r.stderr.indexOf(`connecting to https://127.0.0.1:${blackHolePort} (context hole-ctx)…`)
+    expect(at, r.stderr).toBeGreaterThanOrEqual(0)
+    expect(at).toBeLessThan(r.stderr.indexOf('Unable to connect'))
+  })
+
+  it('under --json (even with -v) stderr carries JSON lines only, and no "connecting to" text', async () => {
+    const r = await timed(['cni', 'status', '-v', '--json', '--request-timeout', `${TIMEOUT_S}s`])
+    expect(r.code, r.stderr).toBe(1)
+    expect(r.stderr).not.toMatch(/connecting to/)
+    for (const line of r.stderr.split('\n').filter(Boolean)) expect(() => JSON.parse(line), line).not.toThrow()
+    expect(JSON.parse(r.stdout).error.message).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
+  })
+
+  it('on a terminal it shows while waiting, then the error', async () => {
+    const t = terminal(['cni', 'status', '--kubeconfig', kubeconfig, '--request-timeout', `${TIMEOUT_S}s`])
+    await t.expect(`connecting to https://127.0.0.1:${blackHolePort} (context hole-ctx)…`, START_UP_MS + BOUND_MS)
+    await t.expect(/Unable to connect to the server 127\.0\.0\.1:\d+: request timed out after/, BOUND_MS)
+    expect(await t.exited).toBe(1)
+  })
+})
+
+describe('the registry client: a per-request deadline over the whole exchange, body included, not retried', () => {
+  it('a registry that sends one byte a second is cut off after the timeout, once', async () => {
+    const {OciClient} = await import('../../src/lib/oci/client.js')
+    const client = new OciClient(`http://127.0.0.1:${tricklePort}`, {timeoutMs: 2000, sleep: async () => {}})
+    const before = trickleRequests
+    const started = Date.now()
+    const error = await client.getManifest('ichor/argocd', 'v1').then(() => undefined, (e: Error) => e)
+    const ms = Date.now() - started
+    expect(error?.message).toMatch(new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${tricklePort}: request timed out after 2\\.\\ds \\(GET /v2/ichor/argocd/manifests/v1\\)`))
+    expect(ms).toBeLessThan(6000)
+    expect(trickleRequests - before).toBe(1)
+  })
+
+  it('a registry that accepts and never answers is cut off after the timeout, once', async () => {
+    const {OciClient} = await import('../../src/lib/oci/client.js')
+    const client = new OciClient(`http://127.0.0.1:${blackHolePort}`, {timeoutMs: 2000, sleep: async () => {}})
+    const started = Date.now()
+    const error = await client.ping().then(() => undefined, (e: Error) => e)
+    expect(error?.message).toMatch(new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${blackHolePort}: request timed out after 2\\.\\ds \\(GET /v2/\\)`))
+    expect(Date.now() - started).toBeLessThan(6000)
+  })
+})
+
+describe('the port-forward to the registry', () => {
+  it('a WebSocket upgrade the API server never answers fails after the timeout instead of waiting forever', async () => {
+    const {configureRequests, requestSettings} = await import('../../src/lib/kube/request-settings.js')
+    const {connectKube} = await import('../../src/lib/kube/client.js')
+    const {tunnelKubeConfig} = await import('../../src/lib/kube/portforward.js')
+    const {PortForward} = await import('@kubernetes/client-node')
+    const {PassThrough} = await import('node:stream')
+    const saved = requestSettings().timeoutMs
+    configureRequests({timeoutMs: 2000})
+    try {
+      const kube = await connectKube({kubeconfig, probe: false})
+      const forward = new PortForward(await tunnelKubeConfig(kube), true)
+      const started = Date.now()
+      const outcome = await Promise.race([
+        forward.portForward('kokumi', 'kokumi-registry-0', [5000], new PassThrough(), null, new PassThrough()).then(
+          () => 'connected',
+          (e: Error) => `failed: ${e.message}`,
+        ),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000)),
+      ])
+      expect(outcome).toMatch(/^failed: .*handshake has timed out/i)
+      expect(Date.now() - started).toBeLessThan(6000)
+    } finally {
+      configureRequests({timeoutMs: saved})
+    }
+  })
+})
