@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
-import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
 
