@@ -88,6 +88,21 @@ describe('ichor cni status / values on the harness', () => {
     expect(some.stdout).toMatch(/^\+.*name: hubble-relay$/m)
   })
 
+  it('cni values set --dry-run and cni values diff take --set as they take KEY=VALUE (issue 23 point 1): the same diff, nothing changed', async () => {
+    const before = await release()
+    const c0 = await cr()
+    for (const verb of ['diff', 'set'] as const) {
+      const extra = verb === 'set' ? ['--dry-run'] : []
+      const positional = await cli(['cni', 'values', verb, 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      const flag = await cli(['cni', 'values', verb, '--set', 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      expect(flag.code, flag.stderr).toBe(0)
+      expect(flag.stdout).toMatch(/^\+\s+enabled: true$/m)
+      expect(flag.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, '')).toBe(positional.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, ''))
+    }
+    expect((await release()).revision).toBe(before.revision)
+    expect(await cr()).toEqual(c0)
+  })
+
   it('cni values set: a new revision, the CR records the user layer and the hash; the same set again is a no-op', async () => {
     const before = await release()
     const c0 = await cr()
