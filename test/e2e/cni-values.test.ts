@@ -299,6 +299,19 @@ describe('ichor cni status / values on the harness', () => {
     expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({bandwidthManager: {enabled: true}})})
   }, 180_000)
 
+  it('cni values edit --set (issue 23 point 1): the editor opens with the change applied; saved as opened, it is applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-seed-'))
+    const editor = join(dir, 'editor.sh')
+    writeFileSync(editor, `#!/bin/sh\ncp "$1" '${join(dir, 'seen.yaml')}'\n`, {mode: 0o700})
+    const [r0, c0] = [await release(), await cr()]
+    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: ''})
+    expect(run.code, run.stderr).toBe(0)
+    expect(readFileSync(join(dir, 'seen.yaml'), 'utf8')).toMatch(/^ {2}seeded: yes$/m)
+    const user = c0.spec.cni.cilium.values as {podAnnotations?: Record<string, string>}
+    expect((await cr()).spec.cni.cilium.values).toEqual({...user, podAnnotations: {...user.podAnnotations, seeded: 'yes'}})
+    expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({podAnnotations: expect.objectContaining({seeded: 'yes'})})})
+  }, 180_000)
+
   it('a rerun of init keeps the layer cni values set stored (no new revision); a --cilium-values that differs is refused naming cni values set', async () => {
     const [r0, c0] = [await release(), await cr()]
     const again = await runIchor(h.initArgs, h.env)

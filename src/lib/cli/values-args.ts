@@ -38,7 +38,3 @@ export function valuesInputFrom(argv: unknown[], flags: {values?: string[]; set?
   return {kind: 'edit', files: flags.values ?? [], sets, replace: flags.replace ?? false}
 }
 
-/** True when the command line asked for a change (files or values), not just the stored layer. */
-export function hasValuesChange(input: ValuesInput): boolean {
-  return input.kind === 'layer' || input.files.length > 0 || input.sets.length > 0 || input.replace
-}
