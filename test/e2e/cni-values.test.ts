@@ -88,6 +88,21 @@ describe('ichor cni status / values on the harness', () => {
     expect(some.stdout).toMatch(/^\+.*name: hubble-relay$/m)
   })
 
+  it('cni values set --dry-run and cni values diff take --set as they take KEY=VALUE (issue 23 point 1): the same diff, nothing changed', async () => {
+    const before = await release()
+    const c0 = await cr()
+    for (const verb of ['diff', 'set'] as const) {
+      const extra = verb === 'set' ? ['--dry-run'] : []
+      const positional = await cli(['cni', 'values', verb, 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      const flag = await cli(['cni', 'values', verb, '--set', 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      expect(flag.code, flag.stderr).toBe(0)
+      expect(flag.stdout).toMatch(/^\+\s+enabled: true$/m)
+      expect(flag.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, '')).toBe(positional.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, ''))
+    }
+    expect((await release()).revision).toBe(before.revision)
+    expect(await cr()).toEqual(c0)
+  })
+
   it('cni values set: a new revision, the CR records the user layer and the hash; the same set again is a no-op', async () => {
     const before = await release()
     const c0 = await cr()
@@ -282,6 +297,19 @@ describe('ichor cni status / values on the harness', () => {
     expect(reopened).toMatch(/^#\s+- prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/m)
     expect((await cr()).spec.cni.cilium.values).toEqual(layer)
     expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({bandwidthManager: {enabled: true}})})
+  }, 180_000)
+
+  it('cni values edit --set (issue 23 point 1): the editor opens with the change applied; saved as opened, it is applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-seed-'))
+    const editor = join(dir, 'editor.sh')
+    writeFileSync(editor, `#!/bin/sh\ncp "$1" '${join(dir, 'seen.yaml')}'\n`, {mode: 0o700})
+    const [r0, c0] = [await release(), await cr()]
+    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: ''})
+    expect(run.code, run.stderr).toBe(0)
+    expect(readFileSync(join(dir, 'seen.yaml'), 'utf8')).toMatch(/^ {2}seeded: yes$/m)
+    const user = c0.spec.cni.cilium.values as {podAnnotations?: Record<string, string>}
+    expect((await cr()).spec.cni.cilium.values).toEqual({...user, podAnnotations: {...user.podAnnotations, seeded: 'yes'}})
+    expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({podAnnotations: expect.objectContaining({seeded: 'yes'})})})
   }, 180_000)
 
   it('a rerun of init keeps the layer cni values set stored (no new revision); a --cilium-values that differs is refused naming cni values set', async () => {

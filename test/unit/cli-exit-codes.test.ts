@@ -96,6 +96,8 @@ const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
   {id: 'cni:values:diff', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
   {id: 'stack:values:set', args: ['--set', 'configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
   {id: 'stack:values:diff', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
+  {id: 'cni:values:edit', args: ['--set', 'kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  {id: 'stack:values:edit', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
 ]
 
 describe('local input is refused before any connection (exit 2, naming it, never the cluster)', () => {

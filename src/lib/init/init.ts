@@ -24,7 +24,7 @@ import {renderNodeConfigViews} from './node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
 import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs, type NodeConfigPatch} from '../talos/machine-config.js'
-import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
+import {canPrompt, checkInitPrerequisites, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
 export interface InitRequest {
@@ -74,6 +74,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   // A real run changes nodes: on a terminal it asks, without one (or with --json) it needs --yes.
   if (!req.dryRun) requireConsent({yes: req.yes, tty: !req.json && canPrompt()})
   const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
+  // Prerequisites before questions: what `ichor doctor` checks, before the first prompt.
+  if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   let inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before

@@ -6,12 +6,12 @@ import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
 import {isConflict} from '../kube/client.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
-import {checkStackValues, checkStackValuesInput} from './local-input.js'
+import {checkStackValuesInput} from './local-input.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
-import type {ValuesInput} from '../values/layer.js'
+import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
 import {ordersTask, publishBundlesTask, rerenderTask, waitApplicationsTask} from '../stack/tasks.js'
 import {readOrder} from '../health/reads.js'
@@ -22,13 +22,12 @@ import {recordStatusTask} from '../state/tasks.js'
 import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {deepMerge} from '../values/merge.js'
 import type {Values} from '../values/path.js'
 
 export interface StackValuesSetOptions {
   component: StackComponent
-  /** The layer from -f/--set, merged onto the stored one (a null removes a key). */
-  values: Values
+  /** The -f files, --set and KEY=VALUE arguments, merged onto the stored layer (a null removes a key). */
+  input: ValuesInput
   /** `stack values edit`: the whole new layer, and the stored layer the editor started from. */
   layer?: {user: Values; base: Values}
   kubeconfig?: string
@@ -103,7 +102,7 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
 }
 
 export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
-  checkStackValues(o.component, o.values) // this machine's input first: exit 2 even when the cluster is down
+  checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
   const session = openSession({command: 'stack values set', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   try {
     await session.clusterAnswers()
@@ -111,7 +110,7 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       const cr = await requireInstallation(session)
       const stored = cr.spec.stack[o.component].values ?? {}
       if (o.layer) checkEditBase(o.component, stored, o.layer.base)
-      return {cr, values: dropNulls(o.layer ? o.layer.user : deepMerge(stored, o.values))}
+      return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, o.input))}
     }
     // Render before anything is touched: invalid values are exit 2 with nothing changed.
     const first = await read()
@@ -178,17 +177,18 @@ export async function runStackValuesDiff(o: {component: StackComponent; input: V
 }
 
 /** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values' | 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
+export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
+  checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
   const session = openSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
   let edited
   try {
     await session.clusterAnswers()
     // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
     await checkStackArtifacts(session, o.sources)
-    edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined})
+    edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined}, o.input)
   } finally {
     await session.close()
   }
   if (!edited.user) return {changed: false, component: o.component}
-  return runStackValuesSetPlan({...o, values: {}, layer: {user: edited.user, base: edited.base}, dryRun: false})
+  return runStackValuesSetPlan({...o, input: {kind: 'layer', user: edited.user}, layer: {user: edited.user, base: edited.base}, dryRun: false})
 }
