@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag, yesFlag} from '../../../lib/cli/flags.js'
 import {loadUserValues} from '../../../lib/cilium/user-values.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
@@ -27,6 +27,7 @@ export default class StackValuesSet extends IchorCommand {
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
     ...allowUnpinnedFlag,
+    ...yesFlag,
   }
 
   async run() {
@@ -36,7 +37,7 @@ export default class StackValuesSet extends IchorCommand {
       component: args.component as StackComponent, values: loadUserValues(flags.values, flags.set),
       kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
     })
     if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}` : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`)
     return result
