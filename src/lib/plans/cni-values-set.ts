@@ -8,10 +8,11 @@ import {editCiliumValues} from '../cilium/edit.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
 import {consentNeeded} from '../cli/consent.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from './local-input.js'
+import {withSession} from '../session/session.js'
 import type {RunResult} from '../tasks/engine.js'
 import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
-import {runOptions, runPlan, withSession, type Plan} from './run.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
   input: ValuesInput

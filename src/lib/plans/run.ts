@@ -96,14 +96,3 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
     }
   }
 }
-
-/** A read-only command's session: the named cluster must answer; closed on every path. */
-export async function withSession<T>(options: SessionOptions, fn: (session: Session) => Promise<T>): Promise<T> {
-  const session = openSession(options)
-  try {
-    await session.clusterAnswers()
-    return await fn(session)
-  } finally {
-    await session.close()
-  }
-}

@@ -8,7 +8,7 @@ import {isConflict} from '../kube/client.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {checkStackValues, checkStackValuesInput} from './local-input.js'
 import {consentNeeded} from '../cli/consent.js'
-import type {Session} from '../session/session.js'
+import {withSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
@@ -25,7 +25,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {deepMerge} from '../values/merge.js'
 import type {Values} from '../values/path.js'
-import {runOptions, runPlan, withSession, type Plan} from './run.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface StackValuesSetOptions {
   component: StackComponent
