@@ -92,4 +92,11 @@ describe('every command that changes a cluster asks, or needs --yes', () => {
     expect(doc.error.message, why).toMatch(/--yes/)
     expect(connections, `${id} connected to the cluster before refusing`).toBe(before)
   })
+
+  it.each(MUTATING.filter((id) => 'dry-run' in manifest.commands[id]!.flags).map((id) => [id.replaceAll(':', ' '), id]))('ichor %s --dry-run needs no --yes: it goes on to the cluster', async (_name, id) => {
+    const before = connections
+    const r = await ichor(id, ['--dry-run'])
+    expect(r.stderr, r.stderr).not.toMatch(/--yes/)
+    expect(connections, `${id} --dry-run did not reach the cluster`).toBeGreaterThan(before)
+  })
 })
