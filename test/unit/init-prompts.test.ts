@@ -4,8 +4,7 @@ import {chmodSync, existsSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
-import {nodeListProblem, requireConsent} from '../../src/lib/init/prompts.js'
-import {reportOf} from '../../src/lib/cli/error-report.js'
+import {nodeListProblem} from '../../src/lib/init/prompts.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {terminal} from '../support/terminal.js'
 
@@ -105,13 +104,7 @@ describe('a mistyped command on a terminal', () => {
   })
 })
 
-describe('requireConsent', () => {
-  it('refuses a real run without a terminal and without --yes, naming --yes, exit 2', () => {
-    const error = (() => { try { requireConsent({yes: false, tty: false}) } catch (e) { return e } })()
-    expect(reportOf(error)).toMatchObject({exitCode: 2, message: 'refusing to change nodes without a terminal to confirm on', hint: expect.stringContaining('--yes')})
-    expect(() => requireConsent({yes: true, tty: false})).not.toThrow()
-    expect(() => requireConsent({yes: false, tty: true})).not.toThrow()
-  })
+describe('init prompts', () => {
   it('node list answers take commas and spaces, and name what is wrong', () => {
     expect(nodeListProblem('192.0.2.10, 192.0.2.11 node-3', {required: true})).toBeUndefined()
     expect(nodeListProblem('', {required: true})).toBe('at least one node address is required')

@@ -9,23 +9,6 @@ import {EXIT} from '../errors/exit-codes.js'
 import {DEFAULT_TALOS_VERSION, parseTalosVersion, requireSupportedTalosVersion} from '../talos/versions.js'
 import {checkEndpoint, clusterNameProblem, nodeProblem, splitNodeList, type InitFlags} from './inputs.js'
 
-export function canPrompt(): boolean {
-  return Boolean(process.stdin.isTTY && process.stdout.isTTY)
-}
-
-/**
- * A real run changes nodes: without a terminal to confirm on it needs --yes. Throws an
- * exit-2 error naming --yes; returns when the run may go on (the caller then confirms on
- * the terminal unless --yes was given).
- */
-export function requireConsent(opts: {yes: boolean; tty: boolean}): void {
-  if (opts.yes || opts.tty) return
-  throw new IchorError('refusing to change nodes without a terminal to confirm on', {
-    exitCode: EXIT.usage,
-    hint: 'pass --yes to run without confirmation (scripts, CI), or run it on a terminal',
-  })
-}
-
 /** A node list answer: every entry an IP or host name, none given twice (also not in `taken`). */
 export function nodeListProblem(answer: string, opts: {required: boolean; taken?: readonly string[]}): string | undefined {
   const nodes = splitNodeList(answer)
@@ -78,9 +61,4 @@ export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlag
     out.workers = splitNodeList(answer)
   }
   return out
-}
-
-export async function confirm(message: string, opts: {default?: boolean} = {}): Promise<boolean> {
-  const prompts = await import('@inquirer/prompts')
-  return prompts.confirm({message, default: opts.default ?? true})
 }

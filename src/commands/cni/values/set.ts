@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {stringify} from 'yaml'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/cilium/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
@@ -24,7 +24,7 @@ ${VALUES_SYNTAX_HELP}`
     ...valuesChangeFlags,
     ...talosAccessFlags,
     'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (asked on a terminal; none is asked when stdin is not one)'}),
+    ...yesFlag,
     timeout: timeoutFlag(900),
     ...lockFlags,
     'cilium-chart': assetFlags['cilium-chart'],

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag, yesFlag} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
@@ -30,6 +30,7 @@ ${VALUES_SYNTAX_HELP}`
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
     ...allowUnpinnedFlag,
+    ...yesFlag,
   }
 
   async run() {
@@ -39,7 +40,7 @@ ${VALUES_SYNTAX_HELP}`
       component: args.component as StackComponent, input: valuesInputFrom(argv.slice(1), flags),
       kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
     })
     if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}` : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`)
     return result
