@@ -29,7 +29,7 @@ export async function run(ctx) {
     }
     const status = await times('cni status', ['cni', 'status'])
     const before = (await readReleaseRecord(kube, 'cilium', 'kube-system')).revision
-    const noop = await times('no-op cni values set', ['cni', 'values', 'set', '--cilium-chart', chart])
+    const noop = await times('no-op cni values set', ['cni', 'values', 'set', '--yes', '--cilium-chart', chart])
     const after = (await readReleaseRecord(kube, 'cilium', 'kube-system')).revision
     if (after !== before) throw new Error(`a no-op cni values set made Helm revision ${after} (was ${before})`)
     const diff = await times('cni values diff', ['cni', 'values', 'diff', 'hubble.relay.enabled=true', '--cilium-chart', chart])

@@ -30,11 +30,11 @@ export async function run(ctx) {
     const statusArgs = ['stack', 'status', '-o', 'json', ...day2]
     const cold = check(await runIchor(statusArgs, {...h.env, ICHOR_DRIFT_CACHE: 'off'}), statusArgs).ms
     const status = await times(statusArgs)
-    const sync = await times(['stack', 'sync', '--json', ...day2])
+    const sync = await times(['stack', 'sync', '--yes', '--json', ...day2])
     // Each set is a real change (alternating values): new bundle, Order moved.
     const set = []
     for (let i = 0; i < 5; i++) {
-      const args = ['stack', 'values', 'set', 'argocd', '--set', `server.podAnnotations.bench=run${i}`, '--json', ...day2, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+      const args = ['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.podAnnotations.bench=run${i}`, '--json', ...day2, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
       const r = check(await runIchor(args, h.env), args)
       const wait = jsonEvents(r).find((e) => e.event === 'task' && e.id === 'wait-applications' && e.ms !== undefined)
       set.push(r.ms - (wait?.ms ?? 0))

@@ -15,6 +15,8 @@ const {entryArgv} = await import('../dist/lib/cli/entry-argv.js')
 const argv = entryArgv(process.argv.slice(2))
 try {
   await run(argv, import.meta.url)
+  // The autocomplete plugin's bash script gets ichor's completion of values (src/lib/cli/completion.ts).
+  if (argv[0] === 'autocomplete') await (await import('../dist/lib/cli/completion.js')).afterAutocomplete(() => Config.load(import.meta.url))
   await flush()
 } catch (error) {
   const {handleTopLevelError} = await import('../dist/lib/cli/top-level.js')

@@ -113,6 +113,8 @@ function main() {
   // As bin/run.js: errors before or around a command, unknown commands, are ichor's to report.
   oclif
     .run(argv, loadOptions)
+    // As bin/run.js: the autocomplete plugin's bash script gets ichor's completion of values.
+    .then(() => (argv[0] === 'autocomplete' ? commands().afterAutocomplete(() => oclif.Config.load(loadOptions)) : undefined))
     .then(() => oclif.flush())
     .catch((error) => commands().handleTopLevelError(error, argv, () => oclif.Config.load(loadOptions)))
 }

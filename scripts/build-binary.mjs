@@ -137,11 +137,12 @@ const commandMap = commandSources.map(({name, root: from, manifest: m}) => {
   })
   return `${JSON.stringify(name)}: {${entries.join(', ')}}`
 })
-// Per plugin name: command id -> command class; and the entry point's error handling.
+// Per plugin name: command id -> command class; and the entry point's error handling and completion step.
 const commandExports = [
   ...commandImports,
   `export const commands = {${commandMap.join(', ')}}`,
   `export {handleTopLevelError} from ${JSON.stringify(join(root, 'dist', 'lib', 'cli', 'top-level.js'))}`,
+  `export {afterAutocomplete} from ${JSON.stringify(join(root, 'dist', 'lib', 'cli', 'completion.js'))}`,
 ].join('\n')
 const bundledPlugins = plugins.map(({pjson: p, manifest: m}) => ({pjson: p, manifest: m}))
 /** The two generated modules: package.json + manifest for the main script, and the command map. */

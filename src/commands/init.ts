@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag} from '../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag, yesFlag} from '../lib/cli/flags.js'
 import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/init/init.js'
 import {renderInitSummary} from '../lib/init/summary.js'
@@ -34,7 +34,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'argocd-values': Flags.string({description: 'YAML file with the user layer of Argo CD chart values', helpValue: 'FILE'}),
     'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
     promotion: Flags.string({description: 'how Kokumi promotes a new bundle (default: Automatic; on a rerun, what the cluster stores)', options: ['Automatic', 'Manual']}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation'}),
+    ...yesFlag,
     'allow-reboot': Flags.boolean({description: 'on a rerun with a changed machine config: reboot the nodes Talos must reboot to take it (one at a time) without asking'}),
     'dry-run': Flags.boolean({description: 'change nothing; with --output-dir render everything offline, otherwise probe a live cluster'}),
     'output-dir': Flags.string({description: 'with --dry-run: directory to write the rendered configs, manifests and plan into', helpValue: 'DIR'}),

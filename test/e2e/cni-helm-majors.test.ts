@@ -28,12 +28,12 @@ describe('one cluster, laptops with different helm majors', () => {
 
   it('adopted with Helm 3, `cni values set` with Helm 4 then with Helm 3 again: each a deployed revision; an init rerun with Helm 3 keeps the release', async () => {
     expect(await release()).toMatchObject({revision: 1, status: 'deployed'})
-    const set4 = await runIchor(['cni', 'values', 'set', 'debug.enabled=true', ...common], withHelm(4))
+    const set4 = await runIchor(['cni', 'values', 'set', '--yes', 'debug.enabled=true', ...common], withHelm(4))
     expect(set4.code, `${set4.stdout}${set4.stderr}`).toBe(0)
     expect(await release()).toMatchObject({revision: 2, status: 'deployed', config: expect.objectContaining({debug: {enabled: true}})})
     expect((await ciliumConfig()).debug).toBe('true')
 
-    const set3 = await runIchor(['cni', 'values', 'set', 'debug.enabled=false', ...common], withHelm(3))
+    const set3 = await runIchor(['cni', 'values', 'set', '--yes', 'debug.enabled=false', ...common], withHelm(3))
     expect(set3.code, `${set3.stdout}${set3.stderr}`).toBe(0)
     expect(await release()).toMatchObject({revision: 3, status: 'deployed'})
     expect((await ciliumConfig()).debug).toBe('false')

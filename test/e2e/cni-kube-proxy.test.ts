@@ -158,7 +158,7 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
       const text = await cli(['cni', 'status'])
       expect(text.stdout).toMatch(/fix: ichor cni kube-proxy restore/)
       // A values change would turn the replacement off out of order: refused, naming the command.
-      const set = await cli(['cni', 'values', 'set', 'podAnnotations.x=y'])
+      const set = await cli(['cni', 'values', 'set', '--yes', 'podAnnotations.x=y'])
       expect(set.code).toBe(2)
       expect(`${set.stdout}${set.stderr}`).toMatch(/ichor cni kube-proxy restore/)
       // So would an upgrade, which validates the stored values under the recorded mode.

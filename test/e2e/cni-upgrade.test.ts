@@ -68,7 +68,7 @@ describe('ichor cni upgrade on the harness', () => {
   })
 
   it('1.18.0 -> 1.19.6 from an older patch is refused before anything runs (latest patch first): exit 2 naming 1.18.12 and --skip-patch-check, same revision', async () => {
-    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(run.code, run.stderr).toBe(2)
     expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.12\).*upgrade to 1\.18\.12 first.*--skip-patch-check/)
     expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
@@ -82,7 +82,7 @@ describe('ichor cni upgrade on the harness', () => {
   })
 
   it('1.18.0 -> 1.20.0 is refused before anything runs: exit 2 naming 1.19, same revision, no Lease taken', async () => {
-    const run = await cli(['cni', 'upgrade', '--cilium-chart', UPSTREAM.cilium120Chart, '--json'])
+    const run = await cli(['cni', 'upgrade', '--yes', '--cilium-chart', UPSTREAM.cilium120Chart, '--json'])
     expect(run.code, run.stderr).toBe(2)
     expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 to 1\.20\.0 skips 1\.19: .*one minor at a time; upgrade to 1\.19\.6 first/)
     expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
@@ -102,7 +102,7 @@ describe('ichor cni upgrade on the harness', () => {
 
   it('1.18.0 -> 1.19.6: the pre-flight release was installed, ready and removed; then the release runs 1.19.6 and the CR records it', async () => {
     // From 1.18.0, not the newest 1.18 patch: the cases below reset to init's 1.18.0 revision.
-    const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
+    const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
     const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
     // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
@@ -117,21 +117,21 @@ describe('ichor cni upgrade on the harness', () => {
     await waitUntil('the 1.19.6 CiliumNetworkPolicy CRD', async () => (await ciliumSchemaVersion()) === '1.32.7', 30_000)
     upgraded = await cniDump(kube, initial.release.revision)
     expect(upgraded).toMatchObject({release: {revision: '+1', status: 'deployed', chart: '1.19.6'}, history: ['+0 superseded', '+1 deployed'], cr: {status: {releaseRevision: '+1', chartVersion: '1.19.6'}}})
-    const again = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
+    const again = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(again.code, again.stderr).toBe(0)
     expect((await release()).revision).toBe(r.revision)
   }, 600_000)
 
   it('a downgrade (1.19.6 -> 1.18.0) is refused before anything runs: exit 2, same revision', async () => {
     const r0 = await release()
-    const run = await cli(['cni', 'upgrade', '--cilium-chart', UPSTREAM.ciliumChart])
+    const run = await cli(['cni', 'upgrade', '--yes', '--cilium-chart', UPSTREAM.ciliumChart])
     expect(run.code, run.stderr).toBe(2)
     expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)
     expect((await release()).revision).toBe(r0.revision)
   })
 
   it('SIGKILL at every step boundary and inside helm upgrade (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals the uninterrupted run', async () => {
-    const args = ['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--timeout', '120s', '--json']
+    const args = ['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--timeout', '120s', '--json']
     const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
     const cases = [...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})), {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
     for (const kase of cases) {

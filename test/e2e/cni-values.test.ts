@@ -88,6 +88,21 @@ describe('ichor cni status / values on the harness', () => {
     expect(some.stdout).toMatch(/^\+.*name: hubble-relay$/m)
   })
 
+  it('cni values set --dry-run and cni values diff take --set as they take KEY=VALUE (issue 23 point 1): the same diff, nothing changed', async () => {
+    const before = await release()
+    const c0 = await cr()
+    for (const verb of ['diff', 'set'] as const) {
+      const extra = verb === 'set' ? ['--dry-run'] : []
+      const positional = await cli(['cni', 'values', verb, 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      const flag = await cli(['cni', 'values', verb, '--set', 'hubble.relay.enabled=true', ...extra, '--cilium-chart', UPSTREAM.ciliumChart])
+      expect(flag.code, flag.stderr).toBe(0)
+      expect(flag.stdout).toMatch(/^\+\s+enabled: true$/m)
+      expect(flag.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, '')).toBe(positional.stdout.replace(/\d+(\.\d+)?\s?m?s\b/g, ''))
+    }
+    expect((await release()).revision).toBe(before.revision)
+    expect(await cr()).toEqual(c0)
+  })
+
   it('cni values set: a new revision, the CR records the user layer and the hash; the same set again is a no-op', async () => {
     const before = await release()
     const c0 = await cr()
@@ -98,7 +113,7 @@ describe('ichor cni status / values on the harness', () => {
     expect((await release()).revision).toBe(before.revision)
     expect(await cr()).toEqual(c0)
 
-    const run = await cli(['cni', 'values', 'set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    const run = await cli(['cni', 'values', 'set', '--yes', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
     const after = await release()
     expect(after).toMatchObject({revision: before.revision + 1, status: 'deployed'})
@@ -108,7 +123,7 @@ describe('ichor cni status / values on the harness', () => {
     expectRecorded(c, after)
     expect(valuesHash(after.config)).toBe(valuesHash(effective(c)))
 
-    const again = await cli(['cni', 'values', 'set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    const again = await cli(['cni', 'values', 'set', '--yes', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
     expect(again.code, again.stderr).toBe(0)
     expect(end(again)?.changed).toBe(false)
     expect((await release()).revision).toBe(after.revision)
@@ -116,7 +131,7 @@ describe('ichor cni status / values on the harness', () => {
 
   it('a change that reaches only cilium-config restarts every agent and the operator: each running pod started with the new config (real DaemonSet and Deployment controllers)', async () => {
     const before = await h.pods.ciliumConfigHash()
-    const run = await cli(['cni', 'values', 'set', 'debug.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    const run = await cli(['cni', 'values', 'set', '--yes', 'debug.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
     const now = await h.pods.ciliumConfigHash()
     expect(now).not.toBe(before)
@@ -139,7 +154,7 @@ describe('ichor cni status / values on the harness', () => {
     expect(report.values).toMatchObject({inSync: true, releaseHash: valuesHash(r0.config)})
     expect(report.values.recordedHash).toBeUndefined()
     expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^ichor cni values set\s+\(no arguments: records it\)/)})])
-    const set = await cli(['cni', 'values', 'set', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    const set = await cli(['cni', 'values', 'set', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
     expect(set.code, set.stderr).toBe(0)
     expect((await release()).revision).toBe(r0.revision)
     const c = await cr()
@@ -149,7 +164,7 @@ describe('ichor cni status / values on the harness', () => {
 
   it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
     const [r0, c0] = [await release(), await cr()]
-    const run = await cli(['cni', 'values', 'set', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    const run = await cli(['cni', 'values', 'set', '--yes', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
     expect(run.code, run.stderr).toBe(2)
     // A failed step's message is printed once, by the step list (stdout when piped).
     expect(`${run.stdout}${run.stderr}`).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
@@ -161,7 +176,7 @@ describe('ichor cni status / values on the harness', () => {
     const [r0, c0] = [await release(), await cr()]
     const lift = h.pods.hold((pod) => pod.metadata?.annotations?.['e2e-unready'] === 'yes')
     try {
-      const run = await cli(['cni', 'values', 'set', 'podAnnotations.e2e-unready=yes', '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '10s'])
+      const run = await cli(['cni', 'values', 'set', '--yes', 'podAnnotations.e2e-unready=yes', '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '10s'])
       expect(run.code, run.stderr).toBe(1)
       expect(`${run.stdout}${run.stderr}`).toMatch(/rolled back|rollback/i)
       expect(`${run.stdout}${run.stderr}`).toMatch(/cilium DaemonSet/)
@@ -181,7 +196,7 @@ describe('ichor cni status / values on the harness', () => {
     // Two targets the cases alternate between, each first reached uninterrupted: its dump is the reference.
     // `debug.enabled` shows in cilium-config, the pod annotation in the DaemonSet (a rollout).
     const target = (t: 'x' | 'y') => [`podAnnotations.kill=${t}`, `debug.enabled=${t === 'x'}`]
-    const set = (t: 'x' | 'y', opts?: Parameters<typeof runIchor>[2]) => cli(['cni', 'values', 'set', ...target(t), '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json'], opts)
+    const set = (t: 'x' | 'y', opts?: Parameters<typeof runIchor>[2]) => cli(['cni', 'values', 'set', '--yes', ...target(t), '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json'], opts)
     const reference: Record<string, Awaited<ReturnType<typeof cniDump>>> = {}
     let ids: string[] = []
     for (const t of ['x', 'y'] as const) {
@@ -224,8 +239,8 @@ describe('ichor cni status / values on the harness', () => {
   }, 900_000)
 
   it('two concurrent sets: one is refused naming the holder (exit 3); run again, neither change is lost', async () => {
-    const a = ['cni', 'values', 'set', 'podAnnotations.first=a', '--cilium-chart', UPSTREAM.ciliumChart]
-    const b = ['cni', 'values', 'set', 'podAnnotations.second=b', '--cilium-chart', UPSTREAM.ciliumChart]
+    const a = ['cni', 'values', 'set', '--yes', 'podAnnotations.first=a', '--cilium-chart', UPSTREAM.ciliumChart]
+    const b = ['cni', 'values', 'set', '--yes', 'podAnnotations.second=b', '--cilium-chart', UPSTREAM.ciliumChart]
     const runs = await Promise.all([cli(a), cli(b)])
     const refused = runs.findIndex((r) => r.code === 3)
     expect(runs.map((r) => r.code).sort(), runs.map((r) => r.stderr).join('\n')).toEqual([0, 3])
@@ -241,9 +256,9 @@ describe('ichor cni status / values on the harness', () => {
     for (const at of ['helm-upgrade', 'record-values']) {
       // Stopped as the step's action starts: its Lease check (the guard) has passed.
       const {resumed, meanwhile: second} = await pausedWhile(
-        (onEvent) => cli(['cni', 'values', 'set', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {onEvent}),
+        (onEvent) => cli(['cni', 'values', 'set', '--yes', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {onEvent}),
         (e) => e.event === 'task' && e.id === at && e.status === 'running',
-        () => cli(['cni', 'values', 'set', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock']),
+        () => cli(['cni', 'values', 'set', '--yes', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock']),
       )
       expect(second.code, second.stderr).toBe(0)
       expect(resumed.code, `${at}: ${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
@@ -265,7 +280,7 @@ describe('ichor cni status / values on the harness', () => {
     const edit = (sub: string, buffers: Record<number, unknown> = {}) => {
       mkdirSync(join(dir, sub))
       for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
-      return runIchor(['cni', 'values', 'edit', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
+      return runIchor(['cni', 'values', 'edit', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
     }
     const [r0, c0] = [await release(), await cr()]
     const unchanged = await edit('unchanged')
@@ -282,6 +297,19 @@ describe('ichor cni status / values on the harness', () => {
     expect(reopened).toMatch(/^#\s+- prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/m)
     expect((await cr()).spec.cni.cilium.values).toEqual(layer)
     expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({bandwidthManager: {enabled: true}})})
+  }, 180_000)
+
+  it('cni values edit --set (issue 23 point 1): the editor opens with the change applied; saved as opened, it is applied', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-seed-'))
+    const editor = join(dir, 'editor.sh')
+    writeFileSync(editor, `#!/bin/sh\ncp "$1" '${join(dir, 'seen.yaml')}'\n`, {mode: 0o700})
+    const [r0, c0] = [await release(), await cr()]
+    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: ''})
+    expect(run.code, run.stderr).toBe(0)
+    expect(readFileSync(join(dir, 'seen.yaml'), 'utf8')).toMatch(/^ {2}seeded: yes$/m)
+    const user = c0.spec.cni.cilium.values as {podAnnotations?: Record<string, string>}
+    expect((await cr()).spec.cni.cilium.values).toEqual({...user, podAnnotations: {...user.podAnnotations, seeded: 'yes'}})
+    expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({podAnnotations: expect.objectContaining({seeded: 'yes'})})})
   }, 180_000)
 
   it('a rerun of init keeps the layer cni values set stored (no new revision); a --cilium-values that differs is refused naming cni values set', async () => {

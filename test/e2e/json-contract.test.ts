@@ -38,15 +38,15 @@ const stack = () => [...kubeconfig(), '--registry-endpoint', h.registry.endpoint
 const CASES: Record<string, Case> = {
   init: {args: () => []}, // the beforeAll run
   'cni:values:set': {args: () => ['podAnnotations.jsonContract=set', '--yes', ...cni()]},
-  'cni:values:edit': {args: () => cni(), env: () => editWith('cni.yaml', 'podAnnotations:\n  jsonContract: edited\n')},
+  'cni:values:edit': {args: () => ['--yes', ...cni()], env: () => editWith('cni.yaml', 'podAnnotations:\n  jsonContract: edited\n')},
   'cni:kube-proxy:replace': {args: () => ['--yes', ...cni()]},
   'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
   'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
-  'stack:sync': {args: () => stack()},
-  'stack:values:set': {args: () => ['argocd', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
-  'stack:values:edit': {args: () => ['argocd', ...stack()], env: () => editWith('argocd.yaml', 'server:\n  podAnnotations:\n    jsonContract: edited\n')},
-  'stack:promote': {args: () => ['argocd', ...kubeconfig()]},
+  'stack:sync': {args: () => ['--yes', ...stack()]},
+  'stack:values:set': {args: () => ['argocd', '--yes', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
+  'stack:values:edit': {args: () => ['argocd', '--yes', ...stack()], env: () => editWith('argocd.yaml', 'server:\n  podAnnotations:\n    jsonContract: edited\n')},
+  'stack:promote': {args: () => ['argocd', '--yes', ...kubeconfig()]},
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
 }

@@ -137,6 +137,8 @@ describe('the binary, alone in an empty directory, without Node', () => {
     expect((await binary(['autocomplete', 'bash'])).code).toBe(0)
     const fromBinary = lines()
     expect(fromBinary.join('\n')).toMatch(/cni:values:set --json/)
+    // ichor's completion of flag values and arguments (src/lib/cli/completion.ts) is appended by both.
+    expect(fromBinary).toEqual(expect.arrayContaining(['cni:values:get -o W yaml json', 'stack:values:set #0 W argocd kokumi', 'complete -F _ichor_complete ichor']))
     expect((await npmBuild(['autocomplete', 'bash'])).code).toBe(0)
     expect(fromBinary).toEqual(lines())
   })

@@ -121,7 +121,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
   })
 
   it('sync on a healthy stack is a no-op (changed: false)', async () => {
-    const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    const r = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env)
     expect(r.code, r.stderr).toBe(0)
     expect(endEvent(r)).toMatchObject({ok: true, changed: false})
   })
@@ -143,7 +143,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
       expect(c.healthy).toBe(false)
     }
 
-    const sync = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    const sync = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env)
     expect(sync.code, sync.stderr).toBe(0)
     expect(endEvent(sync)).toMatchObject({ok: true, changed: true})
     expect(jsonEvents(sync).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual(expect.arrayContaining(['republish-bundles', 'rerender-orders']))
@@ -160,11 +160,11 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
     const log: string[] = []
     for (let k = 0; k < ids.length; k++) {
-      const r = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env, {killOn: killBeforeTask(k)})
+      const r = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env, {killOn: killBeforeTask(k)})
       log.push(`kill before ${ids[k]}: ${r.signal ?? `exit ${r.code}`}`)
       expect(r.code === 0 || r.signal === 'SIGKILL', `${ids[k]}: ${r.stderr}`).toBe(true)
     }
-    const last = await runIchor(['stack', 'sync', '--json', ...day2, ...assets], h.env)
+    const last = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env)
     expect(last.code, `${log.join('\n')}\n${last.stderr}`).toBe(0)
     expect(log.filter((l) => l.endsWith('SIGKILL')).length).toBe(ids.length)
     const after = await waitUntil('status healthy', async () => {
@@ -180,7 +180,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     // The stack as it is now: the registry-loss tests above had Kokumi render both Preparations again.
     const current = (await status()).doc
     expect(current.healthy).toBe(true)
-    const set = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    const set = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
     expect(set.code, set.stderr).toBe(0)
     expect(endEvent(set)).toMatchObject({ok: true, changed: true})
     const result = JSON.parse(set.stdout.slice(set.stdout.lastIndexOf('\n{') + 1)) as {tag: string; digest: string}
@@ -199,11 +199,11 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     const get = await runIchor(['stack', 'values', 'get', 'argocd', '-o', 'json', '--kubeconfig', day2[1]!], h.env)
     expect(JSON.parse(get.stdout)).toEqual({server: {replicas: 2}})
 
-    const again = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
+    const again = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicas=2', '--json', ...day2, ...assets], h.env)
     expect(again.code, again.stderr).toBe(0)
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})
 
-    const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
+    const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
     expect(bad.code).toBe(2)
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/server\.replicaz/)
     expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
@@ -214,11 +214,11 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     const envNames = async () => ((await server()).spec.template.spec.containers[0].env ?? []).map((e: {name: string}) => e.name) as string[]
     const file = join(h.stateDir, 'e2e-argocd-env.yaml')
     writeFileSync(file, 'server:\n  env:\n    - name: ICHOR_E2E_DROPPED\n      value: "1"\n')
-    const add = await runIchor(['stack', 'values', 'set', 'argocd', '-f', file, '--json', ...day2, ...assets], h.env)
+    const add = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '-f', file, '--json', ...day2, ...assets], h.env)
     expect(add.code, `${add.stderr}\n${add.stdout.slice(-3000)}`).toBe(0)
     await waitUntil('the env entry synced', async () => (await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
 
-    const drop = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.env=null', '--json', ...day2, ...assets], h.env)
+    const drop = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.env=null', '--json', ...day2, ...assets], h.env)
     expect(drop.code, `${drop.stderr}\n${drop.stdout.slice(-3000)}`).toBe(0)
     const result = JSON.parse(drop.stdout.slice(drop.stdout.lastIndexOf('\n{') + 1)) as {digest: string}
     await waitUntil('Argo CD synced the bundle without the entry', async () => byName((await status()).doc, 'argocd').preparation?.sourceDigest === result.digest, {timeoutMs: 120_000})
@@ -264,7 +264,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(dry.code, dry.stderr).toBe(0)
     expect(await secret('ichor-system', 'ichor-kokumi-admin')).toBeUndefined()
 
-    const repair = await runIchor(['stack', 'repair-secrets', '--json', '--kubeconfig', day2[1]!], h.env)
+    const repair = await runIchor(['stack', 'repair-secrets', '--yes', '--json', '--kubeconfig', day2[1]!], h.env)
     expect(repair.code, `${repair.stderr}\n${repair.stdout.slice(-2000)}`).toBe(0)
     const result = JSON.parse(repair.stdout.slice(repair.stdout.lastIndexOf('\n{') + 1)) as {kokumiAdminPassword: string; repaired: string[]; changed: boolean}
     expect(result.repaired).toEqual(['ichor-system/ichor-kokumi-admin', 'ichor-system/ichor-argocd-redis'])
@@ -280,7 +280,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(redis.auth).not.toBe(before.redis!.auth)
     expect((await status()).run.code).toBe(0)
 
-    const again = await runIchor(['stack', 'repair-secrets', '--json', '--kubeconfig', day2[1]!], h.env)
+    const again = await runIchor(['stack', 'repair-secrets', '--yes', '--json', '--kubeconfig', day2[1]!], h.env)
     expect(again.code).toBe(0)
     expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1))).toMatchObject({changed: false, repaired: []})
     expect(again.stdout).not.toContain(result.kokumiAdminPassword)
@@ -307,7 +307,7 @@ describe('a workload that crash-loops under an Application (real ReplicaSet cont
       expect(human.code).toBe(1)
       expect(human.stdout).toMatch(named)
       // A wait that runs out says which workload held it, not only the Application's health.
-      const sync = await runIchor(['stack', 'sync', '--timeout', '15s', ...day2, ...assets], h.env)
+      const sync = await runIchor(['stack', 'sync', '--yes', '--timeout', '15s', ...day2, ...assets], h.env)
       expect(sync.code, sync.stderr).not.toBe(0)
       expect(`${sync.stdout}${sync.stderr}`).toMatch(/timed out after 15 s waiting for Application argocd\/argocd Synced and Healthy; last seen: .*argocd-repo-server.*CrashLoopBackOff/)
     } finally {

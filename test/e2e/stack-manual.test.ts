@@ -89,7 +89,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
   it('the whole Manual cycle twice: each set ends promptly naming `ichor stack promote argocd`, each promote serves it, one approval per Order that survives a Kokumi restart', async () => {
     for (const replicas of [2, 3]) {
       const servedBefore = (await application('argocd'))?.status?.sync?.revision
-      const set = await cli(['stack', 'values', 'set', 'argocd', '--set', `server.replicas=${replicas}`, '--timeout', '600', ...assets])
+      const set = await cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.replicas=${replicas}`, '--timeout', '600', ...assets])
       expect(set.code, said(set).slice(-3000)).toBe(0)
       expect(set.ms, 'no wait for an Application only an approval moves').toBeLessThan(120_000)
       expect(said(set)).toMatch(/argocd: .*waits for approval.*ichor stack promote argocd/)
@@ -97,7 +97,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
       expect((await order('argocd'))?.spec?.source?.version).toBe(recorded?.publishedTag)
       expect((await application('argocd'))?.status?.sync?.revision, 'nothing served before the approval').toBe(servedBefore)
 
-      const promote = await kubeCli(['stack', 'promote', 'argocd', '--timeout', '600'])
+      const promote = await kubeCli(['stack', 'promote', 'argocd', '--yes', '--timeout', '600'])
       expect(promote.code, said(promote).slice(-3000)).toBe(0)
       await servesLatest('argocd')
       expect(await approved('argocd')).toEqual([(await order('argocd'))?.status?.latestPreparationName])
@@ -113,7 +113,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
   it('registry loss in Manual: stack sync serves the same content again (the served artifact exists), one approval per Order', async () => {
     const recorded = (await readInstallation(kube))?.status?.stack
     await h.registry.restartEmpty()
-    const sync = await cli(['stack', 'sync', '--timeout', '600', ...assets])
+    const sync = await cli(['stack', 'sync', '--yes', '--timeout', '600', ...assets])
     expect(sync.code, said(sync).slice(-3000)).toBe(0)
     for (const c of ['argocd', 'kokumi'] as const) {
       await servesLatest(c)
@@ -124,7 +124,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
   }, 900_000)
 
   it('stack promotion set Automatic, then Manual: the Orders move, every Preparation is relabelled, the Serving follows and keeps it across a restart', async () => {
-    const toAutomatic = await kubeCli(['stack', 'promotion', 'set', 'Automatic', '--timeout', '600'])
+    const toAutomatic = await kubeCli(['stack', 'promotion', 'set', 'Automatic', '--yes', '--timeout', '600'])
     expect(toAutomatic.code, said(toAutomatic).slice(-3000)).toBe(0)
     expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Automatic')
     for (const c of ['argocd', 'kokumi'] as const) {
@@ -141,7 +141,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     await h.stack.restart()
     for (const c of ['argocd', 'kokumi'] as const) await keepsServingLatest(c)
 
-    const toManual = await kubeCli(['stack', 'promotion', 'set', 'Manual', '--timeout', '600'])
+    const toManual = await kubeCli(['stack', 'promotion', 'set', 'Manual', '--yes', '--timeout', '600'])
     expect(toManual.code, said(toManual).slice(-3000)).toBe(0)
     expect(toManual.ms).toBeLessThan(120_000)
     expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')

@@ -119,7 +119,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     writeFileSync(other, gzipSync(gunzipSync(readFileSync(UPSTREAM.argocdChart)), {level: 1})) // the same chart, other bytes
     const args = [...day2, '--argocd-chart', other, '--kokumi-manifest', h.kokumiManifest]
     const before = await endState('argocd')
-    const r = await runIchor(['stack', 'values', 'set', 'argocd', '--set', 'server.replicas=3', ...args], h.env)
+    const r = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicas=3', ...args], h.env)
     const said = `${r.stdout}${r.stderr}`
     expect(r.code, said).toBe(2)
     expect(said).toMatch(/ichor stack values set: not the pinned artifacts, nothing was changed/)
@@ -139,7 +139,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     const edit = (c: Component, sub: string, buffers: Record<number, unknown> = {}) => {
       mkdirSync(join(dir, sub))
       for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
-      return cli(['stack', 'values', 'edit', c, '--json'], {EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
+      return cli(['stack', 'values', 'edit', c, '--yes', '--json'], {EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
     }
     const before = await endState('argocd')
     const unchanged = await edit('argocd', 'unchanged')
@@ -170,7 +170,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
   }, 600_000)
 
   it('values set killed as each step starts, then rerun: the same end state as an uninterrupted run', async () => {
-    const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
+    const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
     // The end states of uninterrupted runs to either value: each kill case moves to the other one.
     const reference: Record<string, Awaited<ReturnType<typeof endState>>> = {}
     const referenceDigest: Record<string, string | undefined> = {}
@@ -205,9 +205,9 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
 
   it('a values set paused (SIGSTOP) as its plan starts while another set changes another key: resumed, it reads the stored layer under the Lease, and neither key is lost', async () => {
     const {resumed, meanwhile: second} = await pausedWhile(
-      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.pausedFirst=a', '--json'], {}, {onEvent}),
+      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.podAnnotations.pausedFirst=a', '--json'], {}, {onEvent}),
       (e) => e.event === 'start',
-      () => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.whilePaused=b']),
+      () => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.podAnnotations.whilePaused=b']),
     )
     expect(second.code, second.stderr).toBe(0)
     // Either it reads the other change under the Lease (exit 0) or it stops on the conflict (exit 3): never a lost change.
@@ -217,9 +217,9 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
 
   it('values set paused (SIGSTOP) after it read the stored layer under the Lease, while a second operator breaks the lock and sets another key: resumed, it exits 3 naming the change and writes nothing', async () => {
     const {resumed, meanwhile: second} = await pausedWhile(
-      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.brokenFirst=a', '--json'], {}, {onEvent}),
+      (onEvent) => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.podAnnotations.brokenFirst=a', '--json'], {}, {onEvent}),
       (e) => e.event === 'task' && e.id === 'store-values' && e.status === 'running',
-      () => cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.breaker=b', '--break-lock']),
+      () => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.podAnnotations.breaker=b', '--break-lock']),
     )
     expect(second.code, second.stderr).toBe(0)
     expect(resumed.code, `${resumed.stderr}${resumed.stdout.slice(-1500)}`).toBe(3)
@@ -234,7 +234,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     await h.registry.restartEmpty()
     const lost = await status()
     expect(lost.run.code).toBe(1)
-    const r = await cli(['stack', 'values', 'set', 'argocd', '--set', 'server.podAnnotations.wiped=yes', '--timeout', '120s', '--json'])
+    const r = await cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.podAnnotations.wiped=yes', '--timeout', '120s', '--json'])
     expect(r.code, `${r.stderr}\n${r.stdout.slice(-3000)}`).toBe(0)
     expect(doneTaskIds(r)).toEqual(expect.arrayContaining(['publish-bundles', 'rerender-orders']))
     const after = await status()
@@ -292,7 +292,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
         await lift()
         await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
       }
-      const sync = await cli(['stack', 'sync', '--json'], {}, {
+      const sync = await cli(['stack', 'sync', '--yes', '--json'], {}, {
         killOn: (e) => {
           if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= restart()
           return false

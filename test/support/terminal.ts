@@ -10,11 +10,11 @@ const shellQuote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`
 const visible = (s: string) => s.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '')
 
 /** A terminal session: `expect` waits for text on the screen, `type` sends keys. */
-export function terminal(args: string[], options: {executable?: string} = {}) {
+export function terminal(args: string[], options: {executable?: string; env?: NodeJS.ProcessEnv} = {}) {
   // A wide terminal, so no answer or message wraps. `executable`: another build of ichor (the single binary).
   const argv = options.executable ? [options.executable, ...args] : [process.execPath, BIN, ...args]
   const command = `stty cols 250 rows 50; ${argv.map(shellQuote).join(' ')}`
-  const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm'}, stdio: ['pipe', 'pipe', 'pipe']})
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm', ...options.env}, stdio: ['pipe', 'pipe', 'pipe']})
   let screen = ''
   let seen = 0
   child.stdout.on('data', (d) => (screen += visible(String(d))))

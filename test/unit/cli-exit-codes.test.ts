@@ -31,13 +31,16 @@ const REQUIRED: Record<string, string[]> = {
   'cni:kube-proxy:replace': ['--yes'],
   'cni:kube-proxy:restore': ['--yes'],
   'cni:values:set': ['--yes'],
+  'cni:values:edit': ['--yes'],
+  'stack:sync': ['--yes'],
+  'stack:repair-secrets': ['--yes'],
   'stack:password': ['kokumi'],
-  'stack:promote': ['argocd'],
-  'stack:promotion:set': ['Manual'],
+  'stack:promote': ['argocd', '--yes'],
+  'stack:promotion:set': ['Manual', '--yes'],
   'stack:values:diff': ['argocd'],
-  'stack:values:edit': ['argocd'],
+  'stack:values:edit': ['argocd', '--yes'],
   'stack:values:get': ['argocd'],
-  'stack:values:set': ['argocd'],
+  'stack:values:set': ['argocd', '--yes'],
 }
 
 function ichor(id: string, args: string[]): Promise<CliResult> {
@@ -96,6 +99,8 @@ const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
   {id: 'cni:values:diff', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
   {id: 'stack:values:set', args: ['--set', 'configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
   {id: 'stack:values:diff', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
+  {id: 'cni:values:edit', args: ['--set', 'kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  {id: 'stack:values:edit', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
 ]
 
 describe('local input is refused before any connection (exit 2, naming it, never the cluster)', () => {

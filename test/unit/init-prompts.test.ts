@@ -1,10 +1,10 @@
 // `ichor init` on a terminal: the built CLI driven through a pseudo-terminal (util-linux
 // `script`), answering each prompt when it appears, as a user types.
-import {existsSync} from 'node:fs'
+import {chmodSync, existsSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
-import {nodeListProblem, requireConsent} from '../../src/lib/init/prompts.js'
-import {reportOf} from '../../src/lib/cli/error-report.js'
+import {nodeListProblem} from '../../src/lib/init/prompts.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {terminal} from '../support/terminal.js'
 
@@ -14,9 +14,17 @@ const ENTER = '\r'
 const CLEAR_LINE = '\x15' // Ctrl-U
 const CTRL_C = '\x03'
 
+// init checks what `ichor doctor` checks before its first prompt: a talosctl of the Talos
+// version targeted must be there. All ichor reads of it before a step runs is its version.
+const tools = mkdtempSync(join(tmpdir(), 'ichor-prompt-tools-'))
+const TALOSCTL = join(tools, 'talosctl')
+writeFileSync(TALOSCTL, "#!/bin/sh\nprintf 'Client:\\n\\tTag:         v1.14.1\\n'\n")
+chmodSync(TALOSCTL, 0o755)
+const env = {ICHOR_TALOSCTL: TALOSCTL}
+
 describe('ichor init on a terminal', () => {
   it('checks each answer as it is typed, asks again when wrong, takes comma lists, and Ctrl-C aborts with exit 130', async () => {
-    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')])
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {env})
     await t.expect('Cluster name')
     t.type(`${CLEAR_LINE}Bad_Name${ENTER}`)
     await t.expect('is not a DNS-1123 label')
@@ -39,7 +47,7 @@ describe('ichor init on a terminal', () => {
   }, 300_000)
 
   it('asks for the passphrase of the Talos bundle after the confirmation, twice for a new bundle, again when the two differ; never echoed', async () => {
-    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'])
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'], {env})
     await t.expect('Worker node addresses')
     t.type(ENTER)
     await t.expect('Configure 192.0.2.10 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
@@ -63,6 +71,27 @@ describe('ichor init on a terminal', () => {
   })
 })
 
+describe('prerequisites before questions (issue 23 point 7)', () => {
+  it('a missing helm is reported with the doctor\'s message before the first prompt, and no prompt is asked', async () => {
+    // PATH without helm and no ICHOR_HELM: helm cannot be found (src/lib/exec/resolve.ts).
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {env: {...env, ICHOR_HELM: '', PATH: '/usr/bin:/bin'}})
+    const code = await Promise.race([t.exited, new Promise((r) => setTimeout(() => r('still running'), 60_000))])
+    if (code === 'still running') t.type(CTRL_C)
+    expect(code, t.screen()).toBe(1)
+    expect(t.screen()).toMatch(/helm not found/)
+    expect(t.screen()).toMatch(/install Helm 3\.18\+ or 4\.0\.1\+ and put it on PATH, or set ICHOR_HELM/)
+    expect(t.screen()).not.toMatch(/Cluster name|Control-plane node|Worker node|Passphrase|Configure /)
+  }, 120_000)
+  it('a missing talosctl too, naming the version to install', async () => {
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {env: {ICHOR_TALOSCTL: join(tools, 'no-talosctl')}})
+    const code = await Promise.race([t.exited, new Promise((r) => setTimeout(() => r('still running'), 60_000))])
+    if (code === 'still running') t.type(CTRL_C)
+    expect(code, t.screen()).toBe(1)
+    expect(t.screen()).toMatch(/talosctl not found[\s\S]*install talosctl v1\.14\.1/)
+    expect(t.screen()).not.toMatch(/Cluster name/)
+  }, 120_000)
+})
+
 describe('a mistyped command on a terminal', () => {
   it('`ichor inti --yes` and Enter: the suggestion and exit 2, init never runs', async () => {
     const t = terminal(['inti', '--yes', '--mirror', UPSTREAM.dir])
@@ -75,13 +104,7 @@ describe('a mistyped command on a terminal', () => {
   })
 })
 
-describe('requireConsent', () => {
-  it('refuses a real run without a terminal and without --yes, naming --yes, exit 2', () => {
-    const error = (() => { try { requireConsent({yes: false, tty: false}) } catch (e) { return e } })()
-    expect(reportOf(error)).toMatchObject({exitCode: 2, message: 'refusing to change nodes without a terminal to confirm on', hint: expect.stringContaining('--yes')})
-    expect(() => requireConsent({yes: true, tty: false})).not.toThrow()
-    expect(() => requireConsent({yes: false, tty: true})).not.toThrow()
-  })
+describe('init prompts', () => {
   it('node list answers take commas and spaces, and name what is wrong', () => {
     expect(nodeListProblem('192.0.2.10, 192.0.2.11 node-3', {required: true})).toBeUndefined()
     expect(nodeListProblem('', {required: true})).toBe('at least one node address is required')

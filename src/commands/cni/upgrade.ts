@@ -1,8 +1,7 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../lib/cli/flags.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../lib/cli/flags.js'
 import {paintDiff} from '../../lib/cilium/diff.js'
-import {canPrompt, confirm} from '../../lib/init/prompts.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 
@@ -24,7 +23,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     mirror: assetFlags.mirror,
     'skip-patch-check': Flags.boolean({description: "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)"}),
     'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (none is asked when stdin is not a terminal)'}),
+    ...yesFlag,
     timeout: timeoutFlag(900),
     ...lockFlags,
   }
@@ -32,19 +31,15 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
   async run() {
     const {flags} = await this.parse(CniUpgrade)
     const json = this.jsonEnabled()
-    const ask = !flags.yes && !json && canPrompt()
     const result = await runCniUpgrade({
       to: flags.to, skipPatchCheck: flags['skip-patch-check'], chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
       talosconfig: flags.talosconfig, stateDir: flags['state-dir'], timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
-      output: outputModeFor({json}),
-      confirm: ask
-        ? async (plan, diff) => {
-            this.log(plan.target.describe)
-            for (const w of plan.warnings) this.warn(w)
-            this.log(diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.')
-            return confirm(`Upgrade Cilium from ${plan.installed} to ${plan.target.chart.version}?`)
-          }
-        : undefined,
+      yes: flags.yes, json, output: outputModeFor({json}),
+      preview: (plan, diff) => {
+        this.log(plan.target.describe)
+        for (const w of plan.warnings) this.warn(w)
+        this.log(diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.')
+      },
     })
     if (!json) {
       this.log(`\n${result.chart}`)

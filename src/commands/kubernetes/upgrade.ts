@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, statePassphraseFlags, talosAccessFlags, timeoutFlag} from '../../lib/cli/flags.js'
+import {kubeFlags, lockFlags, statePassphraseFlags, talosAccessFlags, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
 import {runKubernetesUpgrade} from '../../lib/plans/kubernetes-upgrade.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 
@@ -21,7 +21,7 @@ A run stopped anywhere is finished by running the same command again; at the tar
     to: Flags.string({description: 'the Kubernetes version to upgrade to (MAJOR.MINOR.PATCH)', helpValue: 'VERSION', required: true}),
     'allow-untested': Flags.boolean({description: "go on with a Kubernetes minor outside the installed Cilium minor's tested range (nobody tested it)"}),
     'dry-run': Flags.boolean({description: "check the versions and show the plan; change nothing"}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (required when stdin is not a terminal)'}),
+    ...yesFlag,
     timeout: timeoutFlag(900, 'how long talosctl upgrade-k8s and each readiness step may take'),
     ...lockFlags,
   }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, timeoutFlag} from '../../lib/cli/flags.js'
+import {kubeFlags, lockFlags, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
 import {runStackRepairSecretsPlan} from '../../lib/plans/stack-repair-secrets.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 
@@ -19,13 +19,14 @@ export default class StackRepairSecrets extends IchorCommand {
     timeout: timeoutFlag(300),
     ...lockFlags,
     'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}),
+    ...yesFlag,
   }
 
   async run() {
     const {flags} = await this.parse(StackRepairSecrets)
     const json = this.jsonEnabled()
     const result = await runStackRepairSecretsPlan({
-      kubeconfig: flags.kubeconfig, context: flags.context, timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      kubeconfig: flags.kubeconfig, context: flags.context, timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
     })
     if (!json) {
       if (result.kokumiAdminPassword) this.log(`\nNew Kokumi admin password (shown once, kept in ichor-system/ichor-kokumi-admin): ${result.kokumiAdminPassword}`)

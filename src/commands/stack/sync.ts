@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag} from '../../lib/cli/flags.js'
+import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
 import {runStackSyncPlan} from '../../lib/plans/stack-sync.js'
 import {awaitingLines} from '../../lib/stack/promote.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
@@ -23,6 +23,7 @@ export default class StackSync extends IchorCommand {
     'kokumi-manifest': assetFlags['kokumi-manifest'],
     mirror: assetFlags.mirror,
     ...allowUnpinnedFlag,
+    ...yesFlag,
   }
 
   async run() {
@@ -31,7 +32,7 @@ export default class StackSync extends IchorCommand {
     const result = await runStackSyncPlan({
       kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'],
+      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
     })
     if (!json) this.log((result.changed ? (result.dryRun ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nThe stack is back in line.') : '\nNothing to do: the registry holds everything and Kokumi serves it.') + awaitingLines(result.awaitingApproval))
     return result

@@ -30,6 +30,11 @@ export const lockFlags = {
   'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
 }
 
+/** For every command that changes a cluster: the one confirmation rule (cli/consent.ts). */
+export const yesFlag = {
+  yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (required without a terminal and with --json)'}),
+}
+
 /** For commands that read the Talos control planes after init (the hand-over state). */
 export const talosAccessFlags = {
   talosconfig: Flags.string({description: 'talosconfig for the control planes (default: the state directory of init)', helpValue: 'FILE'}),

@@ -15,8 +15,3 @@ export const initCiliumModeFlags = {
   'kube-proxy': Flags.string({description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy (default: replaced; on a rerun, what the cluster stores)', options: [...KUBE_PROXY_MODES]}),
   tunnel: Flags.string({description: 'tunnel protocol (default: vxlan; on a rerun, what the cluster stores)', options: [...TUNNEL_PROTOCOLS]}),
 }
-
-export const valuesInputFlags = {
-  values: Flags.string({char: 'f', description: 'YAML file with the user layer of Cilium values ("-" for stdin)', helpValue: 'FILE', multiple: true}),
-  set: Flags.string({description: 'set a value on top of the files, helm syntax (a.b=c, may repeat)', helpValue: 'KEY=VALUE', multiple: true}),
-}

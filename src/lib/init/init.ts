@@ -24,7 +24,8 @@ import {renderNodeConfigViews} from './node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
 import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs, type NodeConfigPatch} from '../talos/machine-config.js'
-import {canPrompt, confirm, promptMissingInitFlags, requireConsent} from './prompts.js'
+import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
+import {checkInitPrerequisites, promptMissingInitFlags} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
 export interface InitRequest {
@@ -71,9 +72,10 @@ export type InitOutcome = {kind: 'offline'; result: OfflineDryRunResult} | {kind
 
 export async function init(req: InitRequest): Promise<InitOutcome> {
   if (req.outputDir && !req.dryRun) throw new IchorError('--output-dir is only used with --dry-run', {exitCode: EXIT.usage})
-  // A real run changes nodes: on a terminal it asks, without one (or with --json) it needs --yes.
-  if (!req.dryRun) requireConsent({yes: req.yes, tty: !req.json && canPrompt()})
-  const interactive = !req.dryRun && !req.json && !req.yes && canPrompt()
+  // The confirmation rule (cli/consent.ts): a real run asks on a terminal; without one (or with --json) it needs --yes.
+  const interactive = consentNeeded({command: 'init', yes: req.yes, dryRun: req.dryRun, json: req.json}) === 'ask'
+  // Prerequisites before questions: what `ichor doctor` checks, before the first prompt.
+  if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   let inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
@@ -160,9 +162,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
       // Installing erases the disk: each node's is named before the operator agrees.
       for (const line of installDiskLines(inputs)) req.note(line)
-      if (!(await confirm(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`))) {
-        throw new IchorError('aborted: nothing was changed', {exitCode: EXIT.failed})
-      }
+      await confirmOrAbort(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`)
     }
     const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun})
     const result = await runInitPlan({

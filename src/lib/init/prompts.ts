@@ -2,26 +2,12 @@
 // a missing flag is an error that names it (checkInitInputs), never a prompt that hangs.
 // Every answer is checked by the same validators as the flags as it is typed, and asked
 // again when wrong; Ctrl-C at a prompt ends the run with "aborted: nothing was changed", 130.
+import {checkAssets} from '../doctor/assets.js'
+import {checkHelm, checkTalosctl} from '../doctor/binaries.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
+import {DEFAULT_TALOS_VERSION, parseTalosVersion, requireSupportedTalosVersion} from '../talos/versions.js'
 import {checkEndpoint, clusterNameProblem, nodeProblem, splitNodeList, type InitFlags} from './inputs.js'
-
-export function canPrompt(): boolean {
-  return Boolean(process.stdin.isTTY && process.stdout.isTTY)
-}
-
-/**
- * A real run changes nodes: without a terminal to confirm on it needs --yes. Throws an
- * exit-2 error naming --yes; returns when the run may go on (the caller then confirms on
- * the terminal unless --yes was given).
- */
-export function requireConsent(opts: {yes: boolean; tty: boolean}): void {
-  if (opts.yes || opts.tty) return
-  throw new IchorError('refusing to change nodes without a terminal to confirm on', {
-    exitCode: EXIT.usage,
-    hint: 'pass --yes to run without confirmation (scripts, CI), or run it on a terminal',
-  })
-}
 
 /** A node list answer: every entry an IP or host name, none given twice (also not in `taken`). */
 export function nodeListProblem(answer: string, opts: {required: boolean; taken?: readonly string[]}): string | undefined {
@@ -33,6 +19,25 @@ export function nodeListProblem(answer: string, opts: {required: boolean; taken?
     if (nodes.indexOf(node) !== i || opts.taken?.includes(node)) return `"${node}" is given twice`
   }
   return undefined
+}
+
+/**
+ * What `ichor doctor` checks on this machine (talosctl for the Talos version targeted, helm,
+ * the artifacts), before the first question: nobody answers prompts and types a passphrase
+ * only to learn helm is missing. A failed check is its doctor line and fix; warnings pass.
+ */
+export async function checkInitPrerequisites(o: {talosVersion?: string; sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}}): Promise<void> {
+  const target = requireSupportedTalosVersion(parseTalosVersion(o.talosVersion ?? DEFAULT_TALOS_VERSION))
+  const s = o.sources
+  const checks = [
+    ...(await Promise.all([checkTalosctl(target), checkHelm()])),
+    ...checkAssets({cilium: s.ciliumChart, argocd: s.argocdChart, kokumi: s.kokumiManifest, mirror: s.mirror, assetsDir: s.assetsDir}),
+  ]
+  const failed = checks.filter((c) => c.status === 'fail')
+  if (failed.length === 0) return
+  throw new IchorError(`ichor init cannot run on this machine, nothing was asked or changed:\n${failed.map((c) => `- ${c.id}: ${c.detail}`).join('\n')}`, {
+    hint: [...failed.map((c) => c.fix).filter(Boolean), '`ichor doctor` checks all of it'].join('\n'),
+  })
 }
 
 export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlags> {
@@ -56,9 +61,4 @@ export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlag
     out.workers = splitNodeList(answer)
   }
   return out
-}
-
-export async function confirm(message: string, opts: {default?: boolean} = {}): Promise<boolean> {
-  const prompts = await import('@inquirer/prompts')
-  return prompts.confirm({message, default: opts.default ?? true})
 }

@@ -5,26 +5,24 @@
 //   restore: kube-proxy on in Talos and its DaemonSet ready, then Cilium's replacement off.
 // The mode is recorded in the IchorInstallation first (the switch's intent), so a run that
 // stops anywhere leaves a state `cni status` names and the same command completes.
-import {asksForConfirmation, confirmOrAbort} from '../cli/consent.js'
-import {canPrompt, requireConsent} from '../init/prompts.js'
+import {canPrompt} from '../cli/consent.js'
 import {prepareKubeProxySwitch, recordKubeProxyModeTask, verifyCiliumConfigTask} from '../cilium/kube-proxy.js'
 import type {ChangeSources} from '../cilium/change.js'
 import type {KubeProxyMode} from '../cilium/defaults.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {withPrivateTempDir} from '../fs/private-files.js'
 import {checkCiliumChartFlag} from './local-input.js'
-import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
-import {readInstallation} from '../state/installation.js'
-import {givenStateKey, missingStateKeyError, promptStateKey} from '../state/state-key.js'
+import type {Session} from '../session/session.js'
+import {readInstallation, type Installation} from '../state/installation.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
-import type {Later, Task} from '../tasks/types.js'
+import type {RunResult} from '../tasks/engine.js'
+import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface CniKubeProxyOptions extends ChangeSources, PlanOptions {
   target: KubeProxyMode
@@ -56,7 +54,7 @@ function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => 
     waitCiliumRolloutTask({session, kind: 'DaemonSet', timeoutMs}),
     verifyCiliumConfigTask({session, target, timeoutMs}),
   ]
-  const start = [leaseTask({session, breakLock: o.breakLock}), validateCiliumValuesTask({change}), recordKubeProxyModeTask({session, target})]
+  const start = [validateCiliumValuesTask({change}), recordKubeProxyModeTask({session, target})]
   const record = recordCiliumValuesTask({session, change})
   if (target === 'replaced') {
     return [...start, ...cilium, switchKubeProxyOnTalosTask({...talos, enabled: false}), removeKubeProxyTask(talos), record]
@@ -64,47 +62,60 @@ function kubeProxySteps(session: Session, o: CniKubeProxyOptions, change: () => 
   return [...start, switchKubeProxyOnTalosTask({...talos, enabled: true}), waitKubeProxyTask({session, timeoutMs}), ...cilium, record]
 }
 
-export async function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubeProxyResult> {
-  // A real run changes the CNI and the nodes: on a terminal it asks, without one it needs --yes.
-  checkCiliumChartFlag(o.chart) // this machine's input first: exit 2 even when the cluster is down
-  if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
-  const givenKey = await givenStateKey(o.statePassphraseFile)
+interface Prepared {
+  from: KubeProxyMode
+  cr: Installation
+  nodes: string
+  change: () => Change
+  talos: KubeProxyTalosInput
+}
+
+export function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
+  let givenKey: StateKey | undefined
   const stateKey = async () => {
     if (givenKey) return givenKey
     if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
     throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
   }
-  const session = openSession({command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`, kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    return await withPrivateTempDir('ichor-kube-proxy-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
+  return {
+    command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`,
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    tempDir: 'ichor-kube-proxy-',
+    async checkLocal() {
+      checkCiliumChartFlag(o.chart) // this machine's input first: exit 2 even when the cluster is down
+      givenKey = await givenStateKey(o.statePassphraseFile)
+    },
+    async prepare({session, tempDir}) {
+      const kube = await session.kube()
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
-      const from = cr.spec.cni.kubeProxy
       let prepared: Change | undefined
-      const change = () => (prepared ??= prepareKubeProxySwitch(kube, o.target, o))
       let talosconfig: Promise<string> | undefined
-      const talos: KubeProxyTalosInput = {
-        session,
-        talos: async () => cr.spec.talos,
-        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, dir, stateKey)),
+      return {
+        from: cr.spec.cni.kubeProxy,
+        cr,
+        nodes: kubeProxyNodes(cr.spec.talos).map((n) => n.node).join(', '),
+        change: () => (prepared ??= prepareKubeProxySwitch(kube, o.target, o)),
+        talos: {session, talos: async () => cr.spec.talos, talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey))},
       }
-      if (asksForConfirmation(o)) {
-        const nodes = kubeProxyNodes(cr.spec.talos).map((n) => n.node).join(', ')
-        const what = o.target === 'replaced'
-          ? `Cilium replaces kube-proxy, then kube-proxy is turned off on ${nodes}`
-          : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
-        await confirmOrAbort(o, `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`)
-      }
-      // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.
-      await talos.talosconfig()
-      const result = await runTasks(kubeProxySteps(session, o, change, talos), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
+    },
+    consent({from, nodes}) {
+      const what = o.target === 'replaced'
+        ? `Cilium replaces kube-proxy, then kube-proxy is turned off on ${nodes}`
+        : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
+      return `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`
+    },
+    // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.
+    afterConsent: async ({talos}) => void (await talos.talosconfig()),
+    steps: ({change, talos}, {session}) => kubeProxySteps(session, o, change, talos),
+    async result(run, {from, cr, change}) {
       // A run that turned kube-proxy off says what it could not remove from the nodes.
-      const leftover = o.target === 'replaced' && !o.dryRun && result.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
-      return {...result, from, to: o.target, hash: (await change()).hash, ...(leftover ? {leftover} : {})}
-    })
-  } finally {
-    await session.close()
+      const leftover = o.target === 'replaced' && !o.dryRun && run.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
+      return {...run, from, to: o.target, hash: (await change()).hash, ...(leftover ? {leftover} : {})}
+    },
   }
 }
 
+export function runCniKubeProxy(o: CniKubeProxyOptions): Promise<CniKubeProxyResult> {
+  return runPlan(cniKubeProxyPlan(o), runOptions(o))
+}

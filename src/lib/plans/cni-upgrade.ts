@@ -9,18 +9,19 @@ import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTas
 import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type CiliumUpgradePlan, type UpgradeSources} from '../cilium/upgrade.js'
 import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflightTask} from '../cilium/upgrade-tasks.js'
 import {upgradeWaitSeconds} from '../cilium/versions.js'
-import {IchorError} from '../errors/errors.js'
 import {readWorkloadRollout} from '../health/reads.js'
 import {checkCiliumChartFlag, checkCiliumVersionFlag} from './local-input.js'
-import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {Session} from '../session/session.js'
+import type {RunResult} from '../tasks/engine.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface CniUpgradeOptions extends UpgradeSources, PlanOptions {
-  /** Asked once the plan is known (a terminal without --yes); false stops before anything runs. */
-  confirm?: (plan: CiliumUpgradePlan, diff: string) => Promise<boolean>
+  yes: boolean
+  json: boolean
+  /** Shown before the question on a terminal: the plan and the values diff. */
+  preview?: (plan: CiliumUpgradePlan, diff: string) => void
 }
 
 export interface CniUpgradeResult extends RunResult {
@@ -41,7 +42,6 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
     return upgradeWaitSeconds({baseSeconds: Math.ceil(timeoutMs / 1000), nodes: ds?.desired ?? 1}) * 1000
   }
   return [
-    leaseTask({session, breakLock: o.breakLock}),
     checkUpgradeTask({change}),
     validateCiliumValuesTask({change}),
     installPreflightTask({session, change, timeoutMs}),
@@ -54,27 +54,37 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
   ]
 }
 
-export async function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeResult> {
-  const session = openSession({command: 'cni upgrade', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    checkCiliumVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
-    checkCiliumChartFlag(o.chart)
-    const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
-    // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
-    await readUpgradePlan(kube, o)
-    if (o.confirm && !o.dryRun) {
-      const preview = await prepareCiliumUpgrade(kube, o)
-      const diff = effectiveValuesDiff(preview.context.release, preview.effective)
-      if (!(await o.confirm(preview.plan, diff))) throw new IchorError('cancelled: nothing was changed', {exitCode: 1})
-    }
-    // Read again under the Lease (the first step): the release and stored layer cannot move under us.
-    let prepared: Promise<CiliumUpgradeChange> | undefined
-    const change = () => (prepared ??= prepareCiliumUpgrade(kube, o))
-    const result = await runTasks(upgradeSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-    const c = await change()
-    const diff = effectiveValuesDiff(c.context.release, c.effective)
-    return {...result, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff}
-  } finally {
-    await session.close()
+export function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, CniUpgradeResult> {
+  return {
+    command: 'cni upgrade',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    checkLocal() {
+      checkCiliumVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
+      checkCiliumChartFlag(o.chart)
+    },
+    async prepare({session}) {
+      const kube = await session.kube()
+      // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
+      await readUpgradePlan(kube, o)
+      // Read again under the Lease (the first step): the release and stored layer cannot move under us.
+      let prepared: Promise<CiliumUpgradeChange> | undefined
+      return () => (prepared ??= prepareCiliumUpgrade(kube, o))
+    },
+    // The question comes with the plan: the target, its warnings and the values diff.
+    async consent(_, {session}) {
+      const preview = await prepareCiliumUpgrade(await session.kube(), o)
+      o.preview?.(preview.plan, effectiveValuesDiff(preview.context.release, preview.effective))
+      return `Upgrade Cilium from ${preview.plan.installed} to ${preview.plan.target.chart.version}?`
+    },
+    steps: (change, {session}) => upgradeSteps(session, o, change),
+    async result(run, change) {
+      const c = await change()
+      const diff = effectiveValuesDiff(c.context.release, c.effective)
+      return {...run, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff}
+    },
   }
+}
+
+export function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeResult> {
+  return runPlan(cniUpgradePlan(o), runOptions(o))
 }

@@ -4,21 +4,22 @@
 // applied hash in the IchorInstallation. Same values twice: every step holds, no revision.
 import {prepareValuesChange, type ChangeSources, type ValuesInput} from '../cilium/change.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
-import {confirmOrAbort} from '../cli/consent.js'
+import {editCiliumValues} from '../cilium/edit.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
-import {openSession, type Session} from '../session/session.js'
+import {consentNeeded} from '../cli/consent.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from './local-input.js'
-import {leaseTask} from '../session/tasks.js'
-import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
-import type {Later, Task} from '../tasks/types.js'
+import {withSession} from '../session/session.js'
+import type {RunResult} from '../tasks/engine.js'
+import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
   input: ValuesInput
   breakLock?: boolean
-  /** --yes / --json: no confirmation on a terminal (there is none without one). */
-  yes?: boolean
-  json?: boolean
+  /** --yes: no question on a terminal; required without one and with --json. */
+  yes: boolean
+  json: boolean
 }
 
 export interface CniValuesSetResult extends RunResult {
@@ -28,34 +29,55 @@ export interface CniValuesSetResult extends RunResult {
   diff?: string
 }
 
-function valuesSetSteps(session: Session, o: CniValuesSetOptions, change: Later<CiliumValuesChange>): Task[] {
+type Change = Awaited<ReturnType<typeof prepareValuesChange>>
+
+export function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult> {
   const {timeoutMs} = o
-  return [
-    leaseTask({session, breakLock: o.breakLock}),
-    validateCiliumValuesTask({change}),
-    upgradeCiliumValuesTask({session, change, timeoutMs}),
-    waitCiliumRolloutTask({session, kind: 'Deployment', timeoutMs}),
-    waitCiliumRolloutTask({session, kind: 'DaemonSet', timeoutMs}),
-    recordCiliumValuesTask({session, change}),
-  ]
+  const edit = o.input.kind === 'layer' && o.input.base !== undefined
+  return {
+    command: edit ? 'cni values edit' : 'cni values set',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    checkLocal() {
+      // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
+      checkCiliumChartFlag(o.chart)
+      checkCiliumValuesInput(o.input)
+    },
+    async prepare({session}) {
+      // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
+      let prepared: Promise<Change> | undefined
+      return () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
+    },
+    // `cni values edit`: saving the buffer was the confirmation.
+    consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),
+    steps: (change: Later<CiliumValuesChange>, {session}) => [
+      validateCiliumValuesTask({change}),
+      upgradeCiliumValuesTask({session, change, timeoutMs}),
+      waitCiliumRolloutTask({session, kind: 'Deployment', timeoutMs}),
+      waitCiliumRolloutTask({session, kind: 'DaemonSet', timeoutMs}),
+      recordCiliumValuesTask({session, change}),
+    ],
+    async result(run, change) {
+      const c = await change()
+      const diff = o.dryRun ? effectiveValuesDiff(c.context.release, c.effective) : undefined
+      return {...run, values: {previous: c.previousUser, user: c.user, hash: c.hash}, diff}
+    },
+  }
 }
 
-export async function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValuesSetResult> {
-  const session = openSession({command: 'cni values set', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-    let prepared: ReturnType<typeof prepareValuesChange> | undefined
-    const change = () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
-    // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
-    checkCiliumChartFlag(o.chart)
-    checkCiliumValuesInput(o.input)
-    await session.kube() // a named cluster that does not answer is exit 1 before any step
-    await confirmOrAbort({yes: o.yes ?? false, dryRun: o.dryRun, json: o.json ?? false}, 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)')
-    const result = await runTasks(valuesSetSteps(session, o, change), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-    const c = await change()
-    const diff = o.dryRun ? effectiveValuesDiff(c.context.release, c.effective) : undefined
-    return {...result, values: {previous: c.previousUser, user: c.user, hash: c.hash}, diff}
-  } finally {
-    await session.close()
-  }
+export function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValuesSetResult> {
+  return runPlan(cniValuesSetPlan(o), runOptions(o))
+}
+
+/** `ichor cni values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
+/** `cni values edit`: `seed` (-f/--set/KEY=VALUE) is the starting change the editor opens with. */
+export async function runCniValuesEdit(o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput}): Promise<CniValuesSetResult | {changed: false}> {
+  checkCiliumChartFlag(o.chart)
+  // This machine's input first, before the cluster and the editor.
+  if (o.seed) checkCiliumValuesInput(o.seed)
+  // The confirmation rule before the editor opens: without a terminal it needs --yes.
+  consentNeeded({command: 'cni values edit', yes: o.yes, dryRun: false, json: o.json})
+  const edited = await withSession({command: 'cni values edit', kubeconfig: o.kubeconfig, context: o.context}, async (session) => editCiliumValues(await session.kube(), o, o.seed))
+  if (!edited.user) return {changed: false}
+  // Saving the buffer was the confirmation.
+  return runCniValuesSet({...o, input: {kind: 'layer', user: edited.user, base: edited.base}, dryRun: false, yes: true})
 }

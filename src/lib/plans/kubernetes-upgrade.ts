@@ -4,24 +4,21 @@
 // `talosctl upgrade-k8s`, then the proof that everything survived it: the Cilium release's
 // objects intact and Helm's, no Cilium key in Talos's inventory, the agents and operator
 // ready, both Applications Synced and Healthy; the version recorded last.
-import {confirmOrAbort} from '../cli/consent.js'
+import {canPrompt} from '../cli/consent.js'
 import {waitCiliumRolloutTask} from '../cilium/tasks.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {withPrivateTempDir} from '../fs/private-files.js'
-import {canPrompt, requireConsent} from '../init/prompts.js'
 import {checkVersionsTask, judgeUpgrade, pruneGuardTask, recordKubernetesVersionTask, upgradeKubernetesTask, verifyCiliumObjectsTask, verifyInventoryTask, type KubernetesUpgradeInput} from '../kubernetes/upgrade.js'
 import {checkKubernetesVersionFlag} from './local-input.js'
-import {openSession} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
 import {readInstallation, type Installation} from '../state/installation.js'
-import {givenStateKey, missingStateKeyError, promptStateKey} from '../state/state-key.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface KubernetesUpgradeOptions extends PlanOptions {
   to: string
@@ -39,10 +36,10 @@ export interface KubernetesUpgradeResult extends RunResult {
   warnings: string[]
 }
 
-export function kubernetesUpgradeSteps(p: KubernetesUpgradeInput & {breakLock?: boolean}): Task[] {
+/** The steps after the Lease, in order. */
+export function kubernetesUpgradeSteps(p: KubernetesUpgradeInput): Task[] {
   const {session, timeoutMs} = p
   return [
-    leaseTask({session, breakLock: p.breakLock}),
     checkVersionsTask(p),
     pruneGuardTask(p),
     upgradeKubernetesTask(p),
@@ -55,34 +52,45 @@ export function kubernetesUpgradeSteps(p: KubernetesUpgradeInput & {breakLock?: 
   ]
 }
 
-export async function runKubernetesUpgrade(o: KubernetesUpgradeOptions): Promise<KubernetesUpgradeResult> {
-  checkKubernetesVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
-  if (!o.dryRun) requireConsent({yes: o.yes, tty: !o.json && canPrompt()})
-  const givenKey = await givenStateKey(o.statePassphraseFile)
+interface Prepared {
+  input: KubernetesUpgradeInput
+  verdict: Awaited<ReturnType<typeof judgeUpgrade>>
+}
+
+export function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
+  let givenKey: StateKey | undefined
   const stateKey = async () => {
     if (givenKey) return givenKey
     if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
     throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
   }
-  const session = openSession({command: 'kubernetes upgrade', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    return await withPrivateTempDir('ichor-k8s-upgrade-', async (dir) => {
-      const kube = await session.kube() // a named cluster that does not answer is exit 1 before any step
+  return {
+    command: 'kubernetes upgrade',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    tempDir: 'ichor-k8s-upgrade-',
+    async checkLocal() {
+      checkKubernetesVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
+      givenKey = await givenStateKey(o.statePassphraseFile)
+    },
+    async prepare({session, tempDir}) {
+      const kube = await session.kube()
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
       let talosconfig: Promise<string> | undefined
-      const input: KubernetesUpgradeInput & {breakLock?: boolean} = {
-        session, to: o.to, allowUntested: o.allowUntested, timeoutMs: o.timeoutMs, breakLock: o.breakLock,
+      const input: KubernetesUpgradeInput = {
+        session, to: o.to, allowUntested: o.allowUntested, timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
-        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, dir, stateKey)),
+        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey)),
       }
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
-      const verdict = await judgeUpgrade(input)
-      await confirmOrAbort(o, `Upgrade Kubernetes from ${verdict.from} to ${verdict.to} with talosctl upgrade-k8s, then verify Cilium and the stack?`)
-      const result = await runTasks(kubernetesUpgradeSteps(input), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-      return {...result, from: verdict.from, to: verdict.to, warnings: verdict.warnings}
-    })
-  } finally {
-    await session.close()
+      return {input, verdict: await judgeUpgrade(input)}
+    },
+    consent: ({verdict}) => `Upgrade Kubernetes from ${verdict.from} to ${verdict.to} with talosctl upgrade-k8s, then verify Cilium and the stack?`,
+    steps: ({input}) => kubernetesUpgradeSteps(input),
+    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: verdict.warnings}),
   }
+}
+
+export function runKubernetesUpgrade(o: KubernetesUpgradeOptions): Promise<KubernetesUpgradeResult> {
+  return runPlan(kubernetesUpgradePlan(o), runOptions(o))
 }

@@ -1,23 +1,20 @@
 // `ichor stack promote <component>`: approve the component's newest Preparation when its
 // Order waits for a person (autoDeploy Disabled / promotion Manual), then wait for Argo CD.
-import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import type {Session} from '../session/session.js'
 import {COMPONENT_NAMESPACE} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
 import {approveLatestPreparation, readPromotion} from '../stack/promote.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
-import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
+import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
-export interface StackPromoteOptions {
+export interface StackPromoteOptions extends PlanOptions {
   component: StackComponent
-  kubeconfig?: string
-  context?: string
-  timeoutMs: number
-  output: OutputMode
-  dryRun: boolean
-  breakLock?: boolean
+  yes: boolean
+  json: boolean
 }
 
 function promoteTask(session: Session, component: StackComponent): Task {
@@ -38,13 +35,18 @@ function promoteTask(session: Session, component: StackComponent): Task {
   }
 }
 
-export async function runStackPromotePlan(o: StackPromoteOptions): Promise<RunResult> {
-  const session = openSession({command: 'stack promote', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    await session.clusterAnswers()
-    const steps = [leaseTask({session, breakLock: o.breakLock}), promoteTask(session, o.component), waitApplicationsTask({session, components: [o.component], timeoutMs: o.timeoutMs})]
-    return await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
-  } finally {
-    await session.close()
+export function stackPromotePlan(o: StackPromoteOptions): Plan<void, RunResult> {
+  const ns = COMPONENT_NAMESPACE[o.component]
+  return {
+    command: 'stack promote',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    consent: () => `Approve the newest Preparation of Order ${ns}/${o.component}, so Argo CD deploys it?`,
+    steps: (_, {session}) => [promoteTask(session, o.component), waitApplicationsTask({session, components: [o.component], timeoutMs: o.timeoutMs})],
+    result: (run) => run,
   }
 }
+
+export function runStackPromotePlan(o: StackPromoteOptions): Promise<RunResult> {
+  return runPlan(stackPromotePlan(o), runOptions(o))
+}
+

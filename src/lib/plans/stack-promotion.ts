@@ -6,8 +6,7 @@
 // Preparation becomes the one approval, so the Serving stays where it is. Automatic then waits
 // for Argo CD to serve each Order's newest Preparation; Manual has nothing to wait for.
 import {FIELD_MANAGER} from '../constants.js'
-import {openSession, type Session} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
+import type {Session} from '../session/session.js'
 import {requireInstallation} from '../stack/from-installation.js'
 import {orderPromotion, readKokumiOrderApi} from '../stack/kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from '../stack/orders.js'
@@ -18,13 +17,16 @@ import {waitApplicationsTask} from '../stack/tasks.js'
 import {readOrder} from '../health/reads.js'
 import {writeInstallationSpec} from '../state/installation.js'
 import {IchorError} from '../errors/errors.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface StackPromotionSetOptions extends PlanOptions {
   mode: PromotionMode
+  yes: boolean
+  json: boolean
 }
 
 export interface StackPromotionSetResult extends RunResult {
@@ -98,23 +100,25 @@ function relabelTask(session: Session, mode: PromotionMode): Task {
   }
 }
 
-export async function runStackPromotionSetPlan(o: StackPromotionSetOptions): Promise<StackPromotionSetResult> {
-  const session = openSession({command: 'stack promotion set', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    await session.clusterAnswers()
-    await requireInstallation(session)
-    const awaiting = new Map<StackComponent, string>()
-    const steps = [
-      leaseTask({session, breakLock: o.breakLock}),
+export function stackPromotionSetPlan(o: StackPromotionSetOptions): Plan<void, StackPromotionSetResult> {
+  const awaiting = new Map<StackComponent, string>()
+  return {
+    command: 'stack promotion set',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    async prepare({session}) {
+      await requireInstallation(session)
+    },
+    consent: () => `Switch the promotion of both Orders to ${o.mode}${o.mode === 'Automatic' ? ' (Kokumi then serves each newest bundle)' : ' (each new bundle then waits for ichor stack promote)'}?`,
+    steps: (_, {session}) => [
       storePromotionTask(session, o.mode),
       orderModeTask(session, o.mode),
       relabelTask(session, o.mode),
       waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs, awaiting}),
-    ]
-    const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-    return {...result, promotion: o.mode, awaitingApproval: [...awaiting.values()]}
-  } finally {
-    await session.close()
+    ],
+    result: (run) => ({...run, promotion: o.mode, awaitingApproval: [...awaiting.values()]}),
   }
 }
 
+export function runStackPromotionSetPlan(o: StackPromotionSetOptions): Promise<StackPromotionSetResult> {
+  return runPlan(stackPromotionSetPlan(o), runOptions(o))
+}

@@ -3,13 +3,12 @@
 // rollouts and for both Applications to be Synced and Healthy again (a status right after must
 // not read them Progressing), and show the Kokumi admin password once. A no-op when both sides
 // agree.
-import {openSession} from '../session/session.js'
-import {leaseTask} from '../session/tasks.js'
 import {repairSecretTask, waitSecretConsumersTask, type RepairOutcome} from '../stack/generated-secrets.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface StackRepairSecretsResult extends RunResult {
   /** The new Kokumi admin password, present only on the run that set it (shown once). */
@@ -18,21 +17,22 @@ export interface StackRepairSecretsResult extends RunResult {
   repaired: string[]
 }
 
-export async function runStackRepairSecretsPlan(o: PlanOptions): Promise<StackRepairSecretsResult> {
-  const session = openSession({command: 'stack repair-secrets', kubeconfig: o.kubeconfig, context: o.context})
+export function stackRepairSecretsPlan(o: PlanOptions): Plan<void, StackRepairSecretsResult> {
   const outcome: RepairOutcome = {repaired: []}
-  try {
-    await session.clusterAnswers()
-    const steps = [
-      leaseTask({session, breakLock: o.breakLock}),
+  return {
+    command: 'stack repair-secrets',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    consent: () => 'Set a new password on both sides of every generated Secret that no longer matches, and restart the workloads that read it?',
+    steps: (_, {session}) => [
       repairSecretTask({session, component: 'kokumi', outcome}),
       repairSecretTask({session, component: 'argocd', outcome}),
       waitSecretConsumersTask({session, timeoutMs: o.timeoutMs}),
       waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
-    ]
-    const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
-    return {...result, ...outcome}
-  } finally {
-    await session.close()
+    ],
+    result: (run) => ({...run, ...outcome}),
   }
+}
+
+export function runStackRepairSecretsPlan(o: PlanOptions & {yes: boolean; json: boolean}): Promise<StackRepairSecretsResult> {
+  return runPlan(stackRepairSecretsPlan(o), runOptions(o))
 }

@@ -3,22 +3,24 @@
 // Kokumi render again the Preparations Argo CD pulls; have Argo CD sync again the objects
 // changed out of band. Every step probes first, so with everything present the run changes
 // nothing (`changed: false`).
-import {openSession, type Session} from '../session/session.js'
-import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
+import type {Session} from '../session/session.js'
+import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {renderStackFromInstallation, type StackArtifactSources} from '../stack/from-installation.js'
 import type {StackComponent} from '../stack/policies.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {republishTask, rerenderTask, resyncDriftedTask, waitApplicationsTask, type PublishedBundles} from '../stack/tasks.js'
 import {readInstallation} from '../state/installation.js'
-import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface StackSyncOptions extends PlanOptions {
   registryEndpoint?: string
   /** The artifacts the cluster was installed with (flags or mirror), for a re-render. */
   sources: StackArtifactSources
-  stream?: NodeJS.WritableStream
+  yes: boolean
+  json: boolean
 }
 
 export interface StackSyncResult extends RunResult {
@@ -26,12 +28,11 @@ export interface StackSyncResult extends RunResult {
   awaitingApproval: string[]
 }
 
-/** The steps of `ichor stack sync`, in order. */
+/** The steps of `ichor stack sync` after the Lease, in order. */
 function stackSyncSteps(session: Session, o: StackSyncOptions, awaiting: Map<StackComponent, string>): Task[] {
   const published = once(() => readPublished(session))
   const stack = once(() => renderStackFromInstallation(session, o.sources))
   return [
-    leaseTask({session, breakLock: o.breakLock}),
     republishTask({session, published, stack}),
     rerenderTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
     resyncDriftedTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
@@ -40,16 +41,19 @@ function stackSyncSteps(session: Session, o: StackSyncOptions, awaiting: Map<Sta
   ]
 }
 
-export async function runStackSyncPlan(o: StackSyncOptions): Promise<StackSyncResult> {
-  const session = openSession({command: 'stack sync', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
-  try {
-    await session.clusterAnswers()
-    const awaiting = new Map<StackComponent, string>()
-    const result = await runTasks(stackSyncSteps(session, o, awaiting), {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
-    return {...result, awaitingApproval: [...awaiting.values()]}
-  } finally {
-    await session.close()
+export function stackSyncPlan(o: StackSyncOptions): Plan<void, StackSyncResult> {
+  const awaiting = new Map<StackComponent, string>()
+  return {
+    command: 'stack sync',
+    session: {kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
+    consent: () => 'Republish the bundles the registry lost, have Kokumi render them again and Argo CD sync what drifted?',
+    steps: (_, {session}) => stackSyncSteps(session, o, awaiting),
+    result: (run) => ({...run, awaitingApproval: [...awaiting.values()]}),
   }
+}
+
+export function runStackSyncPlan(o: StackSyncOptions): Promise<StackSyncResult> {
+  return runPlan(stackSyncPlan(o), runOptions(o))
 }
 
 async function readPublished(session: Session): Promise<PublishedBundles> {

@@ -6,12 +6,13 @@ import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
 import {isConflict} from '../kube/client.js'
 import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
-import {checkStackValues, checkStackValuesInput} from './local-input.js'
-import {openSession, type Session} from '../session/session.js'
-import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
+import {checkStackValuesInput} from './local-input.js'
+import {consentNeeded} from '../cli/consent.js'
+import {withSession, type Session} from '../session/session.js'
+import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
-import type {ValuesInput} from '../values/layer.js'
+import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
 import {ordersTask, publishBundlesTask, rerenderTask, waitApplicationsTask} from '../stack/tasks.js'
 import {readOrder} from '../health/reads.js'
@@ -19,16 +20,16 @@ import type {PreparedStack} from '../stack/prepare.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {installationChanged, writeInstallationSpec, type Installation} from '../state/installation.js'
 import {recordStatusTask} from '../state/tasks.js'
-import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
+import type {OutputMode, RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {deepMerge} from '../values/merge.js'
 import type {Values} from '../values/path.js'
+import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface StackValuesSetOptions {
   component: StackComponent
-  /** The layer from -f/--set, merged onto the stored one (a null removes a key). */
-  values: Values
+  /** The -f files, --set and KEY=VALUE arguments, merged onto the stored layer (a null removes a key). */
+  input: ValuesInput
   /** `stack values edit`: the whole new layer, and the stored layer the editor started from. */
   layer?: {user: Values; base: Values}
   kubeconfig?: string
@@ -39,6 +40,8 @@ export interface StackValuesSetOptions {
   output: OutputMode
   dryRun: boolean
   breakLock?: boolean
+  yes: boolean
+  json: boolean
 }
 
 export interface StackValuesSetResult extends RunResult {
@@ -51,13 +54,7 @@ export interface StackValuesSetResult extends RunResult {
 
 /** The stored user layer of one component. */
 export async function getStackValues(o: {component: StackComponent; kubeconfig?: string; context?: string}): Promise<Values> {
-  const session = openSession({command: 'stack values get', kubeconfig: o.kubeconfig, context: o.context})
-  try {
-    await session.clusterAnswers()
-    return (await requireInstallation(session)).spec.stack[o.component].values ?? {}
-  } finally {
-    await session.close()
-  }
+  return withSession({command: 'stack values get', kubeconfig: o.kubeconfig, context: o.context}, async (session) => (await requireInstallation(session)).spec.stack[o.component].values ?? {})
 }
 
 /** The stored layer and the new one, read under the Lease, and the stack rendered with it. */
@@ -102,32 +99,42 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
   }
 }
 
-export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
-  checkStackValues(o.component, o.values) // this machine's input first: exit 2 even when the cluster is down
-  const session = openSession({command: 'stack values set', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
-  try {
-    await session.clusterAnswers()
-    const read = async () => {
-      const cr = await requireInstallation(session)
-      const stored = cr.spec.stack[o.component].values ?? {}
-      if (o.layer) checkEditBase(o.component, stored, o.layer.base)
-      return {cr, values: dropNulls(o.layer ? o.layer.user : deepMerge(stored, o.values))}
-    }
-    // Render before anything is touched: invalid values are exit 2 with nothing changed.
-    const first = await read()
-    const firstStack = await renderWithValues(session, o.sources, o.component, first.values)
-    // What is stored is read again once the Lease is held (its first step): a change another
-    // command stored after the read above is merged, not overwritten. The render is reused
-    // when the stored desired state did not move.
-    let underLease: Promise<Prepared> | undefined
-    const prepared = () => (underLease ??= read().then(async (now) => ({
-      ...now,
-      stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
-    })))
-    const later = async () => (await prepared()).stack
-    const awaiting = new Map<StackComponent, string>()
-    const steps = [
-      leaseTask({session, breakLock: o.breakLock}),
+/** What the set plan reads before its steps: the layer and the stack rendered with it (invalid values are exit 2, nothing changed). */
+interface SetPreparation {
+  /** The stored layer and the new one, read again under the Lease. */
+  prepared: Later<Prepared>
+  later: Later<StackRender>
+}
+
+export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
+  const awaiting = new Map<StackComponent, string>()
+  return {
+    command: o.layer ? 'stack values edit' : 'stack values set',
+    session: {kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
+    checkLocal: () => checkStackValuesInput(o.component, o.input), // this machine's input first: exit 2 even when the cluster is down
+    async prepare({session}) {
+      const read = async () => {
+        const cr = await requireInstallation(session)
+        const stored = cr.spec.stack[o.component].values ?? {}
+        if (o.layer) checkEditBase(o.component, stored, o.layer.base)
+        return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, o.input))}
+      }
+      // Render before anything is touched: invalid values are exit 2 with nothing changed.
+      const first = await read()
+      const firstStack = await renderWithValues(session, o.sources, o.component, first.values)
+      // What is stored is read again once the Lease is held (its first step): a change another
+      // command stored after the read above is merged, not overwritten. The render is reused
+      // when the stored desired state did not move.
+      let underLease: Promise<Prepared> | undefined
+      const prepared = () => (underLease ??= read().then(async (now) => ({
+        ...now,
+        stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
+      })))
+      return {prepared, later: async () => (await prepared()).stack}
+    },
+    // `stack values edit`: saving the buffer was the confirmation.
+    consent: () => (o.layer ? undefined : `Store the new ${o.component} values, publish a new ${o.component} bundle and move Order ${o.component} to it?`),
+    steps: ({prepared, later}, {session}) => [
       storeValuesTask(session, o.component, prepared),
       publishBundlesTask({session, stack: later}),
       // After a registry wipe the Preparations of Orders this run does not move are gone too:
@@ -138,13 +145,16 @@ export async function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<S
       ordersTask({session, stack: later}),
       waitApplicationsTask({session, stack: later, timeoutMs: o.timeoutMs, awaiting}),
       recordStatusTask({session, release: ciliumReleaseView(session), stack: later, artifacts: async () => (await later()).artifacts}),
-    ]
-    const result = await runTasks(steps, {output: o.output, dryRun: o.dryRun, guard: () => session.guard()})
-    const c = (await later()).components[o.component]
-    return {...result, component: o.component, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest, awaitingApproval: [...awaiting.values()]}
-  } finally {
-    await session.close()
+    ],
+    async result(run, {later}) {
+      const c = (await later()).components[o.component]
+      return {...run, component: o.component, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest, awaitingApproval: [...awaiting.values()]}
+    },
   }
+}
+
+export function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
+  return runPlan(stackValuesSetPlan(o), runOptions(o))
 }
 
 /** The components whose Order already asks for the tag this run publishes (the Order step leaves them as they are). */
@@ -168,27 +178,20 @@ function dropNulls(v: Values): Values {
 /** `ichor stack values diff`: opens a session, diffs, closes. Changes nothing. */
 export async function runStackValuesDiff(o: {component: StackComponent; input: ValuesInput; kubeconfig?: string; context?: string; registryEndpoint?: string; sources: StackArtifactSources}): Promise<StackValuesDiff> {
   checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
-  const session = openSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
-  try {
-    await session.clusterAnswers()
-    return await diffStackValues(session, o.component, o.input, o.sources)
-  } finally {
-    await session.close()
-  }
+  return withSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, (session) => diffStackValues(session, o.component, o.input, o.sources))
 }
 
 /** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'values' | 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
-  const session = openSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint})
-  let edited
-  try {
-    await session.clusterAnswers()
+export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
+  checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
+  // The confirmation rule before the editor opens: without a terminal it needs --yes.
+  consentNeeded({command: 'stack values edit', yes: o.yes, dryRun: false, json: o.json})
+  const edited = await withSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, async (session) => {
     // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
     await checkStackArtifacts(session, o.sources)
-    edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined})
-  } finally {
-    await session.close()
-  }
+    return editStackValues(session, o.component, {...o.sources, pinning: undefined}, o.input)
+  })
   if (!edited.user) return {changed: false, component: o.component}
-  return runStackValuesSetPlan({...o, values: {}, layer: {user: edited.user, base: edited.base}, dryRun: false})
+  // Saving the buffer was the confirmation.
+  return runStackValuesSetPlan({...o, input: {kind: 'layer', user: edited.user}, layer: {user: edited.user, base: edited.base}, dryRun: false, yes: true})
 }

@@ -183,3 +183,14 @@ function unreachableError(source: string, error: KubeUnreachableError): IchorErr
 export function openSession(options: SessionOptions): Session {
   return new Session(options)
 }
+
+/** A read-only command's session: the named cluster must answer; closed on every path. */
+export async function withSession<T>(options: SessionOptions, fn: (session: Session) => Promise<T>): Promise<T> {
+  const session = openSession(options)
+  try {
+    await session.clusterAnswers()
+    return await fn(session)
+  } finally {
+    await session.close()
+  }
+}

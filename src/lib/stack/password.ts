@@ -2,18 +2,13 @@
 // ichor keeps in ichor-system. Read-only, so no Lease; the caller prints it to stdout only.
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
-import {openSession} from '../session/session.js'
+import {withSession} from '../session/session.js'
 import {readGeneratedSecrets} from '../state/installation.js'
 
 export async function readKokumiAdminPassword(options: {kubeconfig?: string; context?: string}): Promise<string> {
-  const session = openSession({command: 'stack password', ...options})
-  try {
-    const password = (await readGeneratedSecrets(await session.kube())).kokumiAdminPassword
-    if (!password) {
-      throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no Kokumi admin password`, {hint: 'run ichor init: it creates the password once'})
-    }
-    return password
-  } finally {
-    await session.close()
+  const password = await withSession({command: 'stack password', ...options}, async (session) => (await readGeneratedSecrets(await session.kube())).kokumiAdminPassword)
+  if (!password) {
+    throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no Kokumi admin password`, {hint: 'run ichor init: it creates the password once'})
   }
+  return password
 }

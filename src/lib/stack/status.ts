@@ -172,14 +172,8 @@ export interface StackSessionOptions {
 
 /** Opens a session, reads, closes: the whole of `ichor stack status`. */
 export async function stackStatus(options: StackSessionOptions): Promise<StackStatus> {
-  const {openSession} = await import('../session/session.js')
-  const session = openSession({command: 'stack status', ...options})
-  try {
-    await session.clusterAnswers()
-    return await readStackStatus(session)
-  } finally {
-    await session.close()
-  }
+  const {withSession} = await import('../session/session.js')
+  return withSession({command: 'stack status', ...options}, readStackStatus)
 }
 
 /** The human form: one block per component, the problems last. */

@@ -74,10 +74,12 @@ const HEADER: Record<StackComponent, string[]> = {
 }
 
 /** The edited layer (undefined: left unchanged) and the layer the editor started from. */
-export async function editStackValues(session: Session, component: StackComponent, sources: StackArtifactSources): Promise<{user?: Values; base: Values}> {
+/** `seed`: the command line's -f/--set/KEY=VALUE, applied to the stored layer the editor opens with. */
+export async function editStackValues(session: Session, component: StackComponent, sources: StackArtifactSources, seed?: ValuesInput): Promise<{user?: Values; base: Values}> {
   const base = (await requireInstallation(session)).spec.stack[component].values ?? {}
+  const initial = seed ? newUserLayer(base, seed) : base
   const user = await editValuesBuffer({
-    header: HEADER[component], initial: base, fileName: `${component}-values.yaml`,
+    header: HEADER[component], initial, seeded: !isDeepStrictEqual(initial, base), fileName: `${component}-values.yaml`,
     check: async (u) => void (await renderWithValues(session, sources, component, u)),
   })
   return {user, base}

@@ -13,13 +13,20 @@ import type {Values} from './path.js'
 export interface EditBufferOptions {
   /** Comment lines above the values (each starts with `#`). */
   header: string[]
-  /** The stored layer the editor opens with. */
+  /** The stored layer the editor opens with (with the command line's -f/--set/KEY=VALUE applied). */
   initial: Values
+  /** The initial buffer holds a change from the command line: left unchanged, it is applied, not dropped. */
+  seeded?: boolean
   /** The temporary file's name (its extension picks the editor's syntax mode). */
   fileName: string
   /** Throws a ValidationError (or an exit-2 IchorError) to refuse the buffer. */
   check(user: Values): Promise<void>
 }
+
+const SEEDED_HEADER = [
+  '# The -f/--set/KEY=VALUE changes given on the command line are already in this buffer:',
+  '# save and quit to apply them; quit the editor with an error (vim: :cq) to change nothing.',
+]
 
 function editorCommand(): string {
   return process.env.VISUAL || process.env.EDITOR || 'vi'
@@ -44,11 +51,11 @@ export async function editValuesBuffer(o: EditBufferOptions): Promise<Values | u
     let body = original
     let problems: string[] = []
     for (;;) {
-      const text = [...o.header, ...(problems.length ? ['#', '# The values were not accepted:', ...problems.map((l) => `#   ${l}`), '#'] : []), body, ''].join('\n')
+      const text = [...o.header, ...(o.seeded ? SEEDED_HEADER : []), ...(problems.length ? ['#', '# The values were not accepted:', ...problems.map((l) => `#   ${l}`), '#'] : []), body, ''].join('\n')
       await writeFile(file, text, {mode: 0o600})
       await runEditor(file)
       const edited = stripComments(await readFile(file, 'utf8'))
-      if (edited === original.trim()) return undefined
+      if (edited === original.trim() && !o.seeded) return undefined
       if (problems.length && edited === body.trim()) throw new IchorError('the values were left as they were refused; nothing was changed', {exitCode: 2, hint: problems.join('\n')})
       body = edited
       try {

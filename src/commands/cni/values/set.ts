@@ -1,28 +1,30 @@
 import {Flags} from '@oclif/core'
 import {stringify} from 'yaml'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags} from '../../../lib/cli/flags.js'
-import {valuesChangeFlags, valuesInputFrom} from '../../../lib/cli/values-args.js'
+import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../../lib/cli/flags.js'
+import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/cilium/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniValuesSet extends IchorCommand {
   static override summary = "Change Cilium's values: validate with the live cluster's facts, helm upgrade (rollback on failure), wait, record in the IchorInstallation."
-  static override description = `KEY=VALUE arguments use helm's --set syntax and are merged onto the stored user layer (with --replace they replace it).
+  static override description = `-f files, --set and KEY=VALUE arguments (helm's --set syntax) are merged onto the stored user layer (with --replace they replace it).
 With no arguments the stored user layer is applied again: this recovers a release an interrupted run left pending and records the applied hash.
-The same values twice change nothing (no new Helm revision).`
+The same values twice change nothing (no new Helm revision).
+${VALUES_SYNTAX_HELP}`
   static override strict = false
+  static override usage = valuesUsage('cni values set')
   static override examples = [
     '<%= config.bin %> cni values set hubble.relay.enabled=true hubble.ui.enabled=true --kubeconfig ./kubeconfig',
-    '<%= config.bin %> cni values set -f cilium-values.yaml --replace --dry-run',
+    '<%= config.bin %> cni values set -f cilium-values.yaml --set hubble.ui.enabled=true --replace --dry-run',
   ]
   static override flags = {
     ...kubeFlags,
     ...valuesChangeFlags,
     ...talosAccessFlags,
     'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
-    yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (asked on a terminal; none is asked when stdin is not one)'}),
+    ...yesFlag,
     timeout: timeoutFlag(900),
     ...lockFlags,
     'cilium-chart': assetFlags['cilium-chart'],

@@ -1,21 +1,25 @@
 import {Flags} from '@oclif/core'
 import {resolveAsset, describeAsset} from '../../../lib/assets/resolve.js'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {ciliumModeFlags, valuesInputFlags} from '../../../lib/cli/values-flags.js'
+import {ciliumModeFlags} from '../../../lib/cli/values-flags.js'
+import {VALUES_SYNTAX_HELP, valuesFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import type {KubeProxyMode, TunnelProtocol} from '../../../lib/cilium/defaults.js'
-import {loadUserValues} from '../../../lib/cilium/user-values.js'
+import {newUserLayer} from '../../../lib/values/layer.js'
 import {validateCiliumValues} from '../../../lib/cilium/validate.js'
 import {ValidationError} from '../../../lib/errors/errors.js'
 
 export default class CniValuesValidate extends IchorCommand {
   static override summary = 'Check a user layer of Cilium values offline: owned keys, unknown keys, chart schema, size, guards, and a chart render.'
+  static override description = VALUES_SYNTAX_HELP
+  static override strict = false
+  static override usage = valuesUsage('cni values validate')
   static override examples = [
     '<%= config.bin %> cni values validate -f my-values.yaml',
-    '<%= config.bin %> cni values validate --set hubble.relay.enabled=true --set hubble.ui.enabled=true',
+    '<%= config.bin %> cni values validate --set hubble.relay.enabled=true hubble.ui.enabled=true',
     '<%= config.bin %> cni values validate -f v.yaml --kube-proxy kube-proxy --forward-kube-dns-to-host false --json',
   ]
   static override flags = {
-    ...valuesInputFlags,
+    ...valuesFlags,
     ...ciliumModeFlags,
     'forward-kube-dns-to-host': Flags.string({description: "Talos's hostDNS.forwardKubeDNSToHost (unknown when omitted: its guard passes with a note)", options: ['true', 'false']}),
     'gateway-api-crds': Flags.string({description: 'whether the Gateway API CRDs are installed (unknown when omitted)', options: ['present', 'absent']}),
@@ -26,10 +30,11 @@ export default class CniValuesValidate extends IchorCommand {
   }
 
   async run() {
-    const {flags} = await this.parse(CniValuesValidate)
+    const {argv, flags} = await this.parse(CniValuesValidate)
+    const input = valuesInputFrom(argv, flags)
     const chart = resolveAsset('cilium', {override: flags['cilium-chart'], mirror: flags.mirror, assetsDir: flags['assets-dir']})
     this.note(describeAsset(chart))
-    const user = loadUserValues(flags.values, flags.set)
+    const user = newUserLayer({}, input)
     const report = await validateCiliumValues({
       chartPath: chart.path,
       user,

@@ -1,0 +1,129 @@
+// The plan runner (src/lib/plans/run.ts): the one lifecycle every mutating command goes
+// through. A session stand-in records what the runner does with it; the steps are plain tasks.
+import {Writable} from 'node:stream'
+import {describe, expect, it, vi} from 'vitest'
+import {reportOf} from '../../src/lib/cli/error-report.js'
+import {runPlan, type Plan, type PlanRunOptions} from '../../src/lib/plans/run.js'
+import type {Session} from '../../src/lib/session/session.js'
+import {holds, missing} from '../../src/lib/tasks/probe.js'
+import type {Task} from '../../src/lib/tasks/types.js'
+
+function fakeSession() {
+  const calls: string[] = []
+  let held: {holder: string; lost: boolean} | undefined
+  const session = {
+    calls,
+    get lease() {
+      return held
+    },
+    async clusterAnswers() {
+      calls.push('clusterAnswers')
+      return true
+    },
+    async takeLease() {
+      calls.push('takeLease')
+      held = {holder: 'test', lost: false}
+      return held
+    },
+    async guard() {
+      calls.push('guard')
+    },
+    close: vi.fn(async () => {
+      calls.push('close')
+    }),
+  }
+  return session
+}
+
+function step(id: string, calls: string[], fail = false): Task {
+  let done = false
+  return {
+    id,
+    title: `step ${id}`,
+    async probe() {
+      return done ? holds('done') : missing('not yet')
+    },
+    async run() {
+      calls.push(`run ${id}`)
+      if (fail) throw new Error(`${id} broke`)
+      done = true
+    },
+  }
+}
+
+const sink = () => new Writable({write: (_c, _e, cb) => cb()})
+const opts = (o: Partial<PlanRunOptions> = {}): PlanRunOptions => ({output: 'plain', dryRun: false, yes: true, json: false, stream: sink(), ...o})
+
+function plan(calls: string[], o: {fail?: boolean; prepareFails?: boolean} = {}): Plan<{n: number}, {ids: string[]; n: number}> {
+  return {
+    command: 'test plan',
+    async prepare() {
+      calls.push('prepare')
+      if (o.prepareFails) throw new Error('prepare broke')
+      return {n: 7}
+    },
+    consent: (p) => `change ${p.n} things?`,
+    steps: () => [step('a', calls), step('b', calls, o.fail)],
+    result: (run, p) => ({ids: run.tasks.map((t) => t.id), n: p.n}),
+  }
+}
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(() => expect.unreachable('resolved'), (e: unknown) => e)
+}
+
+describe('runPlan', () => {
+  it('given a plan that succeeds, then the Lease is the first step, every mutating step is guarded, and the session is closed', async () => {
+    const s = fakeSession()
+    const r = await runPlan(plan(s.calls), opts(), {open: () => s as unknown as Session, tty: false})
+    expect(r).toEqual({ids: ['lease', 'a', 'b'], n: 7})
+    expect(s.calls).toEqual(['clusterAnswers', 'prepare', 'takeLease', 'guard', 'run a', 'guard', 'run b', 'close'])
+    expect(s.close).toHaveBeenCalledTimes(1)
+  })
+
+  it('given a step that fails, then the error reaches the caller and the session is closed', async () => {
+    const s = fakeSession()
+    const e = await rejection(runPlan(plan(s.calls, {fail: true}), opts(), {open: () => s as unknown as Session, tty: false}))
+    expect(reportOf(e).message).toMatch(/step b.*b broke/)
+    expect(s.close).toHaveBeenCalledTimes(1)
+  })
+
+  it('given prepare fails, then no step runs and the session is closed', async () => {
+    const s = fakeSession()
+    await rejection(runPlan(plan(s.calls, {prepareFails: true}), opts(), {open: () => s as unknown as Session, tty: false}))
+    expect(s.calls).toEqual(['clusterAnswers', 'prepare', 'close'])
+  })
+
+  it('given a terminal and no --yes, then it asks the plan\'s question after prepare; "no" is "aborted: nothing was changed", exit 1, nothing run, session closed', async () => {
+    const s = fakeSession()
+    const asked: string[] = []
+    const e = await rejection(runPlan(plan(s.calls), opts({yes: false}), {open: () => s as unknown as Session, tty: true, ask: async (q) => (asked.push(q), false)}))
+    expect(asked).toEqual(['change 7 things?'])
+    expect(reportOf(e)).toMatchObject({message: 'aborted: nothing was changed', exitCode: 1})
+    expect(s.calls).toEqual(['clusterAnswers', 'prepare', 'close'])
+  })
+
+  it('given a terminal and "yes", then the steps run', async () => {
+    const s = fakeSession()
+    const r = await runPlan(plan(s.calls), opts({yes: false}), {open: () => s as unknown as Session, tty: true, ask: async () => true})
+    expect(r.ids).toEqual(['lease', 'a', 'b'])
+  })
+
+  it.each([
+    ['no terminal', {yes: false}, false],
+    ['--json on a terminal', {yes: false, json: true}, true],
+  ] as const)('given %s and no --yes, then exit 2 naming --yes before any session is opened', async (_name, o, tty) => {
+    const open = vi.fn()
+    const e = await rejection(runPlan(plan([]), opts(o), {open, tty}))
+    expect(reportOf(e)).toMatchObject({exitCode: 2, message: expect.stringMatching(/ichor test plan changes the cluster.*--yes/)})
+    expect(open).not.toHaveBeenCalled()
+  })
+
+  it('given --dry-run, then nothing is asked and nothing refused; the steps are probed only', async () => {
+    const s = fakeSession()
+    const r = await runPlan(plan(s.calls), opts({yes: false, dryRun: true}), {open: () => s as unknown as Session, tty: false, ask: async () => expect.unreachable('asked')})
+    expect(r.ids).toEqual(['lease', 'a', 'b'])
+    expect(s.calls).not.toContain('run a')
+    expect(s.close).toHaveBeenCalledTimes(1)
+  })
+})
