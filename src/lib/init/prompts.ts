@@ -5,7 +5,6 @@
 import {checkAssets} from '../doctor/assets.js'
 import {checkHelm, checkTalosctl} from '../doctor/binaries.js'
 import {IchorError} from '../errors/errors.js'
-import {EXIT} from '../errors/exit-codes.js'
 import {DEFAULT_TALOS_VERSION, parseTalosVersion, requireSupportedTalosVersion} from '../talos/versions.js'
 import {checkEndpoint, clusterNameProblem, nodeProblem, splitNodeList, type InitFlags} from './inputs.js'
 

@@ -105,7 +105,9 @@ export function requestAuth(config: Kubeconfig): RequestAuth {
         let secureContext: SecureContext | undefined
         try {
           secureContext = createSecureContext(tls)
-        } catch {}
+        } catch {
+          // left to fail at connect, with the TLS error there
+        }
         agent = {identity, agent: new https.Agent({...tls, keepAlive: true, ...(secureContext ? {secureContext} : {})})}
       }
       options.agent = agent.agent

@@ -23,7 +23,7 @@ import {installDiskFor, storedMachineConfig, type MachineConfigInputs} from '../
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {isReachable, listDisks, type Reachability} from '../talos/talosctl.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
-import {runTasks, type OutputMode, type RunResult} from '../tasks/engine.js'
+import {runTasks, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'

@@ -17,7 +17,7 @@ import {renderStackFromInstallation, requireInstallation, type StackArtifactSour
 import {validateKokumiValues} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 import {readPublishedManifest} from './drift.js'
-import {argocdEffectiveValues, type PreparedStack} from './prepare.js'
+import {argocdEffectiveValues} from './prepare.js'
 
 export interface StackValuesDiff {
   component: StackComponent

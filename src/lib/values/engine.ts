@@ -4,7 +4,7 @@
 import type {ChartArchive} from '../chart/archive.js'
 import type {Issue} from '../errors/errors.js'
 import {knownKeys, suggestKeys, type KeyNode} from './known-keys.js'
-import {deepMerge, layeredValues} from './merge.js'
+import {layeredValues} from './merge.js'
 
 export {layeredValues} from './merge.js'
 import {formatPath, hasPath, getPath, isMap, type Path, type Values} from './path.js'

@@ -88,7 +88,7 @@ function addTree(node: KeyNode, value: unknown, budget: {left: number; chart: Ch
 function addCommentedKeys(root: KeyNode, text: string): void {
   const stack: {indent: number; node: KeyNode}[] = [{indent: -1, node: root}]
   for (const line of text.split('\n')) {
-    const real = /^(\s*)([A-Za-z0-9_.\/-]+):(\s|$)/.exec(line)
+    const real = /^(\s*)([A-Za-z0-9_./-]+):(\s|$)/.exec(line)
     const commented = /^(\s*)#\s?(\s*)([A-Za-z][A-Za-z0-9_]*):(\s+\S.*|\s*)$/.exec(line)
     if (real) {
       const indent = real[1]!.length
