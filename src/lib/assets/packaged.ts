@@ -72,7 +72,7 @@ export interface EmbeddedAssets {
 }
 
 /** The SEA asset that lists the embedded artifacts (written by scripts/build-binary.mjs). */
-export const EMBEDDED_INDEX_KEY = 'embedded.json'
+const EMBEDDED_INDEX_KEY = 'embedded.json'
 
 /** What the binary embeds (for `ichor version`); undefined when running from the npm package. */
 export function embeddedAssets(): EmbeddedAssets | undefined {

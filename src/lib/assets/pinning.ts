@@ -6,7 +6,7 @@ import {basename} from 'node:path'
 import {ValidationError, type Issue} from '../errors/errors.js'
 import {OVERRIDE_FLAG, type ResolvedAsset} from './resolve.js'
 
-export const ALLOW_UNPINNED_FLAG = '--allow-unpinned'
+const ALLOW_UNPINNED_FLAG = '--allow-unpinned'
 
 /** The refusal of unpinned artifacts: exit 2 like bad input, but about the artifacts, not the values. */
 export class UnpinnedArtifactsError extends ValidationError {}

@@ -2,7 +2,7 @@
 // and whether it is the pinned one. Order: explicit flag, then the fetched assets
 // folder, then what the single binary embeds, then a mirror directory (--mirror / ICHOR_MIRROR).
 import {createHash} from 'node:crypto'
-import {existsSync, readdirSync, readFileSync, statSync} from 'node:fs'
+import {existsSync, readdirSync, statSync} from 'node:fs'
 import {join, relative} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {readBoundedFile, readChartArchive} from '../chart/archive.js'
@@ -39,10 +39,6 @@ export const OVERRIDE_FLAG: Record<AssetId, string> = {
 
 /** Kokumi 0.14's install.yaml is about 85 KB. */
 export const MAX_MANIFEST_BYTES = 8 * 1024 * 1024
-
-export function sha256File(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex')
-}
 
 export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedAsset {
   const pinned = pinnedAssets()[id]

@@ -45,7 +45,7 @@ export async function readCniContext(kube: Kube, installationRead?: Promise<Inst
  * release carries it, else (a cluster initialised before ichor recorded it) the chart of
  * the oldest revision helm still keeps.
  */
-export async function upgradeCompatibilityOf(kube: Kube, installation: Installation, release: ReleaseRecord | undefined): Promise<string | undefined> {
+async function upgradeCompatibilityOf(kube: Kube, installation: Installation, release: ReleaseRecord | undefined): Promise<string | undefined> {
   const recorded = installation.status?.cni?.upgradeCompatibility
   if (recorded) return recorded
   const carried = release?.config.upgradeCompatibility

@@ -15,7 +15,7 @@ export const KUBE_PROXY_MODES: readonly KubeProxyMode[] = ['replaced', 'kube-pro
 export const TUNNEL_PROTOCOLS: readonly TunnelProtocol[] = ['vxlan', 'geneve']
 
 export const KUBEPRISM_PORT = 7445
-export const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
+const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
 export {CILIUM_RELEASE} from '../constants.js'
 
 /**

@@ -20,10 +20,10 @@ import type {KubeProxyMode} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 
-export const CILIUM_CONFIG = {namespace: CILIUM_RELEASE.namespace, name: 'cilium-config', key: 'kube-proxy-replacement'} as const
+const CILIUM_CONFIG = {namespace: CILIUM_RELEASE.namespace, name: 'cilium-config', key: 'kube-proxy-replacement'} as const
 
 /** The value Cilium's chart writes into cilium-config for a mode (templates/cilium-configmap.yaml). */
-export function kubeProxyReplacementValue(mode: KubeProxyMode): string {
+function kubeProxyReplacementValue(mode: KubeProxyMode): string {
   return String(mode === 'replaced')
 }
 

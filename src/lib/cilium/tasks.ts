@@ -255,7 +255,7 @@ async function throwUpgradeFailure(error: HelmReleaseError, kube: Kube): Promise
 }
 
 /** Helm's refusal while another operation's record is pending (helm v3.18.6 and v4.3.2 pkg/action/action.go errPending). */
-export function isOperationInProgress(error: HelmReleaseError): boolean {
+function isOperationInProgress(error: HelmReleaseError): boolean {
   return /another operation \(install\/upgrade\/rollback\) is in progress/.test(error.helmMessage)
 }
 

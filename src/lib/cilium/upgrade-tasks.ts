@@ -13,9 +13,9 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {CiliumUpgradeChange} from './upgrade.js'
 
-export const PREFLIGHT_RELEASE = {name: 'cilium-preflight', namespace: CILIUM_RELEASE.namespace}
+const PREFLIGHT_RELEASE = {name: 'cilium-preflight', namespace: CILIUM_RELEASE.namespace}
 /** The name the chart gives the pre-flight DaemonSet and Deployment. */
-export const PREFLIGHT_WORKLOAD = 'cilium-pre-flight-check'
+const PREFLIGHT_WORKLOAD = 'cilium-pre-flight-check'
 
 /** Cilium's upgrade guide: never down, one minor at a time; warns when the installed patch is not the newest known. */
 export function checkUpgradeTask(p: {change: Later<CiliumUpgradeChange>}): Task {
@@ -65,7 +65,7 @@ export function installPreflightTask(p: {session: Session; change: Later<CiliumU
 }
 
 /** The guide's check: the pre-flight DaemonSet's ready count equals cilium's, and the pre-flight Deployment is ready. */
-export async function observePreflight(kube: Kube): Promise<Observation> {
+async function observePreflight(kube: Kube): Promise<Observation> {
   const ns = PREFLIGHT_RELEASE.namespace
   const [pre, cilium, deploy] = await Promise.all([
     readWorkloadRollout(kube, 'DaemonSet', ns, PREFLIGHT_WORKLOAD),

@@ -63,7 +63,7 @@ export function resolveUpgradeChart(sources: UpgradeSources): UpgradeTarget {
   return {chart, describe: describeUpgradeChart(chart)}
 }
 
-export function describeUpgradeChart(chart: ResolvedAsset): string {
+function describeUpgradeChart(chart: ResolvedAsset): string {
   const known = KNOWN_CILIUM_CHARTS.find((k) => k.version === chart.version)
   const verdict = chart.matchesPin
     ? `the pinned chart ${chart.pinned.version}`

@@ -16,7 +16,7 @@ export const KNOWN_CILIUM_CHARTS: readonly {version: string; sha256: string}[] =
   {version: '1.20.0', sha256: 'c5f013912360d1a334f44ef25f36da59ba3414cdb48f466ee12d0c4fdff27883'},
 ]
 
-export const knownCiliumVersions = (): string[] => KNOWN_CILIUM_CHARTS.map((c) => c.version)
+const knownCiliumVersions = (): string[] => KNOWN_CILIUM_CHARTS.map((c) => c.version)
 
 interface Semver {
   major: number
@@ -49,7 +49,7 @@ export interface JudgeOptions {
 }
 
 /** The flag that lets a minor step start from an older patch of the current minor. */
-export const SKIP_PATCH_CHECK_FLAG = '--skip-patch-check'
+const SKIP_PATCH_CHECK_FLAG = '--skip-patch-check'
 
 /**
  * The upgrade guide's rules on the move from `installed` to `target`. Cilium's guide
@@ -87,7 +87,7 @@ export function judgeCiliumUpgrade(installed: string, target: string, opts: Judg
 }
 
 /** The newest known patch of `version`'s minor (the version itself when it is newer than all known). */
-export function newestPatchOf(version: string, known: readonly string[] = knownCiliumVersions()): string | undefined {
+function newestPatchOf(version: string, known: readonly string[] = knownCiliumVersions()): string | undefined {
   const minor = minorOf(version)
   const same = known.filter((k) => minorOf(k) === minor && !k.includes('-'))
   same.sort((a, b) => compareVersions(b, a))

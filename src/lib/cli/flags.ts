@@ -106,7 +106,7 @@ function formatSeconds(seconds: number): string {
   return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`
 }
 
-export const OUTPUT_FORMATS = ['yaml', 'json'] as const
+const OUTPUT_FORMATS = ['yaml', 'json'] as const
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
 
 /** `-o/--output yaml|json` on read commands, as in kubectl; a human table when omitted. */

@@ -12,8 +12,8 @@ import {basename, dirname, join} from 'node:path'
 import {onExit} from 'signal-exit'
 import {IchorError} from '../errors/errors.js'
 
-export const PRIVATE_DIR_MODE = 0o700
-export const PRIVATE_FILE_MODE = 0o600
+const PRIVATE_DIR_MODE = 0o700
+const PRIVATE_FILE_MODE = 0o600
 
 /** A mode ichor tightened, for the message that says so. */
 export interface ModeFix {
@@ -222,7 +222,7 @@ export async function withPrivateTempDir<T>(prefix: string, fn: (dir: string) =>
 }
 
 /** Removes `<prefix><pid>-*` folders of this user whose process no longer runs. */
-export function sweepDeadTempDirs(prefix: string): void {
+function sweepDeadTempDirs(prefix: string): void {
   if (swept.has(prefix)) return
   swept.add(prefix)
   const base = tmpdir()

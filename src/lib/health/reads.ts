@@ -187,7 +187,7 @@ export interface DeliveryState {
  * artifact is `artifactDigest` (Kokumi's Preparation CRD requires spec.source.baseDigest).
  * 'none' when no such Preparation exists (yet); 'unserved' when the cluster has no Preparation kind.
  */
-export async function readPreparationSource(kube: Kube, component: StackComponent, artifactDigest: string): Promise<string | 'none' | 'unserved'> {
+async function readPreparationSource(kube: Kube, component: StackComponent, artifactDigest: string): Promise<string | 'none' | 'unserved'> {
   if (!(await kube.resourceFor(ORDER_API_VERSION, 'Preparation'))) return 'unserved'
   type Preparation = KubeObject & {spec?: {orderName?: string; source?: {baseDigest?: string}; artifact?: {digest?: string}}}
   const list = await listObjects<Preparation>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', namespace: COMPONENT_NAMESPACE[component]})

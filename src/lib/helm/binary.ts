@@ -15,7 +15,7 @@ export interface HelmBinary {
   minor: number
 }
 
-export const MIN_HELM = {major: 3, minor: 18}
+const MIN_HELM = {major: 3, minor: 18}
 
 const HINT = 'install Helm 3.18 or newer (or 4.0.1 or newer), or set ICHOR_HELM to its path'
 

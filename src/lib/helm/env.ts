@@ -7,7 +7,7 @@
 // stripped rather than refused: they are commonly left set for the operator's own helm
 // use, and ichor's target is fully given by its --kubeconfig and --kube-context, which
 // every helm call carries.
-export const HELM_TARGET_VARIABLES = /^(HELM_KUBE\w*|HELM_NAMESPACE|HELM_DRIVER|HELM_DRIVER_SQL_CONNECTION_STRING|KUBECONFIG)$/
+const HELM_TARGET_VARIABLES = /^(HELM_KUBE\w*|HELM_NAMESPACE|HELM_DRIVER|HELM_DRIVER_SQL_CONNECTION_STRING|KUBECONFIG)$/
 
 export function helmEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(base).filter(([name]) => !HELM_TARGET_VARIABLES.test(name)))

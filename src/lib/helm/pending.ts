@@ -12,7 +12,7 @@ import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from './local-helms.js
 import {HELM_TIMEOUT_LABEL, readReleaseRecord, type ReleaseRecord} from './release.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
-export const PENDING_STATUSES = ['pending-install', 'pending-upgrade', 'pending-rollback'] as const
+const PENDING_STATUSES = ['pending-install', 'pending-upgrade', 'pending-rollback'] as const
 
 export function isPending(status: string): boolean {
   return (PENDING_STATUSES as readonly string[]).includes(status)

@@ -242,7 +242,7 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
 }
 
 /** `helm uninstall` arguments: waits for the objects to be gone; a release already gone is not an error. */
-export function uninstallArgs(helm: Pick<HelmBinary, 'major'>, opts: ReleaseRef & {timeoutSeconds?: number}): string[] {
+function uninstallArgs(helm: Pick<HelmBinary, 'major'>, opts: ReleaseRef & {timeoutSeconds?: number}): string[] {
   const args = ['uninstall', opts.release, '--namespace', opts.namespace, '--wait', '--ignore-not-found', '--timeout', `${opts.timeoutSeconds ?? 300}s`]
   return [...args, ...targetArgs(opts)]
 }

@@ -25,7 +25,7 @@ export interface RenderCacheEntry {
 }
 
 /** $XDG_CACHE_HOME/ichor/renders (the same cache home as the fetched assets). */
-export function renderCacheDir(): string {
+function renderCacheDir(): string {
   return join(cacheHome(), 'ichor', 'renders')
 }
 

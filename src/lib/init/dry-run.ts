@@ -121,7 +121,7 @@ export function redactSecretData(manifest: string, depth = 0): {text: string; re
   return {text: parts.join(''), redacted}
 }
 
-export function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[]): string {
+function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[]): string {
   const lines = [
     `ichor init plan for cluster "${inputs.clusterName}" (${inputs.endpoint})`,
     `Talos ${inputs.talosVersion.tag}, Kubernetes ${inputs.kubernetesVersion.version}, kube-proxy ${inputs.kubeProxy}, tunnel ${inputs.tunnel}`,

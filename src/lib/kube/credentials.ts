@@ -151,7 +151,7 @@ function execCacheKey(exec: ExecPluginConfig, cluster: KubeconfigCluster): strin
 }
 
 /** The plugin's credential, from the cache while it has not expired. */
-export async function execCredential(exec: ExecPluginConfig, cluster: KubeconfigCluster, userName: string): Promise<ExecCredentialStatus> {
+async function execCredential(exec: ExecPluginConfig, cluster: KubeconfigCluster, userName: string): Promise<ExecCredentialStatus> {
   const key = execCacheKey(exec, cluster)
   const cached = execCache.get(key)
   if (cached) {

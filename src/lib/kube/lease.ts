@@ -12,7 +12,7 @@ import {createIfAbsent} from './apply.js'
 
 const LEASE_NAMESPACE = LOCK.namespace
 const LEASE_NAME = LOCK.name
-export const LEASE_TTL_SECONDS = 30
+const LEASE_TTL_SECONDS = 30
 
 export interface LeaseRef {
   namespace?: string
@@ -95,7 +95,7 @@ export class LeaseHeldError extends IchorError {
 }
 
 /** The lease was broken or taken over while this command held it. */
-export class LeaseLostError extends IchorError {
+class LeaseLostError extends IchorError {
   constructor(ref: Required<LeaseRef>, why: string, readonly newHolder?: string) {
     super(`lost the lock (Lease ${ref.namespace}/${ref.name}): ${why}`, {
       exitCode: EXIT.lease,

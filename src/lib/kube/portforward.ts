@@ -34,7 +34,7 @@ export interface RegistryEndpoint {
 }
 
 /** The name the tunnel's requests carry; the socket, not this host, decides where they go. */
-export const TUNNEL_ENDPOINT = 'http://kokumi-registry.tunnel'
+const TUNNEL_ENDPOINT = 'http://kokumi-registry.tunnel'
 
 export interface RegistryEndpointOptions {
   /** The `--registry-endpoint` flag: use this URL and open no tunnel. */

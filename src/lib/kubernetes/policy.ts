@@ -12,7 +12,7 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {compareVersions, KUBERNETES_RANGE_BY_TALOS_MINOR, parseKubernetesVersion, parseTalosVersion, type KubernetesVersion} from '../talos/versions.js'
 
-export const ALLOW_UNTESTED_FLAG = '--allow-untested'
+const ALLOW_UNTESTED_FLAG = '--allow-untested'
 
 export interface KubernetesUpgradeInput {
   /** The lowest Kubernetes version the control planes run. */

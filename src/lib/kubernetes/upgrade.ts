@@ -41,7 +41,7 @@ export interface RunningKubernetes {
 }
 
 /** Per control plane, the version its machine config runs; the spec's version where the config names none. */
-export async function readRunningKubernetes(cr: Installation, talosconfig: string): Promise<RunningKubernetes> {
+async function readRunningKubernetes(cr: Installation, talosconfig: string): Promise<RunningKubernetes> {
   const perNode = await Promise.all(
     cr.spec.talos.controlPlanes.map(async (node) => ({node, version: kubernetesVersionOfConfig(await getMachineConfig({node, talosconfig})) ?? cr.spec.talos.kubernetesVersion})),
   )
@@ -56,7 +56,7 @@ const CILIUM_OWNER = `the Cilium release ${CILIUM_RELEASE.namespace}/${CILIUM_RE
  * Helm record), and whatever lives in the stack's namespaces and ichor-system, and ichor's CRD.
  * Scope comes from discovery, so a cluster-scoped object matches talosctl's "<Kind>/<name>".
  */
-export async function protectedObjects(kube: Kube): Promise<{objects: ProtectedObject[]; namespaces: Record<string, string>}> {
+async function protectedObjects(kube: Kube): Promise<{objects: ProtectedObject[]; namespaces: Record<string, string>}> {
   const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const objects: ProtectedObject[] = []
   for (const ref of record ? releaseObjectRefs(record.manifest, record.namespace) : []) {
@@ -76,7 +76,7 @@ export async function protectedObjects(kube: Kube): Promise<{objects: ProtectedO
 }
 
 /** The protected objects talosctl's dry run says it would prune or change, as "<action> <subject> (<owner>)". */
-export function guardedChanges(dryRunOutput: string, p: {objects: ProtectedObject[]; namespaces: Record<string, string>}): string[] {
+function guardedChanges(dryRunOutput: string, p: {objects: ProtectedObject[]; namespaces: Record<string, string>}): string[] {
   const changes = parseUpgradeK8sDryRun(dryRunOutput)
   // Anything in a protected namespace is protected, whatever its kind.
   const inNamespaces = changes

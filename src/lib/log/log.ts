@@ -19,7 +19,7 @@ export function configureLog(options: Partial<LogState>): void {
   Object.assign(state, options)
 }
 
-export function isVerbose(): boolean {
+function isVerbose(): boolean {
   return state.level === 'verbose'
 }
 

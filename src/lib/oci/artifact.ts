@@ -22,11 +22,11 @@ export const FLUX_CONFIG_MEDIA_TYPE = 'application/vnd.cncf.flux.config.v1+json'
 export const FLUX_CONTENT_MEDIA_TYPE = 'application/vnd.cncf.flux.content.v1.tar+gzip'
 export const ANNOTATION_SOURCE = 'org.opencontainers.image.source'
 export const ANNOTATION_VERSION = 'org.opencontainers.image.version'
-export const ANNOTATION_TITLE = 'org.opencontainers.image.title'
+const ANNOTATION_TITLE = 'org.opencontainers.image.title'
 /** oras file store: extract this tar+gzip layer under its title (oras-go content/file AnnotationUnpack). */
-export const ORAS_ANNOTATION_UNPACK = 'io.deis.oras.content.unpack'
+const ORAS_ANNOTATION_UNPACK = 'io.deis.oras.content.unpack'
 /** oras file store: digest of the uncompressed tar, verified while extracting (AnnotationDigest). */
-export const ORAS_ANNOTATION_DIGEST = 'io.deis.oras.content.digest'
+const ORAS_ANNOTATION_DIGEST = 'io.deis.oras.content.digest'
 
 /** The layer annotations that make an oras file store unpack the bundle into its work folder. */
 export function unpackAnnotations(layer: Buffer): Record<string, string> {

@@ -51,7 +51,7 @@ export interface FetchedManifest extends ManifestDescriptor {
 /** What the CNCF distribution registry accepts as a manifest (and the spec's floor for clients). */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 /** A blob read without a known size; ichor's bundles are a few hundred KB. */
-export const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024
+const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024
 /** An error body is read only to quote a line of it. */
 const MAX_ERROR_BODY_BYTES = 16 * 1024
 const MAX_REDIRECTS = 5

@@ -70,7 +70,7 @@ interface Prepared {
   talos: KubeProxyTalosInput
 }
 
-export function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
+function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
   let givenKey: StateKey | undefined
   const stateKey = async () => {
     if (givenKey) return givenKey

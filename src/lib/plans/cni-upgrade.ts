@@ -54,7 +54,7 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
   ]
 }
 
-export function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, CniUpgradeResult> {
+function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, CniUpgradeResult> {
   return {
     command: 'cni upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},

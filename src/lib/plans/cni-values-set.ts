@@ -31,7 +31,7 @@ export interface CniValuesSetResult extends RunResult {
 
 type Change = Awaited<ReturnType<typeof prepareValuesChange>>
 
-export function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult> {
+function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult> {
   const {timeoutMs} = o
   const edit = o.input.kind === 'layer' && o.input.base !== undefined
   return {

@@ -37,7 +37,7 @@ export interface KubernetesUpgradeResult extends RunResult {
 }
 
 /** The steps after the Lease, in order. */
-export function kubernetesUpgradeSteps(p: KubernetesUpgradeInput): Task[] {
+function kubernetesUpgradeSteps(p: KubernetesUpgradeInput): Task[] {
   const {session, timeoutMs} = p
   return [
     checkVersionsTask(p),
@@ -57,7 +57,7 @@ interface Prepared {
   verdict: Awaited<ReturnType<typeof judgeUpgrade>>
 }
 
-export function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
+function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
   let givenKey: StateKey | undefined
   const stateKey = async () => {
     if (givenKey) return givenKey

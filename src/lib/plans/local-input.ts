@@ -34,7 +34,7 @@ export function checkCiliumValuesInput(input: ValuesInput): void {
 }
 
 /** A stack component's user layer (files read, sets applied): no key ichor owns in it. */
-export function checkStackValues(component: StackComponent, values: Values): void {
+function checkStackValues(component: StackComponent, values: Values): void {
   const issues = ownedKeyIssues(component === 'argocd' ? ARGOCD_OWNED_KEYS : [], values)
   if (issues.length > 0) throw new ValidationError(component === 'argocd' ? 'Argo CD values' : 'Kokumi values', issues)
 }

@@ -35,7 +35,7 @@ function promoteTask(session: Session, component: StackComponent): Task {
   }
 }
 
-export function stackPromotePlan(o: StackPromoteOptions): Plan<void, RunResult> {
+function stackPromotePlan(o: StackPromoteOptions): Plan<void, RunResult> {
   const ns = COMPONENT_NAMESPACE[o.component]
   return {
     command: 'stack promote',

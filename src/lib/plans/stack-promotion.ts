@@ -100,7 +100,7 @@ function relabelTask(session: Session, mode: PromotionMode): Task {
   }
 }
 
-export function stackPromotionSetPlan(o: StackPromotionSetOptions): Plan<void, StackPromotionSetResult> {
+function stackPromotionSetPlan(o: StackPromotionSetOptions): Plan<void, StackPromotionSetResult> {
   const awaiting = new Map<StackComponent, string>()
   return {
     command: 'stack promotion set',

@@ -17,7 +17,7 @@ export interface StackRepairSecretsResult extends RunResult {
   repaired: string[]
 }
 
-export function stackRepairSecretsPlan(o: PlanOptions): Plan<void, StackRepairSecretsResult> {
+function stackRepairSecretsPlan(o: PlanOptions): Plan<void, StackRepairSecretsResult> {
   const outcome: RepairOutcome = {repaired: []}
   return {
     command: 'stack repair-secrets',

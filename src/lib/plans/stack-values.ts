@@ -106,7 +106,7 @@ interface SetPreparation {
   later: Later<StackRender>
 }
 
-export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
+function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
   const awaiting = new Map<StackComponent, string>()
   return {
     command: o.layer ? 'stack values edit' : 'stack values set',

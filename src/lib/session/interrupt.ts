@@ -54,7 +54,7 @@ export function removeInterruptHandlers(): void {
 }
 
 /** Runs every registered cleanup (newest first), each at most once, within the budget. */
-export async function runCleanups(): Promise<void> {
+async function runCleanups(): Promise<void> {
   const pending = [...cleanups].reverse()
   cleanups.clear()
   const all = (async () => {

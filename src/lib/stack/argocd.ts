@@ -36,8 +36,8 @@ export const ARGOCD_DEFAULT_VALUES = {
 } as const
 
 /** The Lua health checks for Kokumi's kinds, keyed by their argocd-cm key. */
-export const KOKUMI_HEALTH_KINDS = ['Order', 'Preparation', 'Serving'] as const
-export const KOKUMI_GROUP = 'delivery.kokumi.dev'
+const KOKUMI_HEALTH_KINDS = ['Order', 'Preparation', 'Serving'] as const
+const KOKUMI_GROUP = 'delivery.kokumi.dev'
 
 export function healthCheckKey(kind: string, group = KOKUMI_GROUP): string {
   return `resource.customizations.health.${group}_${kind}`
@@ -48,7 +48,7 @@ export function healthCheckKey(kind: string, group = KOKUMI_GROUP): string {
  * Progressing until the controller has seen the current generation and set Ready,
  * Healthy on Ready=True, Degraded on Ready=False. Lua 5.1 as Argo CD's gopher-lua runs it.
  */
-export function kokumiHealthLua(kind: string): string {
+function kokumiHealthLua(kind: string): string {
   return `-- Ichor: health of a Kokumi ${kind} from its Ready condition
 local hs = {}
 hs.status = "Progressing"
@@ -107,7 +107,7 @@ export const ARGOCD_OWNED_KEYS: readonly OwnedKey[] = [
 ]
 
 /** Objects Ichor creates itself; a user value that makes the chart render one (extraObjects) is refused. */
-export const ARGOCD_OWNED_OBJECTS: ReadonlyArray<{kind: string; name: string; reason: string}> = [
+const ARGOCD_OWNED_OBJECTS: ReadonlyArray<{kind: string; name: string; reason: string}> = [
   {kind: 'AppProject', name: 'default', reason: 'Ichor creates the default AppProject'},
   {kind: 'Secret', name: 'argocd-redis', reason: 'Ichor generates the redis password and keeps it in ichor-system'},
   {kind: 'Secret', name: 'ichor-kokumi-registry', reason: "Ichor creates the repo-creds Secret for Kokumi's registry"},
@@ -181,12 +181,12 @@ function chartMetadata(chartPath: string): {version: string; appVersion?: string
   return {version: archive.version, appVersion: archive.appVersion}
 }
 
-export function isHook(obj: KubeObject): boolean {
+function isHook(obj: KubeObject): boolean {
   return obj.metadata.annotations?.['helm.sh/hook'] !== undefined
 }
 
 /** The chart has no switch for the ApplicationSet controller; its CRD stays (Argo CD's own types need it). */
-export function isApplicationSetController(obj: KubeObject): boolean {
+function isApplicationSetController(obj: KubeObject): boolean {
   if (obj.kind === 'CustomResourceDefinition') return false
   return (
     obj.metadata.labels?.['app.kubernetes.io/component'] === 'applicationset-controller' ||
@@ -194,7 +194,7 @@ export function isApplicationSetController(obj: KubeObject): boolean {
   )
 }
 
-export function isChartNetworkPolicy(obj: KubeObject): boolean {
+function isChartNetworkPolicy(obj: KubeObject): boolean {
   return obj.kind === 'NetworkPolicy' && obj.apiVersion.startsWith('networking.k8s.io/')
 }
 
@@ -208,7 +208,7 @@ function refuseOwnedObjects(objects: KubeObject[]): void {
 }
 
 /** argocd-cm gains the Lua health checks; a differing value already there means an owned key got through. */
-export function addKokumiHealthChecks(objects: KubeObject[]): KubeObject[] {
+function addKokumiHealthChecks(objects: KubeObject[]): KubeObject[] {
   const out = cloneObjects(objects)
   const cm = requireObject(out, 'ConfigMap', 'argocd-cm', 'Argo CD render')
   const data = {...((cm.data as Record<string, string> | undefined) ?? {})}

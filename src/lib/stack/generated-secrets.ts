@@ -19,7 +19,7 @@ import {bcryptHash, bcryptVerify, bindingHolds, deriveSalt, hashBinding} from '.
 import {KOKUMI_OBJECTS} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 
-export const REPAIR_SECRETS_COMMAND = 'ichor stack repair-secrets'
+const REPAIR_SECRETS_COMMAND = 'ichor stack repair-secrets'
 
 type SecretObject = KubeObject & {data?: Record<string, string>}
 

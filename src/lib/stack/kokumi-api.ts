@@ -10,8 +10,8 @@ import {getObject, type KubeObject} from '../kube/objects.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
 import {COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
 
-export const ORDER_CRD = 'orders.delivery.kokumi.dev'
-export const ORDER_VERSION = 'v1alpha1'
+const ORDER_CRD = 'orders.delivery.kokumi.dev'
+const ORDER_VERSION = 'v1alpha1'
 
 /** Where an Order says how a new Preparation is served. */
 export type OrderPromotionField = 'promotion.mode' | 'autoDeploy'
@@ -20,7 +20,7 @@ export interface KokumiOrderApi {
   field: OrderPromotionField
 }
 
-export const SUPPORTED_ORDER_APIS = 'spec.autoDeploy (Kokumi 0.14.0 and later main) or spec.promotion.mode (Kokumi 0.17)'
+const SUPPORTED_ORDER_APIS = 'spec.autoDeploy (Kokumi 0.14.0 and later main) or spec.promotion.mode (Kokumi 0.17)'
 
 type SchemaNode = {properties?: Record<string, SchemaNode>}
 type Crd = KubeObject & {spec?: {versions?: {name: string; schema?: {openAPIV3Schema?: SchemaNode}}[]}}

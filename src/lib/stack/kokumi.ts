@@ -6,7 +6,6 @@ import {bcryptHash, deriveSalt} from './bcrypt.js'
 import {cloneObjects, parseObjects, requireObject} from './objects.js'
 import type {KubeObject} from '../kube/objects.js'
 
-export const KOKUMI_NAMESPACE = 'kokumi'
 const SOURCE = 'Kokumi manifest'
 
 /** The objects of install.yaml the transformations touch (names as in Kokumi 0.14.0). */
@@ -20,8 +19,8 @@ export const KOKUMI_OBJECTS = {
   serverAuthSecret: 'kokumi-server-auth',
 } as const
 
-export const KOKUMI_DEFAULT_MEMORY_LIMIT = '256Mi'
-export const KOKUMI_DEFAULT_REGISTRY_SIZE_LIMIT = '2Gi'
+const KOKUMI_DEFAULT_MEMORY_LIMIT = '256Mi'
+const KOKUMI_DEFAULT_REGISTRY_SIZE_LIMIT = '2Gi'
 
 interface Container {
   name: string
@@ -163,7 +162,7 @@ export interface KokumiValues {
 
 type Kind = 'memory' | 'replicas' | 'size'
 /** Every accepted path, what it patches, and the kind of value it takes. */
-export const KOKUMI_VALUE_KEYS: Readonly<Record<string, {kind: Kind; patches: string}>> = {
+const KOKUMI_VALUE_KEYS: Readonly<Record<string, {kind: Kind; patches: string}>> = {
   'controller.replicas': {kind: 'replicas', patches: `Deployment ${KOKUMI_OBJECTS.controllerDeployment} spec.replicas`},
   'controller.resources.limits.memory': {kind: 'memory', patches: `Deployment ${KOKUMI_OBJECTS.controllerDeployment} memory limit (default ${KOKUMI_DEFAULT_MEMORY_LIMIT})`},
   'server.replicas': {kind: 'replicas', patches: `Deployment ${KOKUMI_OBJECTS.serverDeployment} spec.replicas`},

@@ -87,7 +87,7 @@ const KIND_RANK = new Map(KIND_ORDER.map((k, i) => [k, i]))
  * kind name; within a kind by namespace (cluster-scoped first), name, then apiVersion.
  * A total order on (kind, namespace, name, apiVersion), so any input order gives one output.
  */
-export function compareObjects(a: KubeObject, b: KubeObject): number {
+function compareObjects(a: KubeObject, b: KubeObject): number {
   const ra = KIND_RANK.get(a.kind) ?? KIND_ORDER.length
   const rb = KIND_RANK.get(b.kind) ?? KIND_ORDER.length
   if (ra !== rb) return ra - rb

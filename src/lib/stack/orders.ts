@@ -20,7 +20,7 @@ export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
 export const COMPONENT_NAMESPACE: Readonly<Record<StackComponent, string>> = {argocd: 'argocd', kokumi: 'kokumi'}
 
 /** `oci://host[:port]/path`; a reference without a scheme gets `oci://` (Kokumi requires it). */
-export function ociUrl(reference: string, field: string): string {
+function ociUrl(reference: string, field: string): string {
   const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(reference) ? reference : `oci://${reference}`
   let url: URL
   try {
@@ -66,7 +66,7 @@ export function buildOrder(input: OrderInput): KubeObject {
   }
 }
 
-export const REPO_CREDS_SECRET_NAME = 'ichor-kokumi-registry'
+const REPO_CREDS_SECRET_NAME = 'ichor-kokumi-registry'
 
 /**
  * Argo CD's credential template for every repository under Kokumi's registry: OCI over plain

@@ -8,7 +8,7 @@ import type {KubeObject} from '../kube/objects.js'
  * Second line of defence for Secrets created outside any bundle: Argo CD never prunes them
  * and does not report them as extraneous, should an Application ever come to track them.
  */
-export const SECRET_ARGOCD_ANNOTATIONS: Readonly<Record<string, string>> = {
+const SECRET_ARGOCD_ANNOTATIONS: Readonly<Record<string, string>> = {
   'argocd.argoproj.io/sync-options': 'Prune=false',
   'argocd.argoproj.io/compare-options': 'IgnoreExtraneous',
 }

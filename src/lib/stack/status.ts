@@ -69,12 +69,12 @@ type OrderObject = KubeObject & {
 type PreparationObject = KubeObject & {spec?: {source?: {baseDigest?: string}; artifact?: {ociRef?: string; digest?: string}}}
 
 /** The path of a repository inside the registry: `host:port/ichor/argocd` → `ichor/argocd`. */
-export function registryPath(repository: string): string {
+function registryPath(repository: string): string {
   const withoutScheme = repository.replace(/^oci:\/\//, '')
   return withoutScheme.slice(withoutScheme.indexOf('/') + 1)
 }
 
-export async function readStackStatus(session: Session): Promise<StackStatus> {
+async function readStackStatus(session: Session): Promise<StackStatus> {
   const kube = await session.kube()
   const [installation, kokumiVersion] = await Promise.all([readInstallation(kube), installedKokumiVersion(kube)])
   let registry: OciClient | undefined

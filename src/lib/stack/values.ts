@@ -33,7 +33,7 @@ export interface StackValuesDiff {
 const yaml = (v: unknown) => stringify(v, {sortMapEntries: true})
 
 /** The values a component is rendered with: Argo CD's through the values engine, Kokumi's as validated. */
-export function stackEffectiveValues(component: StackComponent, user: Values, sources: StackArtifactSources): Values {
+function stackEffectiveValues(component: StackComponent, user: Values, sources: StackArtifactSources): Values {
   if (component === 'kokumi') return validateKokumiValues(user) as Values
   return argocdEffectiveValues(resolveAsset('argocd', {override: sources.argocdChart, mirror: sources.mirror}).path, user)
 }

@@ -77,7 +77,7 @@ export function installationCrd(): KubeObject {
   return parseYaml(readPackagedAsset('crds/ichorinstallation.yaml').toString('utf8')) as KubeObject
 }
 
-export function ichorSystemNamespace(): KubeObject {
+function ichorSystemNamespace(): KubeObject {
   return {apiVersion: 'v1', kind: 'Namespace', metadata: {name: ICHOR_SYSTEM, labels: {...MANAGED_BY}}}
 }
 

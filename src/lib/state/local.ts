@@ -29,7 +29,7 @@ export interface LocalState {
 
 /** The files of the local state, by the name LocalState gives their paths. */
 export type StateFile = 'secrets' | 'talosconfig' | 'kubeconfig' | 'controlPlaneConfig' | 'workerConfig' | 'configsHash'
-export const STATE_FILES: readonly StateFile[] = ['secrets', 'talosconfig', 'kubeconfig', 'controlPlaneConfig', 'workerConfig', 'configsHash']
+const STATE_FILES: readonly StateFile[] = ['secrets', 'talosconfig', 'kubeconfig', 'controlPlaneConfig', 'workerConfig', 'configsHash']
 
 /** Where every cluster's local state folder lives by default: $XDG_STATE_HOME/ichor. */
 export function stateRoot(): string {
@@ -70,11 +70,6 @@ export function prepareStateDir(state: LocalState): {fixed: string[]} {
     fixed.push(`other users of this machine could read ${exposed.join(', ')} until now: treat what they hold as possibly copied`)
   }
   return {fixed}
-}
-
-/** @deprecated use prepareStateDir, which also reports what it fixed. */
-export function ensureStateDir(state: LocalState): void {
-  prepareStateDir(state)
 }
 
 /**

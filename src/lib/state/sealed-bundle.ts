@@ -55,7 +55,7 @@ function decrypter(key: StateKey): Decrypter {
 }
 
 /** The armored age file of a bundle. */
-export async function sealBundle(bundle: TalosBundle, key: StateKey): Promise<string> {
+async function sealBundle(bundle: TalosBundle, key: StateKey): Promise<string> {
   const payload: SealedPayload = {version: 1, 'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')}
   return armor.encode(await encrypter(key).encrypt(JSON.stringify(payload)))
 }

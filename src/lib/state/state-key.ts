@@ -10,7 +10,7 @@ import {identityToRecipient} from 'age-encryption'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 
-export const STATE_PASSPHRASE_FLAG = '--state-passphrase-file'
+const STATE_PASSPHRASE_FLAG = '--state-passphrase-file'
 export const STATE_PASSPHRASE_ENV = 'ICHOR_STATE_PASSPHRASE_FILE'
 
 const IDENTITY_LINE = /^AGE-SECRET-KEY-(PQ-)?1[0-9A-Z]+$/

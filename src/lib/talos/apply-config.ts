@@ -89,7 +89,7 @@ export interface NodeConfigChange {
 }
 
 /** One line per node, as the dry run and the reboot question say it. */
-export function describeChange(c: NodeConfigChange): string {
+function describeChange(c: NodeConfigChange): string {
   const what = c.status === 'unchanged' ? 'unchanged' : c.status === 'without-reboot' ? 'applied without a reboot' : 'needs a reboot (Talos cannot apply this change to the running machine)'
   return `${c.node}: ${what}`
 }
@@ -140,7 +140,7 @@ function inputsChanged(previous: MachineConfigInputs | undefined, now: MachineCo
 }
 
 /** What each configured node gets from the changed inputs (read-only: the node's config, Talos's own dry run). */
-export async function planNodeConfigChanges(o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender}): Promise<NodeConfigChange[]> {
+async function planNodeConfigChanges(o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender}): Promise<NodeConfigChange[]> {
   return withPrivateTempDir('ichor-config-change-', async (dir) => {
     const renders = await renderBoth(dir, o)
     const changes: NodeConfigChange[] = []

@@ -40,7 +40,7 @@ export function talosFactsFromConfig(configYaml: string): TalosFacts {
   return {kubePrism, forwardKubeDNSToHost: forward ?? true}
 }
 
-export async function readTalosFacts(opts: {node: string; talosconfig: string}): Promise<TalosFacts> {
+async function readTalosFacts(opts: {node: string; talosconfig: string}): Promise<TalosFacts> {
   return talosFactsFromConfig(await getMachineConfig(opts))
 }
 

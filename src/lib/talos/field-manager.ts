@@ -63,7 +63,7 @@ export async function stripTalosFieldManager(kube: Kube, refs: ObjectRef[]): Pro
  * A merge patch that replaces managedFields with the list minus `talos`. When `talos` is the
  * only manager, `[{}]` is the API's way to clear the list (an empty list means "unchanged").
  */
-export async function patchWithoutTalos(kube: Kube, ref: ObjectRef, managedFields: ManagedEntry[], extraMetadata: Record<string, unknown> = {}): Promise<void> {
+async function patchWithoutTalos(kube: Kube, ref: ObjectRef, managedFields: ManagedEntry[], extraMetadata: Record<string, unknown> = {}): Promise<void> {
   const kept = managedFields.filter((f) => f.manager !== TALOS_FIELD_MANAGER)
   const body = {metadata: {...extraMetadata, managedFields: kept.length > 0 ? kept : [{}]}}
   try {

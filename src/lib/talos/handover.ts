@@ -86,7 +86,7 @@ export async function controlPlaneHasInlineManifest(opts: {node: string; talosco
 }
 
 /** Probe for the cluster: the control planes still carrying the entry. */
-export async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
+async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
   const carries = await Promise.all(opts.controlPlanes.map((node) => controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name})))
   return opts.controlPlanes.filter((_, i) => carries[i])
 }
@@ -105,7 +105,7 @@ export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAc
 }
 
 /** Talos names an inline manifest's Manifest resource `99-<name>` (ControlPlaneExtraManifestsController, v1.14.1). */
-export function inlineManifestId(name = DEFAULT_INLINE_MANIFEST_NAME): string {
+function inlineManifestId(name = DEFAULT_INLINE_MANIFEST_NAME): string {
   return `99-${name}`
 }
 
@@ -115,7 +115,7 @@ export function inlineManifestId(name = DEFAULT_INLINE_MANIFEST_NAME): string {
  * write is an unconditional Update of that copy (go-kubernetes configmap inventory), so an
  * inventory edit made before it finishes is undone. A node without a status has no run to wait for.
  */
-export async function controlPlanesStillApplyingInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
+async function controlPlanesStillApplyingInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
   return controlPlanesStillApplying(opts, inlineManifestId(opts.name))
 }
 

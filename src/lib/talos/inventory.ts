@@ -104,7 +104,7 @@ export interface InventoryRemoval {
  * annotation and the `talos` field manager off each object, then their keys out of the ConfigMap (that order, so a run
  * killed in between still finds them by their keys). Idempotent; no-op without inventory.
  */
-export async function removeReleaseFromTalosInventory(kube: Kube, release: HelmReleaseRef = CILIUM_RELEASE): Promise<InventoryRemoval> {
+async function removeReleaseFromTalosInventory(kube: Kube, release: HelmReleaseRef = CILIUM_RELEASE): Promise<InventoryRemoval> {
   const {inventoryExists, entries} = await findReleaseInTalosInventory(kube, release)
   if (!inventoryExists || entries.length === 0) return {inventoryExists, removedEntries: []}
   const live = new LiveObjects(kube)

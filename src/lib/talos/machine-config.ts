@@ -43,11 +43,6 @@ export interface MachineConfigFlags {
   nodePatch?: string[]
 }
 
-/** Whether any machine-config flag was given (an omitted one keeps what the cluster stores). */
-export function machineConfigFlagsGiven(f: MachineConfigFlags): boolean {
-  return f.installDisk !== undefined || f.installImage !== undefined || [f.configPatch, f.configPatchControlPlane, f.configPatchWorker, f.nodePatch].some((l) => (l?.length ?? 0) > 0)
-}
-
 const DISK = /^\/dev\/[A-Za-z0-9/_.:-]+$/
 
 /**
@@ -208,7 +203,7 @@ export function allPatches(inputs: MachineConfigInputs): {flag: string; patch: C
 }
 
 /** Talos's install disk when none is given (`talosctl gen config --install-disk` default, v1.14.1). */
-export const TALOS_DEFAULT_INSTALL_DISK = '/dev/sda'
+const TALOS_DEFAULT_INSTALL_DISK = '/dev/sda'
 
 /**
  * The disk a node installs onto and which input says so: the last patch that sets it (the node's

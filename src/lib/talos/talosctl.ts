@@ -34,7 +34,7 @@ export function talosctlPath(): string {
  * talosconfig on the command line, so an operator's own settings must not complete or
  * override them; they are stripped from talosctl's environment.
  */
-export const TALOS_TARGET_VARIABLES = ['TALOSCONFIG', 'TALOS_HOME', 'TALOS_CONTEXT', 'TALOS_ENDPOINTS', 'TALOS_NODES']
+const TALOS_TARGET_VARIABLES = ['TALOSCONFIG', 'TALOS_HOME', 'TALOS_CONTEXT', 'TALOS_ENDPOINTS', 'TALOS_NODES']
 
 export function talosctlEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(base).filter(([name]) => !TALOS_TARGET_VARIABLES.includes(name)))

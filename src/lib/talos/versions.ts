@@ -57,7 +57,7 @@ function parseReleaseVersion(input: string, flag: string, product: string, examp
 }
 
 /** Accepts a parsed version or the flag's text. */
-export function toTalosVersion(v: TalosVersion | string): TalosVersion {
+function toTalosVersion(v: TalosVersion | string): TalosVersion {
   return typeof v === 'string' ? parseTalosVersion(v) : v
 }
 
@@ -101,11 +101,6 @@ export function hasMultidocKubernetesConfig(v: TalosVersion | string): boolean {
 /** v1.14+: host DNS is configured by the ResolverConfig document (`HostDNSMultidocConfig()`). */
 export function hasMultidocHostDNSConfig(v: TalosVersion | string): boolean {
   return atLeast(v, 1, 14)
-}
-
-/** v1.6+: `gen config` enables KubePrism on 7445 by default (`KubePrismEnabled()`). */
-export function hasKubePrismByDefault(v: TalosVersion | string): boolean {
-  return atLeast(v, 1, 6)
 }
 
 /**

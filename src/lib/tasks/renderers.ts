@@ -22,7 +22,7 @@ export function formatDuration(ms: number): string {
 }
 
 /** The closing line: what a dry run would change, or what a run did. */
-export function summarize(result: RunResult, error?: Error): string {
+function summarize(result: RunResult, error?: Error): string {
   if (error) return ''
   const count = (status: TaskReport['status']) => result.tasks.filter((t) => t.status === status).length
   const steps = (n: number) => `${n} step${n === 1 ? '' : 's'}`
@@ -36,7 +36,7 @@ export function summarize(result: RunResult, error?: Error): string {
 }
 
 /** `[3/10] Adopt Cilium into Helm release... done (1.2s)`, progress lines indented below. */
-export class PlainRenderer implements TaskRenderer {
+class PlainRenderer implements TaskRenderer {
   private total = 0
   private lineOpen = false
   private lastProgress = ''
@@ -98,7 +98,7 @@ function statusText(report: TaskReport): string {
  * One JSON object per line: `start`, `task` (status checking → running → final),
  * `progress`, and `end`. Scripts (and the kill-anywhere tests) read task boundaries here.
  */
-export class JsonRenderer implements TaskRenderer {
+class JsonRenderer implements TaskRenderer {
   constructor(private readonly out: NodeJS.WritableStream) {}
 
   private emit(event: Record<string, unknown>): void {
@@ -151,7 +151,7 @@ interface Slot {
  * listr2 draws the list; the engine drives it. Each listr task waits for the engine to
  * report its step finished, so listr never decides anything itself.
  */
-export class ListrRenderer implements TaskRenderer {
+class ListrRenderer implements TaskRenderer {
   private slots: Slot[] = []
   private run?: Promise<unknown>
 

@@ -31,7 +31,7 @@ export interface LayeredValuesResult {
   issues: Issue[]
 }
 
-export const DEFAULT_MAX_VALUES_BYTES = 64 * 1024
+const DEFAULT_MAX_VALUES_BYTES = 64 * 1024
 
 export function checkLayeredValues(spec: LayeredValuesSpec, user: Values): LayeredValuesResult {
   const issues: Issue[] = []

@@ -2,7 +2,7 @@
 // object's prototype, a bounded depth (the merge, clone and schema walks recurse), and
 // no integer JavaScript cannot hold exactly (it would be rounded, e.g. to 1e26, and helm
 // would then render something else than the user wrote).
-import {IchorError, type Issue} from '../errors/errors.js'
+import type {Issue} from '../errors/errors.js'
 import {formatPath, isMap} from './path.js'
 
 /** Keys that name an object's prototype machinery instead of data. */
@@ -53,9 +53,4 @@ export function checkValuesTree(value: unknown, issues: Issue[], path: (string |
     out[key] = checkValuesTree(item, issues, [...path, key])
   }
   return out
-}
-
-/** Throws when a key would reach an object's prototype; `where` names the source (flag, file). */
-export function assertSafeKey(key: string, where: string): void {
-  if (FORBIDDEN_KEYS.has(key)) throw new IchorError(`${where}: ${forbiddenKeyMessage(key)}`, {exitCode: 2})
 }

@@ -28,7 +28,7 @@ const FREE_FORM_NAMES = new Set([
 ])
 const FREE_FORM_SUFFIX = /(Annotations|Labels|Selector|Env|ExtraArgs)$/
 
-export function isFreeFormName(name: string): boolean {
+function isFreeFormName(name: string): boolean {
   return FREE_FORM_NAMES.has(name) || FREE_FORM_SUFFIX.test(name)
 }
 

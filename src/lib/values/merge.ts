@@ -23,6 +23,6 @@ export function layeredValues(spec: {defaults: Values; owned: Values}, user: Val
   return deepMerge(deepMerge(spec.defaults, user), spec.owned)
 }
 
-export function cloneValue<T>(value: T): T {
+function cloneValue<T>(value: T): T {
   return value === undefined ? value : (structuredClone(value) as T)
 }

@@ -19,10 +19,6 @@ export function formatPath(path: readonly (string | number)[]): string {
     .join('')
 }
 
-export function parseDottedPath(dotted: string): string[] {
-  return dotted.split('.')
-}
-
 export function getPath(values: unknown, path: Path): unknown {
   let cur: unknown = values
   for (const key of path) {

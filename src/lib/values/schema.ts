@@ -27,7 +27,7 @@ function compile(schema: Schema): ValidateFunction {
   return ajv.compile(schema)
 }
 
-export function chartSchema(chart: ChartArchive): ChartSchema | null {
+function chartSchema(chart: ChartArchive): ChartSchema | null {
   if (schemas.has(chart.sha256)) return schemas.get(chart.sha256)!
   const raw = chart.files.get('values.schema.json')
   let entry: ChartSchema | null = null
@@ -72,7 +72,7 @@ function runSchema(schema: ChartSchema, data: Values): ErrorObject[] {
 }
 
 /** Helm drops keys set to null while coalescing, before it checks the schema; so do we. */
-export function withoutNulls(values: unknown): unknown {
+function withoutNulls(values: unknown): unknown {
   if (Array.isArray(values)) return values.map(withoutNulls)
   if (!isMap(values)) return values
   const out: Values = {}
