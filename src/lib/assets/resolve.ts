@@ -8,6 +8,7 @@ import {IchorError} from '../errors/errors.js'
 import {readBoundedFile, readChartArchive} from '../chart/archive.js'
 import {assetsDir, cacheHome, pinnedAssets, type AssetId, type PinnedAsset} from './lock.js'
 import {embeddedArtifactFile} from './packaged.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export type AssetOrigin = 'flag' | 'assets' | 'embedded' | 'mirror'
 
@@ -43,11 +44,11 @@ export const MAX_MANIFEST_BYTES = 8 * 1024 * 1024
 export function resolveAsset(id: AssetId, sources: AssetSources = {}): ResolvedAsset {
   const pinned = pinnedAssets()[id]
   if (sources.override) {
-    if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: 2})
+    if (!existsSync(sources.override)) throw new IchorError(`${OVERRIDE_FLAG[id]}: no such file ${sources.override}`, {exitCode: EXIT.usage})
     const st = statSync(sources.override)
-    if (st.isDirectory()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is a directory, expected a file`, {exitCode: 2})
+    if (st.isDirectory()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is a directory, expected a file`, {exitCode: EXIT.usage})
     // A device or FIFO (/dev/zero) would be read forever.
-    if (!st.isFile()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is not a regular file (a device, FIFO or socket), expected a file`, {exitCode: 2})
+    if (!st.isFile()) throw new IchorError(`${OVERRIDE_FLAG[id]}: ${sources.override} is not a regular file (a device, FIFO or socket), expected a file`, {exitCode: EXIT.usage})
     return describeFile(id, sources.override, 'flag')
   }
   const fetched = join(assetsDir(sources.assetsDir), pinned.file)
@@ -79,7 +80,7 @@ export function resolveAssetVersion(id: AssetId, version: string, sources: Omit<
   if (existsSync(fetched)) return describeFile(id, fetched, 'assets')
   const mirror = sources.mirror ?? process.env.ICHOR_MIRROR
   if (!mirror) return undefined
-  if (!existsSync(mirror) || !statSync(mirror).isDirectory()) throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: 2})
+  if (!existsSync(mirror) || !statSync(mirror).isDirectory()) throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: EXIT.usage})
   for (const file of walk(mirror, 3)) {
     const match = MIRROR_PATTERNS[id].exec(relative(mirror, file).split('\\').join('/'))
     if (match?.[1] === version) return describeFile(id, file, 'mirror')
@@ -110,7 +111,7 @@ function describeFile(id: AssetId, path: string, origin: AssetOrigin): ResolvedA
   }
   const chart = readChartArchive(path, label)
   if (chart.name !== pinned.name) {
-    throw new IchorError(`${OVERRIDE_FLAG[id]}: ${path} is the chart "${chart.name}", expected "${pinned.name}"`, {exitCode: 2})
+    throw new IchorError(`${OVERRIDE_FLAG[id]}: ${path} is the chart "${chart.name}", expected "${pinned.name}"`, {exitCode: EXIT.usage})
   }
   return {id, path, version: chart.version, sha256: chart.sha256, origin, pinned, matchesPin: chart.sha256 === pinned.sha256}
 }
@@ -124,7 +125,7 @@ function kokumiManifestVersionOf(text: string, path: string): string {
   const match = /image:\s{0,20}\S{0,200}kokumi-dev\/kokumi:v?([0-9][\w.+-]*)/.exec(text)
   if (!match) {
     if (!/kind:\s*CustomResourceDefinition/.test(text) || !/kokumi/.test(text)) {
-      throw new IchorError(`${OVERRIDE_FLAG.kokumi}: ${path} does not look like Kokumi's install.yaml`, {exitCode: 2})
+      throw new IchorError(`${OVERRIDE_FLAG.kokumi}: ${path} does not look like Kokumi's install.yaml`, {exitCode: EXIT.usage})
     }
     return 'unknown'
   }
@@ -140,7 +141,7 @@ const MIRROR_PATTERNS: Record<AssetId, RegExp> = {
 /** The pinned version when the mirror has it, else the newest version it has. */
 export function findInMirror(id: AssetId, mirror: string): string | undefined {
   if (!existsSync(mirror) || !statSync(mirror).isDirectory()) {
-    throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: 2})
+    throw new IchorError(`--mirror: ${mirror} is not a directory`, {exitCode: EXIT.usage})
   }
   const pinned = pinnedAssets()[id]
   const candidates: {path: string; version: string}[] = []

@@ -8,6 +8,7 @@ import {gunzipSync} from 'node:zlib'
 import {Parser, type ReadEntry} from 'tar'
 import {parse as parseYaml} from 'yaml'
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 /** Cilium's and Argo CD's charts are about 230 KB packed and 2 MB unpacked: generous caps. */
 export const MAX_CHART_ARCHIVE_BYTES = 16 * 1024 * 1024
@@ -35,7 +36,7 @@ export function readChartArchive(path: string, label = 'chart archive'): ChartAr
   const entries = untarSync(bytes, `${label} ${path}`)
   // A chart archive holds one top folder named after the chart.
   const chartYamlPath = [...entries.keys()].find((p) => /^[^/]+\/Chart\.yaml$/.test(p))
-  if (!chartYamlPath) throw new IchorError(`${label} ${path}: not a Helm chart archive (no <name>/Chart.yaml inside)`, {exitCode: 2})
+  if (!chartYamlPath) throw new IchorError(`${label} ${path}: not a Helm chart archive (no <name>/Chart.yaml inside)`, {exitCode: EXIT.usage})
   const top = chartYamlPath.split('/')[0]!
   const files = new Map<string, Buffer>()
   for (const [p, data] of entries) if (p.startsWith(`${top}/`)) files.set(p.slice(top.length + 1), data)
@@ -43,9 +44,9 @@ export function readChartArchive(path: string, label = 'chart archive'): ChartAr
   try {
     meta = parseYaml(files.get('Chart.yaml')!.toString('utf8'), {maxAliasCount: 10}) as typeof meta
   } catch (error) {
-    throw new IchorError(`${label} ${path}: Chart.yaml is not valid YAML: ${(error as Error).message.split('\n')[0]}`, {exitCode: 2})
+    throw new IchorError(`${label} ${path}: Chart.yaml is not valid YAML: ${(error as Error).message.split('\n')[0]}`, {exitCode: EXIT.usage})
   }
-  if (!meta?.name || !meta.version) throw new IchorError(`${label} ${path}: Chart.yaml has no name or version`, {exitCode: 2})
+  if (!meta?.name || !meta.version) throw new IchorError(`${label} ${path}: Chart.yaml has no name or version`, {exitCode: EXIT.usage})
   const archive: ChartArchive = {path, sha256, name: meta.name, version: String(meta.version), appVersion: meta.appVersion, files}
   cache.set(key, archive)
   return archive
@@ -66,15 +67,15 @@ export function readBoundedFile(path: string, label: string, max: number, what: 
     const code = (error as NodeJS.ErrnoException).code
     why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : String(code ?? error)
   }
-  if (why) throw new IchorError(`${label} ${path}: ${why}`, {exitCode: 2})
+  if (why) throw new IchorError(`${label} ${path}: ${why}`, {exitCode: EXIT.usage})
   let bytes: Buffer
   try {
     bytes = readFileSync(path)
   } catch (error) {
-    throw new IchorError(`${label} ${path}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {exitCode: 2})
+    throw new IchorError(`${label} ${path}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {exitCode: EXIT.usage})
   }
   // It may have grown between the stat and the read.
-  if (bytes.length > max) throw new IchorError(`${label} ${path}: is more than ${max} bytes`, {exitCode: 2})
+  if (bytes.length > max) throw new IchorError(`${label} ${path}: is more than ${max} bytes`, {exitCode: EXIT.usage})
   return bytes
 }
 
@@ -82,7 +83,7 @@ export function readBoundedFile(path: string, label: string, max: number, what: 
 export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
   // Checked here rather than left to tar, whose answer to junk is a bare TAR_BAD_ARCHIVE.
   if (gz.length < 2 || gz[0] !== 0x1f || gz[1] !== 0x8b) {
-    throw new IchorError(`${label} is not a gzip tarball (it does not start as a gzip stream does)`, {exitCode: 2})
+    throw new IchorError(`${label} is not a gzip tarball (it does not start as a gzip stream does)`, {exitCode: EXIT.usage})
   }
   let tarBytes: Buffer
   try {
@@ -90,7 +91,7 @@ export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     const why = code === 'ERR_BUFFER_TOO_LARGE' ? `it unpacks to more than ${MAX_CHART_UNPACKED_BYTES / 1024 / 1024} MiB` : `the gzip stream is broken (${code ?? (error as Error).message})`
-    throw new IchorError(`${label}: cannot unpack it: ${why}`, {exitCode: 2})
+    throw new IchorError(`${label}: cannot unpack it: ${why}`, {exitCode: EXIT.usage})
   }
   const out = new Map<string, Buffer>()
   let failure: unknown
@@ -110,6 +111,6 @@ export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
   parser.on('warn', (_code: string, message: string) => { failure ??= new Error(message) })
   parser.end(tarBytes)
   // A file that is not a gzip tarball is bad input (exit 2), whoever named it.
-  if (failure) throw new IchorError(`${label} is not a gzip tarball (${failure instanceof Error ? failure.message : String(failure)})`, {exitCode: 2})
+  if (failure) throw new IchorError(`${label} is not a gzip tarball (${failure instanceof Error ? failure.message : String(failure)})`, {exitCode: EXIT.usage})
   return out
 }

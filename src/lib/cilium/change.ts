@@ -14,6 +14,7 @@ import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export {newUserLayer, type ValuesInput} from '../values/layer.js'
 
@@ -62,7 +63,7 @@ export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: Change
 export function refuseHalfDoneSwitch(ctx: CniContext): void {
   if (ctx.release && typeof ctx.release.config.kubeProxyReplacement === 'boolean' && ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')) {
     throw new IchorError(`a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`, {
-      exitCode: 2,
+      exitCode: EXIT.usage,
       hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
     })
   }
@@ -89,7 +90,7 @@ export async function chartOfRelease(kube: Kube, ctx: CniContext, sources: Chart
   }
   if (sources.chart) {
     throw new IchorError(`the release runs Cilium chart ${release.chartVersion}, and --cilium-chart ${atHand!.path} is ${atHand!.version}`, {
-      exitCode: 2,
+      exitCode: EXIT.usage,
       hint: `pass the ${release.chartVersion} chart, or leave --cilium-chart out to use the one in the release's Helm record; change the version with \`ichor cni upgrade\``,
     })
   }

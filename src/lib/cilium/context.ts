@@ -13,6 +13,7 @@ import type {Values} from '../values/path.js'
 import {nodeCountOf, ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
 import {minorOf} from './versions.js'
 import {ciliumEffectiveValues} from './effective.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface CniContext {
   installation: Installation
@@ -90,7 +91,7 @@ export interface TalosAccess {
 /** --talosconfig, else the state directory (--state-dir, else init's default for the CR's cluster name). */
 export function talosAccess(installation: Installation, flags: {talosconfig?: string; stateDir?: string}): TalosAccess {
   const state = localState(installation.spec.talos.clusterName, flags.stateDir)
-  if (flags.talosconfig && !existsSync(flags.talosconfig)) throw new IchorError(`--talosconfig: no such file ${flags.talosconfig}`, {exitCode: 2})
+  if (flags.talosconfig && !existsSync(flags.talosconfig)) throw new IchorError(`--talosconfig: no such file ${flags.talosconfig}`, {exitCode: EXIT.usage})
   const talosconfig = flags.talosconfig ?? (existsSync(state.talosconfig) ? state.talosconfig : undefined)
   return {talosconfig, localConfigs: [state.controlPlaneConfig].filter((f) => existsSync(f)), stateDir: state.dir}
 }

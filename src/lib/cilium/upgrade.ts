@@ -11,6 +11,7 @@ import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 import {judgeCiliumUpgrade, KNOWN_CILIUM_CHARTS, type UpgradeVerdict} from './versions.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface UpgradeSources extends ChangeSources {
   /** --to VERSION */
@@ -45,14 +46,14 @@ export function resolveUpgradeChart(sources: UpgradeSources): UpgradeTarget {
   if (sources.chart) {
     chart = resolveCiliumChart(sources)
     if (sources.to && chart.version !== sources.to.replace(/^v/, '')) {
-      throw new IchorError(`--to ${sources.to} and --cilium-chart ${sources.chart} disagree: that file is Cilium ${chart.version}`, {exitCode: 2, hint: 'pass one of them'})
+      throw new IchorError(`--to ${sources.to} and --cilium-chart ${sources.chart} disagree: that file is Cilium ${chart.version}`, {exitCode: EXIT.usage, hint: 'pass one of them'})
     }
   } else if (sources.to) {
     const version = sources.to.replace(/^v/, '')
     const found = resolveAssetVersion('cilium', version, {mirror: sources.mirror})
     if (!found) {
       throw new IchorError(`--to ${sources.to}: no Cilium chart ${version} in the assets folder or the mirror${sources.mirror ?? process.env.ICHOR_MIRROR ? ` (${sources.mirror ?? process.env.ICHOR_MIRROR})` : ''}`, {
-        exitCode: 2,
+        exitCode: EXIT.usage,
         hint: `pass --cilium-chart cilium-${version}.tgz, or --mirror DIR holding cilium-${version}.tgz`,
       })
     }
@@ -78,12 +79,12 @@ function describeUpgradeChart(chart: ResolvedAsset): string {
 /** The version policy alone (cheap: no helm run): exit 2 naming the versions when the move is refused. */
 export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skipPatchCheck?: boolean} = {}): CiliumUpgradePlan {
   if (!ctx.release) {
-    throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: 2, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
+    throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: EXIT.usage, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
   }
   const installed = ctx.release.chartVersion
   const verdict = judgeCiliumUpgrade(installed, target.chart.version, {skipPatchCheck: opts.skipPatchCheck})
   if (verdict.kind === 'refused') {
-    throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: 2, hint: 'nothing was changed'})
+    throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: EXIT.usage, hint: 'nothing was changed'})
   }
   return {installed, target, verdict, warnings: verdict.kind === 'same' ? [] : verdict.warnings}
 }

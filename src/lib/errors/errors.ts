@@ -1,5 +1,6 @@
 // User-facing errors. Commands print `message` (and each issue) without a stack trace
 // and exit with `exitCode`; anything else is a bug and keeps its stack.
+import {EXIT} from './exit-codes.js'
 
 export interface Issue {
   /** Dotted path of the value, flag name (`--tunnel`) or file the issue is about. */
@@ -23,7 +24,7 @@ export class IchorError extends Error {
 export class ValidationError extends IchorError {
   readonly issues: Issue[]
   constructor(subject: string, issues: Issue[]) {
-    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {exitCode: 2})
+    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {exitCode: EXIT.usage})
     this.name = 'ValidationError'
     this.issues = issues
   }

@@ -11,6 +11,7 @@ import {tmpdir} from 'node:os'
 import {basename, dirname, join} from 'node:path'
 import {onExit} from 'signal-exit'
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 const PRIVATE_DIR_MODE = 0o700
 const PRIVATE_FILE_MODE = 0o600
@@ -29,7 +30,7 @@ export function describeModeFix(fix: ModeFix): string {
 /** A folder or file ichor cannot use as a private place: bad input, exit 2. */
 export class PrivatePathError extends IchorError {
   constructor(readonly path: string, message: string, options: {label?: string; hint?: string; cause?: unknown} = {}) {
-    super(`${options.label ? `${options.label} ` : ''}${path}: ${message}`, {exitCode: 2, hint: options.hint, cause: options.cause})
+    super(`${options.label ? `${options.label} ` : ''}${path}: ${message}`, {exitCode: EXIT.usage, hint: options.hint, cause: options.cause})
     this.name = 'PrivatePathError'
   }
 }

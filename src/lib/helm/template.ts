@@ -5,6 +5,7 @@ import {runProcess, startError} from '../exec/run.js'
 import {findHelm, helmPath} from './binary.js'
 import {helmEnv} from './env.js'
 import {helmCacheIdentity, renderCache} from './render-cache.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface TemplateOptions {
   chartPath: string
@@ -24,7 +25,7 @@ export interface TemplateOptions {
 
 export class HelmRenderError extends IchorError {
   constructor(readonly helmMessage: string, chart: string) {
-    super(`helm could not render ${chart}: ${helmMessage}`, {exitCode: 2})
+    super(`helm could not render ${chart}: ${helmMessage}`, {exitCode: EXIT.usage})
     this.name = 'HelmRenderError'
   }
 }

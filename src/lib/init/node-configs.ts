@@ -10,6 +10,7 @@ import {allPatches, installDiskFor, patchesForNode} from '../talos/machine-confi
 import {genConfig, patchConfigFile, TalosctlError, validateConfig} from '../talos/talosctl.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface NodeConfigView {
   node: string
@@ -52,7 +53,7 @@ export async function renderNodeConfigViews(inputs: InitInputs, render: InitRend
   await withPrivateTempDir('ichor-dry-configs-', (dir) => renderInto(dir, inputs, render, views)).catch((error: unknown) => {
     // A patch Talos refuses: usage (exit 2), naming the patches, as the real run's check does.
     if (error instanceof TalosctlError && allPatches(m).length > 0) {
-      throw new IchorError(`Talos refuses the machine configs with your patches (${allPatches(m).map((p) => `${p.flag} ${p.patch.source}`).join(', ')}): ${error.talosctlMessage}`, {exitCode: 2})
+      throw new IchorError(`Talos refuses the machine configs with your patches (${allPatches(m).map((p) => `${p.flag} ${p.patch.source}`).join(', ')}): ${error.talosctlMessage}`, {exitCode: EXIT.usage})
     }
     throw error
   })

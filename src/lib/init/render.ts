@@ -14,6 +14,7 @@ import type {Values} from '../values/path.js'
 import {prepareStack, type GeneratedStackSecrets, type PreparedStack} from '../stack/prepare.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {InitInputs} from './inputs.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface InitRender {
   assets: Record<AssetId, ResolvedAsset>
@@ -93,7 +94,7 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     kubeVersion: inputs.kubernetesVersion.version,
   })
   if (!report.valid || report.rendered === undefined) {
-    throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: 2})
+    throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: EXIT.usage})
   }
   const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest, allowSchedulingOnControlPlanes: inputs.workers.length === 0})

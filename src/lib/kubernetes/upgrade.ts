@@ -19,6 +19,7 @@ import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {checkKubernetesUpgrade, parseUpgradeK8sDryRun, protectedChanges, type KubernetesUpgradeVerdict, type ProtectedObject} from './policy.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 /**
  * The kube-apiserver image tag of a machine config: the KubeAPIServerConfig document (Talos
@@ -101,7 +102,7 @@ export async function judgeUpgrade(p: Pick<KubernetesUpgradeInput, 'session' | '
   const kube = await p.session.kube()
   const cr = await p.installation()
   const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-  if (!record) throw new IchorError(`no Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {exitCode: 2, hint: 'run ichor init (the same flags as the first run) first'})
+  if (!record) throw new IchorError(`no Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {exitCode: EXIT.usage, hint: 'run ichor init (the same flags as the first run) first'})
   const running = await readRunningKubernetes(cr, await p.talosconfig())
   const verdict = checkKubernetesUpgrade({from: running.lowest, to: p.to, talosVersion: cr.spec.talos.talosVersion, ciliumVersion: record.chartVersion, allowUntested: p.allowUntested})
   return {...verdict, running}

@@ -18,6 +18,7 @@ import {validateKokumiValues} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 import {readPublishedManifest} from './drift.js'
 import {argocdEffectiveValues} from './prepare.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface StackValuesDiff {
   component: StackComponent
@@ -88,6 +89,6 @@ export async function editStackValues(session: Session, component: StackComponen
 /** A layer from the editor is refused when the stored one moved meanwhile (another run changed it). */
 export function checkEditBase(component: StackComponent, stored: Values, base: Values | undefined): void {
   if (base !== undefined && !isDeepStrictEqual(stored, base)) {
-    throw new IchorError(`the stored ${component} values changed while the editor was open; nothing was changed`, {exitCode: 2, hint: `run \`ichor stack values edit ${component}\` again to edit the current values`})
+    throw new IchorError(`the stored ${component} values changed while the editor was open; nothing was changed`, {exitCode: EXIT.usage, hint: `run \`ichor stack values edit ${component}\` again to edit the current values`})
   }
 }

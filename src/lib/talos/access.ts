@@ -9,6 +9,7 @@ import {writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Kube} from '../kube/client.js'
 import {readTalosBundle, type Installation} from '../state/installation.js'
 import type {StateKey} from '../state/state-key.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export async function resolveTalosconfig(
   kube: Kube, installation: Installation, flags: {talosconfig?: string; stateDir?: string}, privateDir: string,
@@ -19,7 +20,7 @@ export async function resolveTalosconfig(
   if (access.talosconfig) return access.talosconfig
   const bundle = (await readTalosBundle(kube, key))?.bundle
   if (!bundle) {
-    throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {exitCode: 2, hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)'})
+    throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {exitCode: EXIT.usage, hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)'})
   }
   const file = join(privateDir, 'talosconfig')
   writePrivateFileAtomic(file, bundle.talosconfig)

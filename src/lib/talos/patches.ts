@@ -13,6 +13,7 @@ import {KUBEPRISM_PORT, type KubeProxyMode} from '../cilium/defaults.js'
 import {IchorError} from '../errors/errors.js'
 import {toYaml} from '../yaml/emit.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
 /** The taint Talos puts on control planes (pkg/machinery/constants LabelNodeRoleControlPlane). */
@@ -53,7 +54,7 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
   const version = requireSupportedTalosVersion(input.talosVersion)
   const name = inlineManifestName(input.inlineManifestName)
   if (input.kubeProxy !== 'replaced' && input.kubeProxy !== 'kube-proxy') {
-    throw new IchorError(`--kube-proxy: "${String(input.kubeProxy)}" is not a mode (accepted: replaced, kube-proxy)`, {exitCode: 2})
+    throw new IchorError(`--kube-proxy: "${String(input.kubeProxy)}" is not a mode (accepted: replaced, kube-proxy)`, {exitCode: EXIT.usage})
   }
   if (input.ciliumManifest.trim() === '') {
     throw new IchorError('the Cilium manifest for the inline manifest is empty')
@@ -139,7 +140,7 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 function inlineManifestName(name: string | undefined): string {
   const value = name ?? DEFAULT_INLINE_MANIFEST_NAME
   if (value.length > 253 || !DNS1123_SUBDOMAIN.test(value)) {
-    throw new IchorError(`inline manifest name "${value}" is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')`, {exitCode: 2})
+    throw new IchorError(`inline manifest name "${value}" is not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')`, {exitCode: EXIT.usage})
   }
   return value
 }

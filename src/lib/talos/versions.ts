@@ -2,6 +2,7 @@
 // "contract" facts that decide which machine-config form a patch must use.
 // Each fact names the Talos source it was read from (see README.md beside this file).
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface SemVer {
   major: number
@@ -51,7 +52,7 @@ export function parseKubernetesVersion(input: string): KubernetesVersion {
 function parseReleaseVersion(input: string, flag: string, product: string, example: string): {major: number; minor: number; patch: number} {
   const m = SEMVER.exec(input.trim())
   if (!m) {
-    throw new IchorError(`${flag}: "${input}" is not a ${product} release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${example})`, {exitCode: 2})
+    throw new IchorError(`${flag}: "${input}" is not a ${product} release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${example})`, {exitCode: EXIT.usage})
   }
   return {major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3])}
 }
@@ -75,7 +76,7 @@ export function requireSupportedTalosVersion(v: TalosVersion | string): TalosVer
   if (tooOld || tooNew) {
     throw new IchorError(
       `--talos-version: ${version.tag} is not supported (accepted: ${SUPPORTED_TALOS.oldest} to ${SUPPORTED_TALOS.newestMinor}.x)`,
-      {exitCode: 2},
+      {exitCode: EXIT.usage},
     )
   }
   return version
@@ -120,11 +121,11 @@ export function requireCompatibleKubernetesVersion(talos: TalosVersion | string,
   const t = requireSupportedTalosVersion(talos)
   const k = typeof kubernetes === 'string' ? parseKubernetesVersion(kubernetes) : kubernetes
   const range = KUBERNETES_RANGE_BY_TALOS_MINOR[`${t.major}.${t.minor}`]
-  if (!range) throw new IchorError(`--talos-version: no Kubernetes compatibility is known for ${t.tag}`, {exitCode: 2})
+  if (!range) throw new IchorError(`--talos-version: no Kubernetes compatibility is known for ${t.tag}`, {exitCode: EXIT.usage})
   if (compareVersions(k, parseKubernetesVersion(range.min)) < 0 || compareVersions(k, parseKubernetesVersion(range.max)) > 0) {
     throw new IchorError(
       `--kubernetes-version: ${k.version} does not run on Talos ${t.tag} (--talos-version) (accepted: ${range.min} to ${range.max.replace(/\.99$/, '.x')})`,
-      {exitCode: 2},
+      {exitCode: EXIT.usage},
     )
   }
   return k

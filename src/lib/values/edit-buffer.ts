@@ -9,6 +9,7 @@ import {stringify} from 'yaml'
 import {IchorError, ValidationError, formatIssues} from '../errors/errors.js'
 import {parseValuesText} from './input.js'
 import type {Values} from './path.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface EditBufferOptions {
   /** Comment lines above the values (each starts with `#`). */
@@ -56,7 +57,7 @@ export async function editValuesBuffer(o: EditBufferOptions): Promise<Values | u
       await runEditor(file)
       const edited = stripComments(await readFile(file, 'utf8'))
       if (edited === original.trim() && !o.seeded) return undefined
-      if (problems.length && edited === body.trim()) throw new IchorError('the values were left as they were refused; nothing was changed', {exitCode: 2, hint: problems.join('\n')})
+      if (problems.length && edited === body.trim()) throw new IchorError('the values were left as they were refused; nothing was changed', {exitCode: EXIT.usage, hint: problems.join('\n')})
       body = edited
       try {
         const user = parseValuesText(edited, 'the edited values')

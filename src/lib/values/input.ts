@@ -7,6 +7,7 @@ import {isAlias, isMap as isYamlMap, isScalar, LineCounter, parseAllDocuments, v
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {checkValuesTree} from './guard.js'
 import {isMap, type Values} from './path.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 /**
  * Cap on a values file as read. The merged values are capped at 64 KiB of JSON later; a file
@@ -23,13 +24,13 @@ export function readValuesFile(file: string, flag = '-f'): Values {
 }
 
 function tooLarge(label: string, size: number | string): IchorError {
-  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {exitCode: 2})
+  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {exitCode: EXIT.usage})
 }
 
 function cannotRead(label: string, error: unknown): IchorError {
   const code = (error as NodeJS.ErrnoException).code
   const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error)
-  return new IchorError(`${label}: cannot read the values file: ${why}`, {exitCode: 2})
+  return new IchorError(`${label}: cannot read the values file: ${why}`, {exitCode: EXIT.usage})
 }
 
 function readRegularFileCapped(file: string, label: string): Buffer {
@@ -43,7 +44,7 @@ function readRegularFileCapped(file: string, label: string): Buffer {
     if (error instanceof IchorError) throw error
     throw cannotRead(label, error)
   }
-  if (kind) throw new IchorError(`${label}: cannot read the values file: ${kind}; give a regular file, or - to read standard input`, {exitCode: 2})
+  if (kind) throw new IchorError(`${label}: cannot read the values file: ${kind}; give a regular file, or - to read standard input`, {exitCode: EXIT.usage})
   let fd: number
   try {
     fd = openSync(file, 'r')
@@ -52,7 +53,7 @@ function readRegularFileCapped(file: string, label: string): Buffer {
   }
   try {
     // The path may have been swapped between stat and open: judge what was opened.
-    if (!fstatSync(fd).isFile()) throw new IchorError(`${label}: cannot read the values file: is not a regular file`, {exitCode: 2})
+    if (!fstatSync(fd).isFile()) throw new IchorError(`${label}: cannot read the values file: is not a regular file`, {exitCode: EXIT.usage})
     return readCapped(fd, label)
   } finally {
     closeSync(fd)
@@ -100,7 +101,7 @@ export function parseValuesText(text: string, label: string): Values {
   if (!Array.isArray(docs)) return {}
   const nonEmpty = docs.filter((d) => d.errors.length > 0 || d.contents !== null)
   if (nonEmpty.length > 1) {
-    throw new IchorError(`${label}: holds ${nonEmpty.length} YAML documents; a values file is one document (a map)`, {exitCode: 2})
+    throw new IchorError(`${label}: holds ${nonEmpty.length} YAML documents; a values file is one document (a map)`, {exitCode: EXIT.usage})
   }
   const doc = nonEmpty[0]
   if (!doc) return {}
@@ -109,7 +110,7 @@ export function parseValuesText(text: string, label: string): Values {
     const where = first.linePos?.[0] ? ` at line ${first.linePos[0].line}, column ${first.linePos[0].col}` : ''
     const message = first.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')
     const why = /Maximum call stack/.test(message) ? 'it nests too deeply' : message
-    throw new IchorError(`${label}: not valid YAML${where}: ${why}`, {exitCode: 2})
+    throw new IchorError(`${label}: not valid YAML${where}: ${why}`, {exitCode: EXIT.usage})
   }
   checkUniqueKeys(doc, label, lineCounter)
   let value: unknown
@@ -118,15 +119,15 @@ export function parseValuesText(text: string, label: string): Values {
   } catch (error) {
     const message = (error as Error).message ?? String(error)
     if (/alias count/i.test(message)) {
-      throw new IchorError(`${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`, {exitCode: 2})
+      throw new IchorError(`${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`, {exitCode: EXIT.usage})
     }
-    if (error instanceof RangeError) throw new IchorError(`${label}: not valid YAML: it nests too deeply`, {exitCode: 2})
-    throw new IchorError(`${label}: not valid YAML: ${message}`, {exitCode: 2})
+    if (error instanceof RangeError) throw new IchorError(`${label}: not valid YAML: it nests too deeply`, {exitCode: EXIT.usage})
+    throw new IchorError(`${label}: not valid YAML: ${message}`, {exitCode: EXIT.usage})
   }
   if (value === null || value === undefined) return {}
   if (!isMap(value)) {
     const kind = Array.isArray(value) ? 'a list' : `a ${typeof value === 'bigint' ? 'number' : typeof value}`
-    throw new IchorError(`${label}: the document is ${kind}; a values file must be a map of keys (e.g. "hubble:\\n  enabled: true")`, {exitCode: 2})
+    throw new IchorError(`${label}: the document is ${kind}; a values file must be a map of keys (e.g. "hubble:\\n  enabled: true")`, {exitCode: EXIT.usage})
   }
   const issues: Issue[] = []
   const checked = checkValuesTree(value, issues) as Values
@@ -160,6 +161,6 @@ function checkUniqueKeys(doc: Document.Parsed, label: string, lineCounter: LineC
   })
   if (problem) {
     const pos = lineCounter.linePos(problem.offset)
-    throw new IchorError(`${label}: not valid YAML at line ${pos.line}, column ${pos.col}: ${problem.message}`, {exitCode: 2})
+    throw new IchorError(`${label}: not valid YAML at line ${pos.line}, column ${pos.col}: ${problem.message}`, {exitCode: EXIT.usage})
   }
 }

@@ -10,6 +10,7 @@ import jsyaml from 'js-yaml'
 import type {ChartArchive} from '../chart/archive.js'
 import {IchorError} from '../errors/errors.js'
 import {isMap} from './path.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export interface KeyNode {
   children: Map<string, KeyNode>
@@ -70,7 +71,7 @@ const MAX_VALUES_YAML_NODES = 200_000
 
 function addTree(node: KeyNode, value: unknown, budget: {left: number; chart: ChartArchive}): void {
   if (--budget.left < 0) {
-    throw new IchorError(`${budget.chart.path}: the chart's values.yaml expands to more than ${MAX_VALUES_YAML_NODES} values (aliases nested like a "billion laughs"?); not a chart ichor can read`, {exitCode: 2})
+    throw new IchorError(`${budget.chart.path}: the chart's values.yaml expands to more than ${MAX_VALUES_YAML_NODES} values (aliases nested like a "billion laughs"?); not a chart ichor can read`, {exitCode: EXIT.usage})
   }
   if (!isMap(value)) {
     node.leaf = true

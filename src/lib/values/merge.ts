@@ -4,11 +4,12 @@
 import {IchorError} from '../errors/errors.js'
 import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
 import {formatPath, isMap, type Values} from './path.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export function deepMerge(base: Values, overlay: Values, at: string[] = []): Values {
   const out: Values = {...base}
   for (const [key, value] of Object.entries(overlay)) {
-    if (FORBIDDEN_KEYS.has(key)) throw new IchorError(`values ${formatPath([...at, key])}: ${forbiddenKeyMessage(key)}`, {exitCode: 2})
+    if (FORBIDDEN_KEYS.has(key)) throw new IchorError(`values ${formatPath([...at, key])}: ${forbiddenKeyMessage(key)}`, {exitCode: EXIT.usage})
     const prev = Object.prototype.hasOwnProperty.call(out, key) ? out[key] : undefined
     out[key] = isMap(prev) && isMap(value) ? deepMerge(prev, value, [...at, key]) : cloneValue(value)
   }

@@ -3,6 +3,7 @@
 
 import {IchorError} from '../errors/errors.js'
 import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 export type Values = {[key: string]: unknown}
 export type Path = readonly string[]
@@ -41,7 +42,7 @@ export function hasPath(values: unknown, path: Path): boolean {
 export function setPath(values: Values, path: Path, value: unknown): void {
   // A prototype key would write onto Object.prototype instead of into the values.
   const bad = path.find((k) => FORBIDDEN_KEYS.has(k))
-  if (bad !== undefined) throw new IchorError(`values ${formatPath(path)}: ${forbiddenKeyMessage(bad)}`, {exitCode: 2})
+  if (bad !== undefined) throw new IchorError(`values ${formatPath(path)}: ${forbiddenKeyMessage(bad)}`, {exitCode: EXIT.usage})
   let cur: Values = values
   path.forEach((key, i) => {
     if (i === path.length - 1) {

@@ -6,6 +6,7 @@
 import {IchorError} from '../errors/errors.js'
 import {FORBIDDEN_KEYS, forbiddenKeyMessage, MAX_VALUES_DEPTH, unsafeIntegerMessage} from './guard.js'
 import {formatPath, isMap, type Values} from './path.js'
+import {EXIT} from '../errors/exit-codes.js'
 
 type Segment = string | number
 
@@ -20,7 +21,7 @@ export function parseSetFlag(flag: string): {path: Segment[]; value: unknown}[] 
   const out: {path: Segment[]; value: unknown}[] = []
   let i = 0
   const fail = (why: string): never => {
-    throw new IchorError(`--set ${flag}: ${why} (expected key.path=value, e.g. --set hubble.relay.enabled=true)`, {exitCode: 2})
+    throw new IchorError(`--set ${flag}: ${why} (expected key.path=value, e.g. --set hubble.relay.enabled=true)`, {exitCode: EXIT.usage})
   }
   while (i < flag.length) {
     // key
@@ -124,7 +125,7 @@ function assign(root: Values, path: Segment[], value: unknown, flag: string): vo
     const last = i === path.length - 1
     const nextIsIndex = !last && typeof path[i + 1] === 'number'
     if (typeof seg === 'number') {
-      if (!Array.isArray(cur)) throw new IchorError(`--set ${flag}: index [${seg}] used on something that is not a list`, {exitCode: 2})
+      if (!Array.isArray(cur)) throw new IchorError(`--set ${flag}: index [${seg}] used on something that is not a list`, {exitCode: EXIT.usage})
       while (cur.length <= seg) cur.push(null)
       if (last) cur[seg] = value
       else {
