@@ -15,6 +15,8 @@ export function terminal(args: string[], options: {executable?: string; env?: No
   const argv = options.executable ? [options.executable, ...args] : [process.execPath, BIN, ...args]
   const command = `stty cols 250 rows 50; ${argv.map(shellQuote).join(' ')}`
   const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm', ...options.env}, stdio: ['pipe', 'pipe', 'pipe']})
+  // Keys typed after the command ended (it need not wait for them) meet a closed pipe: no error.
+  child.stdin.on('error', () => {})
   let screen = ''
   let seen = 0
   child.stdout.on('data', (d) => (screen += visible(String(d))))
