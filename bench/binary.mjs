@@ -28,7 +28,10 @@ function cpu(file, args) {
   return (secs[0] + secs[1]) * 1000
 }
 
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' ')
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')
 
 export async function run(ctx) {
   const binary = process.env.ICHOR_BINARY ?? join(ctx.root, 'out', 'ichor')
@@ -57,6 +60,8 @@ export async function run(ctx) {
   line('`node -e 0`                ', 'floor', "   (the machine's floor)")
   line('`out/ichor --help`         ', 'binary', '   goal <= 150 ms, faster than the npm build')
   line('`node bin/run.js --help`   ', 'npm')
-  console.log(`binary / npm median: ${(median(times.binary) / median(times.npm)).toFixed(2)}; above the floor: binary ${fmtMs(median(times.binary) - median(times.floor))}, npm ${fmtMs(median(times.npm) - median(times.floor))}`)
+  console.log(
+    `binary / npm median: ${(median(times.binary) / median(times.npm)).toFixed(2)}; above the floor: binary ${fmtMs(median(times.binary) - median(times.floor))}, npm ${fmtMs(median(times.npm) - median(times.floor))}`,
+  )
   console.log(`load average after: ${load()}`)
 }

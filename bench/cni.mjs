@@ -36,7 +36,11 @@ export async function run(ctx) {
     console.log(`cni status (median of 5): ${fmtMs(status)}   goal <= 1 s`)
     console.log(`no-op cni values set (median of 5): ${fmtMs(noop)}, Helm revision ${before} -> ${after}   goal <= 1.5 s and no revision`)
     console.log(`cni values diff (median of 5): ${fmtMs(diff)}   goal <= 1.5 s`)
-    console.log(`load average (1, 5, 15 min) at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')} on ${availableParallelism()} cores`)
+    console.log(
+      `load average (1, 5, 15 min) at the end: ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(', ')} on ${availableParallelism()} cores`,
+    )
   } finally {
     await h.stop()
   }

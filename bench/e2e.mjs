@@ -10,7 +10,10 @@ import {loadavg} from 'node:os'
 import {join} from 'node:path'
 import {fmtMs} from './lib.mjs'
 
-const load = () => loadavg().map((l) => l.toFixed(1)).join(' ')
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')
 
 async function measureCluster(ctx, shape) {
   const {startHarnessCluster, runIchor} = await import(join(ctx.root, 'test', 'harness', 'cluster.ts'))
@@ -36,7 +39,16 @@ async function measureCluster(ctx, shape) {
       })
       clearInterval(timer)
       if (r.code !== 0) throw new Error(`${name} ${label} failed: ${r.stderr}`)
-      const end = r.stdout.split('\n').map((l) => { try { return JSON.parse(l) } catch { return undefined } }).find((e) => e?.event === 'end')
+      const end = r.stdout
+        .split('\n')
+        .map((l) => {
+          try {
+            return JSON.parse(l)
+          } catch {
+            return undefined
+          }
+        })
+        .find((e) => e?.event === 'end')
       return {ms: r.ms, peakMb: peakKb / 1024, changed: end?.changed, load: load()}
     }
     const first = await measure('first run')
@@ -44,8 +56,12 @@ async function measureCluster(ctx, shape) {
     for (let i = 0; i < 3; i++) reruns.push(await measure('rerun'))
     const rerun = reruns.sort((a, b) => a.ms - b.ms)[1]
     console.log(`[${name}] first ichor init: ${fmtMs(first.ms)}, changed=${first.changed}   (load ${first.load})`)
-    console.log(`[${name}] no-op rerun (median of 3): ${fmtMs(rerun.ms)}, changed=${rerun.changed}, ${((rerun.ms / first.ms) * 100).toFixed(1)} % of the first run   goal <= 3 s and <= 15 %   (load ${rerun.load})`)
-    console.log(`[${name}] peak RSS of the CLI process: first run ${first.peakMb.toFixed(0)} MB, rerun ${Math.max(...reruns.map((r) => r.peakMb)).toFixed(0)} MB   goal <= 200 MB`)
+    console.log(
+      `[${name}] no-op rerun (median of 3): ${fmtMs(rerun.ms)}, changed=${rerun.changed}, ${((rerun.ms / first.ms) * 100).toFixed(1)} % of the first run   goal <= 3 s and <= 15 %   (load ${rerun.load})`,
+    )
+    console.log(
+      `[${name}] peak RSS of the CLI process: first run ${first.peakMb.toFixed(0)} MB, rerun ${Math.max(...reruns.map((r) => r.peakMb)).toFixed(0)} MB   goal <= 200 MB`,
+    )
     return rerun.ms
   } finally {
     await h.stop()

@@ -51,12 +51,16 @@ export async function run(ctx) {
       return checkCiliumValues({chartPath, user, facts}).issues
     })
     const issues = v64.result
-    console.log(`64 KiB values file (${Object.keys(readValuesFile(f64).podAnnotations).length} keys, commented): read + parse + full validation, no helm render (5 runs): median ${fmtMs(median(v64.times))}, max ${fmtMs(Math.max(...v64.times))}; ${issues.length === 0 ? 'valid' : `${issues.length} issue(s): ${issues[0].message.slice(0, 80)}`}   goal <= 1 s`)
+    console.log(
+      `64 KiB values file (${Object.keys(readValuesFile(f64).podAnnotations).length} keys, commented): read + parse + full validation, no helm render (5 runs): median ${fmtMs(median(v64.times))}, max ${fmtMs(Math.max(...v64.times))}; ${issues.length === 0 ? 'valid' : `${issues.length} issue(s): ${issues[0].message.slice(0, 80)}`}   goal <= 1 s`,
+    )
 
     const f10 = join(dir, 'values-10m.yaml')
     writeFileSync(f10, 'podAnnotations:\n' + '  k: v\n'.repeat((10 * 1024 * 1024) / 7))
     const r10 = timed(5, () => verdict(() => readValuesFile(f10, '--cilium-values')))
-    console.log(`10 MB values file refused (5 runs): median ${fmtMs(median(r10.times))}, max ${fmtMs(Math.max(...r10.times))}; ${r10.result.replace(dir, '…')}   goal <= 1 s`)
+    console.log(
+      `10 MB values file refused (5 runs): median ${fmtMs(median(r10.times))}, max ${fmtMs(Math.max(...r10.times))}; ${r10.result.replace(dir, '…')}   goal <= 1 s`,
+    )
 
     // The worst a file under the cap can do to the duplicate-key check: as many keys as fit.
     let keys = ''
@@ -64,17 +68,24 @@ export async function run(ctx) {
     const fKeys = join(dir, 'values-keys.yaml')
     writeFileSync(fKeys, keys)
     const rk = timed(3, () => verdict(() => Object.keys(readValuesFile(fKeys)).length))
-    console.log(`250 KiB file of ${keys.split('\n').length - 1} distinct keys, read + parse + duplicate-key check (3 runs): median ${fmtMs(median(rk.times))}   (was quadratic: 40k keys took 14-20 s)`)
+    console.log(
+      `250 KiB file of ${keys.split('\n').length - 1} distinct keys, read + parse + duplicate-key check (3 runs): median ${fmtMs(median(rk.times))}   (was quadratic: 40k keys took 14-20 s)`,
+    )
 
     let bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
-    for (let i = 1; i < 10; i++) bomb += `${'abcdefghij'[i]}: &${'abcdefghij'[i]} [${Array(9).fill(`*${'abcdefghij'[i - 1]}`).join(',')}]\n`
+    for (let i = 1; i < 10; i++)
+      bomb += `${'abcdefghij'[i]}: &${'abcdefghij'[i]} [${Array(9)
+        .fill(`*${'abcdefghij'[i - 1]}`)
+        .join(',')}]\n`
     const fBomb = join(dir, 'bomb.yaml')
     writeFileSync(fBomb, bomb)
     const rb = timed(5, () => verdict(() => readValuesFile(fBomb, '--cilium-values')))
     console.log(`billion-laughs alias bomb (5 runs): median ${fmtMs(median(rb.times))}; ${rb.result.replace(dir, '…')}`)
 
     const cli = timed(3, () => spawnSync(process.execPath, [ctx.bin, 'cni', 'values', 'validate', '--cilium-chart', chartPath, '-f', f10], {encoding: 'utf8'}))
-    console.log(`\`ichor cni values validate -f <10 MB file>\` wall time incl. CLI start (3 runs): median ${fmtMs(median(cli.times))}, exit ${cli.result.status}`)
+    console.log(
+      `\`ichor cni values validate -f <10 MB file>\` wall time incl. CLI start (3 runs): median ${fmtMs(median(cli.times))}, exit ${cli.result.status}`,
+    )
   } finally {
     rmSync(dir, {recursive: true, force: true})
   }

@@ -25,4 +25,3 @@ export function wall(args, runs, env = {}) {
   }
   return times
 }
-

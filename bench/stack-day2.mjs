@@ -34,7 +34,21 @@ export async function run(ctx) {
     // Each set is a real change (alternating values): new bundle, Order moved.
     const set = []
     for (let i = 0; i < 5; i++) {
-      const args = ['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.podAnnotations.bench=run${i}`, '--json', ...day2, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
+      const args = [
+        'stack',
+        'values',
+        'set',
+        'argocd',
+        '--yes',
+        '--set',
+        `server.podAnnotations.bench=run${i}`,
+        '--json',
+        ...day2,
+        '--argocd-chart',
+        UPSTREAM.argocdChart,
+        '--kokumi-manifest',
+        h.kokumiManifest,
+      ]
       const r = check(await runIchor(args, h.env), args)
       const wait = jsonEvents(r).find((e) => e.event === 'task' && e.id === 'wait-applications' && e.ms !== undefined)
       set.push(r.ms - (wait?.ms ?? 0))
@@ -43,7 +57,11 @@ export async function run(ctx) {
     console.log(`ichor stack status -o json, nothing remembered (ICHOR_DRIFT_CACHE=off, every object dry-run): ${fmtMs(cold)}`)
     console.log(`ichor stack sync, nothing to do (median of 5): ${fmtMs(median(sync))}   goal <= 1.5 s`)
     console.log(`ichor stack values set argocd, without the wait for the Application (median of 5): ${fmtMs(median(set))}   goal <= 3 s`)
-    console.log(`load average while measuring (1/5/15 min): ${loadavg().map((x) => x.toFixed(2)).join(' ')} on ${(await import('node:os')).cpus().length} cores`)
+    console.log(
+      `load average while measuring (1/5/15 min): ${loadavg()
+        .map((x) => x.toFixed(2))
+        .join(' ')} on ${(await import('node:os')).cpus().length} cores`,
+    )
   } finally {
     await h.stop()
   }

@@ -39,12 +39,19 @@ export async function run(ctx) {
   const retained = (process.memoryUsage().heapUsed - before) / N
   console.log(`first call in process (chart read, key tree, schema compile of the keys used): ${fmtMs(firstMs)}`)
   console.log(`warm per-call validation, no helm render (N=${N}): median ${fmtMs(median(times))}, p95 ${fmtMs(pct(times, 95))}   goal <= 5 ms`)
-  console.log(`heap growth per call: median ${fmtMB(median(allocs))} allocated (heapUsed delta, ${allocs.length} samples without GC); ${globalThis.gc ? `${(retained / 1024).toFixed(1)} KB retained after GC` : 'run node --expose-gc for retained'}   goal <= 5 MB`)
+  console.log(
+    `heap growth per call: median ${fmtMB(median(allocs))} allocated (heapUsed delta, ${allocs.length} samples without GC); ${globalThis.gc ? `${(retained / 1024).toFixed(1)} KB retained after GC` : 'run node --expose-gc for retained'}   goal <= 5 MB`,
+  )
 
   const validate = wall([ctx.bin, 'cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', input.chartPath], 5)
-  console.log(`cold \`ichor cni values validate\` wall time incl. a real helm render (5 runs): median ${fmtMs(median(validate))}, min ${fmtMs(Math.min(...validate))}   goal <= 1 s`)
+  console.log(
+    `cold \`ichor cni values validate\` wall time incl. a real helm render (5 runs): median ${fmtMs(median(validate))}, min ${fmtMs(Math.min(...validate))}   goal <= 1 s`,
+  )
   const cacheDir = mkdtempSync(join(tmpdir(), 'ichor-bench-cache-'))
-  const cached = wall([ctx.bin, 'cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', input.chartPath], 6, {ICHOR_RENDER_CACHE: 'on', XDG_CACHE_HOME: cacheDir}).slice(1)
+  const cached = wall([ctx.bin, 'cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', input.chartPath], 6, {
+    ICHOR_RENDER_CACHE: 'on',
+    XDG_CACHE_HOME: cacheDir,
+  }).slice(1)
   rmSync(cacheDir, {recursive: true, force: true})
   console.log(`same, with the render cache warm (5 runs): median ${fmtMs(median(cached))}`)
   const help = wall([ctx.bin, '--help'], 7)

@@ -35,19 +35,45 @@ export async function run(ctx) {
   const jsyaml = await import('js-yaml')
 
   const chartPath = join(ctx.upstream, 'charts', 'argo-cd-10.1.1.tgz')
-  const text = await helmTemplate({chartPath, releaseName: ARGOCD_RELEASE, namespace: ARGOCD_NAMESPACE, values: argocdEffectiveValues(chartPath, {}), includeCrds: true})
+  const text = await helmTemplate({
+    chartPath,
+    releaseName: ARGOCD_RELEASE,
+    namespace: ARGOCD_NAMESPACE,
+    values: argocdEffectiveValues(chartPath, {}),
+    includeCrds: true,
+  })
   const objects = parseObjects(text, 'Argo CD render')
   console.log(`input: Argo CD 10.1.1 render, ${fmtMB(Buffer.byteLength(text))}, ${objects.length} objects`)
-  report('parse  js-yaml loadAll, core schema (parseObjects)', time(() => parseObjects(text, 'bench')))
-  report('parse  yaml parseAllDocuments + toJS, YAML 1.2 core', time(() => yaml.parseAllDocuments(text).map((doc) => doc.toJS())))
-  report('parse  yaml parseAllDocuments + toJS, YAML 1.1', time(() => yaml.parseAllDocuments(text, {version: '1.1'}).map((doc) => doc.toJS())))
+  report(
+    'parse  js-yaml loadAll, core schema (parseObjects)',
+    time(() => parseObjects(text, 'bench')),
+  )
+  report(
+    'parse  yaml parseAllDocuments + toJS, YAML 1.2 core',
+    time(() => yaml.parseAllDocuments(text).map((doc) => doc.toJS())),
+  )
+  report(
+    'parse  yaml parseAllDocuments + toJS, YAML 1.1',
+    time(() => yaml.parseAllDocuments(text, {version: '1.1'}).map((doc) => doc.toJS())),
+  )
   const bundle = time(() => serializeObjects(objects))
   report(`emit   js-yaml dump, sorted keys, no folding, no refs (serializeObjects, ${fmtMB(Buffer.byteLength(bundle.out))})`, bundle)
   const yamlOptions = {sortMapEntries: true, lineWidth: 0, aliasDuplicateObjects: false, compat: 'yaml-1.1'}
-  report('emit   yaml stringify, the same options', time(() => objects.map((o) => `---\n${yaml.stringify(o, yamlOptions)}`).join('')))
+  report(
+    'emit   yaml stringify, the same options',
+    time(() => objects.map((o) => `---\n${yaml.stringify(o, yamlOptions)}`).join('')),
+  )
 
-  const values = readChartArchive(join(ctx.upstream, 'charts', 'cilium-1.18.0.tgz')).files.get('values.yaml').toString('utf8')
+  const values = readChartArchive(join(ctx.upstream, 'charts', 'cilium-1.18.0.tgz'))
+    .files.get('values.yaml')
+    .toString('utf8')
   console.log(`input: Cilium 1.18.0 values.yaml, ${(Buffer.byteLength(values) / 1024).toFixed(0)} KB`)
-  report('parse  js-yaml load (knownKeys)', time(() => jsyaml.load(values)))
-  report('parse  yaml parse, YAML 1.2 core', time(() => yaml.parse(values)))
+  report(
+    'parse  js-yaml load (knownKeys)',
+    time(() => jsyaml.load(values)),
+  )
+  report(
+    'parse  yaml parse, YAML 1.2 core',
+    time(() => yaml.parse(values)),
+  )
 }

@@ -39,10 +39,7 @@ function commands() {
 
 /** pjson.oclif.topics as oclif's own plugin lists them: nested topics named "parent:child". */
 function topicList(topics, base = '') {
-  return Object.entries(topics ?? {}).flatMap(([name, topic]) => [
-    {...topic, name: `${base}${name}`},
-    ...topicList(topic.subtopics, `${base}${name}:`),
-  ])
+  return Object.entries(topics ?? {}).flatMap(([name, topic]) => [{...topic, name: `${base}${name}`}, ...topicList(topic.subtopics, `${base}${name}:`)])
 }
 
 // Each plugin's manifest commands as oclif's own plugin lists them, sorted once at snapshot time.

@@ -105,7 +105,13 @@ if (pjson.oclif.hooks) {
   // oclif loads a hook from its file; a binary has none (see build/sea-entry.cjs).
   fail(`oclif hooks in package.json cannot be in the binary: ${JSON.stringify(pjson.oclif.hooks)}`)
 }
-const runtimePjson = {name: pjson.name, version: pjson.version, description: pjson.description, type: 'commonjs', oclif: {...pjson.oclif, plugins: undefined, hooks: undefined}}
+const runtimePjson = {
+  name: pjson.name,
+  version: pjson.version,
+  description: pjson.description,
+  type: 'commonjs',
+  oclif: {...pjson.oclif, plugins: undefined, hooks: undefined},
+}
 // The oclif plugins package.json names (help, autocomplete), bundled as the root plugin is:
 // their package.json's oclif section and manifest, their commands in the commands bundle.
 /** The folder of the package `name` that `file` belongs to (its package.json is not in its exports). */
@@ -166,7 +172,10 @@ const neverLoaded = {
   name: 'never-loaded',
   setup(b) {
     b.onResolve({filter: /^(typescript|ts-node|bufferutil|utf-8-validate|source-map-support|encoding)$/}, (a) => ({path: a.path, namespace: 'never-loaded'}))
-    b.onLoad({filter: /.*/, namespace: 'never-loaded'}, (a) => ({contents: `throw new Error(${JSON.stringify(`${a.path} is not in the ichor binary`)})`, loader: 'js'}))
+    b.onLoad({filter: /.*/, namespace: 'never-loaded'}, (a) => ({
+      contents: `throw new Error(${JSON.stringify(`${a.path} is not in the ichor binary`)})`,
+      loader: 'js',
+    }))
   },
 }
 // The main script runs once at build time to make the startup snapshot (build/sea-entry.cjs).
@@ -188,7 +197,10 @@ const deferAtStart = {
     })
     b.onLoad({filter: /.*/, namespace: 'deferred'}, (a) => {
       const esModule = /Object\.defineProperty\(exports, "__esModule"/.test(readFileSync(a.path, 'utf8'))
-      const name = relative(root, a.path).split('\\').join('/').replace(/^.*node_modules\//, '')
+      const name = relative(root, a.path)
+        .split('\\')
+        .join('/')
+        .replace(/^.*node_modules\//, '')
       return {
         resolveDir: root,
         loader: 'js',
@@ -249,6 +261,11 @@ await inject(out, 'NODE_SEA_BLOB', readFileSync(blob), {sentinelFuse: SEA_FUSE})
 const pinned = embedded.every((a) => a.matchesPin)
 console.error(
   `build-binary: ${relative(process.cwd(), out) || out}: ${(statSync(out).size / 1e6).toFixed(1)} MB, node ${process.version}, ` +
-    (pinned ? 'all artifacts pinned' : `NOT all pinned: ${embedded.filter((a) => !a.matchesPin).map((a) => `${a.id} ${a.version}`).join(', ')}`),
+    (pinned
+      ? 'all artifacts pinned'
+      : `NOT all pinned: ${embedded
+          .filter((a) => !a.matchesPin)
+          .map((a) => `${a.id} ${a.version}`)
+          .join(', ')}`),
 )
 console.log(out)

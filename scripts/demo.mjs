@@ -16,10 +16,22 @@ if (!existsSync(mirror)) {
   process.exit(1)
 }
 const args = [
-  join(root, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out,
-  '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443',
-  '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
-  '--mirror', mirror, ...process.argv.slice(2),
+  join(root, 'bin', 'run.js'),
+  'init',
+  '--dry-run',
+  '--output-dir',
+  out,
+  '--cluster-name',
+  'homelab',
+  '--endpoint',
+  'https://192.0.2.10:6443',
+  '--control-plane',
+  '192.0.2.10',
+  '--worker',
+  '192.0.2.11',
+  '--mirror',
+  mirror,
+  ...process.argv.slice(2),
 ]
 // ICHOR_HELM, else helm 3.18+ on PATH, else a Helm 4 built from Go modules (scripts/ensure-helm.mjs).
 let helm

@@ -17,7 +17,11 @@ export default class Doctor extends IchorCommand {
     '<%= config.bin %> doctor --json',
   ]
   static override flags = {
-    'talos-version': Flags.string({description: 'the Talos version you target; talosctl is compared with it', helpValue: 'VERSION', default: DEFAULT_TALOS_VERSION}),
+    'talos-version': Flags.string({
+      description: 'the Talos version you target; talosctl is compared with it',
+      helpValue: 'VERSION',
+      default: DEFAULT_TALOS_VERSION,
+    }),
     ...kubeFlags,
     'state-dir': Flags.string({description: "init's local state folder to check (default: $XDG_STATE_HOME/ichor)", helpValue: 'DIR'}),
     ...assetFlags,
@@ -31,8 +35,11 @@ export default class Doctor extends IchorCommand {
       context: flags.context,
       stateDir: flags['state-dir'],
       assets: {
-        cilium: flags['cilium-chart'], argocd: flags['argocd-chart'], kokumi: flags['kokumi-manifest'],
-        mirror: flags.mirror, assetsDir: flags['assets-dir'],
+        cilium: flags['cilium-chart'],
+        argocd: flags['argocd-chart'],
+        kokumi: flags['kokumi-manifest'],
+        mirror: flags.mirror,
+        assetsDir: flags['assets-dir'],
       },
     })
     this.log(formatDoctorReport(report))

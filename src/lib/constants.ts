@@ -14,7 +14,13 @@ export const MANAGED_BY = {'app.kubernetes.io/managed-by': 'ichor'} as const
 export const CILIUM_RELEASE = {name: 'cilium', namespace: 'kube-system'} as const
 
 /** The IchorInstallation singleton holding the desired state (spec) and what was applied (status). */
-export const INSTALLATION = {group: 'ichor.maesh.dev', apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', plural: 'ichorinstallations', name: 'ichor'} as const
+export const INSTALLATION = {
+  group: 'ichor.maesh.dev',
+  apiVersion: 'ichor.maesh.dev/v1alpha1',
+  kind: 'IchorInstallation',
+  plural: 'ichorinstallations',
+  name: 'ichor',
+} as const
 
 /** The Lease every mutating command holds. */
 export const LOCK = {namespace: ICHOR_SYSTEM, name: 'ichor-lock'} as const

@@ -67,7 +67,13 @@ afterAll(async () => {
 /** Publishes `manifest` where Kokumi pushes a Preparation (`<namespace>/<order>`); its digest. */
 async function push(namespace: string, name: string, tag: string, manifest: string): Promise<string> {
   const bundle = buildBundle([{path: 'manifest.yaml', content: manifest}])
-  const pushed = await publishBundle(oci, {repository: `${namespace}/${name}`, tag, layer: bundle.layer, layerDigest: bundle.layerDigest, annotations: {source: 'test', version: tag}})
+  const pushed = await publishBundle(oci, {
+    repository: `${namespace}/${name}`,
+    tag,
+    layer: bundle.layer,
+    layerDigest: bundle.layerDigest,
+    annotations: {source: 'test', version: tag},
+  })
   return pushed.manifestDigest
 }
 
@@ -101,7 +107,13 @@ async function editApp(name: string, edit: (app: AppObj) => void): Promise<void>
 }
 
 /** Runs the controller on the Application until `check` holds (as its reconcile loop would). */
-function reconcileUntil<T>(what: string, namespace: string, name: string, check: (app: AppObj) => Promise<T | false | undefined> | T | false | undefined, timeoutMs = 20_000): Promise<T> {
+function reconcileUntil<T>(
+  what: string,
+  namespace: string,
+  name: string,
+  check: (app: AppObj) => Promise<T | false | undefined> | T | false | undefined,
+  timeoutMs = 20_000,
+): Promise<T> {
   return waitUntil(
     `Application ${name}: ${what}`,
     async () => {
@@ -166,17 +178,59 @@ spec:
 async function markRolledOut(ns: string): Promise<void> {
   const d = await apps.readNamespacedDeployment({namespace: ns, name: 'web'})
   await apps.patchNamespacedDeploymentStatus(
-    {namespace: ns, name: 'web', body: {status: {observedGeneration: d.metadata!.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2, conditions: [{type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable'}]}}},
+    {
+      namespace: ns,
+      name: 'web',
+      body: {
+        status: {
+          observedGeneration: d.metadata!.generation,
+          replicas: 2,
+          updatedReplicas: 2,
+          readyReplicas: 2,
+          availableReplicas: 2,
+          conditions: [{type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable'}],
+        },
+      },
+    },
     MERGE_PATCH,
   )
   const ds = await apps.readNamespacedDaemonSet({namespace: ns, name: 'agent'})
   await apps.patchNamespacedDaemonSetStatus(
-    {namespace: ns, name: 'agent', body: {status: {observedGeneration: ds.metadata!.generation, desiredNumberScheduled: 1, currentNumberScheduled: 1, numberMisscheduled: 0, numberReady: 1, updatedNumberScheduled: 1, numberAvailable: 1}}},
+    {
+      namespace: ns,
+      name: 'agent',
+      body: {
+        status: {
+          observedGeneration: ds.metadata!.generation,
+          desiredNumberScheduled: 1,
+          currentNumberScheduled: 1,
+          numberMisscheduled: 0,
+          numberReady: 1,
+          updatedNumberScheduled: 1,
+          numberAvailable: 1,
+        },
+      },
+    },
     MERGE_PATCH,
   )
   const sts = await apps.readNamespacedStatefulSet({namespace: ns, name: 'db'})
   await apps.patchNamespacedStatefulSetStatus(
-    {namespace: ns, name: 'db', body: {status: {observedGeneration: sts.metadata!.generation, replicas: 1, readyReplicas: 1, currentReplicas: 1, updatedReplicas: 1, availableReplicas: 1, currentRevision: 'db-1', updateRevision: 'db-1'}}},
+    {
+      namespace: ns,
+      name: 'db',
+      body: {
+        status: {
+          observedGeneration: sts.metadata!.generation,
+          replicas: 1,
+          readyReplicas: 1,
+          currentReplicas: 1,
+          updatedReplicas: 1,
+          availableReplicas: 1,
+          currentRevision: 'db-1',
+          updateRevision: 'db-1',
+        },
+      },
+    },
     MERGE_PATCH,
   )
 }
@@ -187,7 +241,10 @@ describe('Argo CD simulator', () => {
     const ns = await createNamespace(kc, 'argo-down')
     const name = 'argo-down'
     const gated = createArgoCdSimulator({
-      kubeconfigPath: cp.kubeconfigPath, kubeConfig: kc, oci, events,
+      kubeconfigPath: cp.kubeconfigPath,
+      kubeConfig: kc,
+      oci,
+      events,
       async headManifest(repository, reference) {
         return (await oci.headManifest(repository, reference))?.digest
       },
@@ -210,14 +267,21 @@ describe('Argo CD simulator', () => {
     const container = {name: 'application-controller', image: 'quay.io/argoproj/argocd:v3.4.4'}
     const sts = await apps.createNamespacedStatefulSet({
       namespace: ARGOCD_NAMESPACE,
-      body: {metadata: {name: APPLICATION_CONTROLLER.name}, spec: {replicas: 1, serviceName: '', selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [container]}}}},
+      body: {
+        metadata: {name: APPLICATION_CONTROLLER.name},
+        spec: {replicas: 1, serviceName: '', selector: {matchLabels: labels}, template: {metadata: {labels}, spec: {containers: [container]}}},
+      },
     })
     const pod = `${APPLICATION_CONTROLLER.name}-0`
     await core.createNamespacedServiceAccount({namespace: ARGOCD_NAMESPACE, body: {metadata: {name: 'default'}}}).catch(() => undefined)
     await core.createNamespacedPod({
       namespace: ARGOCD_NAMESPACE,
       body: {
-        metadata: {name: pod, labels, ownerReferences: [{apiVersion: 'apps/v1', kind: 'StatefulSet', name: APPLICATION_CONTROLLER.name, uid: sts.metadata!.uid!, controller: true}]},
+        metadata: {
+          name: pod,
+          labels,
+          ownerReferences: [{apiVersion: 'apps/v1', kind: 'StatefulSet', name: APPLICATION_CONTROLLER.name, uid: sts.metadata!.uid!, controller: true}],
+        },
         spec: {containers: [container], automountServiceAccountToken: false},
       },
     })
@@ -226,9 +290,24 @@ describe('Argo CD simulator', () => {
 
     // Ready, as the kubelet (kwok on the harness) reports it: the controller reconciles and syncs.
     const ready = (status: 'True' | 'False') =>
-      core.patchNamespacedPodStatus({namespace: ARGOCD_NAMESPACE, name: pod, body: {status: {phase: 'Running', conditions: [{type: 'Ready', status}, {type: 'ContainersReady', status}]}}}, MERGE_PATCH)
+      core.patchNamespacedPodStatus(
+        {
+          namespace: ARGOCD_NAMESPACE,
+          name: pod,
+          body: {
+            status: {
+              phase: 'Running',
+              conditions: [
+                {type: 'Ready', status},
+                {type: 'ContainersReady', status},
+              ],
+            },
+          },
+        },
+        MERGE_PATCH,
+      )
     await ready('True')
-    await waitUntil('synced once the controller is Ready', async () => syncedAt(digest)((await rounds())))
+    await waitUntil('synced once the controller is Ready', async () => syncedAt(digest)(await rounds()))
     expect(await settings()).toEqual({level: 'info'})
 
     // Crash-looping (not Ready): an out-of-band change is neither seen nor healed, the status stays as written.
@@ -264,7 +343,15 @@ describe('Argo CD simulator', () => {
     await reconcileUntil('Progressing after the Deployment lost a replica', ns, name, health('Progressing'))
     // ...and past its progress deadline: Degraded (health_deployment.go).
     await apps.patchNamespacedDeploymentStatus(
-      {namespace: ns, name: 'web', body: {status: {conditions: [{type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.'}]}}},
+      {
+        namespace: ns,
+        name: 'web',
+        body: {
+          status: {
+            conditions: [{type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.'}],
+          },
+        },
+      },
       MERGE_PATCH,
     )
     await reconcileUntil('Degraded on ProgressDeadlineExceeded', ns, name, health('Degraded'))
@@ -290,10 +377,18 @@ describe('Argo CD simulator', () => {
     const ns = await createNamespace(kc, 'argo-prune')
     const name = 'argo-prune'
     const cm = (n: string, annotations = '') => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${n}\n${annotations}data: {v: "1"}\n`
-    const v1 = await push(ns, name, 'v1', [cm('keep'), cm('drop'), cm('no-prune', '  annotations: {argocd.argoproj.io/sync-options: Prune=false}\n')].join('---\n'))
+    const v1 = await push(
+      ns,
+      name,
+      'v1',
+      [cm('keep'), cm('drop'), cm('no-prune', '  annotations: {argocd.argoproj.io/sync-options: Prune=false}\n')].join('---\n'),
+    )
     // Not Argo CD's: one without a tracking id, one tracked by another Application.
     await core.createNamespacedConfigMap({namespace: ns, body: {metadata: {name: 'foreign'}, data: {v: '1'}}})
-    await core.createNamespacedConfigMap({namespace: ns, body: {metadata: {name: 'other-app', annotations: {[TRACKING_ID]: `other:/ConfigMap:${ns}/other-app`}}, data: {v: '1'}}})
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: {metadata: {name: 'other-app', annotations: {[TRACKING_ID]: `other:/ConfigMap:${ns}/other-app`}}, data: {v: '1'}},
+    })
     await createApplication(ns, name, v1, {prune: true, selfHeal: true})
     await reconcileUntil('Synced/Healthy', ns, name, (a) => syncedAt(v1)(a) && health('Healthy')(a))
     // Annotation tracking, Argo CD 3's default: <app>:<group>/<kind>:<namespace>/<name> (util/argo/resource_tracking.go).

@@ -7,7 +7,14 @@
 import {ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Deployment} from '@kubernetes/client-node'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
-import {ciliumCrd, ciliumCrdNamesFor, ciliumModuleFor, pinnedCiliumVersions, startCiliumOperatorSimulator, type CiliumOperatorSimulator} from '../harness/cilium-simulator.js'
+import {
+  ciliumCrd,
+  ciliumCrdNamesFor,
+  ciliumModuleFor,
+  pinnedCiliumVersions,
+  startCiliumOperatorSimulator,
+  type CiliumOperatorSimulator,
+} from '../harness/cilium-simulator.js'
 import {loadKubeConfig, waitUntil} from '../harness/kube.js'
 
 const SCHEMA_VERSION_LABEL = 'io.cilium.k8s.crd.schema.version'
@@ -72,17 +79,35 @@ describe('Cilium operator simulator across an upgrade', () => {
     await operator.installed
     await waitUntil('the 1.18.0 CRDs', async () => (await schemaVersion(CNP)) === SCHEMA_1_18_0 && (await schemaVersion(CCNP)) === SCHEMA_1_18_0)
     // 1.18.0's schema has no VRRP in the port protocol enum.
-    await expect(custom.createNamespacedCustomObject({group: 'cilium.io', version: 'v2', plural: 'ciliumnetworkpolicies', namespace: 'default', body: vrrpPolicy('vrrp-118')})).rejects.toThrow(
-      /protocol: Unsupported value: \\+"VRRP/,
-    )
+    await expect(
+      custom.createNamespacedCustomObject({
+        group: 'cilium.io',
+        version: 'v2',
+        plural: 'ciliumnetworkpolicies',
+        namespace: 'default',
+        body: vrrpPolicy('vrrp-118'),
+      }),
+    ).rejects.toThrow(/protocol: Unsupported value: \\+"VRRP/)
 
     // `cni upgrade` to 1.19.6: the operator Deployment's image changes, a new operator starts.
     await setOperatorVersion('1.19.6')
-    await waitUntil('the 1.19.6 CRDs', async () => (await schemaVersion(CNP)) === SCHEMA_1_19_6 && (await schemaVersion(CCNP)) === SCHEMA_1_19_6, {timeoutMs: 60_000})
-    await waitUntil('the 1.19.6 CiliumNetworkPolicy schema served', async () => {
-      await custom.createNamespacedCustomObject({group: 'cilium.io', version: 'v2', plural: 'ciliumnetworkpolicies', namespace: 'default', body: vrrpPolicy('vrrp-119')})
-      return true
-    }, {timeoutMs: 60_000})
+    await waitUntil('the 1.19.6 CRDs', async () => (await schemaVersion(CNP)) === SCHEMA_1_19_6 && (await schemaVersion(CCNP)) === SCHEMA_1_19_6, {
+      timeoutMs: 60_000,
+    })
+    await waitUntil(
+      'the 1.19.6 CiliumNetworkPolicy schema served',
+      async () => {
+        await custom.createNamespacedCustomObject({
+          group: 'cilium.io',
+          version: 'v2',
+          plural: 'ciliumnetworkpolicies',
+          namespace: 'default',
+          body: vrrpPolicy('vrrp-119'),
+        })
+        return true
+      },
+      {timeoutMs: 60_000},
+    )
 
     // Back to 1.18.0 (a rollback): the 1.18.0 operator finds newer labels and leaves the CRDs alone.
     await setOperatorVersion('1.18.0')
@@ -93,16 +118,24 @@ describe('Cilium operator simulator across an upgrade', () => {
 
   it('simulator: the operator registers the CRDs its cilium-config enables, on the next rollout only; 1.20.0 updates them again', async () => {
     const ext = kc.makeApiClient(ApiextensionsV1Api)
-    const ciliumCrds = async () => (await ext.listCustomResourceDefinition()).items.filter((c) => c.spec.group === 'cilium.io').map((c) => c.metadata!.name!).sort()
+    const ciliumCrds = async () =>
+      (await ext.listCustomResourceDefinition()).items
+        .filter((c) => c.spec.group === 'cilium.io')
+        .map((c) => c.metadata!.name!)
+        .sort()
     // What the first test's operators registered: the chart's defaults (no cilium-config yet).
     await operator.synced()
     expect(await ciliumCrds()).toEqual(ciliumCrdNamesFor('1.19.6').sort())
-    expect(await ciliumCrds()).toEqual(expect.arrayContaining(['ciliumidentities.cilium.io', 'ciliumendpoints.cilium.io', 'ciliumnodes.cilium.io', 'ciliumcidrgroups.cilium.io']))
+    expect(await ciliumCrds()).toEqual(
+      expect.arrayContaining(['ciliumidentities.cilium.io', 'ciliumendpoints.cilium.io', 'ciliumnodes.cilium.io', 'ciliumcidrgroups.cilium.io']),
+    )
     expect(await ciliumCrds()).not.toContain('ciliumenvoyconfigs.cilium.io')
 
     // A cilium-config change alone restarts no operator (operator.rollOutPods is false by default):
     // the envoy CRDs stay absent until the operator's pod template changes.
-    await kc.makeApiClient(CoreV1Api).createNamespacedConfigMap({namespace: 'kube-system', body: {metadata: {name: 'cilium-config'}, data: {'enable-envoy-config': 'true'}}})
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespacedConfigMap({namespace: 'kube-system', body: {metadata: {name: 'cilium-config'}, data: {'enable-envoy-config': 'true'}}})
     await new Promise((r) => setTimeout(r, 500))
     expect(await ciliumCrds()).not.toContain('ciliumenvoyconfigs.cilium.io')
     await setOperatorVersion('1.20.0')
@@ -124,11 +157,17 @@ describe('Cilium operator simulator across an upgrade', () => {
 
   it("simulator: the CRD set per version follows pkg/k8s/synced/crd.go, and every CRD it names is one of that module's pregenerated ones", () => {
     const everything = {
-      'enable-cilium-endpoint-slice': 'true', 'enable-egress-gateway': 'true', 'enable-local-redirect-policy': 'true', 'enable-envoy-config': 'true',
-      'enable-bgp-control-plane': 'true', 'enable-datapath-plugins': 'true', 'enable-gateway-api': 'true',
+      'enable-cilium-endpoint-slice': 'true',
+      'enable-egress-gateway': 'true',
+      'enable-local-redirect-policy': 'true',
+      'enable-envoy-config': 'true',
+      'enable-bgp-control-plane': 'true',
+      'enable-datapath-plugins': 'true',
+      'enable-gateway-api': 'true',
     }
     for (const v of pinnedCiliumVersions()) {
-      for (const name of ciliumCrdNamesFor(v, everything)) expect(ciliumCrd(v, name).metadata.labels?.['io.cilium.k8s.crd.schema.version']).toMatch(/^1\.\d+\.\d+$/)
+      for (const name of ciliumCrdNamesFor(v, everything))
+        expect(ciliumCrd(v, name).metadata.labels?.['io.cilium.k8s.crd.schema.version']).toMatch(/^1\.\d+\.\d+$/)
     }
     // BGPv1's v2alpha1 CiliumBGPPeeringPolicy: registered by 1.18 only; CiliumDatapathPlugin: 1.20 only.
     expect(ciliumCrdNamesFor('1.18.0', everything)).toContain('ciliumbgppeeringpolicies.cilium.io')
@@ -137,6 +176,8 @@ describe('Cilium operator simulator across an upgrade', () => {
     expect(ciliumCrdNamesFor('1.20.0', everything)).toContain('ciliumdatapathplugins.cilium.io')
     // Without a kvstore, disable-endpoint-crd is turned back off while policies are enforced.
     expect(ciliumCrdNamesFor('1.19.6', {'disable-endpoint-crd': 'true'})).toContain('ciliumendpoints.cilium.io')
-    expect(ciliumCrdNamesFor('1.19.6', {'enable-cilium-network-policy': 'false', 'enable-cilium-clusterwide-network-policy': 'false'})).not.toContain('ciliumcidrgroups.cilium.io')
+    expect(ciliumCrdNamesFor('1.19.6', {'enable-cilium-network-policy': 'false', 'enable-cilium-clusterwide-network-policy': 'false'})).not.toContain(
+      'ciliumcidrgroups.cilium.io',
+    )
   })
 })

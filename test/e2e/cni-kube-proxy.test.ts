@@ -18,18 +18,44 @@ import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
 
-const RESTORE_STEPS = ['lease', 'validate-values', 'record-mode', 'talos-enable-kube-proxy', 'wait-kube-proxy', 'helm-upgrade', 'wait-operator', 'wait-agents', 'verify-cilium-config', 'record-values']
-const REPLACE_STEPS = ['lease', 'validate-values', 'record-mode', 'helm-upgrade', 'wait-operator', 'wait-agents', 'verify-cilium-config', 'talos-disable-kube-proxy', 'remove-kube-proxy', 'record-values']
+const RESTORE_STEPS = [
+  'lease',
+  'validate-values',
+  'record-mode',
+  'talos-enable-kube-proxy',
+  'wait-kube-proxy',
+  'helm-upgrade',
+  'wait-operator',
+  'wait-agents',
+  'verify-cilium-config',
+  'record-values',
+]
+const REPLACE_STEPS = [
+  'lease',
+  'validate-values',
+  'record-mode',
+  'helm-upgrade',
+  'wait-operator',
+  'wait-agents',
+  'verify-cilium-config',
+  'talos-disable-kube-proxy',
+  'remove-kube-proxy',
+  'record-values',
+]
 
 describe('ichor cni kube-proxy replace|restore on the harness', () => {
   let h: HarnessCluster
   let kube: Kube
   let common: string[]
   const chart = ['--cilium-chart', UPSTREAM.ciliumChart]
-  const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...common, ...(args[0] === 'cni' && args[1] === 'status' ? [] : chart)], h.env, opts)
+  const cli = (args: string[], opts?: Parameters<typeof runIchor>[2]) =>
+    runIchor([...args, ...common, ...(args[0] === 'cni' && args[1] === 'status' ? [] : chart)], h.env, opts)
   const events = (run: CliRun) => jsonEvents(run) as Event[]
   const end = (run: CliRun) => events(run).find((e) => e.event === 'end')
-  const order = (run: CliRun) => events(run).find((e) => e.event === 'start')!.tasks!.map((t) => t.id)
+  const order = (run: CliRun) =>
+    events(run)
+      .find((e) => e.event === 'start')!
+      .tasks!.map((t) => t.id)
 
   /** Everything the switch touches, minus Helm revision numbers (a rerun after a kill may count differently). */
   const switchState = async () => {
@@ -42,7 +68,12 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
       readWorkloadRollout(kube, 'DaemonSet', 'kube-system', 'kube-proxy'),
       getObject(kube, {apiVersion: 'v1', kind: 'ServiceAccount', namespace: 'kube-system', name: 'kube-proxy'}),
       getObject(kube, {apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', name: 'kube-proxy'}),
-      getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'}),
+      getObject<KubeObject & {data?: Record<string, string>}>(kube, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'kube-system',
+        name: 'talos-bootstrap-manifests-inventory',
+      }),
     ])
     const {releaseRevision: _revision, ...cniStatus} = cr!.status!.cni
     return {
@@ -74,7 +105,11 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
 
   it('after init (replaced): no kube-proxy anywhere; without a terminal a real run needs --yes (exit 2); --dry-run changes nothing', async () => {
     replacedState = await switchState()
-    expect(replacedState).toMatchObject({spec: {cni: {kubeProxy: 'replaced'}}, ciliumConfig: 'true', release: {config: {kubeProxyReplacement: true, k8sServicePort: 7445}}})
+    expect(replacedState).toMatchObject({
+      spec: {cni: {kubeProxy: 'replaced'}},
+      ciliumConfig: 'true',
+      release: {config: {kubeProxyReplacement: true, k8sServicePort: 7445}},
+    })
     expect(replacedState.kubeProxy).toEqual({daemonSet: undefined, serviceAccount: false, clusterRoleBinding: false})
     expect(kubeProxyEnabledIn(replacedState.talos.controlPlane)).toBe(false)
 
@@ -84,7 +119,11 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
     const dry = await cli(['cni', 'kube-proxy', 'restore', '--dry-run', '--json'])
     expect(dry.code, dry.stderr).toBe(0)
     expect(order(dry)).toEqual(RESTORE_STEPS)
-    expect(events(dry).filter((e) => e.status === 'would-run').map((e) => e.id)).toEqual(expect.arrayContaining(['record-mode', 'talos-enable-kube-proxy', 'wait-kube-proxy', 'helm-upgrade']))
+    expect(
+      events(dry)
+        .filter((e) => e.status === 'would-run')
+        .map((e) => e.id),
+    ).toEqual(expect.arrayContaining(['record-mode', 'talos-enable-kube-proxy', 'wait-kube-proxy', 'helm-upgrade']))
     expect(await switchState()).toEqual(replacedState)
     const revision = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!.revision
     expect((await readReleaseRecord(kube, 'cilium', 'kube-system'))!.revision).toBe(revision)
@@ -95,23 +134,42 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
     const run = await cli(['cni', 'kube-proxy', 'restore', '--yes', '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
     expect(order(run)).toEqual(RESTORE_STEPS)
-    const done = events(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
+    const done = events(run)
+      .filter((e) => e.event === 'task' && e.status === 'done')
+      .map((e) => e.id)
     expect(done.indexOf('wait-kube-proxy') === -1 || done.indexOf('wait-kube-proxy') < done.indexOf('helm-upgrade')).toBe(true)
     expect(done.indexOf('talos-enable-kube-proxy')).toBeLessThan(done.indexOf('helm-upgrade'))
 
     restoredState = await switchState()
     restoredDump = await cniDump(kube, base)
-    expect(restoredDump).toMatchObject({release: {revision: '+1', status: 'deployed'}, history: ['+0 superseded', '+1 deployed'], cr: {status: {releaseRevision: '+1'}}, ciliumConfig: {'kube-proxy-replacement': 'false'}})
-    expect(restoredState).toMatchObject({spec: {cni: {kubeProxy: 'kube-proxy'}}, ciliumConfig: 'false', release: {status: 'deployed', config: {kubeProxyReplacement: false}}})
+    expect(restoredDump).toMatchObject({
+      release: {revision: '+1', status: 'deployed'},
+      history: ['+0 superseded', '+1 deployed'],
+      cr: {status: {releaseRevision: '+1'}},
+      ciliumConfig: {'kube-proxy-replacement': 'false'},
+    })
+    expect(restoredState).toMatchObject({
+      spec: {cni: {kubeProxy: 'kube-proxy'}},
+      ciliumConfig: 'false',
+      release: {status: 'deployed', config: {kubeProxyReplacement: false}},
+    })
     expect(restoredState.release.config).not.toHaveProperty('k8sServiceHost')
     expect(restoredState.cniStatus.appliedValuesHash).toBe(restoredState.release.hash)
     expect(kubeProxyEnabledIn(restoredState.talos.controlPlane)).toBe(true)
     expect(restoredState.kubeProxy).toEqual({daemonSet: {ready: 2, rolledOut: true}, serviceAccount: true, clusterRoleBinding: true})
-    expect(restoredState.inventoryKeys).toEqual(expect.arrayContaining(['kube-system_kube-proxy_apps_DaemonSet', '_kube-proxy_rbac.authorization.k8s.io_ClusterRoleBinding']))
+    expect(restoredState.inventoryKeys).toEqual(
+      expect.arrayContaining(['kube-system_kube-proxy_apps_DaemonSet', '_kube-proxy_rbac.authorization.k8s.io_ClusterRoleBinding']),
+    )
 
     const status = await cli(['cni', 'status', '-o', 'json'])
     expect(status.code, status.stdout).toBe(0)
-    expect(JSON.parse(status.stdout).kubeProxy).toMatchObject({desired: 'kube-proxy', release: false, ciliumConfig: 'false', consistent: true, talosNodes: [{node: CONTROL_PLANE, enabled: true}]})
+    expect(JSON.parse(status.stdout).kubeProxy).toMatchObject({
+      desired: 'kube-proxy',
+      release: false,
+      ciliumConfig: 'false',
+      consistent: true,
+      talosNodes: [{node: CONTROL_PLANE, enabled: true}],
+    })
 
     const again = await cli(['cni', 'kube-proxy', 'restore', '--yes', '--json'])
     expect(again.code, again.stderr).toBe(0)
@@ -124,7 +182,9 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
     const run = await cli(['cni', 'kube-proxy', 'replace', '--yes', '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
     expect(order(run)).toEqual(REPLACE_STEPS)
-    const done = events(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
+    const done = events(run)
+      .filter((e) => e.event === 'task' && e.status === 'done')
+      .map((e) => e.id)
     expect(done.indexOf('verify-cilium-config') === -1 || done.indexOf('verify-cilium-config') < done.indexOf('talos-disable-kube-proxy')).toBe(true)
     expect(done.indexOf('helm-upgrade')).toBeLessThan(done.indexOf('talos-disable-kube-proxy'))
     expect(done.indexOf('talos-disable-kube-proxy')).toBeLessThan(done.indexOf('remove-kube-proxy'))
@@ -132,7 +192,11 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
     // Back where init left it: same values, same machine configs, no kube-proxy object or inventory entry.
     expect(state).toEqual(replacedState)
     replacedDump = await cniDump(kube, base)
-    expect(replacedDump).toMatchObject({release: {revision: '+1', status: 'deployed'}, history: ['+0 superseded', '+1 deployed'], ciliumConfig: {'kube-proxy-replacement': 'true'}})
+    expect(replacedDump).toMatchObject({
+      release: {revision: '+1', status: 'deployed'},
+      history: ['+0 superseded', '+1 deployed'],
+      ciliumConfig: {'kube-proxy-replacement': 'true'},
+    })
     const status = await cli(['cni', 'status', '-o', 'json'])
     expect(status.code, status.stdout).toBe(0)
     expect(JSON.parse(status.stdout).kubeProxy).toMatchObject({desired: 'replaced', consistent: true, talosNodes: [{node: CONTROL_PLANE, enabled: false}]})
@@ -154,7 +218,9 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
       expect(status.code).toBe(1)
       const report = JSON.parse(status.stdout)
       expect(report.kubeProxy.consistent).toBe(false)
-      expect(report.problems).toEqual(expect.arrayContaining([expect.objectContaining({severity: 'error', what: expect.stringMatching(/half/), fix: 'ichor cni kube-proxy restore'})]))
+      expect(report.problems).toEqual(
+        expect.arrayContaining([expect.objectContaining({severity: 'error', what: expect.stringMatching(/half/), fix: 'ichor cni kube-proxy restore'})]),
+      )
       const text = await cli(['cni', 'status'])
       expect(text.stdout).toMatch(/fix: ichor cni kube-proxy restore/)
       // A values change would turn the replacement off out of order: refused, naming the command.
@@ -185,10 +251,15 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
     const first = RESTORE_STEPS.indexOf('record-mode') + 1
     expect(REPLACE_STEPS.indexOf('record-mode') + 1).toBe(first)
     for (let k = first; k < RESTORE_STEPS.length; k++) {
-      for (const [verb, steps, state, dump] of [['restore', RESTORE_STEPS, restoredState, restoredDump], ['replace', REPLACE_STEPS, replacedState, replacedDump]] as const) {
+      for (const [verb, steps, state, dump] of [
+        ['restore', RESTORE_STEPS, restoredState, restoredDump],
+        ['replace', REPLACE_STEPS, replacedState, replacedDump],
+      ] as const) {
         const name = `${verb}, killed before ${steps[k]}`
         const base = await revision()
-        const killed = await cli(['cni', 'kube-proxy', verb, '--yes', '--json'], {killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking'})
+        const killed = await cli(['cni', 'kube-proxy', verb, '--yes', '--json'], {
+          killOn: (e) => e.event === 'task' && e.index === k && e.status === 'checking',
+        })
         expect(killed.signal, `${name}: ${killed.stderr}${killed.stdout.slice(-1500)}`).toBe('SIGKILL')
         const rerun = await cli(['cni', 'kube-proxy', verb, '--yes', '--json'])
         expect(rerun.code, `${name}, rerun: ${rerun.stderr}${rerun.stdout.slice(-1500)}`).toBe(0)

@@ -30,7 +30,8 @@ describe('ichor cni upgrade on the harness', () => {
   const release = async () => (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
   const cr = async () => (await readInstallation(kube))!
   const ciliumSchemaVersion = async () =>
-    (await getObject(kube, {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'ciliumnetworkpolicies.cilium.io'}))?.metadata?.labels?.['io.cilium.k8s.crd.schema.version']
+    (await getObject(kube, {apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'ciliumnetworkpolicies.cilium.io'}))?.metadata
+      ?.labels?.['io.cilium.k8s.crd.schema.version']
   const preflightGone = async () => {
     expect(await readReleaseRecord(kube, 'cilium-preflight', 'kube-system')).toBeUndefined()
     expect(await getObject(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', namespace: 'kube-system', name: 'cilium-pre-flight-check'})).toBeUndefined()
@@ -41,7 +42,12 @@ describe('ichor cni upgrade on the harness', () => {
     expect(r, label).toMatchObject({status: 'deployed', chartVersion: '1.19.6'})
     expect(r.config, label).toMatchObject({upgradeCompatibility: '1.18'})
     expect((r.config as {securityContext: {capabilities: {ciliumAgent: string[]}}}).securityContext.capabilities.ciliumAgent, label).toContain('SYSLOG')
-    expect(c.status?.cni, label).toEqual({chartVersion: '1.19.6', appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision, upgradeCompatibility: '1.18'})
+    expect(c.status?.cni, label).toEqual({
+      chartVersion: '1.19.6',
+      appliedValuesHash: valuesHash(r.config),
+      releaseRevision: r.revision,
+      upgradeCompatibility: '1.18',
+    })
     expect(c.spec.cni.cilium.values, label).toEqual(initial.cr.spec.cni.cilium.values)
     await preflightGone()
     return r
@@ -64,13 +70,18 @@ describe('ichor cni upgrade on the harness', () => {
     const status = await cli(['cni', 'status', '-o', 'json'])
     expect(status.code, status.stderr).toBe(0)
     // Cilium's upgrade guide: the newest patch of the current minor (1.18.12) before the next minor.
-    expect(JSON.parse(status.stdout)).toMatchObject({upgradeCompatibility: '1.18', chart: {installed: '1.18.0', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}}})
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      upgradeCompatibility: '1.18',
+      chart: {installed: '1.18.0', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}},
+    })
   })
 
   it('1.18.0 -> 1.19.6 from an older patch is refused before anything runs (latest patch first): exit 2 naming 1.18.12 and --skip-patch-check, same revision', async () => {
     const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(run.code, run.stderr).toBe(2)
-    expect(`${run.stdout}${run.stderr}`).toMatch(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.12\).*upgrade to 1\.18\.12 first.*--skip-patch-check/)
+    expect(`${run.stdout}${run.stderr}`).toMatch(
+      /1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.12\).*upgrade to 1\.18\.12 first.*--skip-patch-check/,
+    )
     expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
     expect((await release()).revision).toBe(initial.release.revision)
     expect(await cr()).toEqual(initial.cr)
@@ -104,7 +115,9 @@ describe('ichor cni upgrade on the harness', () => {
     // From 1.18.0, not the newest 1.18 patch: the cases below reset to init's 1.18.0 revision.
     const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
     expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
-    const done = jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
+    const done = jsonEvents(run)
+      .filter((e) => e.event === 'task' && e.status === 'done')
+      .map((e) => e.id)
     // preflight-wait may find the pre-flight already ready when it probes (then it is skipped): the marks below show it was.
     expect(done).toEqual(expect.arrayContaining(['preflight-install', 'preflight-remove', 'helm-upgrade', 'record-values']))
     // The pre-flight DaemonSet and Deployment really ran pods (the real controllers made them, kwok started them).
@@ -116,7 +129,11 @@ describe('ichor cni upgrade on the harness', () => {
     // CRDs to 1.19.6's (schema version 1.32.7; it was 1.31.11 after init).
     await waitUntil('the 1.19.6 CiliumNetworkPolicy CRD', async () => (await ciliumSchemaVersion()) === '1.32.7', 30_000)
     upgraded = await cniDump(kube, initial.release.revision)
-    expect(upgraded).toMatchObject({release: {revision: '+1', status: 'deployed', chart: '1.19.6'}, history: ['+0 superseded', '+1 deployed'], cr: {status: {releaseRevision: '+1', chartVersion: '1.19.6'}}})
+    expect(upgraded).toMatchObject({
+      release: {revision: '+1', status: 'deployed', chart: '1.19.6'},
+      history: ['+0 superseded', '+1 deployed'],
+      cr: {status: {releaseRevision: '+1', chartVersion: '1.19.6'}},
+    })
     const again = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--json'])
     expect(again.code, again.stderr).toBe(0)
     expect((await release()).revision).toBe(r.revision)
@@ -132,8 +149,22 @@ describe('ichor cni upgrade on the harness', () => {
 
   it('SIGKILL at every step boundary and inside helm upgrade (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals the uninterrupted run', async () => {
     const args = ['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--timeout', '120s', '--json']
-    const ids = ['lease', 'check-upgrade', 'validate-values', 'preflight-install', 'preflight-wait', 'preflight-remove', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values']
-    const cases = [...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})), {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
+    const ids = [
+      'lease',
+      'check-upgrade',
+      'validate-values',
+      'preflight-install',
+      'preflight-wait',
+      'preflight-remove',
+      'helm-upgrade',
+      'wait-operator',
+      'wait-agents',
+      'record-values',
+    ]
+    const cases = [
+      ...ids.map((id, k) => ({name: `killed before ${id}`, k, inside: false})),
+      {name: 'killed inside helm upgrade', k: ids.indexOf('helm-upgrade'), inside: true},
+    ]
     for (const kase of cases) {
       // Back to the state init left: the 1.18.0 revision rolled back to, the CR status as init wrote it.
       // Asynchronous: kwok and the pod-start simulator must start the rolled-back pods meanwhile.
@@ -165,7 +196,9 @@ describe('ichor cni upgrade on the harness', () => {
         expect(await release(), kase.name).toMatchObject({status: 'pending-upgrade', chartVersion: '1.19.6'})
       }
       // Not killed: the run ended first. In --json mode its error is the last document on stdout.
-      expect(killed.signal, `${kase.name}: exit ${killed.code} after ${Math.round(killed.ms)} ms: ${killed.stderr}${killed.stdout.slice(-3000)}`).toBe('SIGKILL')
+      expect(killed.signal, `${kase.name}: exit ${killed.code} after ${Math.round(killed.ms)} ms: ${killed.stderr}${killed.stdout.slice(-3000)}`).toBe(
+        'SIGKILL',
+      )
       const rerun = await cli(args)
       expect(rerun.code, `${kase.name}: ${rerun.stderr}${rerun.stdout.slice(-2000)}`).toBe(0)
       await expectUpgraded(kase.name)
@@ -179,10 +212,21 @@ describe('ichor cni upgrade on the harness', () => {
     expect(r0.chartVersion).toBe('1.19.6')
     const set = await cli(['cni', 'values', 'set', 'podAnnotations.fromRecord=yes', '--yes'])
     expect(set.code, `${set.stderr}${set.stdout.slice(-2000)}`).toBe(0)
-    expect(`${set.stdout}${set.stderr}`).toMatch(/the release runs Cilium chart 1\.19\.6.*using the chart from its Helm record \(sh\.helm\.release\.v1\.cilium\.v\d+\)/)
+    expect(`${set.stdout}${set.stderr}`).toMatch(
+      /the release runs Cilium chart 1\.19\.6.*using the chart from its Helm record \(sh\.helm\.release\.v1\.cilium\.v\d+\)/,
+    )
     const r1 = await release()
-    expect(r1).toMatchObject({revision: r0.revision + 1, status: 'deployed', chartVersion: '1.19.6', config: {upgradeCompatibility: '1.18', podAnnotations: {fromRecord: 'yes'}}})
-    const without = (m: string) => m.split('\n').filter((l) => !l.includes('fromRecord')).join('\n')
+    expect(r1).toMatchObject({
+      revision: r0.revision + 1,
+      status: 'deployed',
+      chartVersion: '1.19.6',
+      config: {upgradeCompatibility: '1.18', podAnnotations: {fromRecord: 'yes'}},
+    })
+    const without = (m: string) =>
+      m
+        .split('\n')
+        .filter((l) => !l.includes('fromRecord'))
+        .join('\n')
     expect(without(r1.manifest)).toBe(without(r0.manifest))
     const other = await cli(['cni', 'values', 'set', 'podAnnotations.other=yes', '--yes', '--cilium-chart', UPSTREAM.ciliumChart])
     expect(other.code, other.stderr).toBe(2)

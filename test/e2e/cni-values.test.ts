@@ -29,8 +29,18 @@ describe('ichor cni status / values on the harness', () => {
   const cr = async () => (await readInstallation(kube))!
   const end = (run: CliRun) => jsonEvents(run).find((e) => e.event === 'end') as Event | undefined
   const expectRecorded = (c: Installation, r: ReleaseRecord) =>
-    expect(c.status?.cni).toEqual({chartVersion: r.chartVersion, appliedValuesHash: valuesHash(r.config), releaseRevision: r.revision, upgradeCompatibility: '1.18'})
-  const effective = (c: Installation) => ciliumEffectiveValues({chartPath: '', user: c.spec.cni.cilium.values, facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel, upgradeCompatibility: c.status?.cni?.upgradeCompatibility}})
+    expect(c.status?.cni).toEqual({
+      chartVersion: r.chartVersion,
+      appliedValuesHash: valuesHash(r.config),
+      releaseRevision: r.revision,
+      upgradeCompatibility: '1.18',
+    })
+  const effective = (c: Installation) =>
+    ciliumEffectiveValues({
+      chartPath: '',
+      user: c.spec.cni.cilium.values,
+      facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel, upgradeCompatibility: c.status?.cni?.upgradeCompatibility},
+    })
 
   beforeAll(async () => {
     h = await startHarnessCluster()
@@ -45,7 +55,12 @@ describe('ichor cni status / values on the harness', () => {
     const run = await cli(['cni', 'status', '-o', 'json'])
     expect(run.code, run.stderr).toBe(0)
     const report = JSON.parse(run.stdout)
-    expect(report).toMatchObject({healthy: true, release: {revision: 1, status: 'deployed', chartVersion: '1.18.0'}, values: {inSync: true}, chart: {pinned: '1.18.0', upgrade: 'up-to-date'}})
+    expect(report).toMatchObject({
+      healthy: true,
+      release: {revision: 1, status: 'deployed', chartVersion: '1.18.0'},
+      values: {inSync: true},
+      chart: {pinned: '1.18.0', upgrade: 'up-to-date'},
+    })
     expect(report.kubeProxy).toMatchObject({desired: 'replaced', release: true, consistent: true})
     expect(report.readiness.daemonSet.rolledOut && report.readiness.operator.rolledOut).toBe(true)
     expect(report.talos).toMatchObject({checked: true, inlineManifestOn: [], inInventory: false, managedByTalos: []})
@@ -54,7 +69,7 @@ describe('ichor cni status / values on the harness', () => {
     expect(report.problems).toEqual([])
   })
 
-  it('cni status reads each node\'s machine config once, with one talosctl process per node and no helm', async () => {
+  it("cni status reads each node's machine config once, with one talosctl process per node and no helm", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ichor-cni-status-procs-'))
     const log = join(dir, 'calls')
     const wrap = (name: string, real: string) => {
@@ -66,7 +81,12 @@ describe('ichor cni status / values on the harness', () => {
     expect(run.code, run.stderr).toBe(0)
     expect(JSON.parse(run.stdout).talos).toMatchObject({checked: true, inlineManifestOn: []})
     // Talos v1.14: kube-proxy lives in the control plane's config, so one node serves both checks.
-    expect(readFileSync(log, 'utf8').trim().split('\n').map((l) => l.split(' ').slice(0, 3).join(' '))).toEqual(['talosctl get machineconfig'])
+    expect(
+      readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ').slice(0, 3).join(' ')),
+    ).toEqual(['talosctl get machineconfig'])
   })
 
   it('cni values get: the stored user layer, and the effective values', async () => {
@@ -153,7 +173,9 @@ describe('ichor cni status / values on the harness', () => {
     const report = JSON.parse(status.stdout)
     expect(report.values).toMatchObject({inSync: true, releaseHash: valuesHash(r0.config)})
     expect(report.values.recordedHash).toBeUndefined()
-    expect(report.problems).toEqual([expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^ichor cni values set\s+\(no arguments: records it\)/)})])
+    expect(report.problems).toEqual([
+      expect.objectContaining({severity: 'warning', fix: expect.stringMatching(/^ichor cni values set\s+\(no arguments: records it\)/)}),
+    ])
     const set = await cli(['cni', 'values', 'set', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
     expect(set.code, set.stderr).toBe(0)
     expect((await release()).revision).toBe(r0.revision)
@@ -164,7 +186,16 @@ describe('ichor cni status / values on the harness', () => {
 
   it('an invalid set (a ServiceMonitor without monitoring.coreos.com) is refused before helm: exit 2, same revision, same CR', async () => {
     const [r0, c0] = [await release(), await cr()]
-    const run = await cli(['cni', 'values', 'set', '--yes', 'prometheus.enabled=true', 'prometheus.serviceMonitor.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])
+    const run = await cli([
+      'cni',
+      'values',
+      'set',
+      '--yes',
+      'prometheus.enabled=true',
+      'prometheus.serviceMonitor.enabled=true',
+      '--cilium-chart',
+      UPSTREAM.ciliumChart,
+    ])
     expect(run.code, run.stderr).toBe(2)
     // A failed step's message is printed once, by the step list (stdout when piped).
     expect(`${run.stdout}${run.stderr}`).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
@@ -196,7 +227,8 @@ describe('ichor cni status / values on the harness', () => {
     // Two targets the cases alternate between, each first reached uninterrupted: its dump is the reference.
     // `debug.enabled` shows in cilium-config, the pod annotation in the DaemonSet (a rollout).
     const target = (t: 'x' | 'y') => [`podAnnotations.kill=${t}`, `debug.enabled=${t === 'x'}`]
-    const set = (t: 'x' | 'y', opts?: Parameters<typeof runIchor>[2]) => cli(['cni', 'values', 'set', '--yes', ...target(t), '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json'], opts)
+    const set = (t: 'x' | 'y', opts?: Parameters<typeof runIchor>[2]) =>
+      cli(['cni', 'values', 'set', '--yes', ...target(t), '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '20s', '--json'], opts)
     const reference: Record<string, Awaited<ReturnType<typeof cniDump>>> = {}
     let ids: string[] = []
     for (const t of ['x', 'y'] as const) {
@@ -207,10 +239,22 @@ describe('ichor cni status / values on the harness', () => {
       reference[t] = await cniDump(kube, base)
     }
     expect(ids).toEqual(['lease', 'validate-values', 'helm-upgrade', 'wait-operator', 'wait-agents', 'record-values'])
-    expect(reference.x).toMatchObject({release: {revision: '+1', status: 'deployed', config: {podAnnotations: {kill: 'x'}, debug: {enabled: true}}}, history: ['+0 superseded', '+1 deployed'], ciliumConfig: {debug: 'true'}})
-    expect(reference.x!.cr.status).toEqual({chartVersion: '1.18.0', appliedValuesHash: valuesHash(reference.x!.release!.config), releaseRevision: '+1', upgradeCompatibility: '1.18'})
+    expect(reference.x).toMatchObject({
+      release: {revision: '+1', status: 'deployed', config: {podAnnotations: {kill: 'x'}, debug: {enabled: true}}},
+      history: ['+0 superseded', '+1 deployed'],
+      ciliumConfig: {debug: 'true'},
+    })
+    expect(reference.x!.cr.status).toEqual({
+      chartVersion: '1.18.0',
+      appliedValuesHash: valuesHash(reference.x!.release!.config),
+      releaseRevision: '+1',
+      upgradeCompatibility: '1.18',
+    })
 
-    const cases = [...ids.map((id, k) => ({name: `before ${id}`, k, inside: false})), {name: 'inside helm-upgrade', k: ids.indexOf('helm-upgrade'), inside: true}]
+    const cases = [
+      ...ids.map((id, k) => ({name: `before ${id}`, k, inside: false})),
+      {name: 'inside helm-upgrade', k: ids.indexOf('helm-upgrade'), inside: true},
+    ]
     for (const [n, kase] of cases.entries()) {
       const t = n % 2 === 0 ? 'x' : 'y' // the state before is the other target
       const base = (await release()).revision
@@ -256,7 +300,8 @@ describe('ichor cni status / values on the harness', () => {
     for (const at of ['helm-upgrade', 'record-values']) {
       // Stopped as the step's action starts: its Lease check (the guard) has passed.
       const {resumed, meanwhile: second} = await pausedWhile(
-        (onEvent) => cli(['cni', 'values', 'set', '--yes', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {onEvent}),
+        (onEvent) =>
+          cli(['cni', 'values', 'set', '--yes', `podAnnotations.first=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--timeout', '60s', '--json'], {onEvent}),
         (e) => e.event === 'task' && e.id === at && e.status === 'running',
         () => cli(['cni', 'values', 'set', '--yes', `podAnnotations.second=${at}`, '--cilium-chart', UPSTREAM.ciliumChart, '--break-lock']),
       )
@@ -276,11 +321,20 @@ describe('ichor cni status / values on the harness', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-'))
     const editor = join(dir, 'editor.sh')
     // The "editor": records what it was shown, then writes the next prepared buffer (if any).
-    writeFileSync(editor, '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n', {mode: 0o700})
+    writeFileSync(
+      editor,
+      '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n',
+      {mode: 0o700},
+    )
     const edit = (sub: string, buffers: Record<number, unknown> = {}) => {
       mkdirSync(join(dir, sub))
       for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
-      return runIchor(['cni', 'values', 'edit', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: '', EDIT_DIR: join(dir, sub)})
+      return runIchor(['cni', 'values', 'edit', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {
+        ...h.env,
+        EDITOR: editor,
+        VISUAL: '',
+        EDIT_DIR: join(dir, sub),
+      })
     }
     const [r0, c0] = [await release(), await cr()]
     const unchanged = await edit('unchanged')
@@ -304,12 +358,19 @@ describe('ichor cni status / values on the harness', () => {
     const editor = join(dir, 'editor.sh')
     writeFileSync(editor, `#!/bin/sh\ncp "$1" '${join(dir, 'seen.yaml')}'\n`, {mode: 0o700})
     const [r0, c0] = [await release(), await cr()]
-    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {...h.env, EDITOR: editor, VISUAL: ''})
+    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {
+      ...h.env,
+      EDITOR: editor,
+      VISUAL: '',
+    })
     expect(run.code, run.stderr).toBe(0)
     expect(readFileSync(join(dir, 'seen.yaml'), 'utf8')).toMatch(/^ {2}seeded: yes$/m)
     const user = c0.spec.cni.cilium.values as {podAnnotations?: Record<string, string>}
     expect((await cr()).spec.cni.cilium.values).toEqual({...user, podAnnotations: {...user.podAnnotations, seeded: 'yes'}})
-    expect(await release()).toMatchObject({revision: r0.revision + 1, config: expect.objectContaining({podAnnotations: expect.objectContaining({seeded: 'yes'})})})
+    expect(await release()).toMatchObject({
+      revision: r0.revision + 1,
+      config: expect.objectContaining({podAnnotations: expect.objectContaining({seeded: 'yes'})}),
+    })
   }, 180_000)
 
   it('a rerun of init keeps the layer cni values set stored (no new revision); a --cilium-values that differs is refused naming cni values set', async () => {

@@ -23,13 +23,19 @@ afterAll(async () => {
 
 describe('ichor doctor on a real API server', () => {
   it('the real talosctl matches the targeted Talos, helm can adopt, the kubeconfig is read and the server answers: exit 0', async () => {
-    const env: NodeJS.ProcessEnv = {...process.env, ICHOR_TALOSCTL: realTalosctlPath(), ICHOR_MIRROR: UPSTREAM.dir, XDG_STATE_HOME: join(dir, 'state'), XDG_CACHE_HOME: join(dir, 'cache')}
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ICHOR_TALOSCTL: realTalosctlPath(),
+      ICHOR_MIRROR: UPSTREAM.dir,
+      XDG_STATE_HOME: join(dir, 'state'),
+      XDG_CACHE_HOME: join(dir, 'cache'),
+    }
     delete env.KUBECONFIG
     const run = await runIchor(['doctor', '--json', '--kubeconfig', cp.kubeconfigPath, '--talos-version', 'v1.14.1'], env)
     expect(run.code, run.stdout + run.stderr).toBe(0)
     const doc = JSON.parse(run.stdout) as {ok: boolean; checks: {id: string; status: string; detail: string}[]}
     const status = Object.fromEntries(doc.checks.map((c) => [c.id, c.status]))
-    expect(status).toMatchObject({'talosctl': 'ok', 'helm': 'ok', 'kubeconfig': 'ok', 'kube-api': 'ok', 'state-dir': 'ok', 'asset:cilium': 'ok'})
+    expect(status).toMatchObject({talosctl: 'ok', helm: 'ok', kubeconfig: 'ok', 'kube-api': 'ok', 'state-dir': 'ok', 'asset:cilium': 'ok'})
     expect(doc.checks.find((c) => c.id === 'talosctl')!.detail).toMatch(/talosctl v1\.14\.1 .* matches Talos v1\.14\.1/)
     expect(doc.checks.find((c) => c.id === 'kube-api')!.detail).toMatch(new RegExp(`${cp.server.replace(/\./g, '\\.')} answers: Kubernetes v1\\.\\d+`))
   })

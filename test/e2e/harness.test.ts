@@ -17,7 +17,8 @@ const run = promisify(execFile)
 
 function helmBinary(): string {
   const helm = process.env.ICHOR_HELM
-  if (!helm || !existsSync(helm)) throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/build-helm.sh builds`)
+  if (!helm || !existsSync(helm))
+    throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/build-helm.sh builds`)
   return helm
 }
 
@@ -157,9 +158,7 @@ describe('harness: real control plane (apiserver, etcd, controller-manager, sche
         .then(() => true),
     )
     const dump = await dumpObjects(kc, [{apiVersion: 'harness.ichor.test/v1', kind: 'Widget'}], {namespace: ns})
-    expect(dump).toEqual([
-      {apiVersion: 'harness.ichor.test/v1', kind: 'Widget', metadata: {name: 'w', namespace: ns}, spec: {size: 3}},
-    ])
+    expect(dump).toEqual([{apiVersion: 'harness.ichor.test/v1', kind: 'Widget', metadata: {name: 'w', namespace: ns}, spec: {size: 3}}])
   })
 
   it('the real controllers roll out a Deployment, a StatefulSet and a DaemonSet on 2 kwok nodes', async () => {
@@ -242,10 +241,30 @@ describe('harness: real control plane (apiserver, etcd, controller-manager, sche
     const core = kc.makeApiClient(CoreV1Api)
     const apps = kc.makeApiClient(AppsV1Api)
     const tainted = await createNamespace(kc, uniqueName('tainted'))
-    await registerNode(kc, {name: 'control-plane-0', ip: '127.0.2.1', labels: {'node-role.kubernetes.io/control-plane': ''}, taints: [{key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule'}]})
+    await registerNode(kc, {
+      name: 'control-plane-0',
+      ip: '127.0.2.1',
+      labels: {'node-role.kubernetes.io/control-plane': ''},
+      taints: [{key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule'}],
+    })
     const onlyThere = {nodeSelector: {'kubernetes.io/hostname': 'control-plane-0'}, containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]}
-    await apps.createNamespacedDaemonSet({namespace: tainted, body: {metadata: {name: 'agent'}, spec: {selector: {matchLabels: {app: 'agent'}}, template: {metadata: {labels: {app: 'agent'}}, spec: {...onlyThere, tolerations: [{operator: 'Exists'}]}}}}})
-    await apps.createNamespacedDeployment({namespace: tainted, body: {metadata: {name: 'web'}, spec: {replicas: 1, selector: {matchLabels: {app: 'web'}}, template: {metadata: {labels: {app: 'web'}}, spec: onlyThere}}}})
+    await apps.createNamespacedDaemonSet({
+      namespace: tainted,
+      body: {
+        metadata: {name: 'agent'},
+        spec: {
+          selector: {matchLabels: {app: 'agent'}},
+          template: {metadata: {labels: {app: 'agent'}}, spec: {...onlyThere, tolerations: [{operator: 'Exists'}]}},
+        },
+      },
+    })
+    await apps.createNamespacedDeployment({
+      namespace: tainted,
+      body: {
+        metadata: {name: 'web'},
+        spec: {replicas: 1, selector: {matchLabels: {app: 'web'}}, template: {metadata: {labels: {app: 'web'}}, spec: onlyThere}},
+      },
+    })
     await waitUntil('the DaemonSet pod Running on the control plane', async () => {
       const pods = await core.listNamespacedPod({namespace: tainted, labelSelector: 'app=agent'})
       return pods.items.some((p) => p.spec?.nodeName === 'control-plane-0' && p.status?.phase === 'Running')
@@ -268,7 +287,17 @@ describe('harness: real control plane (apiserver, etcd, controller-manager, sche
     const crash = machines.pods.hold((pod) => pod.metadata?.namespace === faulty && pod.metadata.labels?.app === 'crash', 'crashloop')
     const pull = machines.pods.hold((pod) => pod.metadata?.namespace === faulty && pod.metadata.labels?.app === 'pull', 'image-pull')
     for (const app of ['crash', 'pull']) {
-      await apps.createNamespacedDeployment({namespace: faulty, body: {metadata: {name: app}, spec: {replicas: 1, selector: {matchLabels: {app}}, template: {metadata: {labels: {app}}, spec: {containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]}}}}})
+      await apps.createNamespacedDeployment({
+        namespace: faulty,
+        body: {
+          metadata: {name: app},
+          spec: {
+            replicas: 1,
+            selector: {matchLabels: {app}},
+            template: {metadata: {labels: {app}}, spec: {containers: [{name: 'main', image: 'registry.invalid/never-pulled:1'}]}},
+          },
+        },
+      })
     }
     const podOf = async (app: string) => (await core.listNamespacedPod({namespace: faulty, labelSelector: `app=${app}`})).items[0]
     const crashing = await waitUntil('a crash-looping pod', async () => {
@@ -307,10 +336,14 @@ setInterval(() => {}, 1000)
     })
     expect(await portIsClosed(ports.apiServer)).toBe(false)
     child.kill('SIGKILL')
-    await waitUntil('the orphaned control plane to die', async () => {
-      const closed = await Promise.all(Object.values(ports).map(portIsClosed))
-      return closed.every(Boolean) && !existsSync(kubeconfigPath)
-    }, {timeoutMs: 10_000})
+    await waitUntil(
+      'the orphaned control plane to die',
+      async () => {
+        const closed = await Promise.all(Object.values(ports).map(portIsClosed))
+        return closed.every(Boolean) && !existsSync(kubeconfigPath)
+      },
+      {timeoutMs: 10_000},
+    )
   })
 
   it('stop() kills etcd and kube-apiserver and closes their ports', async () => {

@@ -48,7 +48,9 @@ spec:
 /** A helm install --wait that nobody awaits, as a SIGKILLed ichor leaves behind. */
 async function orphanHelmInstall(release: string) {
   const helm = await findHelm()
-  const child = spawn(helm.path, ['install', release, chart, '--namespace', 'default', '--wait', '--timeout', '120s', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+  const child = spawn(helm.path, ['install', release, chart, '--namespace', 'default', '--wait', '--timeout', '120s', '--kubeconfig', cp.kubeconfigPath], {
+    stdio: 'ignore',
+  })
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   // Until helm has written its pending-install record.
   while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-install') await new Promise((r) => setTimeout(r, 200))
@@ -100,7 +102,9 @@ describe('waitForSettledRelease', () => {
     await orphan.exited
 
     // When the next run waits for it, Then it gives up naming the release, its status and what to do
-    const error = (await waitForSettledRelease(kube, 'killed-mid-install', 'default', {intervalMs: 100, timeoutMs: 500}).catch((e: unknown) => e)) as ReleasePendingError
+    const error = (await waitForSettledRelease(kube, 'killed-mid-install', 'default', {intervalMs: 100, timeoutMs: 500}).catch(
+      (e: unknown) => e,
+    )) as ReleasePendingError
     expect(error).toBeInstanceOf(ReleasePendingError)
     expect(error.message).toMatch(/^Helm release default\/killed-mid-install is still pending-install \(revision 1\) after waiting \d+s/)
     expect(error.hint).toMatch(/helm rollback killed-mid-install -n default/)
@@ -140,7 +144,11 @@ describe('the adoption step on a rerun of init', () => {
     return run
   }
   const secrets = async () =>
-    (await kube.request<{items: Array<{metadata: {name: string; labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/kube-system/secrets', {query: {labelSelector: 'owner=helm,name=cilium'}})).items
+    (
+      await kube.request<{items: Array<{metadata: {name: string; labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/kube-system/secrets', {
+        query: {labelSelector: 'owner=helm,name=cilium'},
+      })
+    ).items
       .map((s) => `${s.metadata.name} ${s.metadata.labels?.status}`)
       .sort()
 
@@ -152,7 +160,13 @@ describe('the adoption step on a rerun of init', () => {
     expect(await secrets()).toEqual(['sh.helm.release.v1.cilium.v1 failed'])
     const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
     try {
-      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 30_000})
+      const task = adoptCiliumTask({
+        session,
+        release: ciliumReleaseView(session),
+        chartPath: async () => ported,
+        values: async () => ({port: 8080}),
+        timeoutMs: 30_000,
+      })
       expect(await task.probe()).toMatchObject({done: false})
       const progress: string[] = []
       await task.run((m) => progress.push(m))
@@ -173,7 +187,13 @@ describe('the adoption step on a rerun of init', () => {
 
     const session = openSession({command: 'init', kubeconfig: cp.kubeconfigPath})
     try {
-      const task = adoptCiliumTask({session, release: ciliumReleaseView(session), chartPath: async () => ported, values: async () => ({port: 8080}), timeoutMs: 5_000})
+      const task = adoptCiliumTask({
+        session,
+        release: ciliumReleaseView(session),
+        chartPath: async () => ported,
+        values: async () => ({port: 8080}),
+        timeoutMs: 5_000,
+      })
       const probe = await task.probe()
       // The release was adopted long ago: the adoption holds, and says what the newest revision is.
       expect(probe).toMatchObject({done: true})
@@ -199,7 +219,16 @@ async function orphanUpgrade(release: string, timeoutSeconds: number) {
   const helm = await findHelm()
   const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
   expect(await new Promise((r) => install.on('close', r))).toBe(0)
-  const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {tag: '2'}, wait: true, rollbackOnFailure: true, timeoutSeconds})
+  const args = upgradeArgs(helm, {
+    kubeconfig: cp.kubeconfigPath,
+    release,
+    namespace: 'default',
+    chartPath: unschedulable,
+    values: {tag: '2'},
+    wait: true,
+    rollbackOnFailure: true,
+    timeoutSeconds,
+  })
   const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
   orphan.stdin.end(JSON.stringify({tag: '2'}))
   const exited = new Promise<number | null>((r) => orphan.on('close', r))
@@ -251,7 +280,11 @@ describe('a pending record whose helm is still working', () => {
     expect(progress[0]).toMatch(/a helm from an interrupted run is still working on it: ichor waits for it up to \d+s \(the --timeout 8s it was given\)/)
     expect(left && left.revision >= 2 && left.status !== 'pending-upgrade').toBe(true)
     expect(await exited).not.toBe(0)
-    const revisions = (await kube.request<{items: Array<{metadata: {labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/default/secrets', {query: {labelSelector: `owner=helm,name=${release}`}})).items
+    const revisions = (
+      await kube.request<{items: Array<{metadata: {labels?: Record<string, string>}}>}>('GET', '/api/v1/namespaces/default/secrets', {
+        query: {labelSelector: `owner=helm,name=${release}`},
+      })
+    ).items
       .map((s) => `${s.metadata.labels?.version} ${s.metadata.labels?.status}`)
       .sort()
     // Revision 2 failed (its wait timed out) and helm's rollback wrote revision 3.
@@ -263,7 +296,7 @@ describe('a pending record whose helm is still working', () => {
 // that ends the session), rerun from the same machine. Waiting out a helm that is provably
 // gone only delays the operator; one marked as another machine's is waited out.
 describe('a pending record whose helm ran on this machine and is gone', () => {
-  it('is removed at once when no helm of this machine works on the release; the same record marked as another machine\'s is waited out', async () => {
+  it("is removed at once when no helm of this machine works on the release; the same record marked as another machine's is waited out", async () => {
     const release = 'gone-here'
     const {orphan, exited, pending} = await orphanUpgrade(release, 120)
     expect(pending.labels?.[HELM_MACHINE_LABEL]).toBe(machineMark())
@@ -273,7 +306,11 @@ describe('a pending record whose helm ran on this machine and is gone', () => {
     expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(false)
 
     // Marked as another machine's: a helm there may still work for its --timeout (120 s).
-    const patchMachine = (value: string) => kube.request('PATCH', `/api/v1/namespaces/default/secrets/${pending.secretName}`, {body: {metadata: {labels: {[HELM_MACHINE_LABEL]: value}}}, contentType: 'application/merge-patch+json'})
+    const patchMachine = (value: string) =>
+      kube.request('PATCH', `/api/v1/namespaces/default/secrets/${pending.secretName}`, {
+        body: {metadata: {labels: {[HELM_MACHINE_LABEL]: value}}},
+        contentType: 'application/merge-patch+json',
+      })
     await patchMachine('another-machine')
     const told: string[] = []
     const waitedOut = settlePendingRelease(kube, release, 'default', {progress: (m) => told.push(m)})
@@ -309,7 +346,16 @@ describe('cni values set meeting a helm from the interrupted run', () => {
       guard: async () => {},
       async helmTarget() {
         if (!orphanExited) {
-          const args = upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: unschedulable, values: {}, wait: true, rollbackOnFailure: true, timeoutSeconds: 6})
+          const args = upgradeArgs(helm, {
+            kubeconfig: cp.kubeconfigPath,
+            release: 'cilium',
+            namespace: 'kube-system',
+            chartPath: unschedulable,
+            values: {},
+            wait: true,
+            rollbackOnFailure: true,
+            timeoutSeconds: 6,
+          })
           const orphan = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
           orphan.stdin.end('{}')
           orphanExited = new Promise((r) => orphan.on('close', r))
@@ -327,11 +373,18 @@ describe('cni values set meeting a helm from the interrupted run', () => {
     const change = {user: effective, effective, hash: valuesHash(effective), chartPath: ported, chartVersion: '0.1.0', previousUser: {}, notes: [], context}
     const progress: string[] = []
     const task = upgradeCiliumValuesTask({session: raced, change: async () => change, timeoutMs: 30_000})
-    const outcome = await task.run((m) => progress.push(m)).then(() => 'ok', (e: Error) => e.message)
+    const outcome = await task
+      .run((m) => progress.push(m))
+      .then(
+        () => 'ok',
+        (e: Error) => e.message,
+      )
     console.log(`outcome: ${outcome}; progress: ${JSON.stringify(progress)}`)
     expect(outcome).toBe('ok')
     expect(progress).toContain('helm refused: a helm from an interrupted run is still working on release kube-system/cilium; waiting for it, then trying again')
-    expect(progress.some((m) => /a helm from an interrupted run is still working on it: ichor waits for it up to \d+s \(the --timeout 6s it was given\)/.test(m))).toBe(true)
+    expect(
+      progress.some((m) => /a helm from an interrupted run is still working on it: ichor waits for it up to \d+s \(the --timeout 6s it was given\)/.test(m)),
+    ).toBe(true)
     expect(await orphanExited).not.toBe(0)
     expect(await readReleaseRecord(kube, 'cilium', 'kube-system')).toMatchObject({status: 'deployed', chartName: 'ported', config: effective})
   }, 90_000)

@@ -200,7 +200,14 @@ async function waitForDaemonSetReady(name: string, namespace: string): Promise<v
   for (;;) {
     const d = await apps.readNamespacedDaemonSet({name, namespace})
     const s = d.status
-    if (s && s.observedGeneration === d.metadata?.generation && s.desiredNumberScheduled > 0 && s.numberReady === s.desiredNumberScheduled && s.updatedNumberScheduled === s.desiredNumberScheduled) return
+    if (
+      s &&
+      s.observedGeneration === d.metadata?.generation &&
+      s.desiredNumberScheduled > 0 &&
+      s.numberReady === s.desiredNumberScheduled &&
+      s.updatedNumberScheduled === s.desiredNumberScheduled
+    )
+      return
     if (Date.now() > deadline) throw new Error(`DaemonSet ${namespace}/${name} did not roll out`)
     await new Promise((r) => setTimeout(r, 100))
   }
@@ -275,7 +282,16 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
     })
 
     it('upgrades with new values to revision 2 and records exactly those values', async () => {
-      const upgraded = await h.helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: v2, rollbackOnFailure: true, wait: true, timeoutSeconds: 60})
+      const upgraded = await h.helmUpgrade({
+        kubeconfig: cp.kubeconfigPath,
+        release,
+        namespace,
+        chartPath,
+        values: v2,
+        rollbackOnFailure: true,
+        wait: true,
+        timeoutSeconds: 60,
+      })
       expect(upgraded).toMatchObject({status: 'deployed', revision: 2})
       const {cm, dep} = await readBoth(release, namespace)
       expect(cm.data).toEqual({greeting: 'bonjour'})
@@ -288,10 +304,12 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
     it('rolls a failing upgrade back: the release is deployed again at the previous values', async () => {
       // containerPort 99999 passes helm's schema checks but the apiserver refuses it.
       const bad = {greeting: 'broken', replicas: 2, port: 99999}
-      const error = await h.helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: bad, rollbackOnFailure: true, wait: true, timeoutSeconds: 60}).then(
-        () => undefined,
-        (e: unknown) => e,
-      )
+      const error = await h
+        .helmUpgrade({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values: bad, rollbackOnFailure: true, wait: true, timeoutSeconds: 60})
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
       expect(error).toBeInstanceOf(h.HelmReleaseError)
       expect((error as HelmReleaseError).helmMessage).toMatch(/containerPort|65535/)
       expect((error as HelmReleaseError).hint).toMatch(/rolled the release back/)
@@ -326,11 +344,25 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
         const cmWrites = await recordWrites(`/api/v1/namespaces/${namespace}/configmaps`, before.cm)
         const depWrites = await recordWrites(`/apis/apps/v1/namespaces/${namespace}/deployments`, before.dep)
 
-        const installed = await h.helmInstall({kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, values, takeOwnership: true, wait: true, timeoutSeconds: 60})
+        const installed = await h.helmInstall({
+          kubeconfig: cp.kubeconfigPath,
+          release,
+          namespace,
+          chartPath,
+          values,
+          takeOwnership: true,
+          wait: true,
+          timeoutSeconds: 60,
+        })
         expect(installed).toMatchObject({status: 'deployed', revision: 1})
 
         const after = await readBoth(release, namespace)
-        const observed = {how, configMap: await cmWrites.stop(), deployment: await depWrites.stop(), managers: {configMap: managersOf(after.cm), deployment: managersOf(after.dep)}}
+        const observed = {
+          how,
+          configMap: await cmWrites.stop(),
+          deployment: await depWrites.stop(),
+          managers: {configMap: managersOf(after.cm), deployment: managersOf(after.dep)},
+        }
         console.log(`adoption observed: ${JSON.stringify(observed)}`)
         // The adoption changes no object: spec, data, labels and annotations are as the
         // bootstrap left them and the Deployment keeps its generation (no rollout). What helm
@@ -380,12 +412,22 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
       for (const obj of ordered) await objects.create(obj, undefined, undefined, 'talos')
       for (const d of rendered.filter((o) => o.kind === 'Deployment')) await waitForDeploymentReady(d.metadata!.name!, 'kube-system')
 
-      const read = (o: KubernetesObject) => objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
+      const read = (o: KubernetesObject) =>
+        objects.read({apiVersion: o.apiVersion!, kind: o.kind!, metadata: {name: o.metadata!.name!, namespace: o.metadata!.namespace}})
       // Let the DaemonSet controller settle the DaemonSets' status before the snapshot.
       for (const d of rendered.filter((o) => o.kind === 'DaemonSet')) await waitForDaemonSetReady(d.metadata!.name!, 'kube-system')
       const before = await Promise.all(rendered.map(read))
 
-      const installed = await h.helmInstall({kubeconfig: cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values, takeOwnership: true, wait: true, timeoutSeconds: 120})
+      const installed = await h.helmInstall({
+        kubeconfig: cp.kubeconfigPath,
+        release: 'cilium',
+        namespace: 'kube-system',
+        chartPath: UPSTREAM.ciliumChart,
+        values,
+        takeOwnership: true,
+        wait: true,
+        timeoutSeconds: 120,
+      })
       expect(installed).toMatchObject({status: 'deployed', revision: 1, chartName: 'cilium', chartVersion: '1.18.0'})
 
       const after = await Promise.all(rendered.map(read))
@@ -427,7 +469,10 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
       // manager to "helm" (cmd/helm sets kube.ManagedFieldsManager), so this is "helm" too
       // today; only a build that leaves it unset would take the binary's name, which the
       // symlink guards against.
-      const direct = await execa(renamed, ['install', 'direct', chartPath, '-n', namespace, '--kubeconfig', cp.kubeconfigPath, '--values', '-'], {input: '{}', reject: false})
+      const direct = await execa(renamed, ['install', 'direct', chartPath, '-n', namespace, '--kubeconfig', cp.kubeconfigPath, '--values', '-'], {
+        input: '{}',
+        reject: false,
+      })
       expect(direct.exitCode, direct.stderr).toBe(0)
 
       const viaLink = await core.readNamespacedConfigMap({name: 'via-link-config', namespace})
@@ -456,12 +501,15 @@ describe.each(testHelms())('Helm $major (built from Go modules)', ({major, path}
           expect(help, `${verb} ${flag}`).toMatch(new RegExp(`\\s${flag}[\\s\\[]`))
         }
         // Nothing deprecated either (Helm 4 still parses --atomic but deprecates it).
-        const run = await execa(helm.path, [verb, ...args.slice(1), '--dry-run=client'].filter((a) => a !== '--output' && a !== 'json'), {reject: false, input: '{}'})
+        const run = await execa(
+          helm.path,
+          [verb, ...args.slice(1), '--dry-run=client'].filter((a) => a !== '--output' && a !== 'json'),
+          {reject: false, input: '{}'},
+        )
         expect(run.stderr).not.toMatch(/deprecated/i)
       }
     })
   })
-
 })
 
 // Issue 21 point 1: a release adopted with one helm major and later changed from a laptop
@@ -503,35 +551,38 @@ describe('one release, both helm majors (adopt with one, change with the other)'
     {adopt: 4, change: 3},
     {adopt: 3, change: 3},
     {adopt: 4, change: 4},
-  ] as const)('adopted with Helm $adopt, changed with Helm $change: upgrade, rollback of a failed upgrade, and a change with Helm $adopt again all succeed', async ({adopt, change}) => {
-    const release = `mixed-${adopt}-${change}`
-    const namespace = await createNamespace(release)
-    const v1 = {greeting: 'from-bootstrap', replicas: 1}
-    for (const obj of await renderOwned(release, namespace, v1)) await objects.patch(obj, undefined, undefined, 'talos', true, PatchStrategy.ServerSideApply)
-    await waitForDeploymentReady(release, namespace)
-    const target = {kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, wait: true, timeoutSeconds: 60}
+  ] as const)(
+    'adopted with Helm $adopt, changed with Helm $change: upgrade, rollback of a failed upgrade, and a change with Helm $adopt again all succeed',
+    async ({adopt, change}) => {
+      const release = `mixed-${adopt}-${change}`
+      const namespace = await createNamespace(release)
+      const v1 = {greeting: 'from-bootstrap', replicas: 1}
+      for (const obj of await renderOwned(release, namespace, v1)) await objects.patch(obj, undefined, undefined, 'talos', true, PatchStrategy.ServerSideApply)
+      await waitForDeploymentReady(release, namespace)
+      const target = {kubeconfig: cp.kubeconfigPath, release, namespace, chartPath, wait: true, timeoutSeconds: 60}
 
-    use(adopt)
-    expect(await mod.helmInstall({...target, values: v1, takeOwnership: true})).toMatchObject({status: 'deployed', revision: 1})
+      use(adopt)
+      expect(await mod.helmInstall({...target, values: v1, takeOwnership: true})).toMatchObject({status: 'deployed', revision: 1})
 
-    use(change)
-    const v2 = {greeting: 'changed', replicas: 1}
-    const upgraded = await mod.helmUpgrade({...target, values: v2}).catch((e: unknown) => e as HelmReleaseError)
-    expect(upgraded, (upgraded as HelmReleaseError).helmMessage).toMatchObject({status: 'deployed', revision: 2})
-    expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'changed'})
+      use(change)
+      const v2 = {greeting: 'changed', replicas: 1}
+      const upgraded = await mod.helmUpgrade({...target, values: v2}).catch((e: unknown) => e as HelmReleaseError)
+      expect(upgraded, (upgraded as HelmReleaseError).helmMessage).toMatchObject({status: 'deployed', revision: 2})
+      expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'changed'})
 
-    // A failing upgrade is rolled back by the same helm: helm's own error, release deployed at v2.
-    const failed = (await mod.helmUpgrade({...target, values: {...v2, port: 99999}}).catch((e: unknown) => e)) as HelmReleaseError
-    expect(failed).toBeInstanceOf(mod.HelmReleaseError)
-    expect(failed.helmMessage).toMatch(/containerPort|65535/)
-    expect(failed.helmMessage).not.toMatch(/forceConflicts|an error occurred while rolling back/)
-    expect(await mod.readReleaseRecord(kube, release, namespace)).toMatchObject({revision: 4, status: 'deployed', config: v2})
+      // A failing upgrade is rolled back by the same helm: helm's own error, release deployed at v2.
+      const failed = (await mod.helmUpgrade({...target, values: {...v2, port: 99999}}).catch((e: unknown) => e)) as HelmReleaseError
+      expect(failed).toBeInstanceOf(mod.HelmReleaseError)
+      expect(failed.helmMessage).toMatch(/containerPort|65535/)
+      expect(failed.helmMessage).not.toMatch(/forceConflicts|an error occurred while rolling back/)
+      expect(await mod.readReleaseRecord(kube, release, namespace)).toMatchObject({revision: 4, status: 'deployed', config: v2})
 
-    use(adopt)
-    const v3 = {greeting: 'back', replicas: 1}
-    expect(await mod.helmUpgrade({...target, values: v3})).toMatchObject({status: 'deployed', revision: 5})
-    expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'back'})
-  })
+      use(adopt)
+      const v3 = {greeting: 'back', replicas: 1}
+      expect(await mod.helmUpgrade({...target, values: v3})).toMatchObject({status: 'deployed', revision: 5})
+      expect((await readBoth(release, namespace)).cm.data).toEqual({greeting: 'back'})
+    },
+  )
 })
 
 describe('helm flags per version', () => {
@@ -539,7 +590,18 @@ describe('helm flags per version', () => {
 
   it('Helm 4: --rollback-on-failure, --wait=watcher, --force-conflicts; never --atomic', () => {
     const up = upgradeArgs({major: 4}, {...base, takeOwnership: true})
-    expect(up).toEqual(expect.arrayContaining(['--rollback-on-failure', '--wait=watcher', '--server-side=true', '--force-conflicts', '--reset-values', '--take-ownership', '--values', '-']))
+    expect(up).toEqual(
+      expect.arrayContaining([
+        '--rollback-on-failure',
+        '--wait=watcher',
+        '--server-side=true',
+        '--force-conflicts',
+        '--reset-values',
+        '--take-ownership',
+        '--values',
+        '-',
+      ]),
+    )
     // --force-conflicts never goes without --server-side=true (a Helm 3 revision is client-side).
     expect(upgradeArgs({major: 4}, {...base, forceConflicts: false}).filter((a) => /server-side|force-conflicts/.test(a))).toEqual([])
     expect(up).not.toContain('--atomic')

@@ -31,7 +31,9 @@ function smallerArgs(h: HarnessCluster): string[] {
 
 async function podsOn(kube: Kube, node: string): Promise<string[]> {
   const pods = (await kube.request<{items: Obj[]}>('GET', '/api/v1/pods', {query: {fieldSelector: `spec.nodeName=${node}`}})).items
-  return pods.filter((p) => p.status?.conditions?.some((c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True')).map((p) => `${p.metadata.namespace}/${p.metadata.name}`)
+  return pods
+    .filter((p) => p.status?.conditions?.some((c: {type: string; status: string}) => c.type === 'Ready' && c.status === 'True'))
+    .map((p) => `${p.metadata.namespace}/${p.metadata.name}`)
 }
 
 describe('ichor init rerun with one more control plane and one more worker', () => {
@@ -66,11 +68,19 @@ describe('ichor init rerun with one more control plane and one more worker', () 
   it('Cilium and the stack run on the new nodes: an agent on each of the four, and a rerun changes nothing', async () => {
     const nodes = await listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Node'})
     expect(nodes).toHaveLength(4)
-    await waitUntil('a Ready Cilium agent on every node', async () => {
-      const ds = await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'cilium', namespace: 'kube-system'})
-      return ds?.status?.desiredNumberScheduled === 4 && ds.status.numberReady === 4
-    }, {timeoutMs: 60_000, intervalMs: 500})
-    for (const n of nodes) expect((await podsOn(kube, n.metadata.name)).some((p) => p.startsWith('kube-system/cilium-')), n.metadata.name).toBe(true)
+    await waitUntil(
+      'a Ready Cilium agent on every node',
+      async () => {
+        const ds = await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'cilium', namespace: 'kube-system'})
+        return ds?.status?.desiredNumberScheduled === 4 && ds.status.numberReady === 4
+      },
+      {timeoutMs: 60_000, intervalMs: 500},
+    )
+    for (const n of nodes)
+      expect(
+        (await podsOn(kube, n.metadata.name)).some((p) => p.startsWith('kube-system/cilium-')),
+        n.metadata.name,
+      ).toBe(true)
     const again = await runIchor([...grown.initArgs, '--json'], grown.env)
     expect(again.code, failure(again)).toBe(0)
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})

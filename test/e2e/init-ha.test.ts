@@ -53,12 +53,19 @@ describe('ichor init on 3 control planes + 2 workers with --promotion Manual', (
 
   // Issue 12 point 14: Manual promotion on a fresh cluster must not wait for an approval nobody gives.
   it('Manual: init approves the first install itself, says so, and the Orders stay Manual', async () => {
-    const done = jsonEvents(first).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)
+    const done = jsonEvents(first)
+      .filter((e) => e.event === 'task' && e.status === 'done')
+      .map((e) => e.id)
     expect(done).toContain('promote-first-install')
     for (const c of ['argocd', 'kokumi']) {
       const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
       expect(order?.spec.autoDeploy).toBe('Disabled')
-      const prep = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Preparation', name: order!.status.latestPreparationName, namespace: c})
+      const prep = await getObject<Obj>(kube, {
+        apiVersion: 'delivery.kokumi.dev/v1alpha1',
+        kind: 'Preparation',
+        name: order!.status.latestPreparationName,
+        namespace: c,
+      })
       expect(prep?.metadata.labels?.['delivery.kokumi.dev/approve-deploy']).toBe('true')
       const app = await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
       expect(app?.status).toMatchObject({sync: {status: 'Synced'}, health: {status: 'Healthy'}})
@@ -104,7 +111,8 @@ describe('ichor init on 3 control planes + 2 workers with --promotion Manual', (
     const taskIds = (jsonEvents(first).find((e) => e.event === 'start') as Event).tasks!.map((t) => t.id)
     expect(taskIds.length).toBeGreaterThan(15)
     const kube = await connectKube({kubeconfig: killed.cp.kubeconfigPath})
-    const adminSecret = async () => (await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'}).catch(() => undefined))?.data
+    const adminSecret = async () =>
+      (await getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', name: 'ichor-kokumi-admin', namespace: 'ichor-system'}).catch(() => undefined))?.data
     let firstPasswords: Record<string, string> | undefined
     const log: string[] = []
     for (let k = 0; k < taskIds.length; k++) {

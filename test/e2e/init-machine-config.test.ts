@@ -23,7 +23,12 @@ const failure = (r: {stdout: string; stderr: string}) => `${r.stderr.slice(-4000
 describe('ichor init with an install disk, an installer image, role patches and a per-node hostname', () => {
   let h: HarnessCluster
   let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string; worker2: string}
-  const untouched = () => [CONTROL_PLANE, WORKER].every((ip) => !existsSync(join(h.nodes.stateDir, `node-${ip}.json`)) || JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode === 'maintenance')
+  const untouched = () =>
+    [CONTROL_PLANE, WORKER].every(
+      (ip) =>
+        !existsSync(join(h.nodes.stateDir, `node-${ip}.json`)) ||
+        JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')).mode === 'maintenance',
+    )
   beforeAll(async () => {
     h = await startHarnessCluster()
     const write = (name: string, text: string) => {
@@ -43,7 +48,18 @@ describe('ichor init with an install disk, an installer image, role patches and 
   }, 600_000)
   afterAll(async () => h?.stop())
 
-  const machineArgs = () => ['--install-disk', '/dev/nvme0n1', '--install-image', IMAGE, '--config-patch-control-plane', `@${files.cp}`, '--config-patch-worker', `@${files.worker}`, '--node-patch', `${WORKER}=@${files.host}`]
+  const machineArgs = () => [
+    '--install-disk',
+    '/dev/nvme0n1',
+    '--install-image',
+    IMAGE,
+    '--config-patch-control-plane',
+    `@${files.cp}`,
+    '--config-patch-worker',
+    `@${files.worker}`,
+    '--node-patch',
+    `${WORKER}=@${files.host}`,
+  ]
 
   it('refuses an owned-field patch, an invalid patch and a disk the node does not have with exit 2, before any node is touched', async () => {
     const owned = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch', `@${files.cni}`], h.env)
@@ -61,7 +77,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(untouched()).toBe(true)
   }, 300_000)
 
-  it('converges; the nodes\' configs carry them; a rerun without the flags changes nothing; a changed control-plane patch and installer image are applied to the running nodes without a reboot', async () => {
+  it("converges; the nodes' configs carry them; a rerun without the flags changes nothing; a changed control-plane patch and installer image are applied to the running nodes without a reboot", async () => {
     const first = await runIchor([...h.initArgs, ...machineArgs(), '--json'], h.env)
     expect(first.code, `${first.stderr.slice(-3000)}`).toBe(0)
     const cp = nodeConfig(h, CONTROL_PLANE)
@@ -77,11 +93,20 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(cp).not.toMatch(/hostname: w1/)
 
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-    const spec = async () => (await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}))?.spec.talos.machineConfig
+    const spec = async () =>
+      (
+        await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {
+          apiVersion: 'ichor.maesh.dev/v1alpha1',
+          kind: 'IchorInstallation',
+          name: 'ichor',
+        })
+      )?.spec.talos.machineConfig
     expect(await spec()).toMatchObject({
-      installDisk: '/dev/nvme0n1', installImage: IMAGE,
+      installDisk: '/dev/nvme0n1',
+      installImage: IMAGE,
       controlPlanePatches: [{source: files.cp, yaml: readFileSync(files.cp, 'utf8')}],
-      workerPatches: [{source: files.worker}], nodePatches: [{node: WORKER, source: files.host}],
+      workerPatches: [{source: files.worker}],
+      nodePatches: [{node: WORKER, source: files.host}],
     })
     const dump = await canonicalDump(kube, h)
 
@@ -120,7 +145,10 @@ describe('ichor init with an install disk, an installer image, role patches and 
     }
     expect(await spec()).toMatchObject({installImage: IMAGE2})
     const still = await runIchor([...h.initArgs, '--json'], h.env)
-    expect(jsonEvents(still).find((e) => e.event === 'end'), failure(still)).toMatchObject({ok: true, changed: false})
+    expect(
+      jsonEvents(still).find((e) => e.event === 'end'),
+      failure(still),
+    ).toMatchObject({ok: true, changed: false})
   }, 600_000)
 
   it('a rerun that changes the worker patch, killed at every step boundary, converges: the worker carries the patch and the spec stores it', async () => {
@@ -140,9 +168,16 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(w).not.toMatch(/tier: storage/)
     expect(w).toMatch(/hostname: w1/)
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-    const cr = await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
+    const cr = await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {
+      apiVersion: 'ichor.maesh.dev/v1alpha1',
+      kind: 'IchorInstallation',
+      name: 'ichor',
+    })
     expect(cr?.spec.talos.machineConfig).toMatchObject({workerPatches: [{source: files.worker2, yaml: readFileSync(files.worker2, 'utf8')}]})
     const again = await runIchor(args, h.env)
-    expect(jsonEvents(again).find((e) => e.event === 'end'), failure(again)).toMatchObject({ok: true, changed: false})
+    expect(
+      jsonEvents(again).find((e) => e.event === 'end'),
+      failure(again),
+    ).toMatchObject({ok: true, changed: false})
   }, 1_200_000)
 })

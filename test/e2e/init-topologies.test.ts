@@ -13,7 +13,9 @@ type Node = KubeObject & {spec?: {taints?: {key: string; effect: string}[]}}
 
 /** Every pod of what ichor installs, as `namespace/name phase ready node`, for a readable failure. */
 async function podStates(kube: Kube): Promise<string[]> {
-  const pods = (await Promise.all(['kube-system', 'kokumi', 'argocd'].map((namespace) => listObjects<Pod>(kube, {apiVersion: 'v1', kind: 'Pod', namespace})))).flat()
+  const pods = (
+    await Promise.all(['kube-system', 'kokumi', 'argocd'].map((namespace) => listObjects<Pod>(kube, {apiVersion: 'v1', kind: 'Pod', namespace})))
+  ).flat()
   return pods.map((p) => {
     const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? 'ready' : 'not-ready'
     return `${p.metadata.namespace}/${p.metadata.name} ${p.status?.phase} ${ready} ${p.spec.nodeName ?? '(unscheduled)'}`

@@ -10,7 +10,6 @@ import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 
-
 describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', () => {
   let h: HarnessCluster
   beforeAll(async () => {
@@ -22,7 +21,9 @@ describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', 
     const r = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--dry-run', '--json'], h.env)
     const tasks = jsonEvents(r).filter((e) => e.event === 'task' && e.title)
     expect(r.code, r.stderr).toBe(0)
-    expect(tasks.filter((t) => t.status === 'would-run').map((t) => t.id)).toEqual(expect.arrayContaining(['talos-secrets', 'apply-configs', 'bootstrap-etcd', 'adopt-cilium', 'orders']))
+    expect(tasks.filter((t) => t.status === 'would-run').map((t) => t.id)).toEqual(
+      expect.arrayContaining(['talos-secrets', 'apply-configs', 'bootstrap-etcd', 'adopt-cilium', 'orders']),
+    )
     expect(tasks.filter((t) => t.status === 'done')).toEqual([])
     expect(existsSync(join(h.nodes.stateDir, 'bootstrapped'))).toBe(false)
     expect(existsSync(join(h.stateDir, 'secrets.yaml'))).toBe(false)
@@ -36,7 +37,12 @@ describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', 
     expect(config).not.toMatch(/KubeInlineManifestConfig|KubeProxyConfig/)
     expect(config).toMatch(/cni:\s*\n\s*name: none/)
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-    const cm = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'cilium-config', namespace: 'kube-system'})
+    const cm = await getObject<KubeObject & {data: Record<string, string>}>(kube, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'cilium-config',
+      namespace: 'kube-system',
+    })
     expect(cm?.data['kube-proxy-replacement']).toBe('false')
     const dump = await canonicalDump(kube, h)
     // The 0.17 fixture's Order API: promotion.mode, no autoDeploy.
@@ -58,7 +64,14 @@ describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', 
     const patch = ['--config-patch-worker', 'machine: {env: {GRPC_GO_LOG_SEVERITY_LEVEL: error}}']
     const before = nodeConfig(h, WORKER)
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-    const spec = async () => (await getObject<KubeObject & {spec: {talos: Record<string, unknown>}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}))?.spec.talos
+    const spec = async () =>
+      (
+        await getObject<KubeObject & {spec: {talos: Record<string, unknown>}}>(kube, {
+          apiVersion: 'ichor.maesh.dev/v1alpha1',
+          kind: 'IchorInstallation',
+          name: 'ichor',
+        })
+      )?.spec.talos
     const stored = await spec()
     const dry = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', ...patch, '--dry-run'], h.env)
     expect(dry.code, dry.stderr).toBe(0)
@@ -75,6 +88,9 @@ describe('ichor init on Talos v1.12 with kube-proxy kept, Kokumi 0.17 fixture', 
     expect(nodeConfig(h, WORKER)).toContain('GRPC_GO_LOG_SEVERITY_LEVEL: error')
     expect(await spec()).toMatchObject({machineConfig: {workerPatches: [{source: 'inline'}]}})
     const again = await runIchor([...h.initArgs, '--kube-proxy', 'kube-proxy', '--json'], h.env)
-    expect(jsonEvents(again).find((e) => e.event === 'end'), again.stderr.slice(-2000)).toMatchObject({ok: true, changed: false})
+    expect(
+      jsonEvents(again).find((e) => e.event === 'end'),
+      again.stderr.slice(-2000),
+    ).toMatchObject({ok: true, changed: false})
   }, 600_000)
 })

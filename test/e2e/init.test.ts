@@ -22,7 +22,6 @@ import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>; type?: string}
 
-
 function endEvent(run: CliRun) {
   return jsonEvents(run).find((e) => e.event === 'end') as {ok: boolean; changed: boolean; error?: string} | undefined
 }
@@ -52,7 +51,12 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(nodeConfig(h, CONTROL_PLANE)).toMatch(/KubeProxyConfig/)
     const client = new OciClient(h.registry.endpoint)
     for (const c of ['argocd', 'kokumi']) {
-      const order = await getObject<Obj & {spec: {source: {oci: string; version: string}}}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c, namespace: c})
+      const order = await getObject<Obj & {spec: {source: {oci: string; version: string}}}>(kube, {
+        apiVersion: 'delivery.kokumi.dev/v1alpha1',
+        kind: 'Order',
+        name: c,
+        namespace: c,
+      })
       expect(order?.spec.source.oci).toBe(`oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/${c}`)
       const manifest = await client.getManifest(`ichor/${c}`, order!.spec.source.version)
       const layer = (manifest.manifest as {layers: {digest: string; mediaType: string}[]}).layers[0]!
@@ -67,7 +71,12 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
       const redis = Buffer.from((await secretData(kube, 'ichor-system', 'ichor-argocd-redis'))!.password!, 'base64').toString()
       expect(text).not.toContain(admin)
       expect(text).not.toContain(redis)
-      const app = await getObject<Obj & {status: {sync: {status: string}; health: {status: string}}}>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: c, namespace: 'argocd'})
+      const app = await getObject<Obj & {status: {sync: {status: string}; health: {status: string}}}>(kube, {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Application',
+        name: c,
+        namespace: 'argocd',
+      })
       expect(app?.status).toMatchObject({sync: {status: 'Synced'}, health: {status: 'Healthy'}})
     }
     const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
@@ -85,11 +94,14 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
   })
 
   // Issue 12 point 3: applying the local controlplane.yaml later (adding a control plane) must not bring Cilium's inline manifest back.
-  it('the state folder\'s controlplane.yaml carries no Cilium inline manifest after the hand-over, and the result says so', () => {
+  it("the state folder's controlplane.yaml carries no Cilium inline manifest after the hand-over, and the result says so", () => {
     const local = readFileSync(join(h.stateDir, 'controlplane.yaml'), 'utf8')
     expect(inlineManifestForms(local)).toEqual([])
     expect(local).toMatch(/KubeProxyConfig/) // the rest of the config is kept
-    expect(jsonResult<{controlPlaneConfig: {path: string; inlineManifest: boolean}}>(first).controlPlaneConfig).toEqual({path: join(h.stateDir, 'controlplane.yaml'), inlineManifest: false})
+    expect(jsonResult<{controlPlaneConfig: {path: string; inlineManifest: boolean}}>(first).controlPlaneConfig).toEqual({
+      path: join(h.stateDir, 'controlplane.yaml'),
+      inlineManifest: false,
+    })
   })
 
   it('shows the Kokumi admin password once, on the run that created it', () => {
@@ -114,7 +126,11 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     const again = await runIchor([...h.initArgs, '--json'], h.env)
     expect(again.code, again.stderr).toBe(0)
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})
-    expect(jsonEvents(again).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual([])
+    expect(
+      jsonEvents(again)
+        .filter((e) => e.event === 'task' && e.status === 'done')
+        .map((e) => e.id),
+    ).toEqual([])
     expect(await rvs()).toEqual(rvBefore)
     expect(await canonicalDump(kube, h)).toEqual(before)
     expect(jsonResult<{kokumiAdminPassword?: string}>(again).kokumiAdminPassword).toBeUndefined()
@@ -124,12 +140,22 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
   // Issue 12 point 10: drift is said on every run (not once, then "converged"), with the command that restores it.
   it('after an out-of-band helm upgrade, every rerun reports the drift and `ichor cni values set`, and changes nothing back', async () => {
     const release = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
-    await helmUpgrade({kubeconfig: h.cp.kubeconfigPath, release: 'cilium', namespace: 'kube-system', chartPath: UPSTREAM.ciliumChart, values: {...release.config, debug: {enabled: true}}, wait: true, timeoutSeconds: 300})
+    await helmUpgrade({
+      kubeconfig: h.cp.kubeconfigPath,
+      release: 'cilium',
+      namespace: 'kube-system',
+      chartPath: UPSTREAM.ciliumChart,
+      values: {...release.config, debug: {enabled: true}},
+      wait: true,
+      timeoutSeconds: 300,
+    })
     const drifted = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!.revision
     // The first rerun records the release's status; the second is the one that used to say "converged".
     const json = await runIchor([...h.initArgs, '--json'], h.env)
     expect(json.code, json.stderr).toBe(0)
-    expect(jsonResult<{drift: unknown[]}>(json).drift).toEqual([{subject: 'kube-system/cilium', message: expect.stringMatching(/differ from the IchorInstallation's/), restore: 'ichor cni values set'}])
+    expect(jsonResult<{drift: unknown[]}>(json).drift).toEqual([
+      {subject: 'kube-system/cilium', message: expect.stringMatching(/differ from the IchorInstallation's/), restore: 'ichor cni values set'},
+    ])
     const plain = await runIchor(h.initArgs, h.env)
     expect(plain.code, plain.stderr).toBe(0)
     expect(plain.stdout).toMatch(/Drift: the values of release kube-system\/cilium differ .*; restore the stored values with `ichor cni values set`/)
@@ -182,9 +208,14 @@ describe('ichor init refuses bad input before touching any node', () => {
   })
 
   it('artifacts that are not the pinned ones, without --allow-unpinned', async () => {
-    const r = await runIchor(h.initArgs.filter((a) => a !== '--allow-unpinned'), h.env)
+    const r = await runIchor(
+      h.initArgs.filter((a) => a !== '--allow-unpinned'),
+      h.env,
+    )
     expect(r.code).toBe(2)
-    expect(`${r.stdout}${r.stderr}`).toMatch(/--argocd-chart: .*argo-cd 10\.1\.1 \(argo-cd-10\.1\.1\.tgz, sha256 [0-9a-f]{64}, from flag\) is not the pinned argo-cd 10\.11\.6 .*pass --allow-unpinned/)
+    expect(`${r.stdout}${r.stderr}`).toMatch(
+      /--argocd-chart: .*argo-cd 10\.1\.1 \(argo-cd-10\.1\.1\.tgz, sha256 [0-9a-f]{64}, from flag\) is not the pinned argo-cd 10\.11\.6 .*pass --allow-unpinned/,
+    )
     expect(`${r.stdout}${r.stderr}`).toMatch(/--kokumi-manifest: .*kokumi 0\.14\.0 .*is not the pinned kokumi 0\.17\.0/)
     untouched()
   })
@@ -197,10 +228,13 @@ describe('ichor init refuses bad input before touching any node', () => {
     untouched()
   })
 
-  it('a --kubeconfig whose server does not answer is exit 1 (not bad input) in kubectl\'s words, naming it, and no state is written', async () => {
+  it("a --kubeconfig whose server does not answer is exit 1 (not bad input) in kubectl's words, naming it, and no state is written", async () => {
     const dead = join(h.stateDir, '..', 'dead-kubeconfig')
     const stateDir = join(h.stateDir, '..', 'state-dead')
-    writeFileSync(dead, `apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters: [{name: dead, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: dead, context: {cluster: dead, user: u}}]\n`)
+    writeFileSync(
+      dead,
+      `apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters: [{name: dead, cluster: {server: 'https://127.0.0.1:9'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: dead, context: {cluster: dead, user: u}}]\n`,
+    )
     const args = h.initArgs.map((a) => (a === h.stateDir ? stateDir : a))
     const r = await runIchor([...args, '--kubeconfig', dead], h.env)
     expect(r.code, r.stderr).toBe(1)
@@ -255,17 +289,29 @@ describe('ichor init refuses bad input before touching any node', () => {
     await Promise.all(inside)
     // Both runs have an apply held at the gate; a run that applies to several nodes at once has them
     // all there a moment later.
-    const waiters = () => readdirSync(join(gate, '..')).filter((f) => f.startsWith('apply-gate.waiting-')).map((f) => readFileSync(join(gate, '..', f), 'utf8'))
-    await waitUntil('both runs held at the apply gate', async () => [`${WORKER}=4000`, `${CONTROL_PLANE}=4000`].every((d) => waiters().some((w) => w.endsWith(d))), 60_000)
+    const waiters = () =>
+      readdirSync(join(gate, '..'))
+        .filter((f) => f.startsWith('apply-gate.waiting-'))
+        .map((f) => readFileSync(join(gate, '..', f), 'utf8'))
+    await waitUntil(
+      'both runs held at the apply gate',
+      async () => [`${WORKER}=4000`, `${CONTROL_PLANE}=4000`].every((d) => waiters().some((w) => w.endsWith(d))),
+      60_000,
+    )
     await new Promise((r) => setTimeout(r, 1_000))
     writeFileSync(gate, '')
     const [a, b] = await Promise.all([first, second])
     expect(b.code, b.stderr).toBe(3)
     expect(a.signal, `${a.stdout}${a.stderr}`).toBe('SIGKILL')
     expect(jsonEvents(a)).toContainEqual(expect.objectContaining({event: 'task', id: 'apply-configs', status: 'done'}))
-    expect(`${b.stdout}${b.stderr}`).toMatch(/node 127\.0\.0\.11 is already configured from another Talos secrets bundle: it refuses the talosconfig in \S*second-machine/)
+    expect(`${b.stdout}${b.stderr}`).toMatch(
+      /node 127\.0\.0\.11 is already configured from another Talos secrets bundle: it refuses the talosconfig in \S*second-machine/,
+    )
     // Every node runs the winner's bundle (its machine CA), and the cluster keeps that bundle.
-    const machineCa = (yamlText: string) => parseAllDocuments(yamlText).map((d) => d.toJS() as {machine?: {ca?: {crt?: string}}}).find((d) => d?.machine?.ca)?.machine?.ca?.crt
+    const machineCa = (yamlText: string) =>
+      parseAllDocuments(yamlText)
+        .map((d) => d.toJS() as {machine?: {ca?: {crt?: string}}})
+        .find((d) => d?.machine?.ca)?.machine?.ca?.crt
     const winnerCa = machineCa(readFileSync(join(h.stateDir, 'worker.yaml'), 'utf8'))
     expect(winnerCa).toBeTruthy()
     expect(machineCa(readFileSync(join(otherDir, 'worker.yaml'), 'utf8'))).not.toBe(winnerCa)
@@ -323,7 +369,9 @@ describe('ichor init refuses bad input before touching any node', () => {
     // A first run on this fresh cluster; the second starts once the first holds the Lease.
     let inside!: () => void
     const firstInside = new Promise<void>((r) => (inside = r))
-    const firstRun = runIchor([...h.initArgs, '--json'], h.env, {killOn: (e) => (e.event === 'task' && e.id === 'lease' && (e.status === 'done' || e.status === 'skipped') && inside(), false)})
+    const firstRun = runIchor([...h.initArgs, '--json'], h.env, {
+      killOn: (e) => (e.event === 'task' && e.id === 'lease' && (e.status === 'done' || e.status === 'skipped') && inside(), false),
+    })
     await firstInside
     const second = await runIchor([...h.initArgs], h.env)
     expect((await firstRun).code).toBe(0)

@@ -45,7 +45,10 @@ const CASES: Record<string, Case> = {
   'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'stack:sync': {args: () => ['--yes', ...stack()]},
   'stack:values:set': {args: () => ['argocd', '--yes', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
-  'stack:values:edit': {args: () => ['argocd', '--yes', ...stack()], env: () => editWith('argocd.yaml', 'server:\n  podAnnotations:\n    jsonContract: edited\n')},
+  'stack:values:edit': {
+    args: () => ['argocd', '--yes', ...stack()],
+    env: () => editWith('argocd.yaml', 'server:\n  podAnnotations:\n    jsonContract: edited\n'),
+  },
   'stack:promote': {args: () => ['argocd', '--yes', ...kubeconfig()]},
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
@@ -74,8 +77,14 @@ function expectContract(id: string, run: CliRun): void {
   expect(doc.schemaVersion, why).toBe(1)
   expect(doc.event, why).toBeUndefined()
   const onStderr = events(run.stderr)
-  expect(onStderr.find((e) => e.event === 'start'), why).toBeDefined()
-  expect(onStderr.find((e) => e.event === 'task'), why).toBeDefined()
+  expect(
+    onStderr.find((e) => e.event === 'start'),
+    why,
+  ).toBeDefined()
+  expect(
+    onStderr.find((e) => e.event === 'task'),
+    why,
+  ).toBeDefined()
   expect(onStderr.at(-1), why).toMatchObject({event: 'end', ok: true})
 }
 

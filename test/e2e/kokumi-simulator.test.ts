@@ -25,7 +25,18 @@ const SERVINGS = {...KOKUMI, plural: 'servings'}
 const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
 const MERGE = setHeaderOptions('Content-Type', 'application/merge-patch+json')
 
-type Obj = {metadata: {name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; resourceVersion?: string; creationTimestamp?: string}; spec?: any; status?: any}
+type Obj = {
+  metadata: {
+    name: string
+    namespace?: string
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    resourceVersion?: string
+    creationTimestamp?: string
+  }
+  spec?: any
+  status?: any
+}
 
 let cp: ControlPlane
 let registry: RunningRegistry
@@ -53,7 +64,13 @@ beforeAll(async () => {
   const controller = kokumiDocs.find((o) => o?.kind === 'Deployment' && o.metadata?.name === 'kokumi-controller-manager')
   await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({namespace: 'kokumi', body: controller})
   // No Argo CD workloads on this bare control plane: its controller is played as running.
-  sim = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint, intervalMs: 100, now: () => new Date((clock += 1000)), applicationController: 'assumed'})
+  sim = startStackSimulator({
+    kubeconfigPath: cp.kubeconfigPath,
+    registryEndpoint: registry.endpoint,
+    intervalMs: 100,
+    now: () => new Date((clock += 1000)),
+    applicationController: 'assumed',
+  })
 })
 
 afterAll(async () => {
@@ -63,13 +80,24 @@ afterAll(async () => {
 
 async function pushBundle(repository: string, tag: string, content: string): Promise<string> {
   const bundle = buildBundle([{path: 'manifest.yaml', content}])
-  const result = await publishBundle(new OciClient(registry.endpoint), {repository, tag, layer: bundle.layer, layerDigest: bundle.layerDigest, annotations: {source: 'https://example.invalid/ichor', version: tag}})
+  const result = await publishBundle(new OciClient(registry.endpoint), {
+    repository,
+    tag,
+    layer: bundle.layer,
+    layerDigest: bundle.layerDigest,
+    annotations: {source: 'https://example.invalid/ichor', version: tag},
+  })
   return result.manifestDigest
 }
 
 /** A 0.14.0 Order (spec.autoDeploy, not 0.17's promotion.mode). */
 function order(ns: string, name: string, version: string, autoDeploy: 'Enabled' | 'Disabled') {
-  return {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', metadata: {name, namespace: ns}, spec: {source: {oci: `oci://${KOKUMI_REGISTRY_HOST}/ichor/${name}`, version}, autoDeploy}}
+  return {
+    apiVersion: 'delivery.kokumi.dev/v1alpha1',
+    kind: 'Order',
+    metadata: {name, namespace: ns},
+    spec: {source: {oci: `oci://${KOKUMI_REGISTRY_HOST}/ichor/${name}`, version}, autoDeploy},
+  }
 }
 
 const get = async (api: typeof ORDERS, namespace: string, name: string): Promise<Obj | undefined> => {
@@ -92,16 +120,22 @@ function rendered(ns: string, name: string, version: string, notEqual?: string):
   return waitUntil(`Order ${ns}/${name} Ready at ${version}`, async () => {
     const o = await get(ORDERS, ns, name)
     const digest = o?.status?.latestArtifactDigest as string | undefined
-    return readyOf(o)?.status === 'True' && o?.spec.source.version === version && digest && digest !== notEqual ? {digest, preparation: o!.status.latestPreparationName as string} : undefined
+    return readyOf(o)?.status === 'True' && o?.spec.source.version === version && digest && digest !== notEqual
+      ? {digest, preparation: o!.status.latestPreparationName as string}
+      : undefined
   })
 }
 
 function servedAt(name: string, digest: string): Promise<Obj> {
-  return waitUntil(`Application argocd/${name} at ${digest}`, async () => {
-    const app = await getApplication(name)
-    return app?.spec?.source?.targetRevision === digest && app
-    // Seconds when the machine is idle; the whole suite on two CPUs has taken over 15 s.
-  }, {timeoutMs: 60_000})
+  return waitUntil(
+    `Application argocd/${name} at ${digest}`,
+    async () => {
+      const app = await getApplication(name)
+      return app?.spec?.source?.targetRevision === digest && app
+      // Seconds when the machine is idle; the whole suite on two CPUs has taken over 15 s.
+    },
+    {timeoutMs: 60_000},
+  )
 }
 
 async function settle(): Promise<void> {
@@ -123,7 +157,12 @@ async function preparationManifest(ns: string, name: string, digest: string): Pr
 /** Collects the watch events of one object until `stop()`. */
 async function watchObject(path: string, name: string): Promise<{events: {type: string; object: Obj}[]; stop: () => void}> {
   const events: {type: string; object: Obj}[] = []
-  const req = await new Watch(kc).watch(path, {fieldSelector: `metadata.name=${name}`}, (type, object) => events.push({type, object}), () => undefined)
+  const req = await new Watch(kc).watch(
+    path,
+    {fieldSelector: `metadata.name=${name}`},
+    (type, object) => events.push({type, object}),
+    () => undefined,
+  )
   return {events, stop: () => req.abort()}
 }
 
@@ -135,7 +174,7 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     // with a raw control character (libyaml: "control characters are not allowed"; the
     // yaml package reads it); then a good document that Kokumi never reaches.
     const bundle = [
-      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: rt-one   # the first\ndata:\n    quoted: \'yes\'\n    folded: >-\n        one\n        two\n',
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: rt-one   # the first\ndata:\n    quoted: 'yes'\n    folded: >-\n        one\n        two\n",
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: rt-two\ndata:\n    bell: "ring\x07"\n    raw: ring\x07\n',
       'apiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: rt-three\n',
     ].join('---\n')
@@ -170,7 +209,10 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     } finally {
       watch.stop()
     }
-    const phases = watch.events.map((e) => readyOf(e.object)).filter(Boolean).map((c) => `${c.status}/${c.reason}`)
+    const phases = watch.events
+      .map((e) => readyOf(e.object))
+      .filter(Boolean)
+      .map((c) => `${c.status}/${c.reason}`)
     expect(phases).toEqual(['Unknown/Processing', 'True/Ready'])
     const processing = watch.events.find((e) => readyOf(e.object)?.reason === 'Processing')!.object
     const ready = watch.events.find((e) => readyOf(e.object)?.reason === 'Ready')!.object
@@ -187,7 +229,11 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, '1.0.0-aaaaaaaaaaaa', 'Disabled')})
     const {preparation} = await rendered(ns, name, '1.0.0-aaaaaaaaaaaa')
     const prep = (await get(PREPARATIONS, ns, preparation))!
-    expect(prep.metadata.labels).toEqual({'delivery.kokumi.dev/order': name, 'delivery.kokumi.dev/version': '1.0.0-aaaaaaaaaaaa', 'delivery.kokumi.dev/auto-deploy': 'Disabled'})
+    expect(prep.metadata.labels).toEqual({
+      'delivery.kokumi.dev/order': name,
+      'delivery.kokumi.dev/version': '1.0.0-aaaaaaaaaaaa',
+      'delivery.kokumi.dev/auto-deploy': 'Disabled',
+    })
     // order_controller.go createPreparation: Ready as soon as it is created.
     expect(readyOf(prep)).toMatchObject({status: 'True', reason: 'Ready'})
     // autoDeploy is not a render input (hash.go): switching it renders nothing, so nothing is served.
@@ -206,7 +252,11 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     const first = await rendered(ns, name, '1.0.0-aaaaaaaaaaaa')
     await patchOrderSpec(ns, name, {source: {oci: `oci://${KOKUMI_REGISTRY_HOST}/ichor/${name}`, version: '1.0.0-bbbbbbbbbbbb'}})
     const second = await rendered(ns, name, '1.0.0-bbbbbbbbbbbb', first.digest)
-    const approve = (p: string) => custom.patchNamespacedCustomObject({...PREPARATIONS, namespace: ns, name: p, body: {metadata: {labels: {'delivery.kokumi.dev/approve-deploy': 'true'}}}}, MERGE)
+    const approve = (p: string) =>
+      custom.patchNamespacedCustomObject(
+        {...PREPARATIONS, namespace: ns, name: p, body: {metadata: {labels: {'delivery.kokumi.dev/approve-deploy': 'true'}}}},
+        MERGE,
+      )
     await approve(second.preparation)
     await servedAt(name, second.digest)
     // The older Preparation approved now (a second `stack promote` of an earlier render, or a person in the UI).
@@ -227,7 +277,11 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     const b = await rendered(ns, name, versions[1]!, a.digest)
     // Approve the one listed last first, then the other: the Serving ends at the one listed first.
     const [early, late] = [a, b].sort((x, y) => (x.preparation < y.preparation ? -1 : 1)) as [typeof a, typeof a]
-    const approve = (p: string) => custom.patchNamespacedCustomObject({...PREPARATIONS, namespace: ns, name: p, body: {metadata: {labels: {'delivery.kokumi.dev/approve-deploy': 'true'}}}}, MERGE)
+    const approve = (p: string) =>
+      custom.patchNamespacedCustomObject(
+        {...PREPARATIONS, namespace: ns, name: p, body: {metadata: {labels: {'delivery.kokumi.dev/approve-deploy': 'true'}}}},
+        MERGE,
+      )
     await approve(late.preparation)
     await servedAt(name, late.digest)
     await approve(early.preparation)
@@ -242,10 +296,16 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     // Back to the early one by hand, then a roll-out of the controller Deployment (its pod template changes).
     await custom.patchNamespacedCustomObject({...SERVINGS, namespace: ns, name, body: {spec: {preparationName: early.preparation}}}, MERGE)
     await servedAt(name, early.digest)
-    await kc.makeApiClient(AppsV1Api).patchNamespacedDeployment(
-      {namespace: 'kokumi', name: 'kokumi-controller-manager', body: {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date(0).toISOString()}}}}}},
-      MERGE,
-    )
+    await kc
+      .makeApiClient(AppsV1Api)
+      .patchNamespacedDeployment(
+        {
+          namespace: 'kokumi',
+          name: 'kokumi-controller-manager',
+          body: {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date(0).toISOString()}}}}},
+        },
+        MERGE,
+      )
     await servedAt(name, late.digest)
   })
 
@@ -291,7 +351,7 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     expect(second.digest).not.toBe(first.digest)
     expect(second.preparation).not.toBe(first.preparation)
     const again = await preparationManifest(ns, name, second.digest)
-    expect(again.yaml).toBe("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rr\n")
+    expect(again.yaml).toBe('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rr\n')
     expect(again.annotations['kokumi.dev/parent']).toBe(first.digest)
     await servedAt(name, second.digest)
   })

@@ -72,9 +72,7 @@ describe('serverSideApply', () => {
   })
 
   it('refuses a namespaced object without a namespace', async () => {
-    await expect(serverSideApply(kube, [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'x'}}])).rejects.toThrow(
-      /ConfigMap x has no namespace/,
-    )
+    await expect(serverSideApply(kube, [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'x'}}])).rejects.toThrow(/ConfigMap x has no namespace/)
   })
 
   it('dry run reports what would change and persists nothing', async () => {
@@ -200,7 +198,12 @@ describe('createIfAbsent', () => {
     expect(await createIfAbsent(kube, secret('first'))).toBe('created')
     const before = await getObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'ichor-kokumi-admin'})
     expect(await createIfAbsent(kube, secret('second'))).toBe('exists')
-    const after = await getObject<KubeObject & {data: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns, name: 'ichor-kokumi-admin'})
+    const after = await getObject<KubeObject & {data: Record<string, string>}>(kube, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: ns,
+      name: 'ichor-kokumi-admin',
+    })
     expect(Buffer.from(after!.data.password!, 'base64').toString()).toBe('first')
     expect(after!.metadata.resourceVersion).toBe(before!.metadata.resourceVersion)
   })
@@ -272,7 +275,10 @@ describe('strict field validation (fieldValidation=Strict on every apply and cre
 })
 
 describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () => {
-  const crdOf = (path: string) => parseAllDocuments(readFileSync(path, 'utf8')).map((d) => d.toJS() as KubeObject).find((o) => o?.kind === 'CustomResourceDefinition')!
+  const crdOf = (path: string) =>
+    parseAllDocuments(readFileSync(path, 'utf8'))
+      .map((d) => d.toJS() as KubeObject)
+      .find((o) => o?.kind === 'CustomResourceDefinition')!
   const applyCrd = async (crd: KubeObject) => {
     await serverSideApply(kube, [crd], {force: true})
   }
@@ -281,11 +287,18 @@ describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () =>
     await applyCrd(crdOf(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`))
     expect(await readKokumiOrderApi(kube)).toEqual({field: 'autoDeploy'})
     const ns = await namespace('argocd')
-    const order = buildOrder({component: 'argocd', repository: 'oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd', tag: '10.1.1-0123456789ab', promotion: 'Automatic'})
+    const order = buildOrder({
+      component: 'argocd',
+      repository: 'oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd',
+      tag: '10.1.1-0123456789ab',
+      promotion: 'Automatic',
+    })
     // The ADR's shape is refused by the real 0.14.0 API (strict validation names the field).
     await expect(serverSideApply(kube, [order])).rejects.toThrow(/\.spec\.promotion: field not declared in schema/)
     await serverSideApply(kube, [shapeOrder(order, {field: 'autoDeploy'})])
-    expect(((await getObject<KubeObject & {spec: unknown}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'}))!).spec).toMatchObject({autoDeploy: 'Enabled'})
+    expect(
+      (await getObject<KubeObject & {spec: unknown}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'}))!.spec,
+    ).toMatchObject({autoDeploy: 'Enabled'})
     await deleteObject(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'})
 
     await applyCrd(crdOf(KOKUMI_017_ORDER_CRD_FIXTURE))
@@ -301,10 +314,17 @@ describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () =>
     await namespace('kokumi')
     // (An earlier test applied the real manifest: its Deployment names 0.14.0.)
     await deleteObject(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'kokumi-controller-manager', namespace: 'kokumi'})
-    await serverSideApply(kube, [{
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'kokumi-controller-manager', namespace: 'kokumi'},
-      spec: {selector: {matchLabels: {a: 'b'}}, template: {metadata: {labels: {a: 'b'}}, spec: {containers: [{name: 'manager', image: 'ghcr.io/kokumi-dev/kokumi:0.99.0'}]}}},
-    } as KubeObject])
+    await serverSideApply(kube, [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: {name: 'kokumi-controller-manager', namespace: 'kokumi'},
+        spec: {
+          selector: {matchLabels: {a: 'b'}},
+          template: {metadata: {labels: {a: 'b'}}, spec: {containers: [{name: 'manager', image: 'ghcr.io/kokumi-dev/kokumi:0.99.0'}]}},
+        },
+      } as KubeObject,
+    ])
     const error = (await readKokumiOrderApi(kube).catch((e: unknown) => e)) as IchorError
     expect(error).toBeInstanceOf(IchorError)
     expect(error.message).toMatch(/installed Kokumi \(0\.99\.0\).*neither spec\.autoDeploy nor spec\.promotion\.mode/)

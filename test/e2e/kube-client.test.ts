@@ -95,7 +95,9 @@ describe('connectKube', () => {
     })
     const error = await connectKube({kubeconfig: file}).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(KubeUnreachableError)
-    expect((error as Error).message).toMatch(new RegExp(`^cannot reach the Kubernetes API server https://127\\.0\\.0\\.1:${port} \\(context "[^"]+"\\): ECONNREFUSED`))
+    expect((error as Error).message).toMatch(
+      new RegExp(`^cannot reach the Kubernetes API server https://127\\.0\\.0\\.1:${port} \\(context "[^"]+"\\): ECONNREFUSED`),
+    )
   })
 
   it('authenticates with a tokenFile relative to the kubeconfig', async () => {
@@ -123,7 +125,13 @@ console.log(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1', kind:
     const file = variant('exec-plugin', (doc) => {
       for (const u of doc.users as Array<{user: Record<string, unknown>}>) {
         u.user = {
-          exec: {apiVersion: 'client.authentication.k8s.io/v1', interactiveMode: 'Never', command: process.execPath, args: [plugin], env: [{name: 'ADMIN_TOKEN', value: cp.token}]},
+          exec: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            interactiveMode: 'Never',
+            command: process.execPath,
+            args: [plugin],
+            env: [{name: 'ADMIN_TOKEN', value: cp.token}],
+          },
         }
       }
     })
@@ -134,7 +142,13 @@ console.log(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1', kind:
 
     const failing = variant('exec-failing', (doc) => {
       for (const u of doc.users as Array<{user: Record<string, unknown>}>) {
-        u.user = {exec: {apiVersion: 'client.authentication.k8s.io/v1beta1', command: process.execPath, args: ['-e', 'console.error("login required"); process.exit(1)']}}
+        u.user = {
+          exec: {
+            apiVersion: 'client.authentication.k8s.io/v1beta1',
+            command: process.execPath,
+            args: ['-e', 'console.error("login required"); process.exit(1)'],
+          },
+        }
       }
     })
     await expect(connectKube({kubeconfig: failing})).rejects.toThrow(
@@ -176,9 +190,7 @@ describe('openRegistryEndpoint', () => {
       },
     ])
     const pending = await openRegistryEndpoint(kube).catch((e: unknown) => e)
-    expect((pending as Error).message).toBe(
-      'no running Kokumi registry pod (label app=registry) in namespace kokumi; found kokumi-registry-abc (Pending)',
-    )
+    expect((pending as Error).message).toBe('no running Kokumi registry pod (label app=registry) in namespace kokumi; found kokumi-registry-abc (Pending)')
   })
 
   it('with a Running pod, opens a Unix socket only this user can reach and removes it on close (forwarding itself needs a kubelet)', async () => {

@@ -31,7 +31,12 @@ const micro = (ms: number): string => new Date(ms).toISOString().replace(/\.(\d{
 
 /** Writes the lease as some other holder would have left it. */
 async function plantLease(holder: string, renewedMsAgo: number, durationSeconds = 30): Promise<void> {
-  const spec = {holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: micro(Date.now() - 600_000), renewTime: micro(Date.now() - renewedMsAgo)}
+  const spec = {
+    holderIdentity: holder,
+    leaseDurationSeconds: durationSeconds,
+    acquireTime: micro(Date.now() - 600_000),
+    renewTime: micro(Date.now() - renewedMsAgo),
+  }
   await kube.request('PATCH', leaseUrl, {
     body: {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: {name: 'ichor-lock', namespace: 'ichor-system'}, spec},
     contentType: 'application/apply-patch+yaml',

@@ -142,10 +142,17 @@ describe('rollout rules (kubectl rollout status)', () => {
     const sts = (status: object, spec: object = {replicas: 2}) => ({apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: meta, spec, status})
     expect(statefulSetRolloutState(sts({observedGeneration: 0})).state).toBe('spec update not yet observed')
     expect(statefulSetRolloutState(sts({observedGeneration: 3, readyReplicas: 1})).state).toBe('1 of 2 pods ready')
-    expect(statefulSetRolloutState(sts({observedGeneration: 3, readyReplicas: 2, updateRevision: 'b', currentRevision: 'a', updatedReplicas: 1})).done).toBe(false)
+    expect(statefulSetRolloutState(sts({observedGeneration: 3, readyReplicas: 2, updateRevision: 'b', currentRevision: 'a', updatedReplicas: 1})).done).toBe(
+      false,
+    )
     expect(statefulSetRolloutState(sts({observedGeneration: 3, readyReplicas: 2, updateRevision: 'b', currentRevision: 'b'})).done).toBe(true)
     expect(
-      statefulSetRolloutState(sts({observedGeneration: 3, readyReplicas: 2, updatedReplicas: 1}, {replicas: 2, updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 1}}})).done,
+      statefulSetRolloutState(
+        sts(
+          {observedGeneration: 3, readyReplicas: 2, updatedReplicas: 1},
+          {replicas: 2, updateStrategy: {type: 'RollingUpdate', rollingUpdate: {partition: 1}}},
+        ),
+      ).done,
     ).toBe(true)
   })
 })

@@ -16,7 +16,18 @@ import {nodeConfig} from '../harness/dump.js'
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; message?: string; error?: string}
 const INVENTORY = '/api/v1/namespaces/kube-system/configmaps/talos-bootstrap-manifests-inventory'
 const CILIUM_CONFIG_KEY = 'kube-system_cilium-config__ConfigMap'
-const STEPS = ['lease', 'check-versions', 'talos-dry-run', 'talos-upgrade-k8s', 'verify-cilium-objects', 'verify-inventory', 'wait-operator', 'wait-agents', 'wait-applications', 'record-version']
+const STEPS = [
+  'lease',
+  'check-versions',
+  'talos-dry-run',
+  'talos-upgrade-k8s',
+  'verify-cilium-objects',
+  'verify-inventory',
+  'wait-operator',
+  'wait-agents',
+  'wait-applications',
+  'record-version',
+]
 
 describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)', () => {
   let h: HarnessCluster
@@ -35,7 +46,12 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
   const state = async () => {
     await h.nodes.manifestRunsDone()
     const images = Object.fromEntries(
-      [...h.controlPlanes, ...h.workers].map((ip) => [ip, [...nodeConfig(h, ip).matchAll(/image: (?:registry\.k8s\.io|ghcr\.io\/siderolabs)\/(kube-[a-z-]+|kubelet):v(\S+)/g)].map((m) => `${m[1]}:${m[2]}`).sort()]),
+      [...h.controlPlanes, ...h.workers].map((ip) => [
+        ip,
+        [...nodeConfig(h, ip).matchAll(/image: (?:registry\.k8s\.io|ghcr\.io\/siderolabs)\/(kube-[a-z-]+|kubelet):v(\S+)/g)]
+          .map((m) => `${m[1]}:${m[2]}`)
+          .sort(),
+      ]),
     )
     const [cr, cm, ds, inventory] = await Promise.all([
       readInstallation(kube),
@@ -58,7 +74,7 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
   }, 600_000)
   afterAll(async () => h?.stop())
 
-  it('a two-minor jump, a target outside Talos v1.14\'s range and a bad version are refused before anything runs (exit 2, nothing changed)', async () => {
+  it("a two-minor jump, a target outside Talos v1.14's range and a bad version are refused before anything runs (exit 2, nothing changed)", async () => {
     const before = await state()
     expect(h.controlPlanes.map(versionOf)).toEqual(['1.32.0'])
     for (const [to, message] of [
@@ -69,18 +85,27 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
       const run = await cli(['--to', to, '--yes', '--json'])
       expect(run.code, show(run)).toBe(2)
       expect(failure(run)).toMatch(message)
-      expect(events(run).find((e) => e.event === 'start'), 'no plan started').toBeUndefined()
+      expect(
+        events(run).find((e) => e.event === 'start'),
+        'no plan started',
+      ).toBeUndefined()
     }
     expect(await state()).toEqual(before)
   }, 120_000)
 
-  it("an inventory that still lists a Cilium object (made by hand) is refused naming it, before talosctl changes anything", async () => {
+  it('an inventory that still lists a Cilium object (made by hand) is refused naming it, before talosctl changes anything', async () => {
     await setInventoryKey(CILIUM_CONFIG_KEY, true)
     const before = await state()
     const run = await cli(['--to', '1.33.0', '--yes', '--json'])
     expect(run.code, show(run)).toBe(1)
-    expect(failure(run)).toMatch(/talosctl upgrade-k8s would prune or change 1 object\(s\) Talos must leave alone: Pruned ConfigMap\/kube-system\/cilium-config \(the Cilium release kube-system\/cilium\)/)
-    expect(events(run).filter((e) => e.event === 'task' && e.status === 'failed').map((e) => e.id)).toEqual(['talos-dry-run'])
+    expect(failure(run)).toMatch(
+      /talosctl upgrade-k8s would prune or change 1 object\(s\) Talos must leave alone: Pruned ConfigMap\/kube-system\/cilium-config \(the Cilium release kube-system\/cilium\)/,
+    )
+    expect(
+      events(run)
+        .filter((e) => e.event === 'task' && e.status === 'failed')
+        .map((e) => e.id),
+    ).toEqual(['talos-dry-run'])
     expect(await state()).toEqual(before)
     await setInventoryKey(CILIUM_CONFIG_KEY, false)
   }, 180_000)
@@ -91,7 +116,9 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
     const run = await cli(['--to', '1.33.0', '--yes', '--json'])
     expect(run.code, show(run)).toBe(0)
     expect(events(run).find((e) => e.event === 'start')).toMatchObject({tasks: STEPS.map((id) => expect.objectContaining({id}))})
-    expect(events(run).some((e) => e.event === 'progress' && e.id === 'talos-upgrade-k8s' && /update kube-apiserver: 1\.32\.0 -> 1\.33\.0/.test(e.message ?? ''))).toBe(true)
+    expect(
+      events(run).some((e) => e.event === 'progress' && e.id === 'talos-upgrade-k8s' && /update kube-apiserver: 1\.32\.0 -> 1\.33\.0/.test(e.message ?? '')),
+    ).toBe(true)
     upgraded = await state()
     expect(upgraded.images).toEqual({
       [h.controlPlanes[0]!]: ['kube-apiserver:1.33.0', 'kube-controller-manager:1.33.0', 'kube-proxy:1.33.0', 'kube-scheduler:1.33.0', 'kubelet:1.33.0'],
@@ -131,7 +158,10 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
   it('SIGKILL at every boundary of 1.33.0 to 1.33.1 (inside talosctl too), each run resuming the last: the reruns converge, and one more changes nothing', async () => {
     const boundaries: [string, (e: Event) => boolean][] = [
       ...STEPS.slice(1, 4).map((id): [string, (e: Event) => boolean] => [`before ${id}`, (e) => e.event === 'task' && e.id === id && e.status === 'checking']),
-      ['inside talosctl upgrade-k8s, after its first config patch', (e) => e.event === 'progress' && e.id === 'talos-upgrade-k8s' && /machine configuration patched/.test(e.message ?? '')],
+      [
+        'inside talosctl upgrade-k8s, after its first config patch',
+        (e) => e.event === 'progress' && e.id === 'talos-upgrade-k8s' && /machine configuration patched/.test(e.message ?? ''),
+      ],
       ...STEPS.slice(4).map((id): [string, (e: Event) => boolean] => [`before ${id}`, (e) => e.event === 'task' && e.id === id && e.status === 'checking']),
     ]
     for (const [name, killOn] of boundaries) {
@@ -141,7 +171,13 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
     const rerun = await cli(['--to', '1.33.1', '--yes', '--json'])
     expect(rerun.code, show(rerun)).toBe(0)
     const after = await state()
-    expect(after.images[h.controlPlanes[0]!]).toEqual(['kube-apiserver:1.33.1', 'kube-controller-manager:1.33.1', 'kube-proxy:1.33.1', 'kube-scheduler:1.33.1', 'kubelet:1.33.1'])
+    expect(after.images[h.controlPlanes[0]!]).toEqual([
+      'kube-apiserver:1.33.1',
+      'kube-controller-manager:1.33.1',
+      'kube-proxy:1.33.1',
+      'kube-scheduler:1.33.1',
+      'kubelet:1.33.1',
+    ])
     expect(after.images[h.workers[0]!]).toEqual(['kubelet:1.33.1'])
     expect(after.recorded).toEqual({version: '1.33.1', upgradedTo: '1.33.1'})
     expect({cilium: after.cilium, inventory: after.inventory}).toEqual({cilium: upgraded.cilium, inventory: upgraded.inventory})
@@ -153,7 +189,11 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
 
   it('the control: the same hand-made inventory key, then plain talosctl upgrade-k8s prunes the Cilium object', async () => {
     await setInventoryKey(CILIUM_CONFIG_KEY, true)
-    const r = spawnSync(h.env.ICHOR_TALOSCTL!, ['upgrade-k8s', '--to', '1.33.1', '--nodes', h.controlPlanes[0]!, '--endpoints', h.controlPlanes[0]!, '--talosconfig', join(h.stateDir, 'talosconfig')], {env: h.env, encoding: 'utf8'})
+    const r = spawnSync(
+      h.env.ICHOR_TALOSCTL!,
+      ['upgrade-k8s', '--to', '1.33.1', '--nodes', h.controlPlanes[0]!, '--endpoints', h.controlPlanes[0]!, '--talosconfig', join(h.stateDir, 'talosconfig')],
+      {env: h.env, encoding: 'utf8'},
+    )
     expect(r.status, r.stderr).toBe(0)
     expect(await getObject(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: 'kube-system', name: 'cilium-config'})).toBeUndefined()
   }, 60_000)

@@ -50,7 +50,13 @@ describe('the registry tunnel', () => {
   it('carries the OCI client: a bundle pushed through it is in the registry', async () => {
     const client = new OciClient(tunnel.endpoint, {fetch: tunnel.fetch})
     const bundle = buildBundle([{path: 'manifest.yaml', content: 'kind: ConfigMap\n'}])
-    const pushed = await publishBundle(client, {repository: 'ichor/tunnel-test', tag: 't1', layer: bundle.layer, layerDigest: bundle.layerDigest, annotations: {source: 'oci://test/ichor/tunnel-test', version: 't1'}})
+    const pushed = await publishBundle(client, {
+      repository: 'ichor/tunnel-test',
+      tag: 't1',
+      layer: bundle.layer,
+      layerDigest: bundle.layerDigest,
+      annotations: {source: 'oci://test/ichor/tunnel-test', version: 't1'},
+    })
     expect((await new OciClient(registry.endpoint).headManifest('ichor/tunnel-test', 't1'))?.digest).toBe(pushed.manifestDigest)
   })
 

@@ -26,7 +26,14 @@ beforeAll(async () => {
   cp = await startControlPlane({controllers: false})
   const kube = await connectKube({kubeconfig: cp.kubeconfigPath})
   await writeInstallationSpec(kube, {
-    talos: {clusterName: 'x', endpoint: 'https://192.0.2.10:6443', talosVersion: 'v1.14.1', kubernetesVersion: '1.36.3', controlPlanes: ['192.0.2.10'], workers: []},
+    talos: {
+      clusterName: 'x',
+      endpoint: 'https://192.0.2.10:6443',
+      talosVersion: 'v1.14.1',
+      kubernetesVersion: '1.36.3',
+      controlPlanes: ['192.0.2.10'],
+      workers: [],
+    },
     cni: {kubeProxy: 'replaced', tunnel: 'vxlan', cilium: {values: {}}},
     stack: {promotion: 'Automatic', argocd: {values: {}}, kokumi: {values: {}}},
   } as never)
@@ -75,11 +82,22 @@ function fromFirstRequest(args: string[]): Promise<{code: number | null; stdout:
 describe('a registry that answers one byte a second', () => {
   it(`ichor stack status --registry-endpoint … --request-timeout ${TIMEOUT_S}s: exit 1 after the timeout, once per request, naming the registry and the time waited`, async () => {
     const before = requestLines.length
-    const r = await fromFirstRequest(['stack', 'status', '--kubeconfig', cp.kubeconfigPath, '--registry-endpoint', `http://127.0.0.1:${registryPort}`, '--request-timeout', `${TIMEOUT_S}s`])
+    const r = await fromFirstRequest([
+      'stack',
+      'status',
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      '--registry-endpoint',
+      `http://127.0.0.1:${registryPort}`,
+      '--request-timeout',
+      `${TIMEOUT_S}s`,
+    ])
     const why = `${r.ms} ms from the first request\n${r.stdout}\n${r.stderr}`
     expect(r.code, why).toBe(1)
     expect(r.ms, why).toBeLessThan(BOUND_MS)
-    const m = new RegExp(`Unable to connect to the registry 127\\.0\\.0\\.1:${registryPort}: request timed out after (\\d+\\.\\d)s \\(HEAD /v2/ichor/(argocd|kokumi)/manifests/r1\\)`).exec(r.stderr)
+    const m = new RegExp(
+      `Unable to connect to the registry 127\\.0\\.0\\.1:${registryPort}: request timed out after (\\d+\\.\\d)s \\(HEAD /v2/ichor/(argocd|kokumi)/manifests/r1\\)`,
+    ).exec(r.stderr)
     expect(m, why).not.toBeNull()
     expect(Number(m![1])).toBeGreaterThanOrEqual(TIMEOUT_S)
     expect(Number(m![1]) * 1000).toBeLessThan(BOUND_MS)

@@ -44,7 +44,10 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     const liftRegistry = h.pods.hold((pod) => {
       if (!ownedBy(pod, 'ReplicaSet', /^kokumi-registry-/) || listed) return false
       listing ??= listObjects(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})
-        .then((list) => void (policiesBeforeRegistry = list.map((p) => p.metadata.name).sort()), () => void (policiesBeforeRegistry = []))
+        .then(
+          (list) => void (policiesBeforeRegistry = list.map((p) => p.metadata.name).sort()),
+          () => void (policiesBeforeRegistry = []),
+        )
         .finally(() => void (listed = true))
       return true
     })
@@ -54,9 +57,18 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // And the Talos bundle put back as an older ichor kept it: plaintext keys, no format annotation
     sealedByFirstRun = await talosSecret()
     if (sealedByFirstRun) {
-      const data = {'secrets.yaml': readFileSync(join(h.stateDir, 'secrets.yaml')).toString('base64'), talosconfig: readFileSync(join(h.stateDir, 'talosconfig')).toString('base64')}
+      const data = {
+        'secrets.yaml': readFileSync(join(h.stateDir, 'secrets.yaml')).toString('base64'),
+        talosconfig: readFileSync(join(h.stateDir, 'talosconfig')).toString('base64'),
+      }
       await kube.request('PUT', '/api/v1/namespaces/ichor-system/secrets/ichor-talos', {
-        body: {apiVersion: 'v1', kind: 'Secret', type: 'Opaque', metadata: {name: 'ichor-talos', namespace: 'ichor-system', resourceVersion: sealedByFirstRun.metadata.resourceVersion}, data},
+        body: {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          type: 'Opaque',
+          metadata: {name: 'ichor-talos', namespace: 'ichor-system', resourceVersion: sealedByFirstRun.metadata.resourceVersion},
+          data,
+        },
       })
     }
     // When it is run again, and then a third time
@@ -71,7 +83,11 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
   }
 
   it("Kokumi's network policies are in place before its registry can get ready", () => {
-    expect(policiesBeforeRegistry).toEqual(policiesFor('kokumi').map((p) => p.metadata.name).sort())
+    expect(policiesBeforeRegistry).toEqual(
+      policiesFor('kokumi')
+        .map((p) => p.metadata.name)
+        .sort(),
+    )
   })
 
   it('the failed run created the password but could not show it', async () => {
@@ -103,7 +119,11 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
 
   const passphrase = () => readFileSync(h.stateKeyFile, 'utf8').trim()
   const talosValues = () => {
-    const secrets = parseYaml(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')) as {cluster: {secret: string}; secrets: {bootstraptoken: string}; trustdinfo: {token: string}}
+    const secrets = parseYaml(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')) as {
+      cluster: {secret: string}
+      secrets: {bootstraptoken: string}
+      trustdinfo: {token: string}
+    }
     return [secrets.trustdinfo.token, secrets.secrets.bootstraptoken, secrets.cluster.secret]
   }
   const expectSealed = (secret: Obj | undefined) => {
@@ -120,7 +140,9 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
   })
 
   it("an older ichor's plaintext copy is read without the passphrase and re-written sealed by the next run, which says so", async () => {
-    const progress = jsonEvents(second).filter((e) => e.event === 'progress' && e.id === 'state-in-cluster').map((e) => e.message)
+    const progress = jsonEvents(second)
+      .filter((e) => e.event === 'progress' && e.id === 'state-in-cluster')
+      .map((e) => e.message)
     expect(progress).toEqual(['ichor-system/ichor-talos was in plaintext (an older ichor wrote it): re-written encrypted with age'])
     expectSealed(await talosSecret())
     expect(jsonEvents(third).find((e) => e.event === 'task' && e.id === 'state-in-cluster' && e.status === 'skipped')).toBeDefined()
@@ -138,7 +160,9 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // Given a wrong passphrase, Then exit 2 naming the Secret, nothing written anywhere
     const wrong = await runIchor(args, {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
     expect(wrong.code, wrong.stderr).toBe(2)
-    expect(`${wrong.stdout}${wrong.stderr}`).toContain(`the passphrase from ICHOR_STATE_PASSPHRASE_FILE=${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`)
+    expect(`${wrong.stdout}${wrong.stderr}`).toContain(
+      `the passphrase from ICHOR_STATE_PASSPHRASE_FILE=${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`,
+    )
     expect(`${wrong.stdout}${wrong.stderr}`).not.toContain('not the passphrase')
     expect(existsSync(laptop)).toBe(false)
     expect((await talosSecret())?.metadata.resourceVersion).toBe(before?.metadata.resourceVersion)
@@ -146,7 +170,11 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // Given the passphrase (as the flag this time), Then the state folder is restored from the cluster
     const right = await runIchor([...args, '--state-passphrase-file', h.stateKeyFile], {...h.env, ICHOR_STATE_PASSPHRASE_FILE: wrongFile})
     expect(right.code, `${right.stderr}\n${right.stdout.slice(-2000)}`).toBe(0)
-    expect(jsonEvents(right).filter((e) => e.event === 'progress' && e.id === 'talos-secrets').map((e) => e.message)).toEqual(['restored from the cluster'])
+    expect(
+      jsonEvents(right)
+        .filter((e) => e.event === 'progress' && e.id === 'talos-secrets')
+        .map((e) => e.message),
+    ).toEqual(['restored from the cluster'])
     // The same secrets; the talosconfig is re-issued by talosctl gen config from them, under the same CA.
     expect(readFileSync(join(laptop, 'secrets.yaml'), 'utf8')).toBe(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8'))
     const caOf = (dir: string) => (parseYaml(readFileSync(join(dir, 'talosconfig'), 'utf8')) as {contexts: Record<string, {ca: string}>}).contexts.e2e?.ca
@@ -166,7 +194,9 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     const wrongFile = join(dirname(h.stateDir), 'wrong-passphrase')
     const wrong = await runIchor([...args, '--state-passphrase-file', wrongFile], noPassphrase)
     expect(wrong.code, wrong.stderr).toBe(2)
-    expect(`${wrong.stdout}${wrong.stderr}`).toContain(`the passphrase from --state-passphrase-file ${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`)
+    expect(`${wrong.stdout}${wrong.stderr}`).toContain(
+      `the passphrase from --state-passphrase-file ${wrongFile} does not decrypt ichor-system/ichor-talos; nothing was changed`,
+    )
     for (const run of [none, wrong]) expect(jsonEvents(run).filter((e) => e.event === 'task' && e.status !== 'checking')).toEqual([])
   })
 
@@ -183,16 +213,36 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // Theirs keeps Kokumi's objects and adds one: Argo CD prunes what a bundle drops (Kokumi's
     // Applications ask for it), so a bundle of the ConfigMap alone would delete Kokumi itself.
     const layerDigest = ((await oci.getManifest('ichor/kokumi', order.spec.source.version)).manifest as {layers: {digest: string}[]}).layers[0]!.digest
-    const ours = untarSync(await oci.getBlob('ichor/kokumi', layerDigest), 'kokumi bundle').get('manifest.yaml')!.toString('utf8')
-    const foreign = buildBundle([{path: 'manifest.yaml', content: `${ours.replace(/\n*$/, '\n')}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n`}])
-    const moved = await publishBundle(oci, {repository: 'ichor/kokumi', tag: order.spec.source.version, layer: foreign.layer, layerDigest: foreign.layerDigest, annotations: {source: order.spec.source.oci, version: order.spec.source.version}})
+    const ours = untarSync(await oci.getBlob('ichor/kokumi', layerDigest), 'kokumi bundle')
+      .get('manifest.yaml')!
+      .toString('utf8')
+    const foreign = buildBundle([
+      {path: 'manifest.yaml', content: `${ours.replace(/\n*$/, '\n')}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: kokumi\n`},
+    ])
+    const moved = await publishBundle(oci, {
+      repository: 'ichor/kokumi',
+      tag: order.spec.source.version,
+      layer: foreign.layer,
+      layerDigest: foreign.layerDigest,
+      annotations: {source: order.spec.source.oci, version: order.spec.source.version},
+    })
     expect(moved.manifestDigest).not.toBe(pushed)
-    await kube.request('PATCH', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders/kokumi/status', {body: {status: {latestConfigHash: null}}, contentType: 'application/merge-patch+json'})
+    await kube.request('PATCH', '/apis/delivery.kokumi.dev/v1alpha1/namespaces/kokumi/orders/kokumi/status', {
+      body: {status: {latestConfigHash: null}},
+      contentType: 'application/merge-patch+json',
+    })
     const deadline = Date.now() + 180_000
     for (;;) {
       const [o, app] = [await readOrder(), await readApp()]
       const served = app?.status?.sync?.revision
-      if (served && served !== servedBefore && served === o?.status?.latestArtifactDigest && app?.status?.sync?.status === 'Synced' && app.status.health?.status === 'Healthy') break
+      if (
+        served &&
+        served !== servedBefore &&
+        served === o?.status?.latestArtifactDigest &&
+        app?.status?.sync?.status === 'Synced' &&
+        app.status.health?.status === 'Healthy'
+      )
+        break
       if (Date.now() > deadline) throw new Error(`Kokumi did not serve the foreign render: Application at ${served}`)
       await new Promise((resolve) => setTimeout(resolve, 500))
     }

@@ -2,14 +2,7 @@
 // harness apiserver and the real distribution registry, with the real Argo CD CRDs (from the
 // upstream chart, rendered by the real helm) and the Kokumi 0.17 manifest test fixture (its
 // CRDs and its controller Deployment, whose image names the version the simulator follows).
-import {
-  ApiextensionsV1Api,
-  AppsV1Api,
-  CustomObjectsApi,
-  setHeaderOptions,
-  type KubeConfig,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node'
+import {ApiextensionsV1Api, AppsV1Api, CustomObjectsApi, setHeaderOptions, type KubeConfig, type V1CustomResourceDefinition} from '@kubernetes/client-node'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -42,7 +35,11 @@ let custom: CustomObjectsApi
 let sim: StackSimulator
 let fixtureDir: string
 
-type Obj = {metadata: {name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string>; resourceVersion?: string}; spec?: any; status?: any}
+type Obj = {
+  metadata: {name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string>; resourceVersion?: string}
+  spec?: any
+  status?: any
+}
 
 beforeAll(async () => {
   fixtureDir = mkdtempSync(join(tmpdir(), 'ichor-sim-fixture-'))
@@ -58,7 +55,9 @@ beforeAll(async () => {
   expect(argoCrds.map((c) => c.metadata!.name).sort()).toEqual(['applications.argoproj.io', 'applicationsets.argoproj.io', 'appprojects.argoproj.io'])
   // The Kokumi CRDs (Order from the 0.17 fixture) and its controller Deployment from the manifest fixture.
   const kokumiDocs = parseAllDocuments(readFileSync(kokumi017ManifestFixture(fixtureDir), 'utf8')).map((d) => d.toJS() as any)
-  const kokumiCrds = kokumiDocs.filter((o): o is V1CustomResourceDefinition => o?.kind === 'CustomResourceDefinition' && o.metadata?.name.endsWith('.delivery.kokumi.dev'))
+  const kokumiCrds = kokumiDocs.filter(
+    (o): o is V1CustomResourceDefinition => o?.kind === 'CustomResourceDefinition' && o.metadata?.name.endsWith('.delivery.kokumi.dev'),
+  )
   expect(kokumiCrds.map((c) => c.metadata!.name)).toContain(ORDER_CRD_NAME)
   for (const crd of [...argoCrds, ...kokumiCrds]) await createCrdRaw(kc, crd)
   for (const crd of [...argoCrds, ...kokumiCrds]) await waitForCrdEstablished(kc, crd.metadata!.name!)
@@ -113,7 +112,12 @@ async function getApplication(name: string): Promise<Obj | undefined> {
 
 async function setOrderVersion(namespace: string, name: string, version: string): Promise<void> {
   const current = await getOrder(namespace, name)
-  await custom.replaceNamespacedCustomObject({...ORDERS, namespace, name, body: {...current, spec: {...current.spec, source: {...current.spec.source, version}}}})
+  await custom.replaceNamespacedCustomObject({
+    ...ORDERS,
+    namespace,
+    name,
+    body: {...current, spec: {...current.spec, source: {...current.spec.source, version}}},
+  })
 }
 
 const readyCondition = (o: Obj) => (o.status?.conditions as any[] | undefined)?.find((c) => c.type === 'Ready')
@@ -155,7 +159,8 @@ describe('Kokumi 0.17 manifest test fixture', () => {
     expect(at).toBeGreaterThan(-1)
     for (let i = 0; i < upstream.length; i++) {
       // Byte for byte but the image tags, which name the fixture's version.
-      if (i !== at) expect(fixture[i]).toEqual(JSON.parse(JSON.stringify(upstream[i]).replaceAll('ghcr.io/kokumi-dev/kokumi:0.14.0', 'ghcr.io/kokumi-dev/kokumi:0.17.0')))
+      if (i !== at)
+        expect(fixture[i]).toEqual(JSON.parse(JSON.stringify(upstream[i]).replaceAll('ghcr.io/kokumi-dev/kokumi:0.14.0', 'ghcr.io/kokumi-dev/kokumi:0.17.0')))
     }
     expect(text).not.toContain('ghcr.io/kokumi-dev/kokumi:0.14.0')
     const orderCrd = fixture[at]
@@ -206,9 +211,21 @@ describe('Kokumi/Argo CD status simulator', () => {
     expect(readyCondition(ready)).toMatchObject({status: 'True', reason: 'Ready', lastTransitionTime: '1970-01-01T00:00:00Z'})
     expect(ready.status).toMatchObject({latestArtifactDigest: first, latestPreparationName: `${name}-${first.slice(7, 19)}`, observedGeneration: 1})
     // Kokumi's objects between the Order and the Application: the Preparation and the Serving.
-    const serving = (await custom.getNamespacedCustomObject({group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'servings', namespace: ns, name})) as Obj
+    const serving = (await custom.getNamespacedCustomObject({
+      group: 'delivery.kokumi.dev',
+      version: 'v1alpha1',
+      plural: 'servings',
+      namespace: ns,
+      name,
+    })) as Obj
     expect(serving.spec).toEqual({orderName: name, preparationName: `${name}-${first.slice(7, 19)}`, preparationPolicy: {type: 'Automatic'}})
-    const preparation = (await custom.getNamespacedCustomObject({group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'preparations', namespace: ns, name: `${name}-${first.slice(7, 19)}`})) as Obj
+    const preparation = (await custom.getNamespacedCustomObject({
+      group: 'delivery.kokumi.dev',
+      version: 'v1alpha1',
+      plural: 'preparations',
+      namespace: ns,
+      name: `${name}-${first.slice(7, 19)}`,
+    })) as Obj
     // Artifact.Signed is `json:"signed,omitempty"` (api/v1alpha1/preparation_types.go 85): false is not written.
     expect(preparation.spec.artifact).toEqual({ociRef: `oci://${KOKUMI_REGISTRY_HOST}/${ns}/${name}@${first}`, digest: first})
 
@@ -226,15 +243,14 @@ describe('Kokumi/Argo CD status simulator', () => {
     const moved = await waitHealthyAt(name, second)
     expect(moved.spec.source.targetRevision).toBe(second)
     expect(sim.events.filter((e) => e.startsWith(`Application argocd/${name} `))).toEqual(
-      expect.arrayContaining([
-        `Application argocd/${name} created at ${first}`,
-        `Application argocd/${name} updated to ${second}`,
-      ]),
+      expect.arrayContaining([`Application argocd/${name} created at ${first}`, `Application argocd/${name} updated to ${second}`]),
     )
     // Kokumi replaces the Application with a full Update (serving_controller.go 288-290): the
     // status Argo CD wrote at the first digest goes with it, so Argo CD starts from no revision.
     const appEvents = sim.events.filter((e) => e.startsWith(`Application argocd/${name} `))
-    expect(appEvents.slice(appEvents.indexOf(`Application argocd/${name} updated to ${second}`) + 1)[0]).toMatch(new RegExp(`^Application argocd/${name} .* OutOfSync/Progressing$`))
+    expect(appEvents.slice(appEvents.indexOf(`Application argocd/${name} updated to ${second}`) + 1)[0]).toMatch(
+      new RegExp(`^Application argocd/${name} .* OutOfSync/Progressing$`),
+    )
     const movedOrder = await getOrder(ns, name)
     expect(movedOrder.status).toMatchObject({latestArtifactDigest: second, observedGeneration: 2})
   })
@@ -283,7 +299,11 @@ describe('Kokumi/Argo CD status simulator', () => {
       apiVersion: 'argoproj.io/v1alpha1',
       kind: 'Application',
       metadata: {name, namespace: 'argocd'},
-      spec: {project: 'default', source: {repoURL: 'https://example.invalid/repo.git', path: 'x'}, destination: {server: 'https://kubernetes.default.svc', namespace: ns}},
+      spec: {
+        project: 'default',
+        source: {repoURL: 'https://example.invalid/repo.git', path: 'x'},
+        destination: {server: 'https://kubernetes.default.svc', namespace: ns},
+      },
     }
     await custom.createNamespacedCustomObject({...APPLICATIONS, namespace: 'argocd', body: foreign})
     await pushBundle(`ichor/${name}`, '1.0.0-aaaaaaaaaaaa', configMap('b', '1'))
@@ -313,7 +333,10 @@ describe('Kokumi/Argo CD status simulator', () => {
     // What Kokumi does after a failed render, and what `ichor stack sync` asks for: the config hash
     // cleared, the Order renders again and pushes a new Preparation (a new digest: oras stamps
     // org.opencontainers.image.created on every push), which the Automatic Serving serves.
-    await custom.patchNamespacedCustomObjectStatus({...ORDERS, namespace: ns, name, body: {status: {latestConfigHash: null}}}, setHeaderOptions('Content-Type', 'application/merge-patch+json'))
+    await custom.patchNamespacedCustomObjectStatus(
+      {...ORDERS, namespace: ns, name, body: {status: {latestConfigHash: null}}},
+      setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+    )
     const again = await preparedDigest(ns, name, digest)
     expect(again).not.toBe(digest)
     await waitHealthyAt(name, again)
@@ -354,15 +377,22 @@ describe('Cilium operator simulator', () => {
 
     // A field Cilium's schema does not know (a typo of toPorts) is refused by name, and an
     // invalid value of a known field by Cilium's enum; nothing is stored.
-    const policy = (name: string, egress: unknown): KubeObject => ({apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: {name, namespace: 'kokumi'}, spec: {endpointSelector: {}, egress}} as KubeObject)
-    await expect(serverSideApply(kube, [policy('typo', [{toPort: [{ports: [{port: '53'}]}]}])])).rejects.toThrow(/\.spec\.egress\[0\]\.toPort: field not declared in schema/)
-    await expect(serverSideApply(kube, [policy('bad-protocol', [{toPorts: [{ports: [{port: '53', protocol: 'DNS'}]}]}])])).rejects.toThrow(/protocol: Unsupported value: "DNS"/)
-    const names = ((await custom.listNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi'})) as {items: Obj[]}).items.map((p) => p.metadata.name)
+    const policy = (name: string, egress: unknown): KubeObject =>
+      ({apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', metadata: {name, namespace: 'kokumi'}, spec: {endpointSelector: {}, egress}}) as KubeObject
+    await expect(serverSideApply(kube, [policy('typo', [{toPort: [{ports: [{port: '53'}]}]}])])).rejects.toThrow(
+      /\.spec\.egress\[0\]\.toPort: field not declared in schema/,
+    )
+    await expect(serverSideApply(kube, [policy('bad-protocol', [{toPorts: [{ports: [{port: '53', protocol: 'DNS'}]}]}])])).rejects.toThrow(
+      /protocol: Unsupported value: "DNS"/,
+    )
+    const names = ((await custom.listNamespacedCustomObject({...ciliumApi, plural: 'ciliumnetworkpolicies', namespace: 'kokumi'})) as {items: Obj[]}).items.map(
+      (p) => p.metadata.name,
+    )
     expect(names).not.toContain('typo')
     expect(names).not.toContain('bad-protocol')
 
     // Cilium's schema wants at least one rule list: a bare selector, which the open schema took, is refused.
-    const ccnp = (spec: object) => ({apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: {name: 'sim-ccnp'}, spec} as KubeObject)
+    const ccnp = (spec: object) => ({apiVersion: 'cilium.io/v2', kind: 'CiliumClusterwideNetworkPolicy', metadata: {name: 'sim-ccnp'}, spec}) as KubeObject
     await expect(serverSideApply(kube, [ccnp({endpointSelector: {}})])).rejects.toThrow(/must validate at least one schema \(anyOf\)/)
     await serverSideApply(kube, [ccnp({endpointSelector: {}, ingress: [{fromEntities: ['cluster']}]})])
   })
@@ -383,7 +413,10 @@ describe('Cilium operator simulator', () => {
           metadata: {name: 'cilium-operator'},
           spec: {
             selector: {matchLabels: {app: 'cilium-operator'}},
-            template: {metadata: {labels: {app: 'cilium-operator'}}, spec: {containers: [{name: 'operator', image: 'quay.io/cilium/operator-generic:v1.18.0'}]}},
+            template: {
+              metadata: {labels: {app: 'cilium-operator'}},
+              spec: {containers: [{name: 'operator', image: 'quay.io/cilium/operator-generic:v1.18.0'}]},
+            },
           },
         },
       })

@@ -40,12 +40,32 @@ function npmBuild(args: string[], env: Record<string, string> = {}) {
   // The binary's HOME, so both keep the autocomplete cache in one place; not vitest's NODE_ENV=test,
   // under which oclif adds developer warnings (@oclif/core 4.14 lib/util/util.js isProd); and no
   // CI, which the binary's empty environment lacks too (oclif's action spinner writes otherwise).
-  return run(process.execPath, [NPM_BIN, ...args], {env: {ICHOR_HELM: helm(), ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: join(work, 'no-assets'), HOME: join(work, 'home'), XDG_CACHE_HOME: '', NODE_ENV: '', CI: '', ...env}})
+  return run(process.execPath, [NPM_BIN, ...args], {
+    env: {
+      ICHOR_HELM: helm(),
+      ICHOR_MIRROR: '',
+      ICHOR_ASSETS_DIR: join(work, 'no-assets'),
+      HOME: join(work, 'home'),
+      XDG_CACHE_HOME: '',
+      NODE_ENV: '',
+      CI: '',
+      ...env,
+    },
+  })
 }
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
 // Every topic of the built manifest (`cni`, `cni values`, ...), so a new one cannot skip the comparison.
-const TOPICS = [...new Set(Object.keys(manifest.commands).flatMap((id) => id.split(':').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join(' '))))].sort()
+const TOPICS = [
+  ...new Set(
+    Object.keys(manifest.commands).flatMap((id) =>
+      id
+        .split(':')
+        .slice(0, -1)
+        .map((_, i, parts) => parts.slice(0, i + 1).join(' ')),
+    ),
+  ),
+].sort()
 
 async function buildBinary(args: string[]) {
   const r = await run(process.execPath, [BUILD, ...args], {env: {ICHOR_ASSETS_DIR: join(work, 'no-assets')}})
@@ -118,15 +138,30 @@ describe('the binary, alone in an empty directory, without Node', () => {
   })
 
   // The same answers as the npm build, byte for byte: help, topics, completion scripts and mistyped commands.
-  it.each([
-    ['help'], ['help', 'init'], ['help', 'cni', 'values'], ['help', 'inti'],
-    ...TOPICS.map((t) => t.split(' ')),
-    ['autocomplete', 'script', 'bash'], ['autocomplete', 'script', 'zsh'], ['autocomplete', 'bash'],
-    ['inti'], ['inti', '--yes'], ['cni', 'valeus', 'set'], ['hepl', '--json'], ['verison'],
-  ].map((args) => [args.join(' '), args]))('`ichor %s` answers as the npm build does', async (_name, args) => {
+  it.each(
+    [
+      ['help'],
+      ['help', 'init'],
+      ['help', 'cni', 'values'],
+      ['help', 'inti'],
+      ...TOPICS.map((t) => t.split(' ')),
+      ['autocomplete', 'script', 'bash'],
+      ['autocomplete', 'script', 'zsh'],
+      ['autocomplete', 'bash'],
+      ['inti'],
+      ['inti', '--yes'],
+      ['cni', 'valeus', 'set'],
+      ['hepl', '--json'],
+      ['verison'],
+    ].map((args) => [args.join(' '), args]),
+  )('`ichor %s` answers as the npm build does', async (_name, args) => {
     const fromBinary = await binary(args)
     const fromNpm = await npmBuild(args)
-    expect({code: fromBinary.code, stdout: fromBinary.stdout, stderr: fromBinary.stderr}).toEqual({code: fromNpm.code, stdout: fromNpm.stdout, stderr: fromNpm.stderr})
+    expect({code: fromBinary.code, stdout: fromBinary.stdout, stderr: fromBinary.stderr}).toEqual({
+      code: fromNpm.code,
+      stdout: fromNpm.stdout,
+      stderr: fromNpm.stderr,
+    })
     if (args[0] === 'inti' || args[0] === 'verison') expect(fromBinary.stderr).toMatch(/did you mean ichor (init|version)\?/)
   })
 
@@ -138,12 +173,14 @@ describe('the binary, alone in an empty directory, without Node', () => {
     const fromBinary = lines()
     expect(fromBinary.join('\n')).toMatch(/cni:values:set --json/)
     // ichor's completion of flag values and arguments (src/lib/cli/completion.ts) is appended by both.
-    expect(fromBinary).toEqual(expect.arrayContaining(['cni:values:get -o W yaml json', 'stack:values:set #0 W argocd kokumi', 'complete -F _ichor_complete ichor']))
+    expect(fromBinary).toEqual(
+      expect.arrayContaining(['cni:values:get -o W yaml json', 'stack:values:set #0 W argocd kokumi', 'complete -F _ichor_complete ichor']),
+    )
     expect((await npmBuild(['autocomplete', 'bash'])).code).toBe(0)
     expect(fromBinary).toEqual(lines())
   })
 
-  it('`--version` prints ichor\'s version output, as `ichor version` and the npm build do, plus what it embeds', async () => {
+  it("`--version` prints ichor's version output, as `ichor version` and the npm build do, plus what it embeds", async () => {
     const fromBinary = await binary(['--version'])
     expect(fromBinary.code, fromBinary.stderr).toBe(0)
     expect(fromBinary.stdout).toBe((await binary(['version'])).stdout)
@@ -167,7 +204,10 @@ describe('the binary, alone in an empty directory, without Node', () => {
     // The snapshot is made by a build with no terminal and no colour: a binary that kept
     // what oclif, ansis and supports-color read at load time would print 80 columns, plain.
     const env = {OCLIF_COLUMNS: '60', FORCE_COLOR: '3'}
-    for (const args of [['init', '--help'], ['cni', 'values', 'set', '--help']]) {
+    for (const args of [
+      ['init', '--help'],
+      ['cni', 'values', 'set', '--help'],
+    ]) {
       const fromBinary = await binary(args, env)
       expect(fromBinary.code, fromBinary.stderr).toBe(0)
       expect(fromBinary.stdout, args.join(' ')).toBe((await npmBuild(args, env)).stdout)

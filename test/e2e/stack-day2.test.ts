@@ -53,14 +53,21 @@ function withoutPreparationIdentity(c: ComponentStackStatus) {
  * after its artifact digest, rendered from ichor's published digest, is what Argo CD serves).
  */
 function expectReRendered(after: StackStatus, before: StackStatus): void {
-  expect({...after, components: after.components.map(withoutPreparationIdentity)}).toEqual({...before, components: before.components.map(withoutPreparationIdentity)})
+  expect({...after, components: after.components.map(withoutPreparationIdentity)}).toEqual({
+    ...before,
+    components: before.components.map(withoutPreparationIdentity),
+  })
   for (const c of after.components) {
     const was = byName(before, c.component)
     const prep = c.order.latestArtifactDigest!
     expect(prep, `${c.component}: Kokumi re-rendered, a new Preparation digest`).not.toBe(was.order.latestArtifactDigest)
     expect(c.order.latestPreparation).toBe(`${c.component}-${prep.slice(7, 19)}`)
     expect(c.order.latestPreparation).not.toBe(was.order.latestPreparation)
-    expect(c.preparation).toEqual({name: c.order.latestPreparation, sourceDigest: c.published!.digest, artifact: `oci://kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}@${prep}`})
+    expect(c.preparation).toEqual({
+      name: c.order.latestPreparation,
+      sourceDigest: c.published!.digest,
+      artifact: `oci://kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}@${prep}`,
+    })
     expect(c.application.revision).toBe(prep)
   }
 }
@@ -99,16 +106,29 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
       const order = await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: c.component, namespace: c.component})
       const recorded = cr!.status.stack[c.component]
       expect(c.namespace).toBe(c.component)
-      expect(c.published).toEqual({repository: `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/${c.component}`, tag: recorded.publishedTag, digest: recorded.digest})
+      expect(c.published).toEqual({
+        repository: `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/${c.component}`,
+        tag: recorded.publishedTag,
+        digest: recorded.digest,
+      })
       expect(c.published!.tag).toMatch(c.component === 'kokumi' ? /^0\.14\.0-[0-9a-f]{12}$/ : /^10\.1\.1-[0-9a-f]{12}$/)
       expect(c.registry).toEqual({bundle: true, bundleDigest: recorded.digest, preparation: true})
       const prep = order!.status.latestArtifactDigest as string
       expect(c.order).toEqual({
-        exists: true, version: recorded.publishedTag, promotion: 'Automatic', ready: true, reason: 'Ready',
+        exists: true,
+        version: recorded.publishedTag,
+        promotion: 'Automatic',
+        ready: true,
+        reason: 'Ready',
         message: `Successfully pushed to kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}`,
-        latestPreparation: `${c.component}-${prep.slice(7, 19)}`, latestArtifactDigest: prep,
+        latestPreparation: `${c.component}-${prep.slice(7, 19)}`,
+        latestArtifactDigest: prep,
       })
-      expect(c.preparation).toEqual({name: `${c.component}-${prep.slice(7, 19)}`, sourceDigest: recorded.digest, artifact: `oci://kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}@${prep}`})
+      expect(c.preparation).toEqual({
+        name: `${c.component}-${prep.slice(7, 19)}`,
+        sourceDigest: recorded.digest,
+        artifact: `oci://kokumi-registry.kokumi.svc.cluster.local:5000/${c.component}/${c.component}@${prep}`,
+      })
       expect(c.application).toEqual({exists: true, sync: 'Synced', health: 'Healthy', revision: prep})
       expect(c.drift).toEqual([])
       expect(c.problems).toEqual([])
@@ -136,17 +156,23 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
       expect(c.published).toEqual(before.published)
       expect(c.registry).toEqual({bundle: false, preparation: false})
       expect(c.order).toEqual(before.order) // Kokumi does not notice by itself: its inputs did not change
-      expect(c.problems).toEqual(expect.arrayContaining([
-        `the registry lost ${before.published!.tag} (published at ${before.published!.digest})`,
-        `the registry lost the artifact of Preparation ${before.order.latestPreparation} (${before.order.latestArtifactDigest}) that Argo CD pulls`,
-      ]))
+      expect(c.problems).toEqual(
+        expect.arrayContaining([
+          `the registry lost ${before.published!.tag} (published at ${before.published!.digest})`,
+          `the registry lost the artifact of Preparation ${before.order.latestPreparation} (${before.order.latestArtifactDigest}) that Argo CD pulls`,
+        ]),
+      )
       expect(c.healthy).toBe(false)
     }
 
     const sync = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env)
     expect(sync.code, sync.stderr).toBe(0)
     expect(endEvent(sync)).toMatchObject({ok: true, changed: true})
-    expect(jsonEvents(sync).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id)).toEqual(expect.arrayContaining(['republish-bundles', 'rerender-orders']))
+    expect(
+      jsonEvents(sync)
+        .filter((e) => e.event === 'task' && e.status === 'done')
+        .map((e) => e.id),
+    ).toEqual(expect.arrayContaining(['republish-bundles', 'rerender-orders']))
     const after = (await status()).doc
     // ichor's bundles come back with the same digests; Kokumi's re-render is a new Preparation
     // (see withoutPreparationIdentity), not the one Argo CD served before the loss.
@@ -206,7 +232,9 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     const bad = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicaz=3', ...day2, ...assets], h.env)
     expect(bad.code).toBe(2)
     expect(`${bad.stdout}${bad.stderr}`).toMatch(/server\.replicaz/)
-    expect((await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version).toBe(result.tag)
+    expect(
+      (await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: 'argocd', namespace: 'argocd'}))?.spec.source.version,
+    ).toBe(result.tag)
   })
 
   it('values set that drops an env entry: Argo CD syncs the new bundle server-side and the entry is gone from the cluster', async () => {
@@ -221,7 +249,11 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     const drop = await runIchor(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.env=null', '--json', ...day2, ...assets], h.env)
     expect(drop.code, `${drop.stderr}\n${drop.stdout.slice(-3000)}`).toBe(0)
     const result = JSON.parse(drop.stdout.slice(drop.stdout.lastIndexOf('\n{') + 1)) as {digest: string}
-    await waitUntil('Argo CD synced the bundle without the entry', async () => byName((await status()).doc, 'argocd').preparation?.sourceDigest === result.digest, {timeoutMs: 120_000})
+    await waitUntil(
+      'Argo CD synced the bundle without the entry',
+      async () => byName((await status()).doc, 'argocd').preparation?.sourceDigest === result.digest,
+      {timeoutMs: 120_000},
+    )
     await waitUntil('the env entry removed', async () => !(await envNames()).includes('ICHOR_E2E_DROPPED'), {timeoutMs: 120_000})
     expect((await status()).doc.healthy).toBe(true)
     // Argo CD's manager holds the Deployment; ichor's first apply left no owner of its own.
@@ -241,17 +273,25 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(opensKokumiHash(initial, before.auth!['password-hash']!)).toEqual({matches: true, by: 'binding'})
     // A password edited by hand in ichor's copy: the binding no longer holds, bcrypt finds the mismatch.
     await kube.request('PATCH', '/api/v1/namespaces/ichor-system/secrets/ichor-kokumi-admin', {
-      body: {stringData: {password: 'edited-by-hand-00000'}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'kubectl-edit'},
+      body: {stringData: {password: 'edited-by-hand-00000'}},
+      contentType: 'application/merge-patch+json',
+      query: {fieldManager: 'kubectl-edit'},
     })
     const edited = await status()
     expect(edited.run.code).toBe(1)
-    expect(byName(edited.doc, 'kokumi').problems).toContain('Secret ichor-system/ichor-kokumi-admin does not match kokumi/kokumi-server-auth: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides')
+    expect(byName(edited.doc, 'kokumi').problems).toContain(
+      'Secret ichor-system/ichor-kokumi-admin does not match kokumi/kokumi-server-auth: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides',
+    )
     for (const name of ['ichor-kokumi-admin', 'ichor-argocd-redis']) await kube.request('DELETE', `/api/v1/namespaces/ichor-system/secrets/${name}`)
 
     const {run, doc} = await status()
     expect(run.code).toBe(1)
-    expect(byName(doc, 'kokumi').problems).toContain('Secret ichor-system/ichor-kokumi-admin is missing while kokumi/kokumi-server-auth holds the running Kokumi admin password: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides')
-    expect(byName(doc, 'argocd').problems).toContain('Secret ichor-system/ichor-argocd-redis is missing while argocd/argocd-redis holds the running Argo CD redis password: ichor will not mint a password argocd/argocd-redis does not accept; run ichor stack repair-secrets to set a new one on both sides')
+    expect(byName(doc, 'kokumi').problems).toContain(
+      'Secret ichor-system/ichor-kokumi-admin is missing while kokumi/kokumi-server-auth holds the running Kokumi admin password: ichor will not mint a password kokumi/kokumi-server-auth does not accept; run ichor stack repair-secrets to set a new one on both sides',
+    )
+    expect(byName(doc, 'argocd').problems).toContain(
+      'Secret ichor-system/ichor-argocd-redis is missing while argocd/argocd-redis holds the running Argo CD redis password: ichor will not mint a password argocd/argocd-redis does not accept; run ichor stack repair-secrets to set a new one on both sides',
+    )
 
     const init = await runIchor([...h.initArgs, '--json'], h.env)
     expect(init.code).toBe(1)
@@ -291,14 +331,19 @@ describe('a workload that crash-loops under an Application (real ReplicaSet cont
   it('stack status and the waits name the workload and what its pods wait on', async () => {
     const repoServer = (pod: Parameters<typeof ownedBy>[0]) => ownedBy(pod, 'ReplicaSet', /^argocd-repo-server-[a-z0-9]+$/)
     const lift = h.pods.hold(repoServer, 'crashloop')
-    const named = /Deployment argocd\/argocd-repo-server 0\/1 ready: pod argocd-repo-server-[a-z0-9]+-[a-z0-9]+ container repo-server CrashLoopBackOff \(back-off restarting failed container\), 3 restarts/
+    const named =
+      /Deployment argocd\/argocd-repo-server 0\/1 ready: pod argocd-repo-server-[a-z0-9]+-[a-z0-9]+ container repo-server CrashLoopBackOff \(back-off restarting failed container\), 3 restarts/
     try {
       // The ReplicaSet controller replaces the pod; the new one crash-loops.
       await kube.request('DELETE', '/api/v1/namespaces/argocd/pods', {query: {labelSelector: 'app.kubernetes.io/name=argocd-repo-server'}})
-      const problem = await waitUntil('stack status to name the crash-looping repo-server', async () => {
-        const {doc} = await status()
-        return byName(doc, 'argocd').problems.find((p) => named.test(p))
-      }, {timeoutMs: 60_000, intervalMs: 1000})
+      const problem = await waitUntil(
+        'stack status to name the crash-looping repo-server',
+        async () => {
+          const {doc} = await status()
+          return byName(doc, 'argocd').problems.find((p) => named.test(p))
+        },
+        {timeoutMs: 60_000, intervalMs: 1000},
+      )
       expect(problem).toMatch(/^Application argocd\/argocd is Synced\/(Progressing|Degraded): Deployment argocd\/argocd-repo-server/)
       const {run, doc} = await status()
       expect(run.code).toBe(1)
@@ -309,7 +354,9 @@ describe('a workload that crash-loops under an Application (real ReplicaSet cont
       // A wait that runs out says which workload held it, not only the Application's health.
       const sync = await runIchor(['stack', 'sync', '--yes', '--timeout', '15s', ...day2, ...assets], h.env)
       expect(sync.code, sync.stderr).not.toBe(0)
-      expect(`${sync.stdout}${sync.stderr}`).toMatch(/timed out after 15 s waiting for Application argocd\/argocd Synced and Healthy; last seen: .*argocd-repo-server.*CrashLoopBackOff/)
+      expect(`${sync.stdout}${sync.stderr}`).toMatch(
+        /timed out after 15 s waiting for Application argocd\/argocd Synced and Healthy; last seen: .*argocd-repo-server.*CrashLoopBackOff/,
+      )
     } finally {
       await lift()
     }

@@ -134,7 +134,9 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
       const latest = (await order(c))?.status?.latestPreparationName
       const preps = await preparations(c)
       expect(preps.length, c).toBeGreaterThan(1)
-      expect(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.labels?.[AUTO]]))).toEqual(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.name === latest ? 'Enabled' : 'Disabled'])))
+      expect(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.labels?.[AUTO]]))).toEqual(
+        Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.name === latest ? 'Enabled' : 'Disabled'])),
+      )
       expect(await approved(c)).toEqual([])
       await waitUntil(`${c} Serving Automatic`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Automatic')
     }

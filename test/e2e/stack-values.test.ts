@@ -31,7 +31,8 @@ let oci: OciClient
 let day2: string[]
 let assets: string[]
 
-const cli = (args: string[], env: NodeJS.ProcessEnv = {}, opts?: Parameters<typeof runIchor>[2]) => runIchor([...args, ...day2, ...assets], {...h.env, ...env}, opts)
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}, opts?: Parameters<typeof runIchor>[2]) =>
+  runIchor([...args, ...day2, ...assets], {...h.env, ...env}, opts)
 const status = async () => {
   const run = await runIchor(['stack', 'status', '-o', 'json', ...day2], h.env)
   return {run, doc: JSON.parse(run.stdout) as StackStatus}
@@ -56,7 +57,9 @@ async function endState(c: Component) {
   const o = await order(c)
   const digest = o?.status?.latestArtifactDigest as string | undefined
   const prepName = o?.status?.latestPreparationName as string | undefined
-  const prep = prepName ? await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Preparation', name: prepName, namespace: c}) : undefined
+  const prep = prepName
+    ? await getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Preparation', name: prepName, namespace: c})
+    : undefined
   return {
     spec: cr.spec.stack[c],
     status: recorded,
@@ -135,7 +138,11 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     const dir = mkdtempSync(join(tmpdir(), 'ichor-editor-'))
     const editor = join(dir, 'editor.sh')
     // The "editor": records what it was shown, then writes the next prepared buffer (if any).
-    writeFileSync(editor, '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n', {mode: 0o700})
+    writeFileSync(
+      editor,
+      '#!/bin/sh\nn=$(( $(cat "$EDIT_DIR/count" 2>/dev/null || echo 0) + 1 )); echo $n > "$EDIT_DIR/count"\ncp "$1" "$EDIT_DIR/seen-$n.yaml"\n[ -f "$EDIT_DIR/$n.yaml" ] && cp "$EDIT_DIR/$n.yaml" "$1"\nexit 0\n',
+      {mode: 0o700},
+    )
     const edit = (c: Component, sub: string, buffers: Record<number, unknown> = {}) => {
       mkdirSync(join(dir, sub))
       for (const [n, v] of Object.entries(buffers)) writeFileSync(join(dir, sub, `${n}.yaml`), stringify(v))
@@ -170,7 +177,8 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
   }, 600_000)
 
   it('values set killed as each step starts, then rerun: the same end state as an uninterrupted run', async () => {
-    const set = (v: string, opts?: Parameters<typeof runIchor>[2]) => cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
+    const set = (v: string, opts?: Parameters<typeof runIchor>[2]) =>
+      cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', `server.podAnnotations.kill=${v}`, '--json'], {}, opts)
     // The end states of uninterrupted runs to either value: each kill case moves to the other one.
     const reference: Record<string, Awaited<ReturnType<typeof endState>>> = {}
     const referenceDigest: Record<string, string | undefined> = {}
@@ -183,7 +191,16 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       expect(reference[v]!.preparation).toEqual({sourceDigest: reference[v]!.status.digest, namedAfterArtifact: true, served: true})
       ids = taskIds(r)
     }
-    expect(ids).toEqual(['lease', 'store-values', 'publish-bundles', 'rerender-orders', 'close-registry-tunnel', 'orders', 'wait-applications', 'record-status'])
+    expect(ids).toEqual([
+      'lease',
+      'store-values',
+      'publish-bundles',
+      'rerender-orders',
+      'close-registry-tunnel',
+      'orders',
+      'wait-applications',
+      'record-status',
+    ])
     const kokumi = await endState('kokumi')
     const kokumiDigest = await preparationDigest('kokumi')
     for (const [k, id] of ids.entries()) {
@@ -247,7 +264,7 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
   // argo-cd v3.4.4's autoSync): a drift `stack status` can name is one nobody heals, as while
   // Argo CD's application controller (the StatefulSet argocd-application-controller of the
   // argo-cd chart) crash-loops. The simulator acts only while that pod is Ready.
-  it('an object changed out of band while Argo CD\'s controller crash-loops: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back once it runs again', async () => {
+  it("an object changed out of band while Argo CD's controller crash-loops: status names it (a dry-run apply as argocd-controller) with exit 1; stack sync has Argo CD sync it back once it runs again", async () => {
     const server = async () => (await getObject<Obj>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: 'argocd-server', namespace: 'argocd'}))!
     const image = (await server()).spec.template.spec.containers[0].image as string
     const clean = await status()
@@ -255,17 +272,22 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     expect(clean.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
 
     const controller = async () => getObject<Obj>(kube, {apiVersion: 'v1', kind: 'Pod', name: 'argocd-application-controller-0', namespace: 'argocd'})
-    const ready = (pod: Obj | undefined) => ((pod?.status?.conditions ?? []) as {type: string; status: string}[]).some((c) => c.type === 'Ready' && c.status === 'True')
+    const ready = (pod: Obj | undefined) =>
+      ((pod?.status?.conditions ?? []) as {type: string; status: string}[]).some((c) => c.type === 'Ready' && c.status === 'True')
     const running = await controller()
     expect(ready(running), 'the application controller runs before the test').toBe(true)
     const lift = h.pods.hold((pod) => ownedBy(pod, 'StatefulSet', 'argocd-application-controller'), 'crashloop')
     let lifted: Promise<void> | undefined
     try {
       await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
-      await waitUntil('the application controller back, crash-looping', async () => {
-        const pod = await controller()
-        return pod !== undefined && pod.metadata.uid !== running!.metadata.uid && pod.metadata.labels?.[FAULT_LABEL] === 'crashloop' && !ready(pod)
-      }, {timeoutMs: 60_000})
+      await waitUntil(
+        'the application controller back, crash-looping',
+        async () => {
+          const pod = await controller()
+          return pod !== undefined && pod.metadata.uid !== running!.metadata.uid && pod.metadata.labels?.[FAULT_LABEL] === 'crashloop' && !ready(pod)
+        },
+        {timeoutMs: 60_000},
+      )
       // A round of the simulator that began while the old pod ran has finished; the next sees it down.
       await h.stack.tick()
 
@@ -278,7 +300,9 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       expect(drifted.run.code).toBe(1)
       const argocd = drifted.doc.components.find((c) => c.component === 'argocd')!
       expect(argocd.driftedObjects).toEqual([{object: 'Deployment argocd/argocd-server', fields: ['spec.template.spec.containers[0].image']}])
-      expect(argocd.drift).toContain('Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again')
+      expect(argocd.drift).toContain(
+        'Deployment argocd/argocd-server differs from the published bundle (spec.template.spec.containers[0].image): run ichor stack sync to have Argo CD sync it again',
+      )
       expect(drifted.doc.components.find((c) => c.component === 'kokumi')!.driftedObjects).toEqual([])
       // Nobody heals it while the controller is down.
       await h.stack.tick()
@@ -292,12 +316,16 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
         await lift()
         await kube.request('DELETE', '/api/v1/namespaces/argocd/pods/argocd-application-controller-0')
       }
-      const sync = await cli(['stack', 'sync', '--yes', '--json'], {}, {
-        killOn: (e) => {
-          if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= restart()
-          return false
+      const sync = await cli(
+        ['stack', 'sync', '--yes', '--json'],
+        {},
+        {
+          killOn: (e) => {
+            if (e.event === 'task' && e.id === 'resync-drifted' && e.status === 'running') lifted ??= restart()
+            return false
+          },
         },
-      })
+      )
       expect(sync.code, `${sync.stderr}\n${sync.stdout.slice(-3000)}`).toBe(0)
       expect(lifted, 'stack sync ran resync-drifted').toBeDefined()
       // Argo CD's own Application tracks the controller StatefulSet just restarted: wait-applications
@@ -344,7 +372,11 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       const cm = '/api/v1/namespaces/argocd/configmaps/argocd-cm'
       const before = (await kube.request<Obj & {data?: Record<string, string>}>('GET', cm)).data ?? {}
       const [key, value] = Object.entries(before)[0]!
-      await kube.request('PATCH', cm, {body: {data: {[key]: `${value} # out of band`}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'kubectl-edit'}})
+      await kube.request('PATCH', cm, {
+        body: {data: {[key]: `${value} # out of band`}},
+        contentType: 'application/merge-patch+json',
+        query: {fieldManager: 'kubectl-edit'},
+      })
       const changed = await look()
       expect(changed.drifted).toEqual([{object: 'ConfigMap argocd/argocd-cm', fields: [`data.${key}`]}])
       expect(changed.dryRuns).toEqual(expect.arrayContaining([cm]))

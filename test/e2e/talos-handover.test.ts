@@ -87,7 +87,18 @@ async function inventoryKeys(kc: KubeConfig): Promise<string[]> {
 }
 
 async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
-  const r = await env.sim.run(['upgrade-k8s', '--to', '1.36.3', '--nodes', CONTROL_PLANE_IP, '--endpoints', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, ...extra])
+  const r = await env.sim.run([
+    'upgrade-k8s',
+    '--to',
+    '1.36.3',
+    '--nodes',
+    CONTROL_PLANE_IP,
+    '--endpoints',
+    CONTROL_PLANE_IP,
+    '--talosconfig',
+    env.cluster.talosconfig,
+    ...extra,
+  ])
   expect(r.exitCode, r.stderr).toBe(0)
 }
 
@@ -125,7 +136,10 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
   it('helm adopts the bootstrapped objects with --take-ownership without changing their content', async () => {
     const before = await readObjects(env.kc, CILIUM_LIKE_REFS)
     await helm(['install', 'cilium', env.chartDir, '--namespace', 'kube-system', '--take-ownership'], env.cp.kubeconfigPath)
-    const status = JSON.parse(await helm(['status', 'cilium', '--namespace', 'kube-system', '--output', 'json'], env.cp.kubeconfigPath)) as {info: {status: string}; version: number}
+    const status = JSON.parse(await helm(['status', 'cilium', '--namespace', 'kube-system', '--output', 'json'], env.cp.kubeconfigPath)) as {
+      info: {status: string}
+      version: number
+    }
     expect(status).toMatchObject({info: {status: 'deployed'}, version: 1})
     const after = await readObjects(env.kc, CILIUM_LIKE_REFS)
     const content = (o: KubernetesObject | undefined) => {
@@ -137,7 +151,11 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
 
   it('the probes report the hand-over pending, then done after it ran; a second run changes nothing', async () => {
     const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP]}
-    expect(await talosHandoverPending(env.kube, access)).toMatchObject({inlineManifestOn: [CONTROL_PLANE_IP], manifestRunOn: [CONTROL_PLANE_IP], inInventory: true})
+    expect(await talosHandoverPending(env.kube, access)).toMatchObject({
+      inlineManifestOn: [CONTROL_PLANE_IP],
+      manifestRunOn: [CONTROL_PLANE_IP],
+      inInventory: true,
+    })
 
     const result = await handOverCiliumFromTalos(env.kube, access)
     expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
@@ -186,7 +204,9 @@ describe('the same sequence without the inventory step (control: proves the test
 
   it('keeping the inline entry: upgrade-k8s rolls a Helm values change back to the bootstrap render', async () => {
     // Talos still co-owns the fields it applied: Helm 4's server-side upgrade conflicts unless forced.
-    await expect(helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve'], env.cp.kubeconfigPath)).rejects.toThrow(/conflict/i)
+    await expect(
+      helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve'], env.cp.kubeconfigPath),
+    ).rejects.toThrow(/conflict/i)
     await helm(['upgrade', 'cilium', env.chartDir, '--namespace', 'kube-system', '--set', 'tunnelProtocol=geneve', '--force-conflicts'], env.cp.kubeconfigPath)
     const core = env.kc.makeApiClient(CoreV1Api)
     const changed = await core.readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
@@ -273,7 +293,8 @@ describe('the hand-over while Talos is still running its manifest runs (two cont
 describe('Talos 1.12 (no inventory): the hand-over strips the field manager talos, so a values change can drop a field', () => {
   let env: Env
   const release = () => ({release: 'cilium', namespace: 'kube-system', chartPath: env.chartDir, kubeconfig: env.cp.kubeconfigPath, wait: false})
-  const kubeProxyReplacementKey = async () => (await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})).data?.['kube-proxy-replacement']
+  const kubeProxyReplacementKey = async () =>
+    (await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})).data?.['kube-proxy-replacement']
   beforeAll(async () => {
     env = await setUp({talosVersion: 'v1.12.11'})
     // Adopted as ichor adopts: Helm 4 server-side, --take-ownership --force-conflicts.

@@ -44,14 +44,37 @@ async function setUp(talosVersion: string, contents: string): Promise<Env> {
 
 /** "Edit all control plane machine configurations": the inline manifest replaced by `contents`. */
 async function changeInlineManifest(env: Env, talosVersion: string, contents: string): Promise<void> {
-  const dropOld = talosVersion >= 'v1.14'
-    ? `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-    : `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
-  let r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', dropOld])
+  const dropOld =
+    talosVersion >= 'v1.14'
+      ? `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+      : `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
+  let r = await env.sim.run([
+    'patch',
+    'machineconfig',
+    '--nodes',
+    CONTROL_PLANE_IP,
+    '--talosconfig',
+    env.cluster.talosconfig,
+    '--mode',
+    'no-reboot',
+    '--patch',
+    dropOld,
+  ])
   expect(r.exitCode, r.stderr).toBe(0)
   const file = join(env.sim.workDir, 'new-manifest.yaml')
   writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
-  r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
+  r = await env.sim.run([
+    'patch',
+    'machineconfig',
+    '--nodes',
+    CONTROL_PLANE_IP,
+    '--talosconfig',
+    env.cluster.talosconfig,
+    '--mode',
+    'no-reboot',
+    '--patch',
+    `@${file}`,
+  ])
   expect(r.exitCode, r.stderr).toBe(0)
   // The manifest runs the changes started end in the background, on their own timer.
   await env.sim.manifestRunsDone()
@@ -62,7 +85,7 @@ async function changeInlineManifest(env: Env, talosVersion: string, contents: st
 async function manifestsApplied(env: Env): Promise<string[]> {
   const r = await env.sim.run(['get', 'manifeststatus', '--output', 'yaml', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig])
   expect(r.exitCode, r.stderr).toBe(0)
-  return ((parse(r.stdout) as {spec?: {manifestsApplied?: string[]}} | null)?.spec?.manifestsApplied ?? [])
+  return (parse(r.stdout) as {spec?: {manifestsApplied?: string[]}} | null)?.spec?.manifestsApplied ?? []
 }
 
 async function upgradeK8s(env: Env, extra: string[] = []): Promise<void> {
@@ -177,14 +200,39 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
   it('a config change starts a manifest run that writes back the inventory copy it read: an edit made before it finished is lost', async () => {
     // go-kubernetes v0.2.41 configmap inventory Write: an Update without resourceVersion.
     const drop = `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
-    const dropped = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+    const dropped = await env.sim.run([
+      'patch',
+      'machineconfig',
+      '--nodes',
+      CONTROL_PLANE_IP,
+      '--talosconfig',
+      env.cluster.talosconfig,
+      '--mode',
+      'no-reboot',
+      '--patch',
+      drop,
+    ])
     expect(dropped.exitCode, dropped.stderr).toBe(0)
     await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual([])
     const before = await inventory(env.kc)
     const file = join(env.sim.workDir, 'with-four.yaml')
-    writeFileSync(file, inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '2') + '---\n' + configMap('three', 'talos') + '---\n' + configMap('four', '1')}]))
-    const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', `@${file}`])
+    writeFileSync(
+      file,
+      inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '2') + '---\n' + configMap('three', 'talos') + '---\n' + configMap('four', '1')}]),
+    )
+    const r = await env.sim.run([
+      'patch',
+      'machineconfig',
+      '--nodes',
+      CONTROL_PLANE_IP,
+      '--talosconfig',
+      env.cluster.talosconfig,
+      '--mode',
+      'no-reboot',
+      '--patch',
+      `@${file}`,
+    ])
     expect(r.exitCode, r.stderr).toBe(0)
     expect(await readValue(env.kc, 'four')).toBe('1') // the objects are applied at once
     // Someone edits the inventory while the run is still going ...
@@ -218,7 +266,18 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
     const before = await inventory(env.kc)
     expect(before).toEqual(['kube-system_one__ConfigMap'])
     const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-    const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+    const r = await env.sim.run([
+      'patch',
+      'machineconfig',
+      '--nodes',
+      CONTROL_PLANE_IP,
+      '--talosconfig',
+      env.cluster.talosconfig,
+      '--mode',
+      'no-reboot',
+      '--patch',
+      drop,
+    ])
     expect(r.exitCode, r.stderr).toBe(0)
     // manifest_apply.go (v1.14.1) sets ManifestStatus only after the run: the next command still sees the last one.
     expect(await manifestsApplied(env)).toEqual(['99-app'])
@@ -258,9 +317,15 @@ describe('the API server through the harness proxy: refused until `talosctl boot
     })
     expect(refused).toBe('ECONNREFUSED')
     const cluster = await bootstrapSimulatedCluster(sim, {talosVersion: 'v1.14.1', manifests: [{name: 'app', contents: configMap('one', '1')}]})
-    expect((parse(readFileSync(cluster.kubeconfigPath, 'utf8')) as {clusters: Array<{cluster: {server: string}}>}).clusters[0]!.cluster.server).toBe(proxy.server)
+    expect((parse(readFileSync(cluster.kubeconfigPath, 'utf8')) as {clusters: Array<{cluster: {server: string}}>}).clusters[0]!.cluster.server).toBe(
+      proxy.server,
+    )
     const states: string[] = []
-    await waitForApiServer(await connectKube({kubeconfig: cluster.kubeconfigPath, probe: false}), {timeoutMs: 30_000, intervalMs: 200, onProgress: (s) => states.push(s)})
+    await waitForApiServer(await connectKube({kubeconfig: cluster.kubeconfigPath, probe: false}), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      onProgress: (s) => states.push(s),
+    })
     expect(states[0]).toMatch(/ECONNREFUSED|refused|reach/i)
     expect(states.at(-1)).toBe('readyz answered 200')
   })
@@ -281,7 +346,18 @@ describe('a background manifest run never outlives its test', () => {
     process.env.TALOS_SIM_MANIFEST_RUN_MS = '60000'
     try {
       const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-      const r = await env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', drop])
+      const r = await env.sim.run([
+        'patch',
+        'machineconfig',
+        '--nodes',
+        CONTROL_PLANE_IP,
+        '--talosconfig',
+        env.cluster.talosconfig,
+        '--mode',
+        'no-reboot',
+        '--patch',
+        drop,
+      ])
       expect(r.exitCode, r.stderr).toBe(0)
     } finally {
       delete process.env.TALOS_SIM_MANIFEST_RUN_MS

@@ -2,7 +2,16 @@
 // nothing here reaches bootstrap).
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {applyConfig, findTalosctl, genConfig, genSecrets, getMachineConfig, isReachable, patchMachineConfig, TalosctlError} from '../../src/lib/talos/talosctl.js'
+import {
+  applyConfig,
+  findTalosctl,
+  genConfig,
+  genSecrets,
+  getMachineConfig,
+  isReachable,
+  patchMachineConfig,
+  TalosctlError,
+} from '../../src/lib/talos/talosctl.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
 import {CONTROL_PLANE_IP, WORKER_IP, inlineManifestsPatch} from '../sim/talos-fixtures.js'
 
@@ -46,7 +55,14 @@ describe('talosctl wrapper on simulated nodes', () => {
   it('a configured node refuses the talosconfig of another secrets bundle: configured, not ours', async () => {
     const secrets = join(sim.workDir, 'other-secrets.yaml')
     await genSecrets(secrets)
-    const other = await genConfig({clusterName: 'w', endpoint: `https://${CONTROL_PLANE_IP}:6443`, secretsPath: secrets, talosVersion: 'v1.14.1', kubernetesVersion: '1.36.3', outDir: join(sim.workDir, 'other')})
+    const other = await genConfig({
+      clusterName: 'w',
+      endpoint: `https://${CONTROL_PLANE_IP}:6443`,
+      secretsPath: secrets,
+      talosVersion: 'v1.14.1',
+      kubernetesVersion: '1.36.3',
+      outDir: join(sim.workDir, 'other'),
+    })
     const r = await isReachable(CONTROL_PLANE_IP, {talosconfig: other.talosconfig})
     expect(r).toMatchObject({node: CONTROL_PLANE_IP, state: 'configured', ours: false})
     expect(r.message).toMatch(/x509: certificate signed by unknown authority/)

@@ -52,17 +52,25 @@ describe('resolveBinary', () => {
   it('takes the variable, then PATH, then the fallbacks; names every place when none holds it', () => {
     expect(resolveBinary(spec, {PATH: join(work, 'b'), ICHOR_TOOL: join(work, 'cwd', 'local-tool')})).toBe(join(work, 'cwd', 'local-tool'))
     expect(resolveBinary(spec, {PATH: join(work, 'b')})).toBe(join(work, 'b', 'tool'))
-    expect(() => resolveBinary(spec, {PATH: join(work, 'a')})).toThrow('tool not found: (a/tool is not an executable file), and ICHOR_TOOL is not set'.replace('a/tool', join(work, 'a', 'tool')))
+    expect(() => resolveBinary(spec, {PATH: join(work, 'a')})).toThrow(
+      'tool not found: (a/tool is not an executable file), and ICHOR_TOOL is not set'.replace('a/tool', join(work, 'a', 'tool')),
+    )
     file(join(work, 'fallback', 'tool'), 0o755)
     expect(resolveBinary(spec, {PATH: join(work, 'none')})).toBe(join(work, 'fallback', 'tool'))
     // A variable that names nothing is an error, never a silent fallback.
-    expect(() => resolveBinary(spec, {PATH: join(work, 'b'), ICHOR_TOOL: join(work, 'nope')})).toThrow(`tool not found: ICHOR_TOOL=${join(work, 'nope')} (${join(work, 'nope')} does not exist)`)
+    expect(() => resolveBinary(spec, {PATH: join(work, 'b'), ICHOR_TOOL: join(work, 'nope')})).toThrow(
+      `tool not found: ICHOR_TOOL=${join(work, 'nope')} (${join(work, 'nope')} does not exist)`,
+    )
   })
 })
 
 describe('runProcess', () => {
   it('feeds stdin, collects stdout and stderr, and reports the exit code', async () => {
-    const r = await runProcess(process.execPath, ['-e', 'process.stdin.pipe(process.stdout); console.error("err"); process.on("exit", () => (process.exitCode = 4))'], {input: 'hello'})
+    const r = await runProcess(
+      process.execPath,
+      ['-e', 'process.stdin.pipe(process.stdout); console.error("err"); process.on("exit", () => (process.exitCode = 4))'],
+      {input: 'hello'},
+    )
     expect(r).toMatchObject({exitCode: 4, stdout: 'hello', stderr: 'err\n', timedOut: false, canceled: false})
   })
 
@@ -93,7 +101,10 @@ describe('runProcess', () => {
 
   it('leaves no child running when ichor exits while it runs', async () => {
     const pidFile = join(work, 'child.pid')
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'test', 'exec', 'support', 'exit-with-child.ts'), pidFile], {cwd: PROJECT_ROOT, encoding: 'utf8'})
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'test', 'exec', 'support', 'exit-with-child.ts'), pidFile], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+    })
     expect(r.status, r.stderr).toBe(3)
     const pid = Number(readFileSync(pidFile, 'utf8'))
     // SIGTERM was sent at exit; wait until the child has gone (it ends at once on SIGTERM).

@@ -102,13 +102,18 @@ async function fromSameGroupCaller(runs: Array<{args: string[]; binariesOnPath: 
   parent.stdout.on('data', (c: Buffer) => (stdout += c))
   const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => parent.on('close', (c, s) => resolve([c, s])))
   const summary = stdout ? (JSON.parse(stdout) as {survived: boolean; results: ParentReport['results']}) : {survived: false, results: []}
-  const kills = readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as KillRecord)
+  const kills = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as KillRecord)
   return {code, signal, ...summary, kills}
 }
 
 /** The calls issue 11 forbids: at a pid-less child, at pid 0, at a negative pid. */
 function forbidden(kills: KillRecord[]): KillRecord[] {
-  return kills.filter((k) => k.refused || (k.via === 'ChildProcess.kill' && (k.childPid === null || (k.childPid ?? 0) <= 0)) || (k.via === 'process.kill' && (k.pid ?? 0) <= 0))
+  return kills.filter(
+    (k) => k.refused || (k.via === 'ChildProcess.kill' && (k.childPid === null || (k.childPid ?? 0) <= 0)) || (k.via === 'process.kill' && (k.pid ?? 0) <= 0),
+  )
 }
 
 /** The 0600 file with the passphrase a real init seals the Talos bundle with. */
@@ -126,7 +131,18 @@ function valuesFile(name: string, text: string): string {
 
 describe('no signal ever reaches a pid-less child, pid 0 or a process group (issue 11)', () => {
   const validate = (file: string) => ['cni', 'values', 'validate', '-f', file, '--mirror', UPSTREAM.dir]
-  const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir]
+  const NODES = [
+    '--cluster-name',
+    'homelab',
+    '--endpoint',
+    'https://192.0.2.10:6443',
+    '--control-plane',
+    '192.0.2.10',
+    '--worker',
+    '192.0.2.11',
+    '--mirror',
+    UPSTREAM.dir,
+  ]
 
   it('cni values validate, 50 runs with helm and talosctl absent from PATH, then once with both present: the caller survives', async () => {
     // Given values files that fail the offline checks (the run ends while the helm render it
@@ -162,7 +178,13 @@ describe('no signal ever reaches a pid-less child, pid 0 or a process group (iss
     expect(forbidden(report.kills)).toEqual([])
     expect({code: report.code, signal: report.signal, survived: report.survived}).toEqual({code: 0, signal: null, survived: true})
     // Without helm the dry run cannot render: it names helm and writes nothing; with it, it renders.
-    expect(report.results.map((r) => [r.code, r.signal]), report.results.map((r) => r.stderr).join('\n')).toEqual([[1, null], [0, null]])
+    expect(
+      report.results.map((r) => [r.code, r.signal]),
+      report.results.map((r) => r.stderr).join('\n'),
+    ).toEqual([
+      [1, null],
+      [0, null],
+    ])
     expect(report.results[0]!.stderr).toMatch(/helm not found/)
     expect([existsSync(join(out, 'a', 'plan.txt')), existsSync(join(out, 'b', 'plan.txt'))]).toEqual([false, true])
   }, 300_000)

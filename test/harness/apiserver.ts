@@ -173,15 +173,11 @@ function logTail(path: string, lines = 30): string {
 /** GET over TLS without verifying the server (used only before the CA is known). */
 function probe(url: string, token: string, ca?: string): Promise<{status: number; body: string}> {
   return new Promise((resolvePromise, reject) => {
-    const req = request(
-      url,
-      {headers: {Authorization: `Bearer ${token}`}, ca, rejectUnauthorized: Boolean(ca), timeout: 2000},
-      (res) => {
-        let body = ''
-        res.on('data', (c: Buffer) => (body += c.toString()))
-        res.on('end', () => resolvePromise({status: res.statusCode ?? 0, body}))
-      },
-    )
+    const req = request(url, {headers: {Authorization: `Bearer ${token}`}, ca, rejectUnauthorized: Boolean(ca), timeout: 2000}, (res) => {
+      let body = ''
+      res.on('data', (c: Buffer) => (body += c.toString()))
+      res.on('end', () => resolvePromise({status: res.statusCode ?? 0, body}))
+    })
     req.on('timeout', () => req.destroy(new Error('timeout')))
     req.on('error', reject)
     req.end()
@@ -339,7 +335,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const scheduler = startProcess(join(binDir, 'kube-scheduler'), common, dir, 'kube-scheduler.log')
       procs.push(scheduler)
       // The serviceaccount controller creates `default` in every namespace once it runs.
-      await waitFor('kube-controller-manager', kcm, timeoutMs, async () => (await probe(`${server}/api/v1/namespaces/default/serviceaccounts/default`, token, caPem)).status === 200)
+      await waitFor(
+        'kube-controller-manager',
+        kcm,
+        timeoutMs,
+        async () => (await probe(`${server}/api/v1/namespaces/default/serviceaccounts/default`, token, caPem)).status === 200,
+      )
       if (scheduler.child.exitCode !== null) throw new Error(`envtest: kube-scheduler exited:\n${logTail(scheduler.logPath)}`)
     }
 
@@ -370,7 +371,14 @@ const TALOS_ADMISSION_CONFIG = stringify({
       configuration: {
         apiVersion: 'pod-security.admission.config.k8s.io/v1alpha1',
         kind: 'PodSecurityConfiguration',
-        defaults: {enforce: 'baseline', 'enforce-version': 'latest', audit: 'restricted', 'audit-version': 'latest', warn: 'restricted', 'warn-version': 'latest'},
+        defaults: {
+          enforce: 'baseline',
+          'enforce-version': 'latest',
+          audit: 'restricted',
+          'audit-version': 'latest',
+          warn: 'restricted',
+          'warn-version': 'latest',
+        },
         exemptions: {usernames: [], runtimeClasses: [], namespaces: ['kube-system']},
       },
     },

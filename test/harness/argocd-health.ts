@@ -62,29 +62,40 @@ function deploymentHealth(d: Live): Health {
   const updated = s.updatedReplicas ?? 0
   const replicas = d.spec?.replicas as number | undefined
   if (progressing?.reason === 'ProgressDeadlineExceeded') return {status: 'Degraded', message: `Deployment "${d.metadata.name}" exceeded its progress deadline`}
-  if (replicas !== undefined && updated < replicas) return {status: 'Progressing', message: `Waiting for rollout to finish: ${updated} out of ${replicas} new replicas have been updated...`}
-  if ((s.replicas ?? 0) > updated) return {status: 'Progressing', message: `Waiting for rollout to finish: ${(s.replicas ?? 0) - updated} old replicas are pending termination...`}
-  if ((s.availableReplicas ?? 0) < updated) return {status: 'Progressing', message: `Waiting for rollout to finish: ${s.availableReplicas ?? 0} of ${updated} updated replicas are available...`}
+  if (replicas !== undefined && updated < replicas)
+    return {status: 'Progressing', message: `Waiting for rollout to finish: ${updated} out of ${replicas} new replicas have been updated...`}
+  if ((s.replicas ?? 0) > updated)
+    return {status: 'Progressing', message: `Waiting for rollout to finish: ${(s.replicas ?? 0) - updated} old replicas are pending termination...`}
+  if ((s.availableReplicas ?? 0) < updated)
+    return {status: 'Progressing', message: `Waiting for rollout to finish: ${s.availableReplicas ?? 0} of ${updated} updated replicas are available...`}
   return {status: 'Healthy'}
 }
 
 /** health_statefulset.go getAppsv1StatefulSetHealth. */
 function statefulSetHealth(sts: Live): Health {
   const s = sts.status ?? {}
-  if (!s.observedGeneration || generation(sts) > s.observedGeneration) return {status: 'Progressing', message: 'Waiting for statefulset spec update to be observed...'}
+  if (!s.observedGeneration || generation(sts) > s.observedGeneration)
+    return {status: 'Progressing', message: 'Waiting for statefulset spec update to be observed...'}
   const replicas = sts.spec?.replicas as number | undefined
-  if (replicas !== undefined && (s.readyReplicas ?? 0) < replicas) return {status: 'Progressing', message: `Waiting for ${replicas - (s.readyReplicas ?? 0)} pods to be ready...`}
+  if (replicas !== undefined && (s.readyReplicas ?? 0) < replicas)
+    return {status: 'Progressing', message: `Waiting for ${replicas - (s.readyReplicas ?? 0)} pods to be ready...`}
   const strategy = sts.spec?.updateStrategy ?? {}
   if (strategy.type === 'RollingUpdate' && strategy.rollingUpdate) {
     const partition = strategy.rollingUpdate.partition as number | undefined
     if (replicas !== undefined && partition !== undefined && (s.updatedReplicas ?? 0) < replicas - partition) {
-      return {status: 'Progressing', message: `Waiting for partitioned roll out to finish: ${s.updatedReplicas ?? 0} out of ${replicas - partition} new pods have been updated...`}
+      return {
+        status: 'Progressing',
+        message: `Waiting for partitioned roll out to finish: ${s.updatedReplicas ?? 0} out of ${replicas - partition} new pods have been updated...`,
+      }
     }
     return {status: 'Healthy', message: `partitioned roll out complete: ${s.updatedReplicas ?? 0} new pods have been updated...`}
   }
   if (strategy.type === 'OnDelete') return {status: 'Healthy', message: `statefulset has ${s.readyReplicas ?? 0} ready pods`}
   if (s.updateRevision !== s.currentRevision) {
-    return {status: 'Progressing', message: `waiting for statefulset rolling update to complete ${s.updatedReplicas ?? 0} pods at revision ${s.updateRevision}...`}
+    return {
+      status: 'Progressing',
+      message: `waiting for statefulset rolling update to complete ${s.updatedReplicas ?? 0} pods at revision ${s.updateRevision}...`,
+    }
   }
   return {status: 'Healthy', message: `statefulset rolling update complete ${s.currentReplicas ?? 0} pods at revision ${s.currentRevision}...`}
 }
@@ -92,7 +103,8 @@ function statefulSetHealth(sts: Live): Health {
 /** health_replicaset.go getAppsv1ReplicaSetHealth. */
 function replicaSetHealth(rs: Live): Health {
   const s = rs.status ?? {}
-  if (generation(rs) > (s.observedGeneration ?? 0)) return {status: 'Progressing', message: 'Waiting for rollout to finish: observed replica set generation less than desired generation'}
+  if (generation(rs) > (s.observedGeneration ?? 0))
+    return {status: 'Progressing', message: 'Waiting for rollout to finish: observed replica set generation less than desired generation'}
   const failure = (s.conditions as any[] | undefined)?.find((c) => c.type === 'ReplicaFailure')
   if (failure?.status === 'True') return {status: 'Degraded', message: failure.message}
   const replicas = rs.spec?.replicas as number | undefined
@@ -105,13 +117,21 @@ function replicaSetHealth(rs: Live): Health {
 /** health_daemonset.go getAppsv1DaemonSetHealth. */
 function daemonSetHealth(ds: Live): Health {
   const s = ds.status ?? {}
-  if (generation(ds) > (s.observedGeneration ?? 0)) return {status: 'Progressing', message: 'Waiting for rollout to finish: observed daemon set generation less than desired generation'}
+  if (generation(ds) > (s.observedGeneration ?? 0))
+    return {status: 'Progressing', message: 'Waiting for rollout to finish: observed daemon set generation less than desired generation'}
   const desired = s.desiredNumberScheduled ?? 0
   const updated = s.updatedNumberScheduled ?? 0
   if (ds.spec?.updateStrategy?.type === 'OnDelete') return {status: 'Healthy', message: `daemon set ${updated} out of ${desired} new pods have been updated`}
-  if (updated < desired) return {status: 'Progressing', message: `Waiting for daemon set "${ds.metadata.name}" rollout to finish: ${updated} out of ${desired} new pods have been updated...`}
+  if (updated < desired)
+    return {
+      status: 'Progressing',
+      message: `Waiting for daemon set "${ds.metadata.name}" rollout to finish: ${updated} out of ${desired} new pods have been updated...`,
+    }
   if ((s.numberAvailable ?? 0) < desired) {
-    return {status: 'Progressing', message: `Waiting for daemon set "${ds.metadata.name}" rollout to finish: ${s.numberAvailable ?? 0} of ${desired} updated pods are available...`}
+    return {
+      status: 'Progressing',
+      message: `Waiting for daemon set "${ds.metadata.name}" rollout to finish: ${s.numberAvailable ?? 0} of ${desired} updated pods are available...`,
+    }
   }
   return {status: 'Healthy'}
 }
@@ -157,7 +177,8 @@ function podHealth(pod: Live): Health {
       if (s.message) return {status: 'Degraded', message: s.message}
       for (const c of [...((s.initContainerStatuses as any[] | undefined) ?? []), ...containers]) {
         const t = c.state?.terminated
-        const msg = t?.message || (t?.reason === 'OOMKilled' ? t.reason : t && t.exitCode !== 0 ? `container "${c.name}" failed with exit code ${t.exitCode}` : '')
+        const msg =
+          t?.message || (t?.reason === 'OOMKilled' ? t.reason : t && t.exitCode !== 0 ? `container "${c.name}" failed with exit code ${t.exitCode}` : '')
         if (msg) return {status: 'Degraded', message: msg}
       }
       return {status: 'Degraded', message: ''}

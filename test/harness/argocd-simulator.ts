@@ -74,12 +74,29 @@ export const ARGOCD_NAMESPACE = 'argocd'
 export const APPLICATIONS = {group: 'argoproj.io', version: 'v1alpha1', plural: 'applications'}
 
 /** Kinds the bundles hold that are cluster-scoped (everything else is namespaced). */
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'PriorityClass', 'StorageClass', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration', 'CiliumClusterwideNetworkPolicy'])
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'PriorityClass',
+  'StorageClass',
+  'ValidatingWebhookConfiguration',
+  'MutatingWebhookConfiguration',
+  'CiliumClusterwideNetworkPolicy',
+])
 
 export type AppObj = {
   apiVersion?: string
   kind?: string
-  metadata: {name: string; namespace?: string; generation?: number; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string>}
+  metadata: {
+    name: string
+    namespace?: string
+    generation?: number
+    resourceVersion?: string
+    annotations?: Record<string, string>
+    labels?: Record<string, string>
+  }
   spec?: Record<string, any>
   status?: Record<string, any>
 }
@@ -196,7 +213,10 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
     let text = manifests.get(ref)
     if (text === undefined) {
       const fetched = await oci.getManifest(repository, digest)
-      for (const layer of (fetched.manifest as PulledManifest).layers) text ??= untarSync(await oci.getBlob(repository, layer.digest), ref).get('manifest.yaml')?.toString('utf8')
+      for (const layer of (fetched.manifest as PulledManifest).layers)
+        text ??= untarSync(await oci.getBlob(repository, layer.digest), ref)
+          .get('manifest.yaml')
+          ?.toString('utf8')
       if (text === undefined) throw new Error(`${ref} holds no manifest.yaml`)
       manifests.set(ref, text)
     }
@@ -281,16 +301,44 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
     for (const target of targets) {
       const l = live.get(objKey(target))
       const modified = l ? await differs(target, l) : true
-      resources.push({target, live: l, group: groupOf(target.apiVersion), kind: target.kind, version: versionOf(target.apiVersion), namespace: target.metadata.namespace, name: target.metadata.name, status: modified ? 'OutOfSync' : 'Synced', requiresPruning: false})
+      resources.push({
+        target,
+        live: l,
+        group: groupOf(target.apiVersion),
+        kind: target.kind,
+        version: versionOf(target.apiVersion),
+        namespace: target.metadata.namespace,
+        name: target.metadata.name,
+        status: modified ? 'OutOfSync' : 'Synced',
+        requiresPruning: false,
+      })
     }
     for (const [key, l] of live) {
       if (targetKeys.has(key)) continue
       const id = parseTrackingId(l.metadata.annotations?.[TRACKING_ANNOTATION])
       // state.go isSelfReferencedObj: a tracking id copied onto another object does not make it ours.
-      if (!id || id.group !== groupOf(l.apiVersion) || id.kind !== l.kind || id.name !== l.metadata.name || (l.metadata.namespace && id.namespace !== l.metadata.namespace)) continue
-      resources.push({live: l, group: groupOf(l.apiVersion), kind: l.kind, version: versionOf(l.apiVersion), namespace: l.metadata.namespace, name: l.metadata.name, status: 'OutOfSync', requiresPruning: true})
+      if (
+        !id ||
+        id.group !== groupOf(l.apiVersion) ||
+        id.kind !== l.kind ||
+        id.name !== l.metadata.name ||
+        (l.metadata.namespace && id.namespace !== l.metadata.namespace)
+      )
+        continue
+      resources.push({
+        live: l,
+        group: groupOf(l.apiVersion),
+        kind: l.kind,
+        version: versionOf(l.apiVersion),
+        namespace: l.metadata.namespace,
+        name: l.metadata.name,
+        status: 'OutOfSync',
+        requiresPruning: true,
+      })
     }
-    const sync = resources.some((r) => r.status === 'OutOfSync' && !(r.requiresPruning && hasOption(r.live, COMPARE_OPTIONS_ANNOTATION, 'IgnoreExtraneous'))) ? 'OutOfSync' : 'Synced'
+    const sync = resources.some((r) => r.status === 'OutOfSync' && !(r.requiresPruning && hasOption(r.live, COMPARE_OPTIONS_ANNOTATION, 'IgnoreExtraneous')))
+      ? 'OutOfSync'
+      : 'Synced'
     // controller/health.go setApplicationHealth.
     let health: HealthCode = 'Healthy'
     let anyLive = false
@@ -316,7 +364,11 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
         // sync_context.go: `Prune=false` resources are skipped ("ignored (no prune)"); without prune, "ignored (requires pruning)".
         if (!prune || hasOption(r.live, SYNC_OPTIONS_ANNOTATION, 'Prune=false')) continue
         if (r.live.metadata.deletionTimestamp) continue
-        await deleteObject(k, {apiVersion: r.live.apiVersion, kind: r.kind, name: r.name, namespace: r.namespace}, {propagationPolicy: await prunePropagation(k)})
+        await deleteObject(
+          k,
+          {apiVersion: r.live.apiVersion, kind: r.kind, name: r.name, namespace: r.namespace},
+          {propagationPolicy: await prunePropagation(k)},
+        )
         pruned++
       }
       events.push(`synced ${apply.length} objects: ${results.filter((r) => r.result !== 'unchanged').length} changed, ${pruned} pruned`)
@@ -330,11 +382,16 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   async function controllerRunning(): Promise<boolean> {
     if ((opts.applicationController ?? 'required') === 'assumed') return true
     const k = await connect()
-    const pods = await k.request<{items?: (KubeObject & {status?: {conditions?: {type: string; status: string}[]}})[]}>('GET', `/api/v1/namespaces/${APPLICATION_CONTROLLER.namespace}/pods`)
+    const pods = await k.request<{items?: (KubeObject & {status?: {conditions?: {type: string; status: string}[]}})[]}>(
+      'GET',
+      `/api/v1/namespaces/${APPLICATION_CONTROLLER.namespace}/pods`,
+    )
     const replicaSet = new RegExp(`^${APPLICATION_CONTROLLER.name}-[a-z0-9]+$`)
     return (pods.items ?? []).some((pod) => {
       const owners = (pod.metadata as {ownerReferences?: {kind: string; name: string}[]}).ownerReferences ?? []
-      const ours = owners.some((o) => (o.kind === 'StatefulSet' && o.name === APPLICATION_CONTROLLER.name) || (o.kind === 'ReplicaSet' && replicaSet.test(o.name)))
+      const ours = owners.some(
+        (o) => (o.kind === 'StatefulSet' && o.name === APPLICATION_CONTROLLER.name) || (o.kind === 'ReplicaSet' && replicaSet.test(o.name)),
+      )
       return ours && !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
     })
   }
@@ -392,7 +449,12 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
         const startedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
         const failed = await runSync(targets, cmp, plan.prune, plan.only)
         const op = operation ?? {
-          sync: {revision: target, prune: plan.prune, syncOptions: app.spec?.syncPolicy?.syncOptions, ...(plan.selfHealAttempts ? {selfHealAttemptsCount: plan.selfHealAttempts} : {})},
+          sync: {
+            revision: target,
+            prune: plan.prune,
+            syncOptions: app.spec?.syncPolicy?.syncOptions,
+            ...(plan.selfHealAttempts ? {selfHealAttemptsCount: plan.selfHealAttempts} : {}),
+          },
           initiatedBy: {automated: true},
           retry: {limit: 5},
         }
@@ -437,7 +499,9 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
     try {
       if (await hasApplicationStatusSubresource()) {
         // The operation lives in the main resource: cleared there first, then the status.
-        const cleared = clearOperation ? ((await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: rest})) as AppObj) : app
+        const cleared = clearOperation
+          ? ((await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: rest})) as AppObj)
+          : app
         await custom.replaceNamespacedCustomObjectStatus({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name: app.metadata.name, body: {...cleared, status}})
       } else {
         // Argo CD's Application CRD has no status subresource: status is written with the object.
@@ -457,7 +521,9 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
    * deletion is background: a pruned object without dependents goes at once, as with the collector.
    */
   async function prunePropagation(k: Kube): Promise<'Foreground' | 'Background'> {
-    gcRuns ??= getObject(k, {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'kube-system', name: 'kube-controller-manager'}).then((l) => l !== undefined)
+    gcRuns ??= getObject(k, {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'kube-system', name: 'kube-controller-manager'}).then(
+      (l) => l !== undefined,
+    )
     const runs = await gcRuns.catch(() => false)
     if (!runs) gcRuns = undefined // Ask again next time: the controller manager may start later.
     return runs ? 'Foreground' : 'Background'

@@ -89,9 +89,13 @@ export function ciliumModuleFor(version: string): {module: string; note?: string
   const pinned = pinnedCiliumVersions()
   const older = pinned.filter((p) => compare(semver(p)!, want) <= 0)
   const module = older.at(-1)
-  if (!module) throw new Error(`cilium operator simulator: no Cilium module pinned at or below ${version} (pinned: ${pinned.join(', ')}); add test/cilium-crds/v<version>`)
+  if (!module)
+    throw new Error(`cilium operator simulator: no Cilium module pinned at or below ${version} (pinned: ${pinned.join(', ')}); add test/cilium-crds/v<version>`)
   if (module === version.replace(/^v/, '')) return {module}
-  return {module, note: `Cilium ${version}'s Go module is not pinned (not served by the module proxy): registering the CRDs of ${module}, the nearest older pinned version`}
+  return {
+    module,
+    note: `Cilium ${version}'s Go module is not pinned (not served by the module proxy): registering the CRDs of ${module}, the nearest older pinned version`,
+  }
 }
 
 const moduleDirs = new Map<string, string>()
@@ -134,7 +138,12 @@ export function ciliumCrdNamesFor(module: string, config: CiliumConfig = {}): st
   const ccnp = bool(config, 'enable-cilium-clusterwide-network-policy', true)
   // Populate turns disable-endpoint-crd back off without a kvstore while any policy
   // enforcement is on (NetworkPolicyEnabled, pkg/option/features.go; the chart sets no kvstore).
-  const policyEnabled = (config['enable-policy'] ?? 'default') !== 'never' || bool(config, 'enable-k8s-networkpolicy', true) || cnp || ccnp || (config['identity-allocation-mode'] ?? 'crd') !== 'crd'
+  const policyEnabled =
+    (config['enable-policy'] ?? 'default') !== 'never' ||
+    bool(config, 'enable-k8s-networkpolicy', true) ||
+    cnp ||
+    ccnp ||
+    (config['identity-allocation-mode'] ?? 'crd') !== 'crd'
   const endpointCrd = !bool(config, 'disable-endpoint-crd', false) || (!config.kvstore && policyEnabled)
   if (endpointCrd) names.push('ciliumendpoints')
   // Up to 1.19 CiliumEndpointSlice needs the CiliumEndpoint CRD; 1.20 checks it alone.
@@ -153,7 +162,8 @@ export function ciliumCrdNamesFor(module: string, config: CiliumConfig = {}): st
   if (ccnp) names.push('ciliumclusterwidenetworkpolicies')
   if (cnp || ccnp) names.push('ciliumcidrgroups')
   // 1.18 also takes the older enable-ipv4-egress-gateway.
-  if (bool(config, 'enable-egress-gateway', false) || (minor < 19 && bool(config, 'enable-ipv4-egress-gateway', false))) names.push('ciliumegressgatewaypolicies')
+  if (bool(config, 'enable-egress-gateway', false) || (minor < 19 && bool(config, 'enable-ipv4-egress-gateway', false)))
+    names.push('ciliumegressgatewaypolicies')
   if (bool(config, 'enable-local-redirect-policy', false)) names.push('ciliumlocalredirectpolicies')
   if (bool(config, 'enable-envoy-config', false)) names.push('ciliumclusterwideenvoyconfigs', 'ciliumenvoyconfigs')
   if (bool(config, 'enable-bgp-control-plane', false)) {
@@ -229,7 +239,12 @@ export type CrdAction = 'created' | 'updated' | 'unchanged'
  * Registers the CRDs an operator of `version` registers with `config`, as
  * CreateCustomResourceDefinitions does, and waits until they are Established.
  */
-export async function registerCiliumCrds(kc: KubeConfig, version: string, config: CiliumConfig = {}, timeoutMs = 60_000): Promise<{module: string; note?: string; actions: Record<string, CrdAction>}> {
+export async function registerCiliumCrds(
+  kc: KubeConfig,
+  version: string,
+  config: CiliumConfig = {},
+  timeoutMs = 60_000,
+): Promise<{module: string; note?: string; actions: Record<string, CrdAction>}> {
   const {module, note} = ciliumModuleFor(version)
   const own = semver(ciliumSchemaVersion(module))!
   const actions: Record<string, CrdAction> = {}
@@ -272,7 +287,9 @@ async function createUpdateCrd(kc: KubeConfig, target: RawCrd, own: Semver, time
 }
 
 function crdError(what: string, crd: RawCrd, res: {status: number; text: string}): Error {
-  return Object.assign(new Error(`cilium operator simulator: ${what} the CRD ${crd.metadata.name} answered ${res.status}: ${res.text.slice(0, 500)}`), {code: res.status})
+  return Object.assign(new Error(`cilium operator simulator: ${what} the CRD ${crd.metadata.name} answered ${res.status}: ${res.text.slice(0, 500)}`), {
+    code: res.status,
+  })
 }
 
 /**
@@ -313,7 +330,11 @@ export async function createCrdRaw(kc: KubeConfig, crd: object, opts: {ignoreExi
  * Registers the CRDs an operator of `version` (default: the pinned chart's) registers with
  * cilium-config's defaults, create-or-update as the operator does, and waits until they are Established.
  */
-export async function installCiliumCrdsSimulated(kubeconfigPath: string, timeoutMs = 30_000, opts: {version?: string; config?: CiliumConfig} = {}): Promise<void> {
+export async function installCiliumCrdsSimulated(
+  kubeconfigPath: string,
+  timeoutMs = 30_000,
+  opts: {version?: string; config?: CiliumConfig} = {},
+): Promise<void> {
   const kc = new KubeConfig()
   kc.loadFromFile(kubeconfigPath)
   await registerCiliumCrds(kc, opts.version ?? DEFAULT_CILIUM_VERSION, opts.config ?? {}, timeoutMs)
@@ -383,7 +404,11 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
     const template = JSON.stringify(deployment.spec?.template ?? {})
     if (template === started) return void (observed = seen)
     const version = operatorVersionOf(deployment)
-    if (!version) throw Object.assign(new Error('cilium operator simulator: kube-system/cilium-operator names no Cilium version (no vX.Y.Z image tag, no helm.sh/chart label)'), {permanent: true})
+    if (!version)
+      throw Object.assign(
+        new Error('cilium operator simulator: kube-system/cilium-operator names no Cilium version (no vX.Y.Z image tag, no helm.sh/chart label)'),
+        {permanent: true},
+      )
     let config: CiliumConfig = {}
     try {
       config = (await core.readNamespacedConfigMap({namespace: 'kube-system', name: 'cilium-config'})).data ?? {}
@@ -436,7 +461,10 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
         const d = await apps.readNamespacedDeployment({namespace: 'kube-system', name: 'cilium-operator'})
         // Seen at this generation or later (not merely an equal template: a rollback's is an older one's).
         if (observed.uid === d.metadata?.uid && (observed.generation ?? 0) >= (d.metadata?.generation ?? 0) && starts.length) return starts.at(-1)!
-        if (Date.now() > deadline) throw new Error(`cilium operator simulator: the operator's current pod template was not started within ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)
+        if (Date.now() > deadline)
+          throw new Error(
+            `cilium operator simulator: the operator's current pod template was not started within ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`,
+          )
         await new Promise((r) => setTimeout(r, 50))
       }
     },

@@ -109,15 +109,44 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     ICHOR_TALOS_INVENTORY_SETTLE_MS: '100',
   }
   const initArgs = [
-    'init', '--cluster-name', 'e2e', '--endpoint', `https://${CONTROL_PLANE}:6443`,
-    ...controlPlanes.flatMap((n) => ['--control-plane', n]), ...workers.flatMap((n) => ['--worker', n]), '--talos-version', talosVersion,
-    '--state-dir', stateDir, '--registry-endpoint', registry.endpoint, '--yes', '--timeout', '120',
-    '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', kokumiManifest,
+    'init',
+    '--cluster-name',
+    'e2e',
+    '--endpoint',
+    `https://${CONTROL_PLANE}:6443`,
+    ...controlPlanes.flatMap((n) => ['--control-plane', n]),
+    ...workers.flatMap((n) => ['--worker', n]),
+    '--talos-version',
+    talosVersion,
+    '--state-dir',
+    stateDir,
+    '--registry-endpoint',
+    registry.endpoint,
+    '--yes',
+    '--timeout',
+    '120',
+    '--cilium-chart',
+    UPSTREAM.ciliumChart,
+    '--argocd-chart',
+    UPSTREAM.argocdChart,
+    '--kokumi-manifest',
+    kokumiManifest,
     // The mirror's Argo CD chart (10.1.1) and Kokumi (0.14.0) are older than the pins: a real run needs it.
     '--allow-unpinned',
   ]
   return {
-    cp, registry, nodes, stateDir, stateKeyFile, controlPlanes, workers, kokumiManifest, pods, stack, env, initArgs,
+    cp,
+    registry,
+    nodes,
+    stateDir,
+    stateKeyFile,
+    controlPlanes,
+    workers,
+    kokumiManifest,
+    pods,
+    stack,
+    env,
+    initArgs,
     async stop() {
       await apiProxy.stop()
       await stack.stop()
@@ -145,8 +174,13 @@ export interface CliRun {
  * `onEvent` sees every event line with the process (e.g. to SIGSTOP it at a step).
  */
 export function runIchor(
-  args: string[], env: NodeJS.ProcessEnv,
-  opts: {killOn?: (event: Record<string, unknown>) => boolean; onEvent?: (event: Record<string, unknown>, child: ChildProcess) => void; onStart?: (child: ChildProcess) => void} = {},
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: {
+    killOn?: (event: Record<string, unknown>) => boolean
+    onEvent?: (event: Record<string, unknown>, child: ChildProcess) => void
+    onStart?: (child: ChildProcess) => void
+  } = {},
 ): Promise<CliRun> {
   const started = performance.now()
   return new Promise((resolve) => {

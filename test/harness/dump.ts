@@ -15,15 +15,30 @@ export function nodeConfig(h: HarnessCluster, ip: string): string {
 
 /** Everything the end state is made of, minus what is random per cluster (generated passwords, uids, times). */
 export async function canonicalDump(kube: Kube, h: HarnessCluster) {
-  const secretNames = async (ns: string) => (await listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns})).filter((s) => !s.metadata.name.startsWith('sh.helm.release')).map((s) => `${ns}/${s.metadata.name}:${Object.keys(s.data ?? {}).sort().join(',')}`)
+  const secretNames = async (ns: string) =>
+    (await listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns}))
+      .filter((s) => !s.metadata.name.startsWith('sh.helm.release'))
+      .map(
+        (s) =>
+          `${ns}/${s.metadata.name}:${Object.keys(s.data ?? {})
+            .sort()
+            .join(',')}`,
+      )
   const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
-  const orders = await Promise.all(['argocd', 'kokumi'].map((n) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: n, namespace: n})))
+  const orders = await Promise.all(
+    ['argocd', 'kokumi'].map((n) => getObject<Obj>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: n, namespace: n})),
+  )
   const release = await readReleaseRecord(kube, 'cilium', 'kube-system')
   const policies = [
     ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'kokumi'})),
     ...(await listObjects<Obj>(kube, {apiVersion: 'cilium.io/v2', kind: 'CiliumNetworkPolicy', namespace: 'argocd'})),
   ]
-  const inventory = await getObject<Obj & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'talos-bootstrap-manifests-inventory', namespace: 'kube-system'})
+  const inventory = await getObject<Obj & {data?: Record<string, string>}>(kube, {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    name: 'talos-bootstrap-manifests-inventory',
+    namespace: 'kube-system',
+  })
   return {
     cr: {spec: cr?.spec, status: cr?.status},
     orders: orders.map((o) => o?.spec),
@@ -35,13 +50,16 @@ export async function canonicalDump(kube: Kube, h: HarnessCluster) {
   }
 }
 
-
 /** Keys of a status that record when, not what: left out of a comparison. */
 const TIME_KEY = /(time|timestamp|at)$/i
 function withoutTimes(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutTimes)
   if (!value || typeof value !== 'object') return value
-  return Object.fromEntries(Object.entries(value).filter(([k]) => !TIME_KEY.test(k)).map(([k, v]) => [k, withoutTimes(v)]))
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([k]) => !TIME_KEY.test(k))
+      .map(([k, v]) => [k, withoutTimes(v)]),
+  )
 }
 
 /**
@@ -56,7 +74,11 @@ export async function cniDump(kube: Kube, base: number) {
   const [records, release, cr, cm] = await Promise.all([
     listObjects<Obj>(kube, {apiVersion: 'v1', kind: 'Secret', namespace: ns}, {labelSelector: 'owner=helm,name=cilium'}),
     readReleaseRecord(kube, 'cilium', ns),
-    getObject<Obj & {spec?: {cni?: unknown}; status?: {cni?: {releaseRevision?: number}}}>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}),
+    getObject<Obj & {spec?: {cni?: unknown}; status?: {cni?: {releaseRevision?: number}}}>(kube, {
+      apiVersion: 'ichor.maesh.dev/v1alpha1',
+      kind: 'IchorInstallation',
+      name: 'ichor',
+    }),
     getObject<Obj>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name: 'cilium-config', namespace: ns}),
   ])
   const history = records
@@ -70,7 +92,9 @@ export async function cniDump(kube: Kube, base: number) {
     history,
     cr: {
       spec: cr?.spec?.cni,
-      status: cniStatus && withoutTimes({...cniStatus, releaseRevision: cniStatus.releaseRevision === undefined ? undefined : `+${cniStatus.releaseRevision - base}`}),
+      status:
+        cniStatus &&
+        withoutTimes({...cniStatus, releaseRevision: cniStatus.releaseRevision === undefined ? undefined : `+${cniStatus.releaseRevision - base}`}),
     },
     ciliumConfig: cm?.data,
   }

@@ -7,7 +7,10 @@ import {execFileSync, type ChildProcess} from 'node:child_process'
 import {jsonEvents, type CliRun} from './cluster.js'
 function childPids(pid: number): number[] {
   try {
-    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'}).split('\n').map((s) => Number(s.trim())).filter((n) => n > 0)
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], {encoding: 'utf8'})
+      .split('\n')
+      .map((s) => Number(s.trim()))
+      .filter((n) => n > 0)
   } catch {
     return [] // ps exits 1 when there is none
   }
@@ -52,7 +55,10 @@ export function taskIds(run: CliRun): string[] {
 export const killBeforeTask = (k: number) => (e: Event) => e.event === 'task' && e.index === k && e.status === 'checking'
 
 /** The ids of the steps a run finished with `done` (ran and proved). */
-export const doneTaskIds = (run: CliRun) => jsonEvents(run).filter((e) => e.event === 'task' && e.status === 'done').map((e) => e.id as string)
+export const doneTaskIds = (run: CliRun) =>
+  jsonEvents(run)
+    .filter((e) => e.event === 'task' && e.status === 'done')
+    .map((e) => e.id as string)
 
 type OnEvent = (event: Event, child: ChildProcess) => void
 
@@ -61,7 +67,11 @@ type OnEvent = (event: Event, child: ChildProcess) => void
  * `--json` event `when` matches, the CLI is SIGSTOPped (as a suspended laptop or a debugger
  * would hold it), `meanwhile` runs, and the CLI is SIGCONTed, also when `meanwhile` throws.
  */
-export async function pausedWhile<T>(start: (onEvent: OnEvent) => Promise<CliRun>, when: (event: Event) => boolean, meanwhile: () => Promise<T>): Promise<{resumed: CliRun; meanwhile: T}> {
+export async function pausedWhile<T>(
+  start: (onEvent: OnEvent) => Promise<CliRun>,
+  when: (event: Event) => boolean,
+  meanwhile: () => Promise<T>,
+): Promise<{resumed: CliRun; meanwhile: T}> {
   let child: ChildProcess | undefined
   let stopped!: () => void
   const paused = new Promise<void>((r) => (stopped = r))
@@ -72,7 +82,10 @@ export async function pausedWhile<T>(start: (onEvent: OnEvent) => Promise<CliRun
     stopped()
   })
   // A run that ends before the event would otherwise leave this waiting forever.
-  await Promise.race([paused, run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before the event to pause at:\n${r.stderr.slice(-2000)}`)))])
+  await Promise.race([
+    paused,
+    run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before the event to pause at:\n${r.stderr.slice(-2000)}`))),
+  ])
   let result: T
   try {
     result = await meanwhile()

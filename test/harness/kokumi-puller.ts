@@ -53,7 +53,8 @@ export function pullerFor(kokumiVersion: string): PullerName {
 export async function pullManifest(puller: PullerName, manifest: PulledManifest, blob: (digest: string) => Promise<Buffer>): Promise<PullOutcome> {
   const first = manifest.layers[0]
   if (!first) return {error: puller === 'kokumi-main' ? 'artifact has no layers' : 'failed to read manifest: open manifest.yaml: no such file or directory'}
-  if (first.mediaType === HELM_CHART_LAYER) return {error: 'source is a Helm chart; ichor publishes pre-rendered bundles (the simulator does not render charts)'}
+  if (first.mediaType === HELM_CHART_LAYER)
+    return {error: 'source is a Helm chart; ichor publishes pre-rendered bundles (the simulator does not render charts)'}
   const files = new Map<string, Buffer>()
   try {
     if (puller === 'kokumi-main' && first.mediaType === FLUX_CONTENT_LAYER) {

@@ -130,7 +130,8 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     const fail = async (message: string) => {
       current = await writeOrderStatus(current, {status: 'False', reason: 'ProcessingFailed', message})
     }
-    if (order.spec?.menuRef || order.spec?.patches?.length || order.spec?.edits?.length) return fail('the Kokumi simulator renders neither Menus nor patches/edits')
+    if (order.spec?.menuRef || order.spec?.patches?.length || order.spec?.edits?.length)
+      return fail('the Kokumi simulator renders neither Menus nor patches/edits')
     const source = order.spec?.source as {oci?: string; version?: string} | undefined
     if (!source?.oci || !source.version) return fail('the Kokumi simulator handles only spec.source.oci')
     const pulled = await pull(source.oci, source.version, puller)
@@ -142,7 +143,8 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     // internal/service/defaults.go DefaultCommitMessage
     const commitMessage = userMessage !== undefined ? userMessage : parentDigest ? 'Automatically generated' : 'Initial commit'
     const normalized = normalizeYaml(pulled.manifest)
-    if (normalized.stoppedAt) events.push(`Order ${ns}/${name}: NormalizeYAML stopped at document ${normalized.stoppedAt.index + 1}: ${normalized.stoppedAt.error}`)
+    if (normalized.stoppedAt)
+      events.push(`Order ${ns}/${name}: NormalizeYAML stopped at document ${normalized.stoppedAt.index + 1}: ${normalized.stoppedAt.error}`)
     let digest: string
     try {
       digest = await push(`${ns}/${name}`, source.version, normalized.text, {
@@ -154,14 +156,32 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     }
     let preparation: string
     try {
-      preparation = await createPreparation(current, {sourceOci: source.oci, version: source.version, sourceDigest: pulled.sourceDigest, destRef, digest, specHash, commitMessage, parentDigest})
+      preparation = await createPreparation(current, {
+        sourceOci: source.oci,
+        version: source.version,
+        sourceDigest: pulled.sourceDigest,
+        destRef,
+        digest,
+        specHash,
+        commitMessage,
+        parentDigest,
+      })
     } catch (err) {
       return fail(`failed to create revision: ${(err as Error).message}`)
     }
-    current = await writeOrderStatus(current, {status: 'True', reason: 'Ready', message: `Successfully pushed to ${destRef}`, configHash: specHash, digest, preparation})
+    current = await writeOrderStatus(current, {
+      status: 'True',
+      reason: 'Ready',
+      message: `Successfully pushed to ${destRef}`,
+      configHash: specHash,
+      digest,
+      preparation,
+    })
     if (userMessage !== undefined) {
       // order_controller.go 192-199: the commit message is consumed.
-      await custom.patchNamespacedCustomObject({...ORDERS, namespace: ns, name, body: {metadata: {annotations: {[COMMIT_MESSAGE_ANNOTATION]: null}}}}, mergePatch()).catch(() => undefined)
+      await custom
+        .patchNamespacedCustomObject({...ORDERS, namespace: ns, name, body: {metadata: {annotations: {[COMMIT_MESSAGE_ANNOTATION]: null}}}}, mergePatch())
+        .catch(() => undefined)
     }
   }
 
@@ -170,7 +190,8 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     const m = /^oci:\/\/([^/]+)\/(.+?)\/*$/.exec(url)
     if (!m) return {error: `${url} is not oci://host/repository`}
     const [, host, repository] = m as unknown as [string, string, string]
-    if (host !== KOKUMI_REGISTRY_HOST && `http://${host}` !== deps.registry) return {error: `the simulator only knows the registry ${KOKUMI_REGISTRY_HOST}, not ${host}`}
+    if (host !== KOKUMI_REGISTRY_HOST && `http://${host}` !== deps.registry)
+      return {error: `the simulator only knows the registry ${KOKUMI_REGISTRY_HOST}, not ${host}`}
     const head = await oci.headManifest(repository, version)
     if (!head) return {error: `resolve ${host}/${repository}:${version}: not found`}
     const fetched = await oci.getManifest(repository, head.digest)
@@ -187,7 +208,13 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
    */
   async function push(repository: string, tag: string, manifestYaml: string, annotations: Record<string, string>): Promise<string> {
     const now = deps.now()
-    const tar = ustar([{name: '.', dir: true, mode: 0o700}, {name: 'manifest.yaml', mode: 0o600, data: Buffer.from(manifestYaml)}], now)
+    const tar = ustar(
+      [
+        {name: '.', dir: true, mode: 0o700},
+        {name: 'manifest.yaml', mode: 0o600, data: Buffer.from(manifestYaml)},
+      ],
+      now,
+    )
     const layer = gzipSync(tar)
     const config = Buffer.from('{}')
     const manifest = Buffer.from(
@@ -216,7 +243,16 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
   /** order_controller.go createPreparation 224-305: an existing one is returned unchanged. */
   async function createPreparation(
     order: Obj,
-    r: {sourceOci: string; version: string; sourceDigest: string; destRef: string; digest: string; specHash: string; commitMessage: string; parentDigest?: string},
+    r: {
+      sourceOci: string
+      version: string
+      sourceDigest: string
+      destRef: string
+      digest: string
+      specHash: string
+      commitMessage: string
+      parentDigest?: string
+    },
   ): Promise<string> {
     const ns = order.metadata.namespace!
     const name = `${order.metadata.name}-${r.digest.slice('sha256:'.length, 'sha256:'.length + 12)}`
@@ -229,7 +265,16 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
         namespace: ns,
         // Stamped now, from the Order as it is at render time (262-266).
         labels: {[ORDER_LABEL]: order.metadata.name, [VERSION_LABEL]: r.version, [AUTO_DEPLOY_LABEL]: autoDeployOf(order.spec)},
-        ownerReferences: [{apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', name: order.metadata.name, uid: order.metadata.uid, controller: true, blockOwnerDeletion: true}],
+        ownerReferences: [
+          {
+            apiVersion: 'delivery.kokumi.dev/v1alpha1',
+            kind: 'Order',
+            name: order.metadata.name,
+            uid: order.metadata.uid,
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
       spec: {
         orderName: order.metadata.name,
@@ -244,7 +289,13 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     const created = (await custom.createNamespacedCustomObject({...PREPARATIONS, namespace: ns, body})) as Obj
     events.push(`Preparation ${ns}/${name} created`)
     // 298-302: Ready at once (a failure here is only logged).
-    const status = {creationTime: deps.now().toISOString().replace(/\.\d+Z$/, 'Z'), conditions: [{type: 'Ready', status: 'True', reason: 'Ready', message: 'Preparation is ready for serving', lastTransitionTime: FIXED_TIME}]}
+    const status = {
+      creationTime: deps
+        .now()
+        .toISOString()
+        .replace(/\.\d+Z$/, 'Z'),
+      conditions: [{type: 'Ready', status: 'True', reason: 'Ready', message: 'Preparation is ready for serving', lastTransitionTime: FIXED_TIME}],
+    }
     await custom.replaceNamespacedCustomObjectStatus({...PREPARATIONS, namespace: ns, name, body: {...created, status}}).catch(() => undefined)
     return name
   }
@@ -266,7 +317,12 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     status.conditions = [condition(current.conditions, want.status, want.reason, want.message, order.metadata.generation)]
     if (isDeepStrictEqual(status, current)) return order
     try {
-      const written = (await custom.replaceNamespacedCustomObjectStatus({...ORDERS, namespace: order.metadata.namespace!, name: order.metadata.name, body: {...order, status}})) as Obj
+      const written = (await custom.replaceNamespacedCustomObjectStatus({
+        ...ORDERS,
+        namespace: order.metadata.namespace!,
+        name: order.metadata.name,
+        body: {...order, status},
+      })) as Obj
       events.push(`Order ${order.metadata.namespace}/${order.metadata.name} Ready=${want.status} ${want.reason}`)
       return written
     } catch (err) {
@@ -294,10 +350,19 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     const servings = await list(SERVINGS)
     if (!servings) return
     // serving_controller.go enqueueServingForPreparation 378-414.
-    for (const p of [...changed, ...deleted.map((k) => ({metadata: {namespace: k.split('/')[0]!, name: k.split('/')[1]!, labels: {[ORDER_LABEL]: seenPreparations.get(k)?.order ?? ''}}}) as Obj)]) {
+    for (const p of [
+      ...changed,
+      ...deleted.map(
+        (k) => ({metadata: {namespace: k.split('/')[0]!, name: k.split('/')[1]!, labels: {[ORDER_LABEL]: seenPreparations.get(k)?.order ?? ''}}}) as Obj,
+      ),
+    ]) {
       for (const s of servings) {
         if (s.metadata.namespace !== p.metadata.namespace) continue
-        if (s.spec?.preparationName === p.metadata.name || (s.spec?.preparationPolicy?.type === 'Automatic' && p.metadata.labels?.[ORDER_LABEL] === s.spec?.orderName)) servingKeys.add(keyOf(s))
+        if (
+          s.spec?.preparationName === p.metadata.name ||
+          (s.spec?.preparationPolicy?.type === 'Automatic' && p.metadata.labels?.[ORDER_LABEL] === s.spec?.orderName)
+        )
+          servingKeys.add(keyOf(s))
       }
     }
     for (const k of deleted) seenPreparations.delete(k)
@@ -364,7 +429,12 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     if (!serving) return undefined
     if (serving.metadata.deletionTimestamp) return reconcileServingDelete(serving)
     if (!serving.metadata.finalizers?.includes(FINALIZER)) {
-      serving = (await custom.replaceNamespacedCustomObject({...SERVINGS, namespace: ns, name, body: {...serving, metadata: {...serving.metadata, finalizers: [...(serving.metadata.finalizers ?? []), FINALIZER]}}})) as Obj
+      serving = (await custom.replaceNamespacedCustomObject({
+        ...SERVINGS,
+        namespace: ns,
+        name,
+        body: {...serving, metadata: {...serving.metadata, finalizers: [...(serving.metadata.finalizers ?? []), FINALIZER]}},
+      })) as Obj
     }
     let preparationName = serving.spec?.preparationName as string
     if (serving.spec?.preparationPolicy?.type === 'Automatic') {
@@ -410,7 +480,12 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
       events.push(`Application ${ARGOCD_NAMESPACE}/${name} created at ${digest}`)
     } else {
       // A full Update of the object built above: nothing of the stored one is kept but its resourceVersion.
-      await custom.replaceNamespacedCustomObject({...APPLICATIONS, namespace: ARGOCD_NAMESPACE, name, body: {...app, metadata: {...app.metadata, resourceVersion: existing.metadata.resourceVersion}}})
+      await custom.replaceNamespacedCustomObject({
+        ...APPLICATIONS,
+        namespace: ARGOCD_NAMESPACE,
+        name,
+        body: {...app, metadata: {...app.metadata, resourceVersion: existing.metadata.resourceVersion}},
+      })
       events.push(`Application ${ARGOCD_NAMESPACE}/${name} updated to ${digest}`)
     }
     serving = {...serving, status: {...serving.status, observedPreparationName: preparationName, deployedDigest: digest}}
@@ -425,13 +500,25 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
       if (!isCode(err, 404)) throw err
     })
     const finalizers = serving.metadata.finalizers.filter((f) => f !== FINALIZER)
-    await custom.replaceNamespacedCustomObject({...SERVINGS, namespace: serving.metadata.namespace!, name: serving.metadata.name, body: {...serving, metadata: {...serving.metadata, finalizers}}})
+    await custom.replaceNamespacedCustomObject({
+      ...SERVINGS,
+      namespace: serving.metadata.namespace!,
+      name: serving.metadata.name,
+      body: {...serving, metadata: {...serving.metadata, finalizers}},
+    })
     return undefined
   }
 
   /** internal/status/serving.go set: observedGeneration and the Ready condition; a conflict is ignored. */
   async function writeServingStatus(serving: Obj, status: 'True' | 'False' | 'Unknown', reason: string, message: string): Promise<Obj> {
-    const body = {...serving, status: {...serving.status, observedGeneration: serving.metadata.generation, conditions: [condition(serving.status?.conditions, status, reason, message, serving.metadata.generation)]}}
+    const body = {
+      ...serving,
+      status: {
+        ...serving.status,
+        observedGeneration: serving.metadata.generation,
+        conditions: [condition(serving.status?.conditions, status, reason, message, serving.metadata.generation)],
+      },
+    }
     try {
       return (await custom.replaceNamespacedCustomObjectStatus({...SERVINGS, namespace: serving.metadata.namespace!, name: serving.metadata.name, body})) as Obj
     } catch (err) {
@@ -468,7 +555,10 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
       const order = await get(ORDERS, namespace, name)
       const preparation = order?.status?.latestPreparationName as string | undefined
       if (!preparation) throw new Error(`Kokumi simulator: Order ${namespace}/${name} has no Preparation to promote`)
-      await custom.patchNamespacedCustomObject({...PREPARATIONS, namespace, name: preparation, body: {metadata: {labels: {[APPROVE_DEPLOY_LABEL]: 'true'}}}}, mergePatch())
+      await custom.patchNamespacedCustomObject(
+        {...PREPARATIONS, namespace, name: preparation, body: {metadata: {labels: {[APPROVE_DEPLOY_LABEL]: 'true'}}}},
+        mergePatch(),
+      )
     },
   }
 }
@@ -507,7 +597,14 @@ function autoDeployOf(spec: Record<string, any> | undefined): string {
 
 /** renderer/hash.go CalculateSpecHash's inputs (not its bytes: only equality matters here). */
 export function configHash(spec: Record<string, any>): string {
-  const inputs = {oci: spec.source?.oci, version: spec.source?.version, menuRef: spec.menuRef?.name, render: spec.render, patches: spec.patches, edits: spec.edits}
+  const inputs = {
+    oci: spec.source?.oci,
+    version: spec.source?.version,
+    menuRef: spec.menuRef?.name,
+    render: spec.render,
+    patches: spec.patches,
+    edits: spec.edits,
+  }
   return `sha256:${createHash('sha256').update(JSON.stringify(inputs)).digest('hex')}`
 }
 
@@ -565,7 +662,14 @@ function libyamlRefuses(source: string): string | undefined {
 function condition(previous: any[] | undefined, status: string, reason: string, message: string, generation: number | undefined) {
   const before = previous?.find((c) => c.type === 'Ready')
   // meta.SetStatusCondition: the transition time moves only when the status does.
-  return {type: 'Ready', status, reason, message, observedGeneration: generation, lastTransitionTime: before?.status === status ? before.lastTransitionTime : FIXED_TIME}
+  return {
+    type: 'Ready',
+    status,
+    reason,
+    message,
+    observedGeneration: generation,
+    lastTransitionTime: before?.status === status ? before.lastTransitionTime : FIXED_TIME,
+  }
 }
 
 function isReady(o: Obj): boolean {

@@ -1,13 +1,7 @@
 // Small client-node helpers shared by the e2e tests: a KubeConfig from the harness's
 // kubeconfig, namespaces, polling waits and a canonical dump of objects for comparing
 // end states (e.g. an interrupted run against an uninterrupted one).
-import {
-  ApiextensionsV1Api,
-  CoreV1Api,
-  KubeConfig,
-  KubernetesObjectApi,
-  type KubernetesObject,
-} from '@kubernetes/client-node'
+import {ApiextensionsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject} from '@kubernetes/client-node'
 import {randomBytes} from 'node:crypto'
 
 export function loadKubeConfig(kubeconfigPath: string): KubeConfig {

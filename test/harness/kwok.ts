@@ -42,7 +42,8 @@ export function kwokDir(): Promise<string> {
     ? Promise.resolve(fromEnv)
     : promisify(execFile)('bash', [join(PROJECT_ROOT, 'scripts', 'build-kwok.sh')], {maxBuffer: 1 << 20}).then(({stdout}) => stdout.trim().split('\n').pop()!)
   return located.then((dir) => {
-    if (!existsSync(join(dir, 'kwok'))) throw new Error(`kwok: ${join(dir, 'kwok')} is missing; build it with scripts/build-kwok.sh (or point ICHOR_KWOK_DIR at its folder)`)
+    if (!existsSync(join(dir, 'kwok')))
+      throw new Error(`kwok: ${join(dir, 'kwok')} is missing; build it with scripts/build-kwok.sh (or point ICHOR_KWOK_DIR at its folder)`)
     return dir
   })
 }
@@ -95,14 +96,31 @@ export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: numb
  * Registers a machine's kubelet: a Node kwok plays, with the labels, taints and address given
  * (Talos's for its nodes: see test/sim/kubelet-registration.mjs). Already there is fine.
  */
-export async function registerNode(kc: KubeConfig, node: {name: string; ip: string; labels?: Record<string, string>; taints?: V1Node['spec'] extends infer S ? S extends {taints?: infer T} ? T : never : never}): Promise<void> {
+export async function registerNode(
+  kc: KubeConfig,
+  node: {
+    name: string
+    ip: string
+    labels?: Record<string, string>
+    taints?: V1Node['spec'] extends infer S ? (S extends {taints?: infer T} ? T : never) : never
+  },
+): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api)
   try {
     await core.createNode({
       body: {
-        metadata: {name: node.name, labels: {'kubernetes.io/hostname': node.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...node.labels}, annotations: {[KWOK_NODE_ANNOTATION]: 'fake'}},
+        metadata: {
+          name: node.name,
+          labels: {'kubernetes.io/hostname': node.name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...node.labels},
+          annotations: {[KWOK_NODE_ANNOTATION]: 'fake'},
+        },
         spec: {taints: node.taints},
-        status: {addresses: [{type: 'InternalIP', address: node.ip}, {type: 'Hostname', address: node.name}]},
+        status: {
+          addresses: [
+            {type: 'InternalIP', address: node.ip},
+            {type: 'Hostname', address: node.name},
+          ],
+        },
       },
     })
   } catch (err) {
@@ -143,9 +161,13 @@ function podStages(readyMs: number): string[] {
         ready: ${ready}
         started: ${containerState === 'running'}
         restartCount: ${restartCount}
-        state:${containerState === 'running' ? `
-          running: {startedAt: {{ $now | Quote }}}` : `
-          waiting: ${containerState}`}
+        state:${
+          containerState === 'running'
+            ? `
+          running: {startedAt: {{ $now | Quote }}}`
+            : `
+          waiting: ${containerState}`
+        }
       {{ end }}
       initContainerStatuses:
       {{ range .spec.initContainers }}
@@ -221,7 +243,12 @@ ${next === 'delete' ? '    delete: true' : `    statusTemplate: |${next.replace(
     // Running but never Ready, as a pod whose readiness probe keeps failing.
     stage('harness-pod-unready', [notDeleted, admitted, pending, fault('unready')], started(false, 'running', 0), readyMs),
     // The container exits at once, again and again: kubelet's back-off (CrashLoopBackOff).
-    stage('harness-pod-crashloop', [notDeleted, admitted, pending, fault('crashloop')], started(false, '{reason: CrashLoopBackOff, message: "back-off restarting failed container"}', 3), readyMs),
+    stage(
+      'harness-pod-crashloop',
+      [notDeleted, admitted, pending, fault('crashloop')],
+      started(false, '{reason: CrashLoopBackOff, message: "back-off restarting failed container"}', 3),
+      readyMs,
+    ),
     // The image cannot be pulled: the pod stays Pending with ImagePullBackOff.
     stage(
       'harness-pod-image-pull',

@@ -102,10 +102,12 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
     }
     if (seen.has(uid) || pod.metadata?.annotations?.[ADMITTED_ANNOTATION]) return
     seen.add(uid)
-    queue = queue.then(() => admit(pod)).catch((err: unknown) => {
-      seen.delete(uid)
-      if (!stopped) console.error(`pod-start simulator: ${(err as Error).message}`)
-    })
+    queue = queue
+      .then(() => admit(pod))
+      .catch((err: unknown) => {
+        seen.delete(uid)
+        if (!stopped) console.error(`pod-start simulator: ${(err as Error).message}`)
+      })
   }
 
   // A watch that resumes where it stopped (a dropped watch must not leave a pod unadmitted).
@@ -116,7 +118,12 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
         for (const pod of list.items) onEvent('ADDED', pod)
         await new Promise<void>((resolve) => {
           void new Watch(kc)
-            .watch('/api/v1/pods', {resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true}, (type, pod: V1Pod) => onEvent(type, pod), () => resolve())
+            .watch(
+              '/api/v1/pods',
+              {resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true},
+              (type, pod: V1Pod) => onEvent(type, pod),
+              () => resolve(),
+            )
             .then((req) => (abort = () => req.abort()))
             .catch(() => resolve())
         })
@@ -140,9 +147,16 @@ export function startPodStartSimulator(kc: KubeConfig): PodStartSimulator {
         // Held pods start now: the fault label goes, and kwok's ready Stage takes them.
         const pods = await core.listPodForAllNamespaces({labelSelector: FAULT_LABEL})
         for (const pod of pods.items) {
-          if (!mine.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`) || [...held.values()].some((other) => other.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`))) continue
+          if (
+            !mine.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`) ||
+            [...held.values()].some((other) => other.has(`${pod.metadata!.namespace}/${pod.metadata!.name}`))
+          )
+            continue
           try {
-            await core.patchNamespacedPod({name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, body: {metadata: {labels: {[FAULT_LABEL]: null}}}}, mergePatch)
+            await core.patchNamespacedPod(
+              {name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, body: {metadata: {labels: {[FAULT_LABEL]: null}}}},
+              mergePatch,
+            )
           } catch (err) {
             if ((err as {code?: number}).code !== 404) throw err
           }

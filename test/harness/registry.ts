@@ -25,7 +25,12 @@ const APT_HINT = 'install the Debian package: apt-get update && apt-get install 
 /** The registry binary: ICHOR_REGISTRY_BIN, else `docker-registry` on PATH. Missing is a loud error. */
 export function findRegistryBinary(): string {
   const override = process.env.ICHOR_REGISTRY_BIN
-  const candidates = override ? [override] : (process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'docker-registry'))
+  const candidates = override
+    ? [override]
+    : (process.env.PATH ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, 'docker-registry'))
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK)

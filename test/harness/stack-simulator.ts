@@ -14,7 +14,17 @@ import {OciClient} from '../../src/lib/oci/client.js'
 import {APPLICATIONS, ARGOCD_NAMESPACE, createArgoCdSimulator} from './argocd-simulator.js'
 import {ALLOWED_ORDER_ANNOTATION, createKokumiSimulator, isCode, KOKUMI_CONTROLLER, type Obj} from './kokumi-simulator.js'
 
-export {ALLOWED_ORDER_ANNOTATION, KOKUMI_CONTROLLER, KOKUMI_REGISTRY_HOST, ORDER_LABEL, SERVING_LABEL, configHash, desiredApplication, normalizeYaml, type Obj} from './kokumi-simulator.js'
+export {
+  ALLOWED_ORDER_ANNOTATION,
+  KOKUMI_CONTROLLER,
+  KOKUMI_REGISTRY_HOST,
+  ORDER_LABEL,
+  SERVING_LABEL,
+  configHash,
+  desiredApplication,
+  normalizeYaml,
+  type Obj,
+} from './kokumi-simulator.js'
 
 const ORDERS = {group: 'delivery.kokumi.dev', version: 'v1alpha1', plural: 'orders'}
 export {ARGOCD_SSA_MANAGER} from './argocd-simulator.js'
@@ -64,7 +74,14 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   const oci = new OciClient(registry, {retry: {attempts: 1, baseDelayMs: 0, maxDelayMs: 0}})
   const events: string[] = []
   const kokumi = createKokumiSimulator({custom, apps, oci, registry, events, now: opts.now ?? (() => new Date())})
-  const argocd = createArgoCdSimulator({kubeconfigPath: opts.kubeconfigPath, kubeConfig: kc, oci, headManifest, events, applicationController: opts.applicationController})
+  const argocd = createArgoCdSimulator({
+    kubeconfigPath: opts.kubeconfigPath,
+    kubeConfig: kc,
+    oci,
+    headManifest,
+    events,
+    applicationController: opts.applicationController,
+  })
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
 

@@ -8,6 +8,8 @@ import {PROJECT_ROOT} from '../support/upstream.js'
 let located: string | undefined
 
 export function realTalosctlPath(): string {
-  located ??= process.env.ICHOR_REAL_TALOSCTL || execFileSync('bash', [join(PROJECT_ROOT, 'scripts', 'build-talosctl.sh')], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+  located ??=
+    process.env.ICHOR_REAL_TALOSCTL ||
+    execFileSync('bash', [join(PROJECT_ROOT, 'scripts', 'build-talosctl.sh')], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
   return located
 }

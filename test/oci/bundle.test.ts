@@ -45,8 +45,12 @@ function listWithTarPackage(layer: Buffer): TarEntry[] {
       e.resume()
     },
   })
-  parser.on('error', (e: unknown) => { failure = e })
-  parser.on('warn', (_c: string, m: string) => { failure ??= new Error(m) })
+  parser.on('error', (e: unknown) => {
+    failure = e
+  })
+  parser.on('warn', (_c: string, m: string) => {
+    failure ??= new Error(m)
+  })
   parser.end(layer)
   if (failure) throw failure
   return entries
@@ -160,8 +164,18 @@ describe('buildBundle', () => {
   })
 
   it('refuses a path given twice, and a file that is also a folder', () => {
-    expect(() => buildBundle([{path: 'a', content: ''}, {path: 'a', content: 'x'}])).toThrow(/twice/)
-    expect(() => buildBundle([{path: 'a', content: ''}, {path: 'a/b', content: ''}])).toThrow(/also the folder/)
+    expect(() =>
+      buildBundle([
+        {path: 'a', content: ''},
+        {path: 'a', content: 'x'},
+      ]),
+    ).toThrow(/twice/)
+    expect(() =>
+      buildBundle([
+        {path: 'a', content: ''},
+        {path: 'a/b', content: ''},
+      ]),
+    ).toThrow(/also the folder/)
   })
 })
 

@@ -50,7 +50,9 @@ describe('bodies are read with a cap', () => {
       res.writeHead(200, {'content-type': 'application/vnd.oci.image.manifest.v1+json', 'content-length': String(10 * 1024 ** 3)})
       res.write('{')
     }
-    await expect(new OciClient(registry.endpoint, noSleep).getManifest('ichor/x', 't')).rejects.toThrow(/sent a body of 10737418240 bytes \(Content-Length\) for manifest ichor\/x:t/)
+    await expect(new OciClient(registry.endpoint, noSleep).getManifest('ichor/x', 't')).rejects.toThrow(
+      /sent a body of 10737418240 bytes \(Content-Length\) for manifest ichor\/x:t/,
+    )
     expect(registry.seen).toHaveLength(1)
   })
 
@@ -109,7 +111,9 @@ describe('bodies are read with a cap', () => {
       res.writeHead(503)
       streamForever(registry, res)
     }
-    await expect(new OciClient(registry.endpoint, {...noSleep, retry: {attempts: 3}}).getManifest('ichor/x', 't')).rejects.toThrow(/after 3 tries: HTTP 503 for GET \/v2\/ichor\/x\/manifests\/t: a{200}$/)
+    await expect(new OciClient(registry.endpoint, {...noSleep, retry: {attempts: 3}}).getManifest('ichor/x', 't')).rejects.toThrow(
+      /after 3 tries: HTTP 503 for GET \/v2\/ichor\/x\/manifests\/t: a{200}$/,
+    )
     expect(registry.seen).toHaveLength(3)
     expect(registry.streamed).toBeLessThan(3 * 64 * 1024 * 1024)
   })
@@ -121,7 +125,9 @@ describe('redirects', () => {
     await expect(new OciClient(registry.endpoint, noSleep).getManifest('ichor/x', 't')).rejects.toThrow(
       `registry ${registry.endpoint} redirected GET /v2/ichor/x/manifests/t (HTTP 307) to ${elsewhere.host}: only blob downloads may leave the registry's host (OCI distribution spec)`,
     )
-    await expect(new OciClient(registry.endpoint, noSleep).headManifest('ichor/x', 't')).rejects.toThrow(`redirected HEAD /v2/ichor/x/manifests/t (HTTP 307) to ${elsewhere.host}`)
+    await expect(new OciClient(registry.endpoint, noSleep).headManifest('ichor/x', 't')).rejects.toThrow(
+      `redirected HEAD /v2/ichor/x/manifests/t (HTTP 307) to ${elsewhere.host}`,
+    )
     expect(elsewhere.seen).toEqual([])
   })
 
@@ -143,13 +149,18 @@ describe('redirects', () => {
     const client = new OciClient(registry.endpoint, noSleep)
     expect((await client.getBlob('ichor/x', BLOB_DIGEST, {size: BLOB.length})).equals(BLOB)).toBe(true)
     expect(await client.blobExists('ichor/x', BLOB_DIGEST)).toBe(true)
-    expect(elsewhere.seen.map((r) => `${r.method} ${r.path}`)).toEqual([`GET /storage/v2/ichor/x/blobs/${BLOB_DIGEST}?sig=x`, `HEAD /storage/v2/ichor/x/blobs/${BLOB_DIGEST}?sig=x`])
+    expect(elsewhere.seen.map((r) => `${r.method} ${r.path}`)).toEqual([
+      `GET /storage/v2/ichor/x/blobs/${BLOB_DIGEST}?sig=x`,
+      `HEAD /storage/v2/ichor/x/blobs/${BLOB_DIGEST}?sig=x`,
+    ])
     expect(elsewhere.seen.every((r) => r.headers.authorization === undefined && r.headers.cookie === undefined)).toBe(true)
   })
 
   it('a redirect loop stops after 5 hops', async () => {
     registry.handle = (req, res) => redirect(res, req.path)
-    await expect(new OciClient(registry.endpoint, noSleep).getBlob('ichor/x', BLOB_DIGEST)).rejects.toThrow(/redirected GET .* \(HTTP 307\) to 127\.0\.0\.1:\d+: more than 5 redirects/)
+    await expect(new OciClient(registry.endpoint, noSleep).getBlob('ichor/x', BLOB_DIGEST)).rejects.toThrow(
+      /redirected GET .* \(HTTP 307\) to 127\.0\.0\.1:\d+: more than 5 redirects/,
+    )
     expect(registry.seen).toHaveLength(6)
   })
 

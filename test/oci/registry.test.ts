@@ -58,9 +58,15 @@ describe('publishBundle against the real registry', () => {
 
     const pulled = await client.getManifest('ichor/kokumi', tag)
     expect(pulled.digest).toBe(result.manifestDigest)
-    const manifest = pulled.manifest as {config: {mediaType: string; digest: string}; layers: {mediaType: string; digest: string; size: number}[]; annotations: Record<string, string>}
+    const manifest = pulled.manifest as {
+      config: {mediaType: string; digest: string}
+      layers: {mediaType: string; digest: string; size: number}[]
+      annotations: Record<string, string>
+    }
     expect(manifest.config.mediaType).toBe(FLUX_CONFIG_MEDIA_TYPE)
-    expect(manifest.layers).toEqual([{mediaType: FLUX_CONTENT_MEDIA_TYPE, digest: bundle.layerDigest, size: bundle.size, annotations: unpackAnnotations(bundle.layer)}])
+    expect(manifest.layers).toEqual([
+      {mediaType: FLUX_CONTENT_MEDIA_TYPE, digest: bundle.layerDigest, size: bundle.size, annotations: unpackAnnotations(bundle.layer)},
+    ])
     expect(manifest.annotations['org.opencontainers.image.version']).toBe('0.14.0')
     expect((await client.getBlob('ichor/kokumi', manifest.config.digest)).toString()).toBe('{}')
 
@@ -147,7 +153,7 @@ describe('OciClient errors', () => {
     })
   })
 
-  it('reports the registry\'s own digest check as a digest mismatch when the uploaded bytes arrive altered', async () => {
+  it("reports the registry's own digest check as a digest mismatch when the uploaded bytes arrive altered", async () => {
     await withProxy(async (proxy) => {
       proxy.decide = (req) => (req.method === 'PUT' ? {kind: 'corruptRequest'} : {kind: 'forward'})
       await expect(new OciClient(proxy.endpoint).pushBlob('ichor/altered', bundle.layer, bundle.layerDigest)).rejects.toThrow(
@@ -197,7 +203,9 @@ describe('OciClient errors', () => {
         // A push starts with a HEAD (no body to quote); a GET carries the registry's own error text.
         const push = await new OciClient(proxy.endpoint).pushBlob('ichor/auth', bundle.layer, bundle.layerDigest).catch((e: unknown) => e)
         expect(push).toBeInstanceOf(IchorError)
-        expect((push as IchorError).message).toContain(`registry ${proxy.endpoint} refused to let ichor upload the blob ${bundle.layerDigest} to ichor/auth (HTTP ${status})`)
+        expect((push as IchorError).message).toContain(
+          `registry ${proxy.endpoint} refused to let ichor upload the blob ${bundle.layerDigest} to ichor/auth (HTTP ${status})`,
+        )
         expect((push as IchorError).message).toContain('needs credentials, which ichor does not have')
         await expect(new OciClient(proxy.endpoint).getManifest('ichor/auth', tag)).rejects.toThrow(
           `(HTTP ${status}: UNAUTHORIZED authentication required): it needs credentials, which ichor does not have`,

@@ -32,7 +32,9 @@ function parseTaint(key, spec) {
 
 /** The Node a configured machine registers, as Talos and its kubelet shape it. */
 export function nodeFor(node) {
-  const docs = parseAllDocuments(node.config).map((d) => d.toJS()).filter(Boolean)
+  const docs = parseAllDocuments(node.config)
+    .map((d) => d.toJS())
+    .filter(Boolean)
   const legacy = docs.find((d) => !d.kind && !d.apiVersion) ?? {}
   const nodeDoc = docs.find((d) => d.kind === 'KubeNodeConfig')
   const hostnameDoc = docs.find((d) => d.kind === 'HostnameConfig')
@@ -58,7 +60,12 @@ export function nodeFor(node) {
       annotations: {[KWOK_NODE_ANNOTATION]: 'fake'},
     },
     spec: {taints},
-    status: {addresses: [{type: 'InternalIP', address: node.ip}, {type: 'Hostname', address: hostname}]},
+    status: {
+      addresses: [
+        {type: 'InternalIP', address: node.ip},
+        {type: 'Hostname', address: hostname},
+      ],
+    },
   }
 }
 

@@ -172,9 +172,12 @@ export function writeCiliumLikeChart(dir: string): string {
   mkdirSync(join(dir, 'templates'), {recursive: true})
   writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: cilium\nversion: 1.18.0\nappVersion: 1.18.0\n')
   writeFileSync(join(dir, 'values.yaml'), 'tunnelProtocol: vxlan\nkubeProxyReplacement: true\n')
-  const templated = CILIUM_LIKE_OBJECTS.replace('tunnel-protocol: vxlan', 'tunnel-protocol: {{ .Values.tunnelProtocol | quote }}')
-    .replace('  kube-proxy-replacement: "true"\n', '{{- if .Values.kubeProxyReplacement }}\n  kube-proxy-replacement: "true"\n{{- end }}\n')
-  if (!templated.includes('.Values.tunnelProtocol') || !templated.includes('.Values.kubeProxyReplacement')) throw new Error('fixture: a templated key is missing from the Cilium-like objects')
+  const templated = CILIUM_LIKE_OBJECTS.replace('tunnel-protocol: vxlan', 'tunnel-protocol: {{ .Values.tunnelProtocol | quote }}').replace(
+    '  kube-proxy-replacement: "true"\n',
+    '{{- if .Values.kubeProxyReplacement }}\n  kube-proxy-replacement: "true"\n{{- end }}\n',
+  )
+  if (!templated.includes('.Values.tunnelProtocol') || !templated.includes('.Values.kubeProxyReplacement'))
+    throw new Error('fixture: a templated key is missing from the Cilium-like objects')
   writeFileSync(join(dir, 'templates', 'cilium.yaml'), templated)
   return dir
 }

@@ -54,7 +54,19 @@ const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory'
 const INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
 const FIELD_MANAGER = 'talos'
 const RBAC_KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'])
-const BOOLEAN_FLAGS = new Set(['insecure', 'force', 'client', 'manifests-no-prune', 'dry-run', 'strict', 'short', 'merge', 'with-docs', 'with-examples', 'manifests-force'])
+const BOOLEAN_FLAGS = new Set([
+  'insecure',
+  'force',
+  'client',
+  'manifests-no-prune',
+  'dry-run',
+  'strict',
+  'short',
+  'merge',
+  'with-docs',
+  'with-examples',
+  'manifests-force',
+])
 const SHORT_FLAGS = {n: 'nodes', e: 'endpoints', o: 'output', i: 'insecure', p: 'patch', m: 'mode', c: 'config'}
 
 class CliError extends Error {}
@@ -108,7 +120,9 @@ function declaredNodes() {
 }
 
 function connectionRefused(ip, what) {
-  return fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`)
+  return fail(
+    `${what}: rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp ${ip}:50000: connect: connection refused"`,
+  )
 }
 
 function loadNode(ip, what) {
@@ -123,7 +137,13 @@ function loadNode(ip, what) {
 
 function saveNode(node) {
   const {mode, config, configVersion, installError, rebootUntil} = node
-  writeJsonAtomic(node.path, {mode, config, configVersion, ...(installError ? {installError} : {}), ...(rebootUntil && Date.now() < rebootUntil ? {rebootUntil} : {})})
+  writeJsonAtomic(node.path, {
+    mode,
+    config,
+    configVersion,
+    ...(installError ? {installError} : {}),
+    ...(rebootUntil && Date.now() < rebootUntil ? {rebootUntil} : {}),
+  })
 }
 
 function isBootstrapped() {
@@ -132,7 +152,8 @@ function isBootstrapped() {
 
 function requireNode(args, what) {
   const nodes = args.list('nodes')
-  if (nodes.length === 0) fail(`${what}: nodes are not set for the command: please use \`--nodes\` flag or configuration file to set the nodes to run the command against`)
+  if (nodes.length === 0)
+    fail(`${what}: nodes are not set for the command: please use \`--nodes\` flag or configuration file to set the nodes to run the command against`)
   if (nodes.length > 1) fail(`${what}: the simulator addresses one node per call (got ${nodes.join(',')})`)
   return nodes[0]
 }
@@ -142,11 +163,13 @@ function requireTalosconfig(args, ip, what) {
   if (!path || !existsSync(path)) fail(`${what}: failed to determine endpoints (no talosconfig for node ${ip})`)
 }
 
-const UNKNOWN_AUTHORITY = 'rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"'
+const UNKNOWN_AUTHORITY =
+  'rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"'
 
 function requireConfigured(node, args, what) {
   if (args.bool('insecure')) {
-    if (node.mode === 'configured') fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: certificate required"`)
+    if (node.mode === 'configured')
+      fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: certificate required"`)
     return
   }
   requireTalosconfig(args, node.ip, what)
@@ -176,7 +199,8 @@ function requireSameBundle(node, args, what) {
   } catch {
     return // the stand-in `gen` of this simulator writes no real certificates: the CA match above is all it can check
   }
-  if (!client.verify(ca.publicKey)) fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: bad certificate"`)
+  if (!client.verify(ca.publicKey))
+    fail(`${what}: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: bad certificate"`)
 }
 
 function versionAtLeast(version, major, minor) {
@@ -314,7 +338,10 @@ function manifestObjects(configText) {
   const objects = [...bootstrap, ...inlineManifests(configText).flatMap((m) => parseDocs(m.contents, `inline manifest ${m.name}`))]
   const rank = (o) => (o.kind === 'Namespace' && o.apiVersion === 'v1' ? 0 : o.kind === 'CustomResourceDefinition' ? 1 : 2)
   // Namespaces first, then CRDs, the rest in manifest order (a stable sort, as Talos does).
-  return objects.map((o, i) => ({o, i})).sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i).map(({o}) => o)
+  return objects
+    .map((o, i) => ({o, i}))
+    .sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i)
+    .map(({o}) => o)
 }
 
 // ---------- Kubernetes side ----------
@@ -370,7 +397,9 @@ async function normalizeScope(obj) {
 
 async function readLive(obj) {
   try {
-    return await (await kube()).objects.read({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: obj.metadata.namespace}})
+    return await (
+      await kube()
+    ).objects.read({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: obj.metadata.namespace}})
   } catch (e) {
     if (isNotFound(e)) return undefined
     throw e
@@ -392,7 +421,9 @@ async function readInventory() {
 /** A whole-object, unconditional update, as go-kubernetes' configmap inventory writes it. */
 async function writeInventory(keys) {
   const data = Object.fromEntries([...keys].sort().map((k) => [k, '']))
-  await (await kube()).core.replaceNamespacedConfigMap({
+  await (
+    await kube()
+  ).core.replaceNamespacedConfigMap({
     name: INVENTORY_NAME,
     namespace: INVENTORY_NAMESPACE,
     body: {metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}, data},
@@ -574,7 +605,12 @@ function releaseIfMine(path, pid = process.pid) {
 /** Under the mutex: read the inventory, apply, and record the run in flight (the write is due later). */
 async function startManifestRun(node) {
   const inventory = await runManifestApply(node)
-  const run = {configVersion: node.configVersion, inventory: inventory ? [...inventory] : null, manifestsApplied: manifestIds(node.config), dueAt: Date.now() + manifestRunMs()}
+  const run = {
+    configVersion: node.configVersion,
+    inventory: inventory ? [...inventory] : null,
+    manifestsApplied: manifestIds(node.config),
+    dueAt: Date.now() + manifestRunMs(),
+  }
   writeJsonAtomic(runFile(node.ip), run)
   return run
 }
@@ -680,7 +716,7 @@ async function preferredGroupVersion(group) {
 // (upgrade.NewChecks), no wait for manifest reconciliation.
 const DEFAULT_KUBERNETES_VERSION = '1.37.0' // constants.DefaultKubernetesVersion, Talos v1.14.1
 // pkg/machinery/compatibility/talos1XX/talos1XX.go Minimum/MaximumKubernetesVersion (v1.14.1).
-const KUBERNETES_BY_TALOS = {'1.13': ['1.31.0', '1.36.99'], '1.14': ['1.32.0', '1.37.99']}
+const KUBERNETES_BY_TALOS = {1.13: ['1.31.0', '1.36.99'], 1.14: ['1.32.0', '1.37.99']}
 // The config documents (v1.14 multi-document) and legacy v1alpha1 paths holding each image.
 const IMAGES = {
   'kube-apiserver': {kind: 'KubeAPIServerConfig', legacy: ['cluster', 'apiServer'], repo: 'registry.k8s.io/kube-apiserver'},
@@ -777,7 +813,11 @@ const comparable = (o) => {
 
 function ssaDryRun(obj) {
   const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
-  const r = spawnSync(process.env.ICHOR_KUBECTL ?? 'kubectl', ['--kubeconfig', path, 'apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`, '--dry-run=server', '-o', 'json', '-f', '-'], {input: JSON.stringify(obj), encoding: 'utf8'})
+  const r = spawnSync(
+    process.env.ICHOR_KUBECTL ?? 'kubectl',
+    ['--kubeconfig', path, 'apply', '--server-side', '--force-conflicts', `--field-manager=${FIELD_MANAGER}`, '--dry-run=server', '-o', 'json', '-f', '-'],
+    {input: JSON.stringify(obj), encoding: 'utf8'},
+  )
   if (r.status !== 0) fail(`apply dry run failed for ${subjectOf(obj)}: ${r.stderr.trim()}`)
   return JSON.parse(r.stdout)
 }
@@ -957,7 +997,10 @@ async function waitForApplyKnobs(ip) {
     writeFileSync(`${gate}.waiting-${process.pid}`, `${ip} ${process.env.TALOS_SIM_APPLY_DELAY ?? ''}`)
     while (!existsSync(gate)) await sleep(50)
   }
-  const delay = (process.env.TALOS_SIM_APPLY_DELAY ?? '').split(',').map((d) => d.split('=')).find(([node]) => node === ip)
+  const delay = (process.env.TALOS_SIM_APPLY_DELAY ?? '')
+    .split(',')
+    .map((d) => d.split('='))
+    .find(([node]) => node === ip)
   if (delay) await sleep(Number(delay[1]))
 }
 
@@ -973,7 +1016,8 @@ async function withApplyLock(node, fn) {
     writeFileSync(lock, String(process.pid), {flag: 'wx'})
   } catch {
     const holder = Number(readFileSync(lock, 'utf8'))
-    if (isAlive(holder)) fail('error applying new configuration: rpc error: code = FailedPrecondition desc = another apply configuration is already in progress')
+    if (isAlive(holder))
+      fail('error applying new configuration: rpc error: code = FailedPrecondition desc = another apply configuration is already in progress')
     writeFileSync(lock, String(process.pid))
   }
   try {
@@ -1008,7 +1052,8 @@ async function applyConfig(args) {
     const current = loadNode(ip, 'error applying new configuration')
     const docs = parseDocs(text, `error applying new configuration: failed to parse config`)
     const type = machineType(docs) ?? fail('error applying new configuration: the config has no machine.type')
-    if ((type === 'worker') !== (current.role === 'worker')) fail(`error applying new configuration: the simulated node ${ip} is a ${current.role}, the config is for ${type}`)
+    if ((type === 'worker') !== (current.role === 'worker'))
+      fail(`error applying new configuration: the simulated node ${ip} is a ${current.role}, the config is for ${type}`)
     if (args.bool('insecure')) {
       if (current.mode !== 'maintenance') requireConfigured(current, args, 'error applying new configuration')
     } else requireConfigured(current, args, 'error applying new configuration')
@@ -1046,7 +1091,8 @@ const APPLY_MODES = ['auto', 'no-reboot', 'staged', 'try']
 async function applyToConfigured(node, text, docs, mode, dryRun) {
   if (mode === 'staged' || mode === 'try') fail(`the talosctl simulator does not model apply-config --mode ${mode}`)
   const blocked = versionAtLeast(node.talosVersion, 1, 14) ? undefined : notImmediate(parseDocs(node.config, 'machine config'), docs)
-  if (blocked && mode === 'no-reboot') fail(`error applying new configuration: rpc error: code = InvalidArgument desc = this config change can't be applied in immediate mode\ndiff:\n${blocked}`)
+  if (blocked && mode === 'no-reboot')
+    fail(`error applying new configuration: rpc error: code = InvalidArgument desc = this config change can't be applied in immediate mode\ndiff:\n${blocked}`)
   const reboot = blocked !== undefined
   const details = reboot ? 'Applied configuration with a reboot' : 'Applied configuration without a reboot'
   if (dryRun) {
@@ -1066,7 +1112,26 @@ async function applyToConfigured(node, text, docs, mode, dryRun) {
 // (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_runtime.go, the same list in v1.12.6 and
 // v1.13.0): a change anywhere else in the v1alpha1 document needs a reboot. Other documents are
 // not compared there.
-const IMMEDIATE_MACHINE = ['ca', 'acceptedCAs', 'time', 'certSANs', 'install', 'network', 'sysfs', 'sysctls', 'logging', 'controlPlane', 'kubelet', 'kernel', 'registries', 'pods', 'seccompProfiles', 'nodeAnnotations', 'nodeLabels', 'nodeTaints']
+const IMMEDIATE_MACHINE = [
+  'ca',
+  'acceptedCAs',
+  'time',
+  'certSANs',
+  'install',
+  'network',
+  'sysfs',
+  'sysctls',
+  'logging',
+  'controlPlane',
+  'kubelet',
+  'kernel',
+  'registries',
+  'pods',
+  'seccompProfiles',
+  'nodeAnnotations',
+  'nodeLabels',
+  'nodeTaints',
+]
 const IMMEDIATE_FEATURES = ['kubernetesTalosAPIAccess', 'kubePrism', 'hostDNS', 'imageCache', 'nodeAddressSortAlgorithm']
 
 /** The diff when the v1alpha1 change cannot be applied without a reboot, else undefined. */
@@ -1079,7 +1144,8 @@ function notImmediate(currentDocs, newDocs) {
   masked.cluster = current.cluster
   if (isObj(masked.machine) && isObj(current.machine)) {
     for (const k of IMMEDIATE_MACHINE) masked.machine[k] = current.machine[k]
-    if (isObj(masked.machine.features) && isObj(current.machine.features)) for (const k of IMMEDIATE_FEATURES) masked.machine.features[k] = current.machine.features[k]
+    if (isObj(masked.machine.features) && isObj(current.machine.features))
+      for (const k of IMMEDIATE_FEATURES) masked.machine.features[k] = current.machine.features[k]
   }
   const strip = (v) => JSON.parse(JSON.stringify(v)) // undefined fields are absent ones, as omitempty encodes them
   return isDeepStrictEqual(strip(current), strip(masked)) ? undefined : textDiff(renderDocs([current]), renderDocs([masked]))
@@ -1152,7 +1218,14 @@ function getManifestStatus(args) {
   process.stdout.write(
     stringify({
       node: ip,
-      metadata: {namespace: 'controlplane', type: 'ManifestStatuses.kubernetes.talos.dev', id: 'manifests', version: 1, owner: 'k8s.ManifestApplyController', phase: 'running'},
+      metadata: {
+        namespace: 'controlplane',
+        type: 'ManifestStatuses.kubernetes.talos.dev',
+        id: 'manifests',
+        version: 1,
+        owner: 'k8s.ManifestApplyController',
+        phase: 'running',
+      },
       spec: {manifestsApplied: status.manifestsApplied},
     }),
   )
@@ -1190,11 +1263,29 @@ function getDisks(args) {
   const node = loadNode(ip, 'error getting resources')
   requireConfigured(node, args, 'error getting resources')
   if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get disks -o yaml`')
-  const docs = diskPaths(node).map((dev) => stringify({
-    node: ip,
-    metadata: {namespace: 'runtime', type: 'Disks.block.talos.dev', id: dev.replace(/^\/dev\//, ''), version: 1, owner: 'block.DisksController', phase: 'running'},
-    spec: {dev_path: dev, size: 512110190592, pretty_size: '512 GB', io_size: 512, sector_size: 512, readonly: false, cdrom: false, transport: dev.includes('nvme') ? 'nvme' : 'sata'},
-  }))
+  const docs = diskPaths(node).map((dev) =>
+    stringify({
+      node: ip,
+      metadata: {
+        namespace: 'runtime',
+        type: 'Disks.block.talos.dev',
+        id: dev.replace(/^\/dev\//, ''),
+        version: 1,
+        owner: 'block.DisksController',
+        phase: 'running',
+      },
+      spec: {
+        dev_path: dev,
+        size: 512110190592,
+        pretty_size: '512 GB',
+        io_size: 512,
+        sector_size: 512,
+        readonly: false,
+        cdrom: false,
+        transport: dev.includes('nvme') ? 'nvme' : 'sata',
+      },
+    }),
+  )
   process.stdout.write(docs.join('---\n'))
 }
 

@@ -5,14 +5,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {ValidationError} from '../../src/lib/errors/errors.js'
-import {
-  ARGOCD_DEFAULT_VALUES,
-  ARGOCD_HEALTH_CHECKS,
-  ARGOCD_OWNED_KEYS,
-  healthCheckKey,
-  renderArgoCd,
-  type RenderedArgoCd,
-} from '../../src/lib/stack/argocd.js'
+import {ARGOCD_DEFAULT_VALUES, ARGOCD_HEALTH_CHECKS, ARGOCD_OWNED_KEYS, healthCheckKey, renderArgoCd, type RenderedArgoCd} from '../../src/lib/stack/argocd.js'
 import {findObject} from '../../src/lib/stack/objects.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -49,12 +42,12 @@ describe('renderArgoCd with the real chart', () => {
     expect(rendered.objects.filter((o) => o.metadata.annotations?.['helm.sh/hook'])).toEqual([])
     expect(rendered.objects.filter((o) => o.kind === 'NetworkPolicy')).toEqual([])
     expect(rendered.objects.filter((o) => /dex|notifications|redis-ha|redis-secret-init/.test(o.metadata.name))).toEqual([])
-    expect(rendered.objects.map((o) => `${o.kind} ${o.metadata.name}`).filter((s) => /^(Deployment|StatefulSet) /.test(s)).sort()).toEqual([
-      'Deployment argocd-redis',
-      'Deployment argocd-repo-server',
-      'Deployment argocd-server',
-      'StatefulSet argocd-application-controller',
-    ])
+    expect(
+      rendered.objects
+        .map((o) => `${o.kind} ${o.metadata.name}`)
+        .filter((s) => /^(Deployment|StatefulSet) /.test(s))
+        .sort(),
+    ).toEqual(['Deployment argocd-redis', 'Deployment argocd-repo-server', 'Deployment argocd-server', 'StatefulSet argocd-application-controller'])
   })
 
   it('drops the hooks and chart NetworkPolicies even when the values turn them on', async () => {
@@ -147,11 +140,16 @@ describe('the Kokumi health Lua (run with a real Lua interpreter)', () => {
     if (typeof v === 'string') return JSON.stringify(v)
     if (typeof v === 'number' || typeof v === 'boolean') return String(v)
     if (Array.isArray(v)) return `{${v.map(toLua).join(', ')}}`
-    return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `[${JSON.stringify(k)}] = ${toLua(x)}`).join(', ')}}`
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `[${JSON.stringify(k)}] = ${toLua(x)}`)
+      .join(', ')}}`
   }
   const health = (kind: string, obj: unknown): {status: string; message: string} => {
     const file = join(dir, `${kind}.lua`)
-    writeFileSync(file, `local obj = ${toLua(obj)}\nlocal function check()\n${ARGOCD_HEALTH_CHECKS[healthCheckKey(kind)]}\nend\nlocal hs = check()\nprint(hs.status .. "|" .. tostring(hs.message))\n`)
+    writeFileSync(
+      file,
+      `local obj = ${toLua(obj)}\nlocal function check()\n${ARGOCD_HEALTH_CHECKS[healthCheckKey(kind)]}\nend\nlocal hs = check()\nprint(hs.status .. "|" .. tostring(hs.message))\n`,
+    )
     const [status, message] = execFileSync(lua, [file], {encoding: 'utf8'}).trim().split('|')
     return {status: status!, message: message!}
   }
@@ -159,8 +157,25 @@ describe('the Kokumi health Lua (run with a real Lua interpreter)', () => {
   it.each(['Order', 'Preparation', 'Serving'])('%s: Progressing, Healthy, Degraded from the Ready condition', (kind) => {
     expect(health(kind, {metadata: {generation: 1}}).status).toBe('Progressing')
     expect(health(kind, {metadata: {generation: 2}, status: {observedGeneration: 1, conditions: [{type: 'Ready', status: 'True'}]}}).status).toBe('Progressing')
-    expect(health(kind, {metadata: {generation: 1}, status: {observedGeneration: 1, conditions: [{type: 'Ready', status: 'True', reason: 'Served', message: 'ok'}]}})).toEqual({status: 'Healthy', message: 'ok'})
-    expect(health(kind, {metadata: {generation: 1}, status: {conditions: [{type: 'Other', status: 'True'}, {type: 'Ready', status: 'False', reason: 'PullFailed', message: ''}]}})).toEqual({status: 'Degraded', message: 'PullFailed'})
-    expect(health(kind, {metadata: {generation: 1}, status: {conditions: [{type: 'Ready', status: 'Unknown', reason: 'Rendering'}]}}).status).toBe('Progressing')
+    expect(
+      health(kind, {
+        metadata: {generation: 1},
+        status: {observedGeneration: 1, conditions: [{type: 'Ready', status: 'True', reason: 'Served', message: 'ok'}]},
+      }),
+    ).toEqual({status: 'Healthy', message: 'ok'})
+    expect(
+      health(kind, {
+        metadata: {generation: 1},
+        status: {
+          conditions: [
+            {type: 'Other', status: 'True'},
+            {type: 'Ready', status: 'False', reason: 'PullFailed', message: ''},
+          ],
+        },
+      }),
+    ).toEqual({status: 'Degraded', message: 'PullFailed'})
+    expect(health(kind, {metadata: {generation: 1}, status: {conditions: [{type: 'Ready', status: 'Unknown', reason: 'Rendering'}]}}).status).toBe(
+      'Progressing',
+    )
   })
 })

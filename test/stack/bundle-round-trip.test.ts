@@ -34,7 +34,12 @@ describe('published bundles through Kokumi 0.14.0 NormalizeYAML', () => {
     const annotations = Object.fromEntries(HOSTILE.map((v, i) => [`example.com/v${i}`, v]))
     const cm = {'timeout.reconciliation': HOSTILE.join('\n')}
     for (const argocdValues of [undefined, {global: {podAnnotations: annotations}, configs: {cm}}]) {
-      const stack = await prepareStack({argocdChartPath: UPSTREAM.argocdChart, kokumiManifestPath: UPSTREAM.kokumiManifest, generated: generateStackSecrets(), argocdValues})
+      const stack = await prepareStack({
+        argocdChartPath: UPSTREAM.argocdChart,
+        kokumiManifestPath: UPSTREAM.kokumiManifest,
+        generated: generateStackSecrets(),
+        argocdValues,
+      })
       for (const c of Object.values(stack.components)) {
         const manifest = c.rendered.manifest
         const normalized = normalizeYaml(manifest)
@@ -44,14 +49,20 @@ describe('published bundles through Kokumi 0.14.0 NormalizeYAML', () => {
         expect(documents(normalized.text), c.component).toEqual(before)
       }
       if (argocdValues) {
-        const cmObject = documents(stack.components.argocd.rendered.manifest).find((d: any) => d.kind === 'ConfigMap' && d.metadata.name === 'argocd-cm') as {data: Record<string, string>}
+        const cmObject = documents(stack.components.argocd.rendered.manifest).find((d: any) => d.kind === 'ConfigMap' && d.metadata.name === 'argocd-cm') as {
+          data: Record<string, string>
+        }
         for (const [k, v] of Object.entries(cm)) expect(cmObject.data[k], k).toBe(v)
       }
     }
   })
 
   it('the check can fail: a raw DEL, as the `yaml` package writes it, ends the bundle at that document', () => {
-    const objects = [{kind: 'ConfigMap', metadata: {name: 'a'}}, {kind: 'ConfigMap', metadata: {name: 'b'}, data: {x: 'del \u007f'}}, {kind: 'ConfigMap', metadata: {name: 'c'}}]
+    const objects = [
+      {kind: 'ConfigMap', metadata: {name: 'a'}},
+      {kind: 'ConfigMap', metadata: {name: 'b'}, data: {x: 'del \u007f'}},
+      {kind: 'ConfigMap', metadata: {name: 'c'}},
+    ]
     const text = objects.map((o) => `---\n${stringify(o)}`).join('')
     const normalized = normalizeYaml(text)
     expect(normalized.stoppedAt?.index).toBe(1)

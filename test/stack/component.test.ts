@@ -16,7 +16,12 @@ const renderArgo = () =>
   renderComponent('argocd', {chartPath: UPSTREAM.argocdChart, values: ARGOCD_DEFAULT_VALUES, redisPassword, kubeVersion: '1.34.0', registryUrl})
 
 type Selector = {matchLabels?: Record<string, string>; matchExpressions?: Array<{key: string; operator: string; values?: string[]}>}
-interface Pod {namespace: string; workload: string; labels: Record<string, string>; containers: any[]}
+interface Pod {
+  namespace: string
+  workload: string
+  labels: Record<string, string>
+  containers: any[]
+}
 
 function pods(objects: KubeObject[]): Pod[] {
   return objects
@@ -99,7 +104,10 @@ describe('renderComponent with the real Kokumi manifest and Argo CD chart', () =
         for (const r of [...(spec.ingress ?? []), ...(spec.egress ?? [])]) selectors.push(...(r.fromEndpoints ?? []), ...(r.toEndpoints ?? []))
         for (const s of selectors) {
           if (s.matchLabels?.['io.kubernetes.pod.namespace'] === 'kube-system') continue // kube-dns is not ours
-          expect(all.some((pod) => matches(s, pod, c.namespace)), `${c.component}/${p.metadata.name}: ${JSON.stringify(s)} selects no pod`).toBe(true)
+          expect(
+            all.some((pod) => matches(s, pod, c.namespace)),
+            `${c.component}/${p.metadata.name}: ${JSON.stringify(s)} selects no pod`,
+          ).toBe(true)
         }
       }
     }
@@ -116,8 +124,14 @@ describe('renderComponent with the real Kokumi manifest and Argo CD chart', () =
             const number = String(typeof port === 'string' ? named[port] : port)
             const allowed = c.policies.some((p) => {
               const spec = p.spec as any
-              return matches(spec.endpointSelector, pod, c.namespace) && (spec.ingress ?? []).some((r: any) =>
-                (r.fromEntities ?? []).includes('host') && r.toPorts.some((tp: any) => tp.ports.some((x: any) => x.port === number && x.protocol === 'TCP')))
+              return (
+                matches(spec.endpointSelector, pod, c.namespace) &&
+                (spec.ingress ?? []).some(
+                  (r: any) =>
+                    (r.fromEntities ?? []).includes('host') &&
+                    r.toPorts.some((tp: any) => tp.ports.some((x: any) => x.port === number && x.protocol === 'TCP')),
+                )
+              )
             })
             expect(allowed, `${pod.workload}/${container.name} probe on ${number}`).toBe(true)
           }

@@ -10,7 +10,10 @@ import {pullerFor, pullManifest, type PulledManifest} from '../harness/kokumi-pu
 const manifestYaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n'
 const bundle = buildBundle([{path: 'manifest.yaml', content: manifestYaml}])
 const artifact = buildArtifact({...bundle, annotations: {source: 'oci://r/ichor/argocd', version: '1.0.0-aaaaaaaaaaaa'}})
-const blobs = new Map([[bundle.layerDigest, bundle.layer], [artifact.configDigest, artifact.config]])
+const blobs = new Map([
+  [bundle.layerDigest, bundle.layer],
+  [artifact.configDigest, artifact.config],
+])
 const blob = async (d: string) => blobs.get(d)!
 
 describe("Kokumi's pullers (simulated from source) read ichor's bundle", () => {

@@ -42,7 +42,9 @@ describe('Kokumi transformations on the real 0.14.0 install.yaml', () => {
   })
 
   it('fails naming the Service when the manifest has none', () => {
-    expect(() => serviceToClusterIP(without(upstream(), 'Service', 'kokumi-registry'), 'kokumi-registry')).toThrow('no Service kokumi-registry in the Kokumi manifest')
+    expect(() => serviceToClusterIP(without(upstream(), 'Service', 'kokumi-registry'), 'kokumi-registry')).toThrow(
+      'no Service kokumi-registry in the Kokumi manifest',
+    )
   })
 
   it('without a default StorageClass: emptyDir with the size limit, PVC removed', () => {
@@ -132,7 +134,10 @@ describe('renderKokumi', () => {
   const input = {manifestText, defaultStorageClass: false, generated, bcryptCost: 4}
 
   it('applies every transformation and the user values', () => {
-    const {version, objects} = renderKokumi({...input, userValues: {server: {replicas: 2, resources: {limits: {memory: '512Mi'}}}, registry: {storage: {sizeLimit: '3Gi'}}}})
+    const {version, objects} = renderKokumi({
+      ...input,
+      userValues: {server: {replicas: 2, resources: {limits: {memory: '512Mi'}}}, registry: {storage: {sizeLimit: '3Gi'}}},
+    })
     expect(version).toBe('0.14.0')
     expect(spec(objects, 'Service', 'kokumi-registry').type).toBe('ClusterIP')
     expect(spec(objects, 'Service', 'kokumi-server').type).toBe('ClusterIP')

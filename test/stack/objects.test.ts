@@ -15,7 +15,9 @@ describe('parseObjects', () => {
   })
 
   it('refuses a document that is not a Kubernetes object, naming its position', () => {
-    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n- 1\n', 'test')).toThrow(/test: YAML document 2 is not a Kubernetes object/)
+    expect(() => parseObjects('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n- 1\n', 'test')).toThrow(
+      /test: YAML document 2 is not a Kubernetes object/,
+    )
     expect(() => parseObjects('kind: ConfigMap\n', 'test')).toThrow(/no apiVersion, kind or metadata.name/)
   })
 })
@@ -81,12 +83,94 @@ describe('serializeObjects', () => {
 
 describe('canonical YAML', () => {
   const tricky = [
-    '', ' ', 'a', 'yes', 'No', 'ON', 'off', 'y', 'n', '~', 'null', 'Null', 'true', 'False', '.inf', '-.inf', '.NaN', 'nan',
-    '0', '1', '-1', '+1', '0777', '0x1F', '0o17', '1e3', '1.5', '.5', '1_000', '1:20', '190:20:30', '2001-12-14', '2001-12-14t21:59:43.10-05:00',
-    '0.14.0', '1Gi', '256Mi', 'v1', '--leader-elect', '-', '- a', '-x', '--metrics-bind-address=:8443', 'a: b', 'a:', 'a:b', 'http://x:5000/y',
-    'key #comment', '#x', 'a#b', '@x', '`x', '!x', '&x', '*', '*x', '|', '>', '%x', '?', '? x', '[a]', '{a}', 'a, b', '"q"', "'q'",
-    '=', '<<', 'a  b', 'trailing ', ' leading', 'tab\there', 'ümlaut', 'emoji 🎉', 'line\u2028sep', 'nel\u0085x', 'del\u007fx', 'bom\ufeffx', 'nul\u0000x',
-    'multi\nline', 'multi\nline\n', 'multi\nline\n\n', '\nleading newline', ' indented\nfirst', 'trailing space \nx', 'x\n\ny\n', 'cr\r\nlf', '---\nx', 'x\n---\ny\n',
+    '',
+    ' ',
+    'a',
+    'yes',
+    'No',
+    'ON',
+    'off',
+    'y',
+    'n',
+    '~',
+    'null',
+    'Null',
+    'true',
+    'False',
+    '.inf',
+    '-.inf',
+    '.NaN',
+    'nan',
+    '0',
+    '1',
+    '-1',
+    '+1',
+    '0777',
+    '0x1F',
+    '0o17',
+    '1e3',
+    '1.5',
+    '.5',
+    '1_000',
+    '1:20',
+    '190:20:30',
+    '2001-12-14',
+    '2001-12-14t21:59:43.10-05:00',
+    '0.14.0',
+    '1Gi',
+    '256Mi',
+    'v1',
+    '--leader-elect',
+    '-',
+    '- a',
+    '-x',
+    '--metrics-bind-address=:8443',
+    'a: b',
+    'a:',
+    'a:b',
+    'http://x:5000/y',
+    'key #comment',
+    '#x',
+    'a#b',
+    '@x',
+    '`x',
+    '!x',
+    '&x',
+    '*',
+    '*x',
+    '|',
+    '>',
+    '%x',
+    '?',
+    '? x',
+    '[a]',
+    '{a}',
+    'a, b',
+    '"q"',
+    "'q'",
+    '=',
+    '<<',
+    'a  b',
+    'trailing ',
+    ' leading',
+    'tab\there',
+    'ümlaut',
+    'emoji 🎉',
+    'line\u2028sep',
+    'nel\u0085x',
+    'del\u007fx',
+    'bom\ufeffx',
+    'nul\u0000x',
+    'multi\nline',
+    'multi\nline\n',
+    'multi\nline\n\n',
+    '\nleading newline',
+    ' indented\nfirst',
+    'trailing space \nx',
+    'x\n\ny\n',
+    'cr\r\nlf',
+    '---\nx',
+    'x\n---\ny\n',
     '$2y$05$MG5FZ/WlMewHp8kwaoZixeQ8NCXjhp7ZWwx1N40pQ6oc3VfL9Xu0y',
   ]
 
@@ -101,7 +185,13 @@ describe('canonical YAML', () => {
     const cm: KubeObject = {...obj('ConfigMap', 'c', 'n'), data, list: tricky, nested: [[1, 'a'], [], {}, [{a: [{}]}], {b: [true, false, null, 1.5, -2, 1e21]}]}
     const text = serializeObjects([cm])
     expect(parse(text.slice(4))).toEqual(cm)
-    expect(parse(text.slice(4), {version: '1.1', schema: 'yaml-1.1', customTags: (tags) => tags.filter((t) => !String((t as {tag?: string}).tag).includes('timestamp'))})).toEqual(cm)
+    expect(
+      parse(text.slice(4), {
+        version: '1.1',
+        schema: 'yaml-1.1',
+        customTags: (tags) => tags.filter((t) => !String((t as {tag?: string}).tag).includes('timestamp')),
+      }),
+    ).toEqual(cm)
     expect(jsyaml.load(text)).toEqual(cm)
     expect(parseObjects(text)[0]).toEqual(cm)
   })

@@ -17,7 +17,8 @@ function structural(schema: any): any {
   if (Array.isArray(schema)) return schema.map(structural)
   if (typeof schema !== 'object' || schema === null) return schema
   const out: any = {}
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, structural(s)])) : structural(v)
+  for (const [k, v] of Object.entries(schema))
+    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, structural(s)])) : structural(v)
   if (out.properties && out.additionalProperties === undefined && !out['x-kubernetes-preserve-unknown-fields']) out.additionalProperties = false
   return out
 }
@@ -58,7 +59,12 @@ describe('buildOrder', () => {
       metadata: {name: 'argocd', namespace: 'argocd', labels: {[MANAGED_LABEL]: 'true'}},
       spec: {source: {oci: repository, version: '10.11.6-0123456789ab'}, promotion: {mode: 'Automatic'}},
     })
-    const kokumi = buildOrder({component: 'kokumi', repository: 'kokumi-registry.kokumi.svc.cluster.local:5000/ichor/kokumi', tag: '0.17.0-abcdefabcdef', promotion: 'Manual'})
+    const kokumi = buildOrder({
+      component: 'kokumi',
+      repository: 'kokumi-registry.kokumi.svc.cluster.local:5000/ichor/kokumi',
+      tag: '0.17.0-abcdefabcdef',
+      promotion: 'Manual',
+    })
     expect(kokumi.metadata.namespace).toBe('kokumi')
     expect((kokumi.spec as any).source.oci).toBe('oci://kokumi-registry.kokumi.svc.cluster.local:5000/ichor/kokumi')
     expect((kokumi.spec as any).promotion).toEqual({mode: 'Manual'})

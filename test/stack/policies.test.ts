@@ -19,10 +19,19 @@ const sel = (s: Selector): string => {
   return parts.length === 0 ? '*' : parts.join(',')
 }
 /** `5000/TCP` or, with L7 HTTP rules, `5000/TCP[GET /v2/.*|HEAD /v2/.*]`. */
-const ports = (p?: Ports): string => (p ?? []).flatMap((tp) => {
-  const http = tp.rules?.http ? `[${tp.rules.http.map((r) => `${r.method ?? '*'} ${r.path ?? '*'}`).sort().join('|')}]` : ''
-  return tp.ports.map((x) => `${x.port}/${x.protocol}${http}`)
-}).sort().join('+') || 'any'
+const ports = (p?: Ports): string =>
+  (p ?? [])
+    .flatMap((tp) => {
+      const http = tp.rules?.http
+        ? `[${tp.rules.http
+            .map((r) => `${r.method ?? '*'} ${r.path ?? '*'}`)
+            .sort()
+            .join('|')}]`
+        : ''
+      return tp.ports.map((x) => `${x.port}/${x.protocol}${http}`)
+    })
+    .sort()
+    .join('+') || 'any'
 
 /** Every allow as `subject <- peer : ports` (ingress) or `subject -> peer : ports` (egress). */
 function allows(policies: KubeObject[], direction: 'ingress' | 'egress'): string[] {
@@ -30,9 +39,10 @@ function allows(policies: KubeObject[], direction: 'ingress' | 'egress'): string
   for (const p of policies) {
     const spec = p.spec as Spec
     for (const rule of spec[direction] ?? []) {
-      const peers = direction === 'ingress'
-        ? [...(rule.fromEndpoints ?? []).map(sel), ...(rule.fromEntities ?? []).map((e) => `entity:${e}`)]
-        : [...(rule.toEndpoints ?? []).map(sel), ...(rule.toEntities ?? []).map((e) => `entity:${e}`)]
+      const peers =
+        direction === 'ingress'
+          ? [...(rule.fromEndpoints ?? []).map(sel), ...(rule.fromEntities ?? []).map((e) => `entity:${e}`)]
+          : [...(rule.toEndpoints ?? []).map(sel), ...(rule.toEntities ?? []).map((e) => `entity:${e}`)]
       if (peers.length === 0 && !rule.toPorts) continue // the default-deny's empty rule selects no peer
       const keys = Object.keys(rule).filter((k) => !['fromEndpoints', 'fromEntities', 'toEndpoints', 'toEntities', 'toPorts'].includes(k))
       expect(keys, `${p.metadata.name}: unexpected ${direction} rule fields`).toEqual([])
@@ -135,12 +145,15 @@ describe.each(['argocd', 'kokumi'] as const)('CiliumNetworkPolicies of %s (parse
   })
 
   it('are what a YAML 1.1 reader sees too (ports stay strings)', () => {
-    const docs = readFileSync(policiesPath(component), 'utf8').split(/^---$/m).slice(1).map((d) => parse(d, {version: '1.1'}))
+    const docs = readFileSync(policiesPath(component), 'utf8')
+      .split(/^---$/m)
+      .slice(1)
+      .map((d) => parse(d, {version: '1.1'}))
     expect(docs).toEqual(policies)
   })
 })
 
-describe('who may write to Kokumi\'s anonymous registry', () => {
+describe("who may write to Kokumi's anonymous registry", () => {
   const registryIngress = policiesFor('kokumi')
     .filter((p) => sel((p.spec as Spec).endpointSelector) === REGISTRY)
     .flatMap((p) => ((p.spec as Spec).ingress ?? []).map((rule) => ({policy: p.metadata.name, rule})))

@@ -21,16 +21,30 @@ describe('Argo CD values through the values engine', () => {
     expect(v).toMatchObject({server: {replicas: 2}, dex: {enabled: true}, notifications: {enabled: false}, global: {networkPolicy: {create: false}}})
   })
   it('refuses owned keys with their reason, unknown keys with a suggestion, and schema-free typos', () => {
-    const issues = issuesOf(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {repositories: {x: {url: 'https://example.com'}}}, global: {networkPolicy: {create: true}}, sevrer: {replicas: 1}}))
-    expect(issues).toEqual(expect.arrayContaining([
-      {path: 'configs.repositories', message: expect.stringMatching(/owned by ichor.*Kokumi/)},
-      {path: 'global.networkPolicy.create', message: expect.stringMatching(/owned by ichor/)},
-      {path: 'sevrer', message: expect.stringMatching(/did you mean server\?/)},
-    ]))
+    const issues = issuesOf(() =>
+      argocdEffectiveValues(UPSTREAM.argocdChart, {
+        configs: {repositories: {x: {url: 'https://example.com'}}},
+        global: {networkPolicy: {create: true}},
+        sevrer: {replicas: 1},
+      }),
+    )
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        {path: 'configs.repositories', message: expect.stringMatching(/owned by ichor.*Kokumi/)},
+        {path: 'global.networkPolicy.create', message: expect.stringMatching(/owned by ichor/)},
+        {path: 'sevrer', message: expect.stringMatching(/did you mean server\?/)},
+      ]),
+    )
   })
   it("accepts any key of a map the chart's templates walk whole (configs.cm and configs.params become argocd-cm and argocd-cmd-params-cm), still not a typo beside them", () => {
-    expect(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {cm: {'dex.config': 'connectors: []', url: 'https://argocd.example.com'}, params: {'server.insecure': true}}})).not.toThrow()
-    expect(issuesOf(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {cmm: {url: 'https://argocd.example.com'}}}))).toEqual([{path: 'configs.cmm', message: expect.stringMatching(/did you mean configs.cm\b/)}])
+    expect(() =>
+      argocdEffectiveValues(UPSTREAM.argocdChart, {
+        configs: {cm: {'dex.config': 'connectors: []', url: 'https://argocd.example.com'}, params: {'server.insecure': true}},
+      }),
+    ).not.toThrow()
+    expect(issuesOf(() => argocdEffectiveValues(UPSTREAM.argocdChart, {configs: {cmm: {url: 'https://argocd.example.com'}}}))).toEqual([
+      {path: 'configs.cmm', message: expect.stringMatching(/did you mean configs.cm\b/)},
+    ])
   })
   it('accepts a free-form map (podAnnotations) and a known nested key', () => {
     expect(() => argocdEffectiveValues(UPSTREAM.argocdChart, {global: {podAnnotations: {'example.com/x': 'y'}}, controller: {replicas: 1}})).not.toThrow()
@@ -48,7 +62,12 @@ describe('prepareStack', () => {
       expect(c.rendered.manifest).not.toContain(generated.argocdRedisPassword)
     }
     expect(stack.secretRefs.map((r) => `${r.namespace}/${r.name}`)).toEqual([
-      'argocd/argocd-redis', 'argocd/argocd-secret', 'argocd/ichor-kokumi-registry', 'ichor-system/ichor-argocd-redis', 'ichor-system/ichor-kokumi-admin', 'kokumi/kokumi-server-auth',
+      'argocd/argocd-redis',
+      'argocd/argocd-secret',
+      'argocd/ichor-kokumi-registry',
+      'ichor-system/ichor-argocd-redis',
+      'ichor-system/ichor-kokumi-admin',
+      'kokumi/kokumi-server-auth',
     ])
   })
   it("rebuilds the Secrets from the cluster's generated values, not the render's", async () => {

@@ -14,7 +14,10 @@ export function terminal(args: string[], options: {executable?: string; env?: No
   // A wide terminal, so no answer or message wraps. `executable`: another build of ichor (the single binary).
   const argv = options.executable ? [options.executable, ...args] : [process.execPath, BIN, ...args]
   const command = `stty cols 250 rows 50; ${argv.map(shellQuote).join(' ')}`
-  const child = spawn('script', ['-qfec', command, '/dev/null'], {env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm', ...options.env}, stdio: ['pipe', 'pipe', 'pipe']})
+  const child = spawn('script', ['-qfec', command, '/dev/null'], {
+    env: {...process.env, ICHOR_MIRROR: '', TERM: 'xterm', ...options.env},
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   // Keys typed after the command ended (it need not wait for them) meet a closed pipe: no error.
   child.stdin.on('error', () => {})
   let screen = ''
@@ -28,7 +31,15 @@ export function terminal(args: string[], options: {executable?: string; env?: No
       const started = Date.now()
       for (;;) {
         const rest = screen.slice(seen)
-        const match = typeof text === 'string' ? (rest.includes(text) ? {index: rest.indexOf(text), length: text.length} : undefined) : (() => { const m = text.exec(rest); return m ? {index: m.index, length: m[0].length} : undefined })()
+        const match =
+          typeof text === 'string'
+            ? rest.includes(text)
+              ? {index: rest.indexOf(text), length: text.length}
+              : undefined
+            : (() => {
+                const m = text.exec(rest)
+                return m ? {index: m.index, length: m[0].length} : undefined
+              })()
         if (match) {
           seen += match.index + match.length
           return rest.slice(0, match.index + match.length)
@@ -44,4 +55,3 @@ export function terminal(args: string[], options: {executable?: string; env?: No
     screen: () => screen,
   }
 }
-

@@ -84,7 +84,8 @@ describe('addHelmOwnership on small manifests', () => {
   })
 
   it('overwrites a foreign owner rather than leaving two', () => {
-    const foreign = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n    meta.helm.sh/release-name: other\n  labels:\n    app.kubernetes.io/managed-by: Kustomize\n'
+    const foreign =
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n    meta.helm.sh/release-name: other\n  labels:\n    app.kubernetes.io/managed-by: Kustomize\n'
     const [obj] = objects(addHelmOwnership(foreign))
     expectOwned(obj!)
   })

@@ -88,7 +88,11 @@ describe('renderTalosPatches on a v1.14 contract (multi-document Kubernetes conf
 
   it.each([true, false])('forwardKubeDNSToHost=%s goes into ResolverConfig.hostDNS on both roles', (forward) => {
     const p = renderTalosPatches({talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, forwardKubeDNSToHost: forward})
-    const expected = {apiVersion: 'v1alpha1', kind: 'ResolverConfig', hostDNS: forward ? {enabled: true, forwardKubeDNSToHost: true} : {forwardKubeDNSToHost: false}}
+    const expected = {
+      apiVersion: 'v1alpha1',
+      kind: 'ResolverConfig',
+      hostDNS: forward ? {enabled: true, forwardKubeDNSToHost: true} : {forwardKubeDNSToHost: false},
+    }
     expect(docs(p.controlPlane)).toContainEqual(expected)
     expect(docs(p.worker)).toContainEqual(expected)
   })
@@ -99,7 +103,11 @@ describe('renderTalosPatches on a v1.14 contract (multi-document Kubernetes conf
 
   it('no worker: the control planes lose the control-plane taint gen config puts in KubeNodeConfig (a map key under $patch: delete)', () => {
     const p = renderTalosPatches({talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, allowSchedulingOnControlPlanes: true})
-    expect(docs(p.controlPlane)).toContainEqual({apiVersion: 'v1alpha1', kind: 'KubeNodeConfig', taints: {'node-role.kubernetes.io/control-plane': {$patch: 'delete'}}})
+    expect(docs(p.controlPlane)).toContainEqual({
+      apiVersion: 'v1alpha1',
+      kind: 'KubeNodeConfig',
+      taints: {'node-role.kubernetes.io/control-plane': {$patch: 'delete'}},
+    })
     expect(p.worker).not.toContain('KubeNodeConfig')
     expect(replaced.controlPlane).not.toContain('KubeNodeConfig')
   })
@@ -130,14 +138,24 @@ describe('renderTalosPatches below v1.14 (legacy v1alpha1 fields)', () => {
   })
 
   it('no worker: cluster.allowSchedulingOnControlPlanes on control planes only', () => {
-    const open = renderTalosPatches({talosVersion: 'v1.12.4', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, allowSchedulingOnControlPlanes: true})
+    const open = renderTalosPatches({
+      talosVersion: 'v1.12.4',
+      kubeProxy: 'replaced',
+      ciliumManifest: SMALL_CILIUM_MANIFEST,
+      allowSchedulingOnControlPlanes: true,
+    })
     expect(docs(open.controlPlane)[0]!.cluster.allowSchedulingOnControlPlanes).toBe(true)
     expect(docs(open.worker)[0]!.cluster.allowSchedulingOnControlPlanes).toBeUndefined()
     expect(docs(p.controlPlane)[0]!.cluster.allowSchedulingOnControlPlanes).toBeUndefined()
   })
 
   it('a custom inline manifest name is used as given', () => {
-    const named = renderTalosPatches({talosVersion: 'v1.13.0', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, inlineManifestName: 'cilium-bootstrap'})
+    const named = renderTalosPatches({
+      talosVersion: 'v1.13.0',
+      kubeProxy: 'replaced',
+      ciliumManifest: SMALL_CILIUM_MANIFEST,
+      inlineManifestName: 'cilium-bootstrap',
+    })
     expect(docs(named.controlPlane)[0]!.cluster.inlineManifests[0].name).toBe('cilium-bootstrap')
   })
 })
@@ -164,7 +182,9 @@ describe('renderTalosPatches refuses bad input', () => {
     ['an empty manifest', {ciliumManifest: '  \n'}, 'empty'],
     ['a name Talos refuses', {inlineManifestName: 'Cilium_CNI'}, 'DNS-1123'],
   ])('%s', (_label, override, expected) => {
-    const input = {talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, ...override} as Parameters<typeof renderTalosPatches>[0]
+    const input = {talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST, ...override} as Parameters<
+      typeof renderTalosPatches
+    >[0]
     expect(() => renderTalosPatches(input)).toThrow(IchorError)
     expect(() => renderTalosPatches(input)).toThrow(expected)
   })

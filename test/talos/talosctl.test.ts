@@ -55,20 +55,36 @@ interface Generated {
 }
 
 /** gen config with our patches for both roles, then validate each file as Talos would on metal. */
-async function generate(name: string, talosContract: string, kubernetesVersion: string, kubeProxy: KubeProxyMode, forwardKubeDNSToHost?: boolean): Promise<Generated> {
+async function generate(
+  name: string,
+  talosContract: string,
+  kubernetesVersion: string,
+  kubeProxy: KubeProxyMode,
+  forwardKubeDNSToHost?: boolean,
+): Promise<Generated> {
   const dir = join(work, name)
   const patches = renderTalosPatches({talosVersion: `${talosContract}.0`, kubeProxy, ciliumManifest: manifest, forwardKubeDNSToHost})
   writeFileSync(join(work, `${name}-cp.yaml`), patches.controlPlane)
   writeFileSync(join(work, `${name}-worker.yaml`), patches.worker)
   await run([
-    'gen', 'config', 'ichor-test', 'https://ichor-test.invalid:6443',
-    '--talos-version', talosContract,
-    '--kubernetes-version', kubernetesVersion,
-    '--config-patch-control-plane', `@${join(work, `${name}-cp.yaml`)}`,
-    '--config-patch-worker', `@${join(work, `${name}-worker.yaml`)}`,
-    '--with-docs=false', '--with-examples=false',
-    '--output-types', 'controlplane,worker',
-    '--output', dir,
+    'gen',
+    'config',
+    'ichor-test',
+    'https://ichor-test.invalid:6443',
+    '--talos-version',
+    talosContract,
+    '--kubernetes-version',
+    kubernetesVersion,
+    '--config-patch-control-plane',
+    `@${join(work, `${name}-cp.yaml`)}`,
+    '--config-patch-worker',
+    `@${join(work, `${name}-worker.yaml`)}`,
+    '--with-docs=false',
+    '--with-examples=false',
+    '--output-types',
+    'controlplane,worker',
+    '--output',
+    dir,
   ])
   for (const role of ['controlplane', 'worker']) {
     await run(['validate', '--mode', 'metal', '--strict', '--config', join(dir, `${role}.yaml`)])
@@ -171,7 +187,11 @@ describe('real talosctl: removal patches on a config that no longer has the entr
 
   it('legacy: the list-element delete FAILS when the entry is absent, so it is sent only to configs that carry it', async () => {
     const handedOver = join(work, 'v113-after-handover.yaml')
-    const r = await execa(talosctl, ['machineconfig', 'patch', handedOver, '--patch', `@${join(work, 'v113-remove.yaml')}`, '--output', join(work, 'unused.yaml')], {reject: false, all: true})
+    const r = await execa(
+      talosctl,
+      ['machineconfig', 'patch', handedOver, '--patch', `@${join(work, 'v113-remove.yaml')}`, '--output', join(work, 'unused.yaml')],
+      {reject: false, all: true},
+    )
     expect(r.exitCode).not.toBe(0)
     expect(r.all).toMatch(/inlineManifests/)
   })
@@ -182,15 +202,28 @@ describe('real talosctl refuses the mixes the patches avoid (proves the checks a
     const bad = join(work, 'mixed.yaml')
     writeFileSync(bad, 'cluster:\n  proxy:\n    disabled: true\n')
     const out = join(work, 'mixed-controlplane.yaml')
-    const gen = await execa(talosctl, [
-      'gen', 'config', 'ichor-test', 'https://ichor-test.invalid:6443', '--talos-version', v114,
-      '--config-patch-control-plane', `@${bad}`, '--with-docs=false', '--with-examples=false',
-      // With one output type, --output names the file.
-      '--output-types', 'controlplane', '--output', out,
-    ], {reject: false, all: true})
-    const validated = gen.exitCode === 0
-      ? await execa(talosctl, ['validate', '--mode', 'metal', '--config', out], {reject: false, all: true})
-      : gen
+    const gen = await execa(
+      talosctl,
+      [
+        'gen',
+        'config',
+        'ichor-test',
+        'https://ichor-test.invalid:6443',
+        '--talos-version',
+        v114,
+        '--config-patch-control-plane',
+        `@${bad}`,
+        '--with-docs=false',
+        '--with-examples=false',
+        // With one output type, --output names the file.
+        '--output-types',
+        'controlplane',
+        '--output',
+        out,
+      ],
+      {reject: false, all: true},
+    )
+    const validated = gen.exitCode === 0 ? await execa(talosctl, ['validate', '--mode', 'metal', '--config', out], {reject: false, all: true}) : gen
     expect(validated.exitCode).not.toBe(0)
     expect(validated.all).toMatch(/KubeProxyConfig/)
   })

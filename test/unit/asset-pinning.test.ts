@@ -48,7 +48,9 @@ describe('refuseUnpinnedArtifacts', () => {
   })
 
   it('the pinned artifact alone passes a real run', () => {
-    expect(() => refuseUnpinnedArtifacts('ichor init', [resolveAsset('cilium', {override: UPSTREAM.ciliumChart})], {dryRun: false, allowUnpinned: false})).not.toThrow()
+    expect(() =>
+      refuseUnpinnedArtifacts('ichor init', [resolveAsset('cilium', {override: UPSTREAM.ciliumChart})], {dryRun: false, allowUnpinned: false}),
+    ).not.toThrow()
   })
 
   it('records the file name (not its folder), version, digest and whether it is pinned', () => {
@@ -62,8 +64,22 @@ describe('ichor init (real run) with artifacts that are not the pinned ones', ()
   it('exits 2 before any step changes anything and names --allow-unpinned; the same flags with --dry-run pass that check', async () => {
     const work = mkdtempSync(join(tmpdir(), 'ichor-unpinned-'))
     const args = [
-      'init', '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10',
-      '--state-dir', join(work, 'state'), '--yes', '--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', UPSTREAM.kokumiManifest,
+      'init',
+      '--cluster-name',
+      'homelab',
+      '--endpoint',
+      'https://192.0.2.10:6443',
+      '--control-plane',
+      '192.0.2.10',
+      '--state-dir',
+      join(work, 'state'),
+      '--yes',
+      '--cilium-chart',
+      UPSTREAM.ciliumChart,
+      '--argocd-chart',
+      UPSTREAM.argocdChart,
+      '--kokumi-manifest',
+      UPSTREAM.kokumiManifest,
     ]
     // (a real init also needs the passphrase the Talos bundle is sealed with: given, so the pin check is what refuses)
     const passphrase = join(work, 'passphrase')
@@ -72,7 +88,9 @@ describe('ichor init (real run) with artifacts that are not the pinned ones', ()
     const real = await runCli(args, {env})
     const said = `${real.stdout}${real.stderr}`
     expect(real.code, said).toBe(2)
-    expect(said).toMatch(/--argocd-chart: Argo CD Helm chart .* argo-cd 10\.1\.1 \(argo-cd-10\.1\.1\.tgz, sha256 [0-9a-f]{64}, from flag\) is not the pinned argo-cd 10\.11\.6/)
+    expect(said).toMatch(
+      /--argocd-chart: Argo CD Helm chart .* argo-cd 10\.1\.1 \(argo-cd-10\.1\.1\.tgz, sha256 [0-9a-f]{64}, from flag\) is not the pinned argo-cd 10\.11\.6/,
+    )
     expect(said).toMatch(/--kokumi-manifest: .*kokumi 0\.14\.0 .* is not the pinned kokumi 0\.17\.0/)
     expect(said).toContain('pass --allow-unpinned')
     expect(said).not.toMatch(/\n\s+at /)

@@ -30,7 +30,10 @@ beforeEach(() => {
 })
 
 afterEach(() => {
-  for (const [key, value] of [['XDG_CACHE_HOME', saved.xdg], ['ICHOR_ASSETS_DIR', saved.dir]] as const) {
+  for (const [key, value] of [
+    ['XDG_CACHE_HOME', saved.xdg],
+    ['ICHOR_ASSETS_DIR', saved.dir],
+  ] as const) {
     if (value === undefined) delete process.env[key]
     else process.env[key] = value
   }

@@ -10,10 +10,14 @@ const deferred = createRequire(import.meta.url)('../../build/deferred.cjs') as D
 describe('the binary startup snapshot stand-in (build/deferred.cjs)', () => {
   it('answers the interop helpers’ __esModule without loading the module, and loads it on first real use', () => {
     let loads = 0
-    const mod = deferred(() => {
-      loads++
-      return {width: 60, bold: (s: string) => `*${s}*`}
-    }, 'screen', true)
+    const mod = deferred(
+      () => {
+        loads++
+        return {width: 60, bold: (s: string) => `*${s}*`}
+      },
+      'screen',
+      true,
+    )
     expect(mod.__esModule).toBe(true)
     expect(loads).toBe(0)
     expect(mod.width).toBe(60)

@@ -6,8 +6,15 @@ import {colourDiff, effectiveValuesDiff, paintDiff, unifiedDiff, wantsColour} fr
 import type {ReleaseRecord} from '../../src/lib/helm/release.js'
 
 const release = (config: Record<string, unknown>): ReleaseRecord => ({
-  secretName: 'sh.helm.release.v1.cilium.v3', release: 'cilium', namespace: 'kube-system', revision: 3, status: 'deployed',
-  chartName: 'cilium', chartVersion: '1.18.0', config, manifest: '',
+  secretName: 'sh.helm.release.v1.cilium.v3',
+  release: 'cilium',
+  namespace: 'kube-system',
+  revision: 3,
+  status: 'deployed',
+  chartName: 'cilium',
+  chartVersion: '1.18.0',
+  config,
+  manifest: '',
 })
 const lines = (n: number, change?: number) => Array.from({length: n}, (_, i) => `line${i + 1}${i + 1 === change ? ' changed' : ''}`).join('\n') + '\n'
 
@@ -18,7 +25,9 @@ describe('unifiedDiff', () => {
 
   it('prints the labels, one hunk header and three lines of context either side, as `diff -u` does', () => {
     expect(unifiedDiff(lines(20), lines(20, 10), ['before', 'after'])).toBe(
-      ['--- before', '+++ after', '@@ -7,7 +7,7 @@', ' line7', ' line8', ' line9', '-line10', '+line10 changed', ' line11', ' line12', ' line13', ''].join('\n'),
+      ['--- before', '+++ after', '@@ -7,7 +7,7 @@', ' line7', ' line8', ' line9', '-line10', '+line10 changed', ' line11', ' line12', ' line13', ''].join(
+        '\n',
+      ),
     )
   })
 
@@ -32,7 +41,12 @@ describe('effectiveValuesDiff', () => {
     const live = {kubeProxyReplacement: true, hubble: {relay: {enabled: false}}}
     const proposed = {hubble: {relay: {enabled: true}}, kubeProxyReplacement: true}
     const diff = effectiveValuesDiff(release(live), proposed)
-    expect(diff).toBe(unifiedDiff(stringify(live, {sortMapEntries: true}), stringify(proposed, {sortMapEntries: true}), ['release cilium revision 3 (effective values)', 'proposed (effective values)']))
+    expect(diff).toBe(
+      unifiedDiff(stringify(live, {sortMapEntries: true}), stringify(proposed, {sortMapEntries: true}), [
+        'release cilium revision 3 (effective values)',
+        'proposed (effective values)',
+      ]),
+    )
     expect(diff.split('\n').slice(0, 3)).toEqual(['--- release cilium revision 3 (effective values)', '+++ proposed (effective values)', '@@ -1,4 +1,4 @@'])
     expect(diff).toMatch(/^-\s+enabled: false$/m)
     expect(diff).toMatch(/^\+\s+enabled: true$/m)
@@ -55,7 +69,13 @@ describe('colour', () => {
   it('paints removals red, additions green, hunk headers cyan and the labels bold; leaves context alone', () => {
     const diff = unifiedDiff('a: 1\nb: 1\n', 'a: 1\nb: 2\n', ['old', 'new'])
     expect(colourDiff(diff).split('\n')).toEqual([
-      '\u001B[1m--- old\u001B[0m', '\u001B[1m+++ new\u001B[0m', '\u001B[36m@@ -1,2 +1,2 @@\u001B[0m', ' a: 1', '\u001B[31m-b: 1\u001B[0m', '\u001B[32m+b: 2\u001B[0m', '',
+      '\u001B[1m--- old\u001B[0m',
+      '\u001B[1m+++ new\u001B[0m',
+      '\u001B[36m@@ -1,2 +1,2 @@\u001B[0m',
+      ' a: 1',
+      '\u001B[31m-b: 1\u001B[0m',
+      '\u001B[32m+b: 2\u001B[0m',
+      '',
     ])
     expect(paintDiff(diff, {isTTY: true}, {})).toBe(colourDiff(diff))
     expect(paintDiff(diff, {isTTY: true}, {NO_COLOR: '1'})).toBe(diff)

@@ -24,9 +24,15 @@ describe('judgeCiliumUpgrade: never down, one minor at a time', () => {
   })
   it('given the next minor from an older patch, then it is refused naming the newest patch and the flag; with --skip-patch-check it goes on with a warning', () => {
     const v = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN})
-    expect(v).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*latest patch.*--to 1\.18\.3.*--skip-patch-check/)})
+    expect(v).toMatchObject({
+      kind: 'refused',
+      reason: expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*latest patch.*--to 1\.18\.3.*--skip-patch-check/),
+    })
     const skipped = judgeCiliumUpgrade('1.18.0', '1.19.6', {known: KNOWN, skipPatchCheck: true})
-    expect(skipped).toMatchObject({kind: 'minor', warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--skip-patch-check/)]})
+    expect(skipped).toMatchObject({
+      kind: 'minor',
+      warnings: [expect.stringMatching(/1\.18\.0 is not the newest 1\.18 patch ichor knows \(1\.18\.3\).*--skip-patch-check/)],
+    })
   })
   it('given the charts ichor knows, then 1.18.12 is the newest 1.18 patch: 1.18.0 -> 1.19.6 is refused, 1.18.12 -> 1.19.6 is not', () => {
     expect(judgeCiliumUpgrade('1.18.0', '1.18.12')).toEqual({kind: 'patch', warnings: []})
@@ -41,12 +47,18 @@ describe('judgeCiliumUpgrade: never down, one minor at a time', () => {
     expect(three.kind === 'refused' && three.reason).toMatch(/skips 1\.18, 1\.19: .*upgrade to 1\.18\.3, then 1\.19\.6 first/)
   })
   it('given an older version (patch or minor), then it is refused as a downgrade', () => {
-    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/)})
+    expect(judgeCiliumUpgrade('1.19.6', '1.18.0', {known: KNOWN})).toMatchObject({
+      kind: 'refused',
+      reason: expect.stringMatching(/1\.18\.0 is older than the installed 1\.19\.6: Cilium is never downgraded/),
+    })
     expect(judgeCiliumUpgrade('1.18.3', '1.18.0', {known: KNOWN}).kind).toBe('refused')
   })
   it('given another major or a version that is not one, then it is refused', () => {
     expect(judgeCiliumUpgrade('1.20.0', '2.0.0', {known: KNOWN}).kind).toBe('refused')
-    expect(judgeCiliumUpgrade('1.18.0', 'latest', {known: KNOWN})).toMatchObject({kind: 'refused', reason: expect.stringMatching(/"latest" is not a Cilium version/)})
+    expect(judgeCiliumUpgrade('1.18.0', 'latest', {known: KNOWN})).toMatchObject({
+      kind: 'refused',
+      reason: expect.stringMatching(/"latest" is not a Cilium version/),
+    })
   })
 })
 
@@ -66,9 +78,22 @@ describe('nextCiliumUpgrade and cni status', () => {
 
 describe('owned keys from the target chart', () => {
   const facts = {kubeProxy: 'replaced', tunnel: 'vxlan'} as const
-  const caps = (chartPath: string) => (ciliumEffectiveValues({chartPath, user: {}, facts}).securityContext as {capabilities: Record<string, string[]>}).capabilities
+  const caps = (chartPath: string) =>
+    (ciliumEffectiveValues({chartPath, user: {}, facts}).securityContext as {capabilities: Record<string, string[]>}).capabilities
   it("agent capabilities are the chart's default list minus SYS_MODULE: 1.19 and 1.20 add SYSLOG", () => {
-    expect(caps(UPSTREAM.ciliumChart).ciliumAgent).toEqual(['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'])
+    expect(caps(UPSTREAM.ciliumChart).ciliumAgent).toEqual([
+      'CHOWN',
+      'KILL',
+      'NET_ADMIN',
+      'NET_RAW',
+      'IPC_LOCK',
+      'SYS_ADMIN',
+      'SYS_RESOURCE',
+      'DAC_OVERRIDE',
+      'FOWNER',
+      'SETGID',
+      'SETUID',
+    ])
     for (const chart of [UPSTREAM.cilium119Chart, UPSTREAM.cilium120Chart]) {
       expect(caps(chart).ciliumAgent).toContain('SYSLOG')
       expect(caps(chart).ciliumAgent).not.toContain('SYS_MODULE')
@@ -77,7 +102,9 @@ describe('owned keys from the target chart', () => {
   })
   it('upgradeCompatibility is owned: the chart minor at init, the recorded minor afterwards', () => {
     expect(ciliumEffectiveValues({chartPath: UPSTREAM.ciliumChart, user: {}, facts}).upgradeCompatibility).toBe('1.18')
-    expect(ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user: {}, facts: {...facts, upgradeCompatibility: '1.18'}}).upgradeCompatibility).toBe('1.18')
+    expect(ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user: {}, facts: {...facts, upgradeCompatibility: '1.18'}}).upgradeCompatibility).toBe(
+      '1.18',
+    )
     expect(CILIUM_OWNED_KEYS.map((k) => k.path.join('.'))).toContain('upgradeCompatibility')
     const refused = checkCiliumValues({chartPath: UPSTREAM.cilium119Chart, user: {upgradeCompatibility: '1.10'}, facts})
     expect(refused.issues).toEqual([expect.objectContaining({path: 'upgradeCompatibility'})])
@@ -86,7 +113,13 @@ describe('owned keys from the target chart', () => {
 
 describe('the pre-flight release and the wait budget', () => {
   it("pre-flight values are the upgrade guide's, with the release's API server address", () => {
-    expect(preflightValues({k8sServiceHost: 'localhost', k8sServicePort: 7445, ipam: {mode: 'kubernetes'}})).toEqual({preflight: {enabled: true}, agent: false, operator: {enabled: false}, k8sServiceHost: 'localhost', k8sServicePort: 7445})
+    expect(preflightValues({k8sServiceHost: 'localhost', k8sServicePort: 7445, ipam: {mode: 'kubernetes'}})).toEqual({
+      preflight: {enabled: true},
+      agent: false,
+      operator: {enabled: false},
+      k8sServiceHost: 'localhost',
+      k8sServicePort: 7445,
+    })
     expect(preflightValues({})).toEqual({preflight: {enabled: true}, agent: false, operator: {enabled: false}})
   })
   it('helm waits one batch time more per two nodes the agents roll over', () => {
@@ -100,27 +133,46 @@ describe('resolveUpgradeChart: which file, which version, pinned or not', () => 
   it('--to a version finds it in the mirror and says it is not the pin but a chart ichor knows', () => {
     const t = resolveUpgradeChart({to: '1.19.6', mirror: UPSTREAM.dir})
     expect(t.chart.version).toBe('1.19.6')
-    expect(t.describe).toMatch(/^Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, sha256 21c43cf53841\), not the pin \(1\.18\.0\); a chart ichor knows/)
+    expect(t.describe).toMatch(
+      /^Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, sha256 21c43cf53841\), not the pin \(1\.18\.0\); a chart ichor knows/,
+    )
   })
   it('--to the pinned version names the pin', () => {
     expect(resolveUpgradeChart({to: '1.18.0', mirror: UPSTREAM.dir}).describe).toMatch(/the pinned chart 1\.18\.0$/)
   })
   it('--to a version the mirror lacks is exit 2 naming the flag; --to and --cilium-chart that disagree too', () => {
-    expect(() => resolveUpgradeChart({to: '1.19.2', mirror: UPSTREAM.dir})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/^--to 1\.19\.2: no Cilium chart 1\.19\.2/)}))
-    expect(() => resolveUpgradeChart({to: '1.20.0', chart: UPSTREAM.cilium119Chart})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/disagree: that file is Cilium 1\.19\.6/)}))
+    expect(() => resolveUpgradeChart({to: '1.19.2', mirror: UPSTREAM.dir})).toThrowError(
+      expect.objectContaining({exitCode: 2, message: expect.stringMatching(/^--to 1\.19\.2: no Cilium chart 1\.19\.2/)}),
+    )
+    expect(() => resolveUpgradeChart({to: '1.20.0', chart: UPSTREAM.cilium119Chart})).toThrowError(
+      expect.objectContaining({exitCode: 2, message: expect.stringMatching(/disagree: that file is Cilium 1\.19\.6/)}),
+    )
   })
 })
 
 describe('the pre-flight release follows the effective values (rendered with the real 1.19.6 chart)', () => {
   type Container = {name: string; image: string}
-  type PodSpec = {containers: Container[]; initContainers?: Container[]; imagePullSecrets?: unknown; nodeSelector?: unknown; tolerations?: unknown; affinity?: {nodeAffinity?: unknown; podAffinity?: unknown}}
+  type PodSpec = {
+    containers: Container[]
+    initContainers?: Container[]
+    imagePullSecrets?: unknown
+    nodeSelector?: unknown
+    tolerations?: unknown
+    affinity?: {nodeAffinity?: unknown; podAffinity?: unknown}
+  }
   type Obj = {kind: string; metadata: {name: string}; spec: {template: {spec: PodSpec}}}
   const render = async (values: Values, releaseName: string) =>
     (await helmTemplate({chartPath: UPSTREAM.cilium119Chart, releaseName, namespace: 'kube-system', values}))
-      .split(/^---$/m).map((d) => parse(d) as Obj | null).filter((d): d is Obj => Boolean(d && d.kind))
+      .split(/^---$/m)
+      .map((d) => parse(d) as Obj | null)
+      .filter((d): d is Obj => Boolean(d && d.kind))
   const workload = (objs: Obj[], kind: string, name: string) => objs.find((o) => o.kind === kind && o.metadata.name === name)!.spec.template.spec
   const images = (spec: PodSpec, name: string) => [...(spec.initContainers ?? []), ...spec.containers].find((c) => c.name === name)?.image
-  const nodeAffinity = {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.example/cni', operator: 'In', values: ['yes']}]}]}}
+  const nodeAffinity = {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.example/cni', operator: 'In', values: ['yes']}]}],
+    },
+  }
   const user: Values = {
     image: {repository: 'mirror.example/cilium/cilium'},
     envoy: {image: {override: 'mirror.example/cilium/cilium-envoy:v1.36.9'}},
@@ -131,7 +183,11 @@ describe('the pre-flight release follows the effective values (rendered with the
   }
 
   it("pre-pulls the agents' cilium and envoy images, with their pull secrets, on the agents' nodes", async () => {
-    const effective = ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user, facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'}})
+    const effective = ciliumEffectiveValues({
+      chartPath: UPSTREAM.cilium119Chart,
+      user,
+      facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'},
+    })
     const [agent, pre] = await Promise.all([render(effective, 'cilium'), render(preflightValues(effective), 'cilium-preflight')])
     const agentDs = workload(agent, 'DaemonSet', 'cilium')
     const envoyDs = workload(agent, 'DaemonSet', 'cilium-envoy')
@@ -150,7 +206,11 @@ describe('the pre-flight release follows the effective values (rendered with the
   })
 
   it("given the envoy DaemonSet off, then the pre-flight pulls no envoy image (the agents' l7Proxy/envoy.enabled/upgradeCompatibility)", async () => {
-    const effective = ciliumEffectiveValues({chartPath: UPSTREAM.cilium119Chart, user: {envoy: {enabled: false}}, facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'}})
+    const effective = ciliumEffectiveValues({
+      chartPath: UPSTREAM.cilium119Chart,
+      user: {envoy: {enabled: false}},
+      facts: {kubeProxy: 'replaced', tunnel: 'vxlan', upgradeCompatibility: '1.18'},
+    })
     const pre = await render(preflightValues(effective), 'cilium-preflight')
     expect(images(workload(pre, 'DaemonSet', 'cilium-pre-flight-check'), 'cilium-pre-flight-envoy')).toBeUndefined()
   })

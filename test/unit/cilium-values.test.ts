@@ -31,7 +31,10 @@ const accepted: [string, Values, Facts?][] = [
   ['Gateway API with CRD presence unknown (guard passes with a note)', {gatewayAPI: {enabled: true}}],
   ['bpf.masquerade when Talos does not forward kube-dns to the host', {bpf: {masquerade: true}}, {forwardKubeDNSToHost: false}],
   ['bpf.masquerade when the Talos side is unknown', {bpf: {masquerade: true}}],
-  ['clustermesh API server with cronJob certificates', {cluster: {name: 'home', id: 3}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'cronJob'}}}}}],
+  [
+    'clustermesh API server with cronJob certificates',
+    {cluster: {name: 'home', id: 3}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'cronJob'}}}}},
+  ],
   ['Hubble certificates by helm instead of the cronJob default', {hubble: {tls: {auto: {method: 'helm'}}}}],
   ['WireGuard encryption', {encryption: {enabled: true, type: 'wireguard'}}],
   ['L2 announcements', {l2announcements: {enabled: true}}],
@@ -42,10 +45,26 @@ const accepted: [string, Values, Facts?][] = [
   ['geneve tunnel with kube-proxy kept', {}, {kubeProxy: 'kube-proxy', tunnel: 'geneve'}],
   ['a null removes a chart default (helm semantics)', {nodeSelector: null, hubble: {relay: {tolerations: null}}}],
   ['envoy DaemonSet off', {envoy: {enabled: false}}],
-  ['a Kubernetes securityContext handed whole to the pod (with .Values… toYaml .)', {hubble: {relay: {enabled: true, securityContext: {runAsUser: 1000, runAsGroup: 1000}}}}],
+  [
+    'a Kubernetes securityContext handed whole to the pod (with .Values… toYaml .)',
+    {hubble: {relay: {enabled: true, securityContext: {runAsUser: 1000, runAsGroup: 1000}}}},
+  ],
   ['a pod security context field not in values.yaml', {operator: {podSecurityContext: {fsGroup: 1000}}}],
   ['an update strategy field not in values.yaml', {updateStrategy: {rollingUpdate: {maxSurge: 1}}}],
-  ['operator node affinity', {operator: {affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.kubernetes.io/control-plane', operator: 'Exists'}]}]}}}}}],
+  [
+    'operator node affinity',
+    {
+      operator: {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [{matchExpressions: [{key: 'node-role.kubernetes.io/control-plane', operator: 'Exists'}]}],
+            },
+          },
+        },
+      },
+    },
+  ],
 ]
 
 describe('Cilium values accepted (real chart, real helm render)', () => {
@@ -100,7 +119,14 @@ describe('Ichor-owned keys are refused, each with its reason', () => {
   })
   it('keeps the owned values in the effective values whatever the user layer says elsewhere', () => {
     const {effective} = checkCiliumValues(input({hubble: {enabled: true}}, {kubeProxy: 'replaced', tunnel: 'geneve'}))
-    expect(effective).toMatchObject({ipam: {mode: 'kubernetes'}, kubeProxyReplacement: true, k8sServiceHost: 'localhost', k8sServicePort: 7445, tunnelProtocol: 'geneve', cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'}})
+    expect(effective).toMatchObject({
+      ipam: {mode: 'kubernetes'},
+      kubeProxyReplacement: true,
+      k8sServiceHost: 'localhost',
+      k8sServicePort: 7445,
+      tunnelProtocol: 'geneve',
+      cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
+    })
     expect(effective).toMatchObject({bgpControlPlane: {secretsNamespace: {name: 'cilium-secrets'}}, hubble: {enabled: true, tls: {auto: {method: 'cronJob'}}}})
     const kp = checkCiliumValues(input({}, {kubeProxy: 'kube-proxy'})).effective
     expect(kp.kubeProxyReplacement).toBe(false)
@@ -110,25 +136,91 @@ describe('Ichor-owned keys are refused, each with its reason', () => {
 
 const rejected: [string, Values, Facts, string, RegExp][] = [
   ['a top-level typo, with a suggestion', {hubbel: {enabled: true}}, {}, 'hubbel', /not a key the chart knows.*did you mean hubble\?/],
-  ['a nested typo, with a suggestion', {hubble: {relay: {enabeld: true}}}, {}, 'hubble.relay.enabeld', /not a key hubble\.relay knows.*did you mean hubble\.relay\.enabled\?/],
+  [
+    'a nested typo, with a suggestion',
+    {hubble: {relay: {enabeld: true}}},
+    {},
+    'hubble.relay.enabeld',
+    /not a key hubble\.relay knows.*did you mean hubble\.relay\.enabled\?/,
+  ],
   ['a key that exists nowhere in the chart', {frobnicate: 1}, {}, 'frobnicate', /not a key the chart knows/],
-  ['a probe field the chart does not read (its probes are not passed whole)', {livenessProbe: {timeoutSeconds: 3}}, {}, 'livenessProbe.timeoutSeconds', /not a key livenessProbe knows/],
-  ['a nested typo with a suggestion under hubble.relay', {hubble: {relay: {sevice: {type: 'NodePort'}}}}, {}, 'hubble.relay.sevice', /did you mean hubble\.relay\.service\?/],
+  [
+    'a probe field the chart does not read (its probes are not passed whole)',
+    {livenessProbe: {timeoutSeconds: 3}},
+    {},
+    'livenessProbe.timeoutSeconds',
+    /not a key livenessProbe knows/,
+  ],
+  [
+    'a nested typo with a suggestion under hubble.relay',
+    {hubble: {relay: {sevice: {type: 'NodePort'}}}},
+    {},
+    'hubble.relay.sevice',
+    /did you mean hubble\.relay\.service\?/,
+  ],
   ['a typo under a commented-option block', {loadBalancer: {moode: 'dsr'}}, {}, 'loadBalancer.moode', /did you mean loadBalancer\.mode\?/],
   ['YAML-1.1 "yes" is a string, not a boolean', {bpf: {masquerade: 'yes'}}, {}, 'bpf.masquerade', /must be null or boolean \(got string "yes"\)/],
   ['a string where the schema wants an integer', {operator: {replicas: 'two'}}, {}, 'operator.replicas', /must be integer \(got string "two"\)/],
   ['a scalar where the chart has a map', {debug: true}, {}, 'debug', /must be object \(got boolean true\)/],
   ['a list where the chart has a boolean', {debug: {enabled: ['x']}}, {}, 'debug.enabled', /must be boolean|got a list/],
-  ['bpf.masquerade while Talos forwards kube-dns to the host', {bpf: {masquerade: true}}, {forwardKubeDNSToHost: true}, 'bpf.masquerade', /breaks CoreDNS.*forwardKubeDNSToHost/],
-  ['Gateway API while kube-proxy runs', {gatewayAPI: {enabled: true}}, {kubeProxy: 'kube-proxy', gatewayApiCrds: 'present'}, 'gatewayAPI.enabled', /needs the kube-proxy replacement/],
+  [
+    'bpf.masquerade while Talos forwards kube-dns to the host',
+    {bpf: {masquerade: true}},
+    {forwardKubeDNSToHost: true},
+    'bpf.masquerade',
+    /breaks CoreDNS.*forwardKubeDNSToHost/,
+  ],
+  [
+    'Gateway API while kube-proxy runs',
+    {gatewayAPI: {enabled: true}},
+    {kubeProxy: 'kube-proxy', gatewayApiCrds: 'present'},
+    'gatewayAPI.enabled',
+    /needs the kube-proxy replacement/,
+  ],
   ['Gateway API without its CRDs', {gatewayAPI: {enabled: true}}, {gatewayApiCrds: 'absent'}, 'gatewayAPI.enabled', /Gateway API CRDs installed first/],
-  ['clustermesh API server with the chart default helm certificates', {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true}}, {}, 'clustermesh.apiserver.tls.auto.method', /must be "cronJob".*chart default "helm"/],
-  ['clustermesh API server with an explicit helm method', {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'helm'}}}}}, {}, 'clustermesh.apiserver.tls.auto.method', /got "helm"/],
-  ['kube-proxy replaced while Talos has KubePrism off', {}, {kubePrism: {enabled: false, port: 7445}}, 'kubeProxyReplacement', /KubePrism enabled on port 7445.*disabled/],
+  [
+    'clustermesh API server with the chart default helm certificates',
+    {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true}},
+    {},
+    'clustermesh.apiserver.tls.auto.method',
+    /must be "cronJob".*chart default "helm"/,
+  ],
+  [
+    'clustermesh API server with an explicit helm method',
+    {cluster: {name: 'a', id: 1}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {method: 'helm'}}}}},
+    {},
+    'clustermesh.apiserver.tls.auto.method',
+    /got "helm"/,
+  ],
+  [
+    'kube-proxy replaced while Talos has KubePrism off',
+    {},
+    {kubePrism: {enabled: false, port: 7445}},
+    'kubeProxyReplacement',
+    /KubePrism enabled on port 7445.*disabled/,
+  ],
   ['kube-proxy replaced while KubePrism listens elsewhere', {}, {kubePrism: {enabled: true, port: 7446}}, 'kubeProxyReplacement', /on port 7446/],
-  ['a ServiceMonitor on a cluster that does not serve monitoring.coreos.com', {prometheus: {enabled: true, serviceMonitor: {enabled: true}}}, {monitoringCrds: 'absent'}, 'prometheus.serviceMonitor.enabled', /monitoring\.coreos\.com/],
-  ["Hubble's ServiceMonitor on a cluster without monitoring.coreos.com", {hubble: {metrics: {enabled: ['dns'], serviceMonitor: {enabled: true}}}}, {monitoringCrds: 'absent'}, 'hubble.metrics.serviceMonitor.enabled', /ServiceMonitor CRD/],
-  ['merged values over 64 KiB', {podAnnotations: Object.fromEntries(Array.from({length: 800}, (_, i) => [`example.com/a${i}`, 'x'.repeat(80)]))}, {}, '(values)', /at most 65536 bytes \(64 KiB\)/],
+  [
+    'a ServiceMonitor on a cluster that does not serve monitoring.coreos.com',
+    {prometheus: {enabled: true, serviceMonitor: {enabled: true}}},
+    {monitoringCrds: 'absent'},
+    'prometheus.serviceMonitor.enabled',
+    /monitoring\.coreos\.com/,
+  ],
+  [
+    "Hubble's ServiceMonitor on a cluster without monitoring.coreos.com",
+    {hubble: {metrics: {enabled: ['dns'], serviceMonitor: {enabled: true}}}},
+    {monitoringCrds: 'absent'},
+    'hubble.metrics.serviceMonitor.enabled',
+    /ServiceMonitor CRD/,
+  ],
+  [
+    'merged values over 64 KiB',
+    {podAnnotations: Object.fromEntries(Array.from({length: 800}, (_, i) => [`example.com/a${i}`, 'x'.repeat(80)]))},
+    {},
+    '(values)',
+    /at most 65536 bytes \(64 KiB\)/,
+  ],
 ]
 
 describe('Cilium values rejected, each naming the path and the reason', () => {
@@ -146,18 +238,29 @@ describe('Cilium values rejected, each naming the path and the reason', () => {
     // Together with a chart problem, both are reported.
     const both = await validateCiliumValues({...input({externalIPs: {enabled: true}}), laterFacts: Promise.resolve({kubePrism: {enabled: true, port: 7446}})})
     expect(both.issues.map((i) => i.path).sort()).toEqual(['externalIPs', 'kubeProxyReplacement'])
-    await expect(validateCiliumValues({...input({}), laterFacts: Promise.reject(new Error('talosctl: connection refused'))})).rejects.toThrow(/connection refused/)
+    await expect(validateCiliumValues({...input({}), laterFacts: Promise.reject(new Error('talosctl: connection refused'))})).rejects.toThrow(
+      /connection refused/,
+    )
   })
 
   it("cluster.id without cluster.name is refused by the chart's own validate template", async () => {
     const report = await validateCiliumValues(input({cluster: {id: 5}}))
     expect(report.valid).toBe(false)
-    expect(report.issues).toEqual([{path: expect.stringMatching(/^\(chart cilium\/templates\/validate\.yaml:\d+\)$/), message: expect.stringMatching(/cluster name is invalid/)}])
+    expect(report.issues).toEqual([
+      {path: expect.stringMatching(/^\(chart cilium\/templates\/validate\.yaml:\d+\)$/), message: expect.stringMatching(/cluster name is invalid/)},
+    ])
   })
 
   it('clustermesh with certificate automation off but no certificates is refused by the chart', async () => {
-    const report = await validateCiliumValues(input({cluster: {name: 'home', id: 4}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {enabled: false}}}}}))
-    expect(report.issues).toEqual([{path: expect.stringMatching(/^\(chart cilium\/templates\/clustermesh-apiserver\/.*\)$/), message: expect.stringMatching(/missing clustermesh\.apiserver\.tls\.server\.cert/)}])
+    const report = await validateCiliumValues(
+      input({cluster: {name: 'home', id: 4}, clustermesh: {useAPIServer: true, apiserver: {tls: {auto: {enabled: false}}}}}),
+    )
+    expect(report.issues).toEqual([
+      {
+        path: expect.stringMatching(/^\(chart cilium\/templates\/clustermesh-apiserver\/.*\)$/),
+        message: expect.stringMatching(/missing clustermesh\.apiserver\.tls\.server\.cert/),
+      },
+    ])
   })
 
   it('a key from an older chart (externalIPs) is refused as unknown', () => {

@@ -47,8 +47,16 @@ class FailingStep extends IchorCommand {
   async run() {
     await this.parse(FailingStep)
     let ran = false
-    const first = {...task('first', 'First'), run: async () => void (ran = true), probe: async () => (ran ? {done: true as const} : {done: false as const, reason: 'missing'})}
-    return runTasks([first, task('second', 'Second', 'no route to host')], {output: this.jsonEnabled() ? 'json' : 'plain', dryRun: false, stream: this.jsonEnabled() ? process.stderr : process.stdout})
+    const first = {
+      ...task('first', 'First'),
+      run: async () => void (ran = true),
+      probe: async () => (ran ? {done: true as const} : {done: false as const, reason: 'missing'}),
+    }
+    return runTasks([first, task('second', 'Second', 'no route to host')], {
+      output: this.jsonEnabled() ? 'json' : 'plain',
+      dryRun: false,
+      stream: this.jsonEnabled() ? process.stderr : process.stdout,
+    })
   }
 }
 
@@ -80,12 +88,15 @@ describe('a failed step', () => {
     expect(r.exitCode).toBe(1)
     const doc = JSON.parse(r.stdout)
     expect(doc).toMatchObject({schemaVersion: 1, error: {message: 'step "Second" failed: no route to host', exitCode: 1, code: 'failed'}})
-    const events = r.stderr.trim().split('\n').map((line) => JSON.parse(line))
+    const events = r.stderr
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     expect(events.map((e) => e.event)).toEqual(['start', 'task', 'task', 'task', 'task', 'task', 'task', 'end'])
   })
 })
 
-describe('an error that is not ichor\'s', () => {
+describe("an error that is not ichor's", () => {
   it('prints "Error: <message>" without a stack trace, exit 1', async () => {
     const r = await runCommand(Buggy, [])
     expect(r.exitCode).toBe(1)

@@ -19,7 +19,13 @@ describe('consentNeeded', () => {
     ['without a terminal', {}, false, /no terminal to confirm on: pass --yes/],
     ['with --json on a terminal', {json: true}, true, /with --json nothing is asked: pass --yes/],
   ] as const)('refuses a real run %s: exit 2, naming the command and --yes', (_name, o, tty, message) => {
-    const error = (() => { try { consentNeeded({...base, ...o}, tty) } catch (e) { return e } })()
+    const error = (() => {
+      try {
+        consentNeeded({...base, ...o}, tty)
+      } catch (e) {
+        return e
+      }
+    })()
     expect(reportOf(error)).toMatchObject({exitCode: 2, code: 'usage', message: expect.stringMatching(/^ichor stack sync changes the cluster/)})
     expect(reportOf(error).message).toMatch(message)
   })
@@ -27,7 +33,10 @@ describe('consentNeeded', () => {
 
 describe('confirmOrAbort', () => {
   it('"no" is "aborted: nothing was changed", exit 1; "yes" goes on', async () => {
-    const error = await confirmOrAbort('go?', async () => false).then(() => undefined, (e: unknown) => e)
+    const error = await confirmOrAbort('go?', async () => false).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(reportOf(error)).toMatchObject({message: 'aborted: nothing was changed', exitCode: 1})
     await expect(confirmOrAbort('go?', async () => true)).resolves.toBeUndefined()
   })

@@ -23,7 +23,9 @@ const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json
 const COMMANDS = Object.keys(manifest.commands).map((id) => id.split(':'))
 // Every topic the built manifest has: each proper prefix of a command id (`cni`, `cni values`).
 const TOPICS = [...new Set(COMMANDS.flatMap((c) => c.slice(0, -1).map((_, i) => c.slice(0, i + 1).join(' '))))].sort()
-const pjsonOclif = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).oclif as {topics: Record<string, {description?: string; subtopics?: Record<string, unknown>}>}
+const pjsonOclif = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).oclif as {
+  topics: Record<string, {description?: string; subtopics?: Record<string, unknown>}>
+}
 /** package.json's description of a topic, nested as oclif reads it (`subtopics`). */
 function topicDescription(topic: string): string | undefined {
   let node: {description?: string; subtopics?: Record<string, any>} | undefined = {subtopics: pjsonOclif.topics}
@@ -54,7 +56,7 @@ describe('help', () => {
 })
 
 describe('topics', () => {
-  it.each(TOPICS)('`ichor %s` shows the topic\'s own description, not a subcommand\'s', async (topic) => {
+  it.each(TOPICS)("`ichor %s` shows the topic's own description, not a subcommand's", async (topic) => {
     const description = topicDescription(topic)
     expect(description, `package.json oclif.topics has no description for "${topic}"`).toBeTruthy()
     for (const args of [topic.split(' '), [...topic.split(' '), '--help']]) {
@@ -88,14 +90,17 @@ describe('ichor version', () => {
 })
 
 describe('usage errors', () => {
-  it.each([...COMMANDS, ...PLUGIN_COMMANDS].map((c) => [c.join(' '), c]))('`ichor %s --json --no-such-flag`: one short JSON error on stdout, exit 2', async (_name, cmd) => {
-    const r = await ichor([...cmd, '--json', '--no-such-flag'])
-    expect(r.code).toBe(2)
-    expect(r.stdout.length).toBeLessThan(2000)
-    const doc = oneJson(r.stdout)
-    expect(doc).toMatchObject({schemaVersion: 1, error: {exitCode: 2, code: 'usage'}})
-    expect(doc.error.message).toMatch(/--no-such-flag/)
-  })
+  it.each([...COMMANDS, ...PLUGIN_COMMANDS].map((c) => [c.join(' '), c]))(
+    '`ichor %s --json --no-such-flag`: one short JSON error on stdout, exit 2',
+    async (_name, cmd) => {
+      const r = await ichor([...cmd, '--json', '--no-such-flag'])
+      expect(r.code).toBe(2)
+      expect(r.stdout.length).toBeLessThan(2000)
+      const doc = oneJson(r.stdout)
+      expect(doc).toMatchObject({schemaVersion: 1, error: {exitCode: 2, code: 'usage'}})
+      expect(doc.error.message).toMatch(/--no-such-flag/)
+    },
+  )
   it('a flag typo suggests the flag meant, with and without --json', async () => {
     const r = await ichor(['init', '--dry-rn'])
     expect(r.code).toBe(2)
@@ -105,7 +110,10 @@ describe('usage errors', () => {
     expect(oneJson((await ichor(['cni', 'values', 'validate', '--sett', 'a=b', '--json'])).stdout).error.hint).toBe('did you mean --set?')
   })
   it('a missing value and a bad option exit 2 with a one-line error', async () => {
-    for (const args of [['init', '--timeout'], ['init', '--tunnel', 'ipip']]) {
+    for (const args of [
+      ['init', '--timeout'],
+      ['init', '--tunnel', 'ipip'],
+    ]) {
       const r = await ichor(args)
       expect(r.code, args.join(' ')).toBe(2)
       expect(r.stderr).toMatch(/^Error: /)
@@ -113,7 +121,12 @@ describe('usage errors', () => {
     }
   })
   it('an unknown command exits 2 naming the command meant; with --json as one JSON error', async () => {
-    for (const [typo, meant] of [[['inti'], 'init'], [['cni', 'valeus', 'set'], 'cni values set'], [['stack', 'stauts'], 'stack status'], [['hepl'], 'help']] as const) {
+    for (const [typo, meant] of [
+      [['inti'], 'init'],
+      [['cni', 'valeus', 'set'], 'cni values set'],
+      [['stack', 'stauts'], 'stack status'],
+      [['hepl'], 'help'],
+    ] as const) {
       const r = await ichor([...typo])
       expect(r.code, typo.join(' ')).toBe(2)
       expect(r.stdout).toBe('')
@@ -164,7 +177,25 @@ describe('bad files are usage errors (exit 2) naming the path', () => {
 describe('flags', () => {
   it('--control-plane and --worker take comma lists as well as repeats', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = await ichor(['init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10,192.0.2.12', '--worker', '192.0.2.11', '--worker', '192.0.2.13,192.0.2.14', '--mirror', UPSTREAM.dir, '--json'])
+    const r = await ichor([
+      'init',
+      '--dry-run',
+      '--output-dir',
+      out,
+      '--cluster-name',
+      'homelab',
+      '--endpoint',
+      'https://192.0.2.10:6443',
+      '--control-plane',
+      '192.0.2.10,192.0.2.12',
+      '--worker',
+      '192.0.2.11',
+      '--worker',
+      '192.0.2.13,192.0.2.14',
+      '--mirror',
+      UPSTREAM.dir,
+      '--json',
+    ])
     expect(r.code, r.stderr).toBe(0)
     expect(oneJson(r.stdout).schemaVersion).toBe(1)
   })

@@ -60,20 +60,23 @@ beforeAll(async () => {
   port = (server.address() as {port: number}).port
   await new Promise((resolve) => server.close(resolve))
   kubeconfig = join(work, 'kubeconfig')
-  writeFileSync(kubeconfig, `apiVersion: v1
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: dead, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: not-a-secret}}]
 contexts: [{name: dead, context: {cluster: dead, user: u}}]
 current-context: dead
-`)
+`,
+  )
   writeFileSync(keyFile, 'a test passphrase, not a secret\n', {mode: 0o600})
 })
 
 // kubectl's own sentence: k8s.io/kubectl v0.36.3 pkg/cmd/util/helpers.go standardErrorMessage (exit 1, DefaultErrorExitCode).
 const refused = () => new RegExp(`^The connection to the server 127\\.0\\.0\\.1:${port} was refused - did you specify the right host or port\\?`)
 
-describe('a cluster that refuses the connection: exit 1, kubectl\'s message, the one error shape', () => {
+describe("a cluster that refuses the connection: exit 1, kubectl's message, the one error shape", () => {
   it.each(CLUSTER_COMMANDS.filter((id) => !NOT_AN_ERROR.has(id)).map((id) => [id.replaceAll(':', ' '), id]))('ichor %s', async (_name, id) => {
     const json = await ichor(id, ['--json'])
     const why = `${json.stdout}\n${json.stderr}`
@@ -105,7 +108,9 @@ const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
 
 describe('local input is refused before any connection (exit 2, naming it, never the cluster)', () => {
   const cases = LOCAL_INPUT.flatMap((input) =>
-    CLUSTER_COMMANDS.filter((id) => input.flag in manifest.commands[id]!.flags && !NOT_AN_ERROR.has(id)).map((id) => [`${id.replaceAll(':', ' ')} --${input.flag}`, id, input] as const),
+    CLUSTER_COMMANDS.filter((id) => input.flag in manifest.commands[id]!.flags && !NOT_AN_ERROR.has(id)).map(
+      (id) => [`${id.replaceAll(':', ' ')} --${input.flag}`, id, input] as const,
+    ),
   )
   it('the table covers values files, versions and charts of every cluster command', () => {
     expect(cases.length).toBeGreaterThanOrEqual(10)
@@ -128,7 +133,10 @@ describe('local input is refused before any connection (exit 2, naming it, never
     const why = `${r.stdout}\n${r.stderr}`
     expect(r.code, why).toBe(2)
     const doc = JSON.parse(r.stdout)
-    expect(doc.error.issues?.map((i: {path: string}) => i.path), why).toContain(c.path)
+    expect(
+      doc.error.issues?.map((i: {path: string}) => i.path),
+      why,
+    ).toContain(c.path)
     expect(JSON.stringify(doc.error), why).toMatch(/owned by ichor/i)
     expect(doc.error.message, why).not.toMatch(/127\.0\.0\.1|connection|cannot reach/i)
   })

@@ -18,7 +18,12 @@ const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 function sink(): Writable & {text: () => string} {
   const chunks: string[] = []
-  const w = new Writable({write(chunk, _enc, done) { chunks.push(String(chunk)); done() }}) as Writable & {text: () => string}
+  const w = new Writable({
+    write(chunk, _enc, done) {
+      chunks.push(String(chunk))
+      done()
+    },
+  }) as Writable & {text: () => string}
   w.text = () => chunks.join('')
   return w
 }
@@ -27,7 +32,15 @@ describe('--timeout', () => {
   const parse = (argv: string[]) => Parser.parse(argv, {flags: {timeout: timeoutFlag(900)}})
 
   it('takes helm durations and plain seconds, in milliseconds', async () => {
-    const cases: Array<[string, number]> = [['90s', 90_000], ['15m', 900_000], ['1h', 3_600_000], ['1h30m', 5_400_000], ['500ms', 500], ['120', 120_000], ['2m30s', 150_000]]
+    const cases: Array<[string, number]> = [
+      ['90s', 90_000],
+      ['15m', 900_000],
+      ['1h', 3_600_000],
+      ['1h30m', 5_400_000],
+      ['500ms', 500],
+      ['120', 120_000],
+      ['2m30s', 150_000],
+    ]
     for (const [input, ms] of cases) expect((await parse(['--timeout', input])).flags.timeout, input).toBe(ms)
   })
   it('defaults to the seconds given, in milliseconds', async () => {
@@ -35,7 +48,10 @@ describe('--timeout', () => {
   })
   it('refuses anything else naming --timeout and the accepted forms, exit 2', async () => {
     for (const bad of ['15x', 'soon', '0', '1h-5m', '']) {
-      const error = await parse(['--timeout', bad]).then(() => undefined, (e: unknown) => e)
+      const error = await parse(['--timeout', bad]).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       const report = reportOf(error)
       expect(report.exitCode, bad).toBe(2)
       expect(report.message).toMatch(/^--timeout: ".*" (is not a duration|must be longer than zero) \(accepted: .*90s, 15m, 1h or 1h30m, or plain seconds\)$/)
@@ -46,7 +62,9 @@ describe('--timeout', () => {
 
 describe('kube, output and verbosity flags', () => {
   it('--kubeconfig, --context, -o, -v and --debug parse as kubectl users type them', async () => {
-    const {flags} = await Parser.parse(['--kubeconfig', 'k.yaml', '--context', 'prod', '-o', 'yaml', '-v', '--debug'], {flags: {...kubeFlags, ...outputFormatFlag, ...verbosityFlags}})
+    const {flags} = await Parser.parse(['--kubeconfig', 'k.yaml', '--context', 'prod', '-o', 'yaml', '-v', '--debug'], {
+      flags: {...kubeFlags, ...outputFormatFlag, ...verbosityFlags},
+    })
     expect(flags).toMatchObject({kubeconfig: 'k.yaml', context: 'prod', output: 'yaml', verbose: true, debug: true})
   })
   it('-o takes only yaml or json', async () => {
@@ -73,7 +91,9 @@ describe('the verbose logger', () => {
     configureLog({level: 'verbose', json: false, out})
     log.command(['helm', 'upgrade', 'cilium', '--set', 'hubble.tls.password=hunter2,a=b', '--password', 'hunter2', '--token=abc', 'x y'])
     log.verbose('probe: release cilium at revision 3')
-    expect(out.text()).toBe("  $ helm upgrade cilium --set hubble.tls.password=***,a=b --password *** --token=*** 'x y'\n  · probe: release cilium at revision 3\n")
+    expect(out.text()).toBe(
+      "  $ helm upgrade cilium --set hubble.tls.password=***,a=b --password *** --token=*** 'x y'\n  · probe: release cilium at revision 3\n",
+    )
     expect(out.text()).not.toMatch(/hunter2|abc/)
   })
   it('under --json writes JSON lines', () => {
@@ -89,7 +109,7 @@ describe('the verbose logger', () => {
 })
 
 describe('error reports', () => {
-  it('an error that is not ichor\'s: its message, exit 1, a stack trace only with --debug', () => {
+  it("an error that is not ichor's: its message, exit 1, a stack trace only with --debug", () => {
     const report = reportOf(new TypeError('cannot read properties of undefined'))
     expect(report).toMatchObject({message: 'cannot read properties of undefined', exitCode: 1, code: 'failed'})
     expect(errorText(report)).toBe('Error: cannot read properties of undefined\n')
@@ -101,7 +121,7 @@ describe('error reports', () => {
     ['ENOENT', 'does not exist'],
     ['EACCES', 'cannot be accessed (permission denied)'],
     ['ENOTDIR', 'is not a directory'],
-  ])('Node\'s %s on a path is a usage error naming the path, exit 2', (code, words) => {
+  ])("Node's %s on a path is a usage error naming the path, exit 2", (code, words) => {
     const error = Object.assign(new Error(`${code}: raw message, open '/x/values.yaml'`), {code, path: '/x/values.yaml'})
     const report = reportOf(error)
     expect(report.exitCode).toBe(2)
@@ -116,9 +136,17 @@ describe('error reports', () => {
     expect(reportOf(error)).toMatchObject({message: 'aborted: nothing was changed', exitCode: 130, code: 'interrupted'})
   })
   it('ichor errors keep their exit code, issues and hint; --json carries the first line and the issues', () => {
-    expect(reportOf(new IchorError('lease is held by alice', {exitCode: 3, hint: 'wait'}))).toEqual({message: 'lease is held by alice', exitCode: 3, code: 'lease', hint: 'wait'})
+    expect(reportOf(new IchorError('lease is held by alice', {exitCode: 3, hint: 'wait'}))).toEqual({
+      message: 'lease is held by alice',
+      exitCode: 3,
+      code: 'lease',
+      hint: 'wait',
+    })
     const json = errorJson(reportOf(new ValidationError('ichor init: invalid input', [{path: '--endpoint', message: 'is required'}])))
-    expect(json).toEqual({schemaVersion: 1, error: {message: 'ichor init: invalid input: 1 problem', exitCode: 2, code: 'usage', issues: [{path: '--endpoint', message: 'is required'}]}})
+    expect(json).toEqual({
+      schemaVersion: 1,
+      error: {message: 'ichor init: invalid input: 1 problem', exitCode: 2, code: 'usage', issues: [{path: '--endpoint', message: 'is required'}]},
+    })
   })
   it('suggests the nearest flag only when it is near', () => {
     expect(closest('--dry-rn', ['--dry-run', '--debug'])).toBe('--dry-run')

@@ -59,11 +59,14 @@ describe('the CLI load path', () => {
 
 describe('the day-2 load path', () => {
   // age (with its post-quantum crypto) is for commands that open the sealed Talos bundle.
-  it.each(['commands/cni/status.js', 'commands/cni/values/set.js', 'commands/cni/values/diff.js', 'commands/stack/status.js', 'commands/stack/sync.js'])('importing dist/%s loads no module of age-encryption', (file) => {
-    const target = join(ROOT, 'dist', file)
-    if (!existsSync(target)) throw new Error(`${target} is missing: run \`npm run build\` first`)
-    const modules = modulesLoadedBy(target)
-    expect(modules.some((m) => m.includes('/dist/lib/state/installation.js'))).toBe(true)
-    expect(modules.filter((m) => m.includes('node_modules/age-encryption/'))).toEqual([])
-  })
+  it.each(['commands/cni/status.js', 'commands/cni/values/set.js', 'commands/cni/values/diff.js', 'commands/stack/status.js', 'commands/stack/sync.js'])(
+    'importing dist/%s loads no module of age-encryption',
+    (file) => {
+      const target = join(ROOT, 'dist', file)
+      if (!existsSync(target)) throw new Error(`${target} is missing: run \`npm run build\` first`)
+      const modules = modulesLoadedBy(target)
+      expect(modules.some((m) => m.includes('/dist/lib/state/installation.js'))).toBe(true)
+      expect(modules.filter((m) => m.includes('node_modules/age-encryption/'))).toEqual([])
+    },
+  )
 })

@@ -30,7 +30,9 @@ describe('ichor init --dry-run --output DIR', () => {
     const cp = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
     expect(cp.map((d) => d.kind)).toEqual(['KubeFlannelCNIConfig', 'KubeProxyConfig', 'KubePrismConfig', 'KubeInlineManifestConfig'])
     const inline = cp.find((d) => d.kind === 'KubeInlineManifestConfig')
-    const objects = parseAllDocuments(inline.manifest as string).map((d) => d.toJS()).filter(Boolean)
+    const objects = parseAllDocuments(inline.manifest as string)
+      .map((d) => d.toJS())
+      .filter(Boolean)
     expect(objects.length).toBeGreaterThan(15)
     for (const o of objects) {
       expect(o.metadata.annotations).toMatchObject({'meta.helm.sh/release-name': 'cilium', 'meta.helm.sh/release-namespace': 'kube-system'})
@@ -65,7 +67,21 @@ describe('ichor init --dry-run --output DIR', () => {
 
   it('uses the legacy forms below Talos v1.14 and keeps kube-proxy when asked', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
-    const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--talos-version', 'v1.13.2', '--kube-proxy', 'kube-proxy', '--tunnel', 'geneve'])
+    const r = await ichor([
+      'init',
+      '--dry-run',
+      '--output-dir',
+      out,
+      ...NODES,
+      '--mirror',
+      UPSTREAM.dir,
+      '--talos-version',
+      'v1.13.2',
+      '--kube-proxy',
+      'kube-proxy',
+      '--tunnel',
+      'geneve',
+    ])
     expect(r.code, r.stderr).toBe(0)
     const [cp] = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
     expect(cp.cluster.network.cni.name).toBe('none')
@@ -87,14 +103,32 @@ describe('ichor init --dry-run --output DIR', () => {
   })
 
   it('reports every bad flag together, exit 2, no stack trace', async () => {
-    const r = await ichor(['init', '--dry-run', '--output-dir', '/nonexistent/x', '--cluster-name', 'Bad_Name', '--endpoint', 'http://x', '--control-plane', '1.2.3', '--talos-version', '1.14', '--mirror', UPSTREAM.dir])
+    const r = await ichor([
+      'init',
+      '--dry-run',
+      '--output-dir',
+      '/nonexistent/x',
+      '--cluster-name',
+      'Bad_Name',
+      '--endpoint',
+      'http://x',
+      '--control-plane',
+      '1.2.3',
+      '--talos-version',
+      '1.14',
+      '--mirror',
+      UPSTREAM.dir,
+    ])
     expect(r.code).toBe(2)
     for (const flag of ['--cluster-name', '--endpoint', '--control-plane', '--talos-version']) expect(r.stderr).toContain(`- ${flag}:`)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   })
 
   it('a missing artifact is a clear error saying how to get it', async () => {
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))}})
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {
+      encoding: 'utf8',
+      env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))},
+    })
     expect(r.status).toBe(1)
     expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
     expect(r.stderr).toMatch(/ichor assets fetch/)

@@ -13,7 +13,9 @@ import {valuesInputFrom} from '../../src/lib/cli/values-args.js'
 describe('KEY=VALUE arguments', () => {
   it('are checked in helm --set syntax before anything runs', () => {
     expect(valuesInputFrom(['a.b=1'], {})).toEqual({kind: 'edit', files: [], sets: ['a.b=1'], replace: false})
-    expect(() => valuesInputFrom(['hubble.relay.enabled'], {})).toThrowError(expect.objectContaining({exitCode: 2, message: expect.stringMatching(/argument "hubble\.relay\.enabled": expected KEY=VALUE/)}))
+    expect(() => valuesInputFrom(['hubble.relay.enabled'], {})).toThrowError(
+      expect.objectContaining({exitCode: 2, message: expect.stringMatching(/argument "hubble\.relay\.enabled": expected KEY=VALUE/)}),
+    )
   })
 })
 
@@ -27,7 +29,10 @@ describe('newUserLayer', () => {
   it('with --replace, files then arguments are the whole layer', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ichor-unit-')), 'v.yaml')
     writeFileSync(file, 'bandwidthManager:\n  enabled: true\n')
-    expect(newUserLayer(stored, {kind: 'edit', files: [file], sets: ['operator.replicas=2'], replace: true})).toEqual({bandwidthManager: {enabled: true}, operator: {replicas: 2}})
+    expect(newUserLayer(stored, {kind: 'edit', files: [file], sets: ['operator.replicas=2'], replace: true})).toEqual({
+      bandwidthManager: {enabled: true},
+      operator: {replicas: 2},
+    })
   })
   it('with no input, is the stored layer (a reapply)', () => {
     expect(newUserLayer(stored, {kind: 'edit', files: [], sets: [], replace: false})).toEqual(stored)
@@ -47,10 +52,19 @@ describe('chartUpgrade: one minor at a time, never down', () => {
 // they are not ready, and "the previous values" only when helm says it rolled back.
 describe('ciliumUpgradeFailure', () => {
   const ready = {desired: 2, ready: 2, rolledOut: true, state: '2/2 ready'}
-  const refusedByHelm = new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: an error occurred while rolling back the release. original upgrade error: forceConflicts enabled when serverSideApply disabled', {rolledBack: false})
+  const refusedByHelm = new HelmReleaseError(
+    'upgrade',
+    'cilium',
+    'UPGRADE FAILED: an error occurred while rolling back the release. original upgrade error: forceConflicts enabled when serverSideApply disabled',
+    {rolledBack: false},
+  )
 
-  it('a helm refusal with every pod ready: helm\'s words, the real release status, no pod blamed', () => {
-    const e = ciliumUpgradeFailure(refusedByHelm, {after: {revision: 3, status: 'failed'}, daemonSet: ready, operator: {...ready, desired: 1, ready: 1, state: '1/1 ready'}})
+  it("a helm refusal with every pod ready: helm's words, the real release status, no pod blamed", () => {
+    const e = ciliumUpgradeFailure(refusedByHelm, {
+      after: {revision: 3, status: 'failed'},
+      daemonSet: ready,
+      operator: {...ready, desired: 1, ready: 1, state: '1/1 ready'},
+    })
     expect(e.message).toContain('forceConflicts enabled when serverSideApply disabled')
     expect(e.message).toMatch(/revision 3 is failed/)
     expect(e.message).not.toMatch(/previous values/)
@@ -59,8 +73,17 @@ describe('ciliumUpgradeFailure', () => {
   })
 
   it('a rollout that did not become ready and was rolled back: names the workload and the pods', () => {
-    const rolled = new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: release cilium failed, and has been rolled back due to rollback-on-failure being set: context deadline exceeded', {rolledBack: true})
-    const e = ciliumUpgradeFailure(rolled, {after: {revision: 4, status: 'deployed'}, daemonSet: {desired: 2, ready: 1, rolledOut: false, state: '1/2 ready'}, operator: ready})
+    const rolled = new HelmReleaseError(
+      'upgrade',
+      'cilium',
+      'UPGRADE FAILED: release cilium failed, and has been rolled back due to rollback-on-failure being set: context deadline exceeded',
+      {rolledBack: true},
+    )
+    const e = ciliumUpgradeFailure(rolled, {
+      after: {revision: 4, status: 'deployed'},
+      daemonSet: {desired: 2, ready: 1, rolledOut: false, state: '1/2 ready'},
+      operator: ready,
+    })
     expect(e.message).toMatch(/rolled back to revision 4 \(deployed\) with the previous values/)
     expect(e.message).toMatch(/cilium DaemonSet 1\/2 ready/)
     expect(e.hint).toMatch(/kubectl -n kube-system get pods -l k8s-app=cilium/)
@@ -70,7 +93,15 @@ describe('ciliumUpgradeFailure', () => {
 describe('ciliumUpgradeFailure after a rollback that made the pods ready again', () => {
   it("still points at the pods when helm's wait timed out", () => {
     const ready = {desired: 2, ready: 2, rolledOut: true, state: '2/2 ready'}
-    const e = ciliumUpgradeFailure(new HelmReleaseError('upgrade', 'cilium', 'UPGRADE FAILED: release cilium failed, and has been rolled back due to atomic being set: timed out waiting for the condition', {rolledBack: true}), {after: {revision: 6, status: 'deployed'}, daemonSet: ready, operator: ready})
+    const e = ciliumUpgradeFailure(
+      new HelmReleaseError(
+        'upgrade',
+        'cilium',
+        'UPGRADE FAILED: release cilium failed, and has been rolled back due to atomic being set: timed out waiting for the condition',
+        {rolledBack: true},
+      ),
+      {after: {revision: 6, status: 'deployed'}, daemonSet: ready, operator: ready},
+    )
     expect(e.hint).toMatch(/get pods -l k8s-app=cilium/)
   })
 })

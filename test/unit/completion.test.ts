@@ -78,7 +78,7 @@ describe('ichor autocomplete script bash', () => {
     expect(await complete('ichor init --state-dir ')).toEqual(['configs'])
   })
 
-  it('flags after an argument, and after a flag\'s value', async () => {
+  it("flags after an argument, and after a flag's value", async () => {
     expect(await complete('ichor stack values set argocd --kube')).toEqual(['--kubeconfig'])
     expect(await complete('ichor stack values set argocd -f values.yaml --se')).toEqual(['--set'])
     expect(await complete('ichor stack values set argocd -f values.yaml ')).toEqual([]) // KEY=VALUE: nothing to offer

@@ -16,7 +16,9 @@ type Flag = {char?: string; type?: string}
 type Manifest = {commands: Record<string, {flags: Record<string, Flag>}>}
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as Manifest
 /** A command that changes a cluster takes the Lease, so it has --break-lock. */
-const MUTATING = Object.keys(manifest.commands).filter((id) => 'break-lock' in manifest.commands[id]!.flags).sort()
+const MUTATING = Object.keys(manifest.commands)
+  .filter((id) => 'break-lock' in manifest.commands[id]!.flags)
+  .sort()
 
 const work = mkdtempSync(join(tmpdir(), 'ichor-consent-'))
 const kubeconfig = join(work, 'kubeconfig')
@@ -50,13 +52,16 @@ beforeAll(async () => {
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as {port: number}).port
-  writeFileSync(kubeconfig, `apiVersion: v1
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: not-a-secret}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
-`)
+`,
+  )
   writeFileSync(keyFile, 'a test passphrase, not a secret\n', {mode: 0o600})
 })
 afterAll(async () => {
@@ -78,25 +83,31 @@ describe('every command that changes a cluster asks, or needs --yes', () => {
     expect(manifest.commands[id]!.flags.yes, `${id} has no --yes`).toMatchObject({char: 'y', type: 'boolean'})
   })
 
-  it.each(MUTATING.map((id) => [id.replaceAll(':', ' '), id]))('ichor %s without a terminal and without --yes: exit 2 naming --yes, no connection', async (_name, id) => {
-    const before = connections
-    const text = await ichor(id, [])
-    expect(text.code, `${text.stdout}\n${text.stderr}`).toBe(2)
-    expect(text.stderr).toMatch(/--yes/)
-    expect(text.stderr).not.toMatch(/connection|refused|127\.0\.0\.1/i)
-    const json = await ichor(id, ['--json'])
-    const why = `${json.stdout}\n${json.stderr}`
-    expect(json.code, why).toBe(2)
-    const doc = JSON.parse(json.stdout)
-    expect(doc.error, why).toMatchObject({exitCode: 2, code: 'usage'})
-    expect(doc.error.message, why).toMatch(/--yes/)
-    expect(connections, `${id} connected to the cluster before refusing`).toBe(before)
-  })
+  it.each(MUTATING.map((id) => [id.replaceAll(':', ' '), id]))(
+    'ichor %s without a terminal and without --yes: exit 2 naming --yes, no connection',
+    async (_name, id) => {
+      const before = connections
+      const text = await ichor(id, [])
+      expect(text.code, `${text.stdout}\n${text.stderr}`).toBe(2)
+      expect(text.stderr).toMatch(/--yes/)
+      expect(text.stderr).not.toMatch(/connection|refused|127\.0\.0\.1/i)
+      const json = await ichor(id, ['--json'])
+      const why = `${json.stdout}\n${json.stderr}`
+      expect(json.code, why).toBe(2)
+      const doc = JSON.parse(json.stdout)
+      expect(doc.error, why).toMatchObject({exitCode: 2, code: 'usage'})
+      expect(doc.error.message, why).toMatch(/--yes/)
+      expect(connections, `${id} connected to the cluster before refusing`).toBe(before)
+    },
+  )
 
-  it.each(MUTATING.filter((id) => 'dry-run' in manifest.commands[id]!.flags).map((id) => [id.replaceAll(':', ' '), id]))('ichor %s --dry-run needs no --yes: it goes on to the cluster', async (_name, id) => {
-    const before = connections
-    const r = await ichor(id, ['--dry-run'])
-    expect(r.stderr, r.stderr).not.toMatch(/--yes/)
-    expect(connections, `${id} --dry-run did not reach the cluster`).toBeGreaterThan(before)
-  })
+  it.each(MUTATING.filter((id) => 'dry-run' in manifest.commands[id]!.flags).map((id) => [id.replaceAll(':', ' '), id]))(
+    'ichor %s --dry-run needs no --yes: it goes on to the cluster',
+    async (_name, id) => {
+      const before = connections
+      const r = await ichor(id, ['--dry-run'])
+      expect(r.stderr, r.stderr).not.toMatch(/--yes/)
+      expect(connections, `${id} --dry-run did not reach the cluster`).toBeGreaterThan(before)
+    },
+  )
 })

@@ -24,7 +24,12 @@ beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'ichor-day2-processes-'))
 })
 afterEach(() => {
-  for (const [k, v] of [['ICHOR_HELM', saved.helm], ['ICHOR_TALOSCTL', saved.talosctl], ['XDG_CACHE_HOME', saved.xdg], ['ICHOR_RENDER_CACHE', saved.cache]] as const) {
+  for (const [k, v] of [
+    ['ICHOR_HELM', saved.helm],
+    ['ICHOR_TALOSCTL', saved.talosctl],
+    ['XDG_CACHE_HOME', saved.xdg],
+    ['ICHOR_RENDER_CACHE', saved.cache],
+  ] as const) {
     if (v === undefined) delete process.env[k]
     else process.env[k] = v
   }
@@ -39,7 +44,8 @@ describe('helm processes of a cached render', () => {
     process.env.ICHOR_HELM = logging('helm', log, `exec '${real}' "$@"`)
     process.env.XDG_CACHE_HOME = join(work, 'cache')
     process.env.ICHOR_RENDER_CACHE = 'on'
-    const render = async () => (await import('../../src/lib/helm/template.js')).helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})
+    const render = async () =>
+      (await import('../../src/lib/helm/template.js')).helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})
     const first = await render()
     expect(calls(log).map((c) => c.split(' ')[0])).toEqual(['version', 'template'])
     vi.resetModules() // a new CLI run: nothing remembered in memory
@@ -63,6 +69,8 @@ describe('talosctl processes of a day-2 read', () => {
     const log = join(work, 'talosctl-broken.log')
     process.env.ICHOR_TALOSCTL = logging('talosctl-broken', log, 'echo "exec format error" >&2; exit 126')
     const {getMachineConfig} = await import('../../src/lib/talos/talosctl.js')
-    await expect(getMachineConfig({node: '127.0.0.11', talosconfig: join(work, 'talosconfig')})).rejects.toThrow(/^cannot run talosctl at "\S+talosctl-broken": exec format error$/)
+    await expect(getMachineConfig({node: '127.0.0.11', talosconfig: join(work, 'talosconfig')})).rejects.toThrow(
+      /^cannot run talosctl at "\S+talosctl-broken": exec format error$/,
+    )
   })
 })

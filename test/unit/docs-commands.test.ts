@@ -9,8 +9,17 @@ import {join, relative} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 
-interface ManifestFlag {name: string; char?: string; options?: string[]; type: 'boolean' | 'option'}
-interface ManifestCommand {id: string; flags: Record<string, ManifestFlag>; aliases?: string[]}
+interface ManifestFlag {
+  name: string
+  char?: string
+  options?: string[]
+  type: 'boolean' | 'option'
+}
+interface ManifestCommand {
+  id: string
+  flags: Record<string, ManifestFlag>
+  aliases?: string[]
+}
 
 const MANIFEST = join(PROJECT_ROOT, 'oclif.manifest.json')
 if (!existsSync(MANIFEST)) throw new Error('oclif.manifest.json is missing: run `npm run build` first (npm test does)')
@@ -31,7 +40,11 @@ for (const plugin of pkg.oclif.plugins) {
 const ROOT_FLAGS = new Set(['--version', '--help', '-h'])
 const HELP_FLAGS = new Set(['--help', '-h'])
 
-export interface DocCommand {file: string; line: number; text: string}
+export interface DocCommand {
+  file: string
+  line: number
+  text: string
+}
 
 /** The `ichor ...` commands in the fenced code blocks of a markdown text (`\` continuations joined). */
 export function ichorLines(markdown: string, file: string): DocCommand[] {
@@ -65,7 +78,10 @@ export function ichorLines(markdown: string, file: string): DocCommand[] {
 
 /** What is wrong with one documented command line: empty when the CLI has it as shown. */
 export function problemsOf(text: string): string[] {
-  const words = text.split(/\s+/).slice(1).map((w) => w.replace(/^[[(]+|[\])]+$/g, ''))
+  const words = text
+    .split(/\s+/)
+    .slice(1)
+    .map((w) => w.replace(/^[[(]+|[\])]+$/g, ''))
   const topics: string[] = []
   for (const w of words) {
     if (w.startsWith('-') || !/^[a-z][a-z0-9-]*$/.test(w)) break
@@ -97,7 +113,8 @@ export function problemsOf(text: string): string[] {
     }
     // A value shown for a flag with fixed options (not a placeholder such as FILE) must be one of them.
     const value = m[2]?.slice(1) ?? (flag.type === 'option' ? words[i + 1] : undefined)
-    if (flag.options && value && /^[a-z0-9]/.test(value)) { // FILE, ... and the like are placeholders
+    if (flag.options && value && /^[a-z0-9]/.test(value)) {
+      // FILE, ... and the like are placeholders
       for (const v of value.split('|')) if (!flag.options.includes(v)) problems.push(`${name} ${v}: not one of ${flag.options.join(', ')}`)
     }
   })
@@ -120,9 +137,13 @@ const DOCUMENTED = markdownFiles().flatMap((f) => ichorLines(readFileSync(f, 'ut
 
 describe('the checker', () => {
   it('finds the commands of a code block, continuations, env prefixes and pipes included, and not those in prose', () => {
-    const md = 'Run `ichor bogus` in prose.\n```sh\nichor init --cluster-name a \\\n  --worker 1.2.3.4   # comment --nope\nEDITOR=vi ichor cni values edit && ichor version\necho x | ichor stack status\n```\n'
+    const md =
+      'Run `ichor bogus` in prose.\n```sh\nichor init --cluster-name a \\\n  --worker 1.2.3.4   # comment --nope\nEDITOR=vi ichor cni values edit && ichor version\necho x | ichor stack status\n```\n'
     expect(ichorLines(md, 'x.md').map((c) => c.text)).toEqual([
-      'ichor init --cluster-name a --worker 1.2.3.4', 'ichor cni values edit', 'ichor version', 'ichor stack status',
+      'ichor init --cluster-name a --worker 1.2.3.4',
+      'ichor cni values edit',
+      'ichor version',
+      'ichor stack status',
     ])
   })
   it('refuses a made-up flag, a made-up command and a value a flag does not take', () => {
@@ -155,7 +176,7 @@ describe('README and the guide document', () => {
   // Continued lines (`\` at the end) joined.
   const commandsBlock = (/## Commands\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '').replace(/\\\n\s*/g, ' ')
   // Aliases (k8s) and the plugin commands are documented in prose.
-  it.each(commandsOf(MANIFEST).map((c) => c.id.split(':').join(' ')))('README\'s Commands block names `ichor %s`', (id) => {
+  it.each(commandsOf(MANIFEST).map((c) => c.id.split(':').join(' ')))("README's Commands block names `ichor %s`", (id) => {
     expect(commandsBlock).toMatch(new RegExp(`^ichor ${id}( |$)`, 'm'))
   })
   it('only the shells `ichor autocomplete` takes', () => {
@@ -164,7 +185,10 @@ describe('README and the guide document', () => {
     expect(named.length).toBeGreaterThan(0)
     for (const shell of named) expect(shells, shell).toContain(shell)
   })
-  it.each([['cni values validate', '--tunnel'], ['cni values validate', '--show-effective']])('`ichor %s %s`, in README\'s Commands block and the guide', (command, flag) => {
+  it.each([
+    ['cni values validate', '--tunnel'],
+    ['cni values validate', '--show-effective'],
+  ])("`ichor %s %s`, in README's Commands block and the guide", (command, flag) => {
     expect(commandsBlock).toMatch(new RegExp(`^ichor ${command} .*${flag}`, 'm'))
     expect(readFileSync(join(PROJECT_ROOT, 'docs', 'guide.md'), 'utf8')).toContain(flag)
   })

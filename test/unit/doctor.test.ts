@@ -34,13 +34,23 @@ const TALOSCTL_1_14_1 = fakeBinary('talosctl', 'Client:\n\tTag:         v1.14.1\
 const privateState = join(dir, 'state')
 mkdirSync(privateState, {mode: 0o700})
 
-interface Check {id: string; status: 'ok' | 'warn' | 'fail'; detail: string; fix?: string}
+interface Check {
+  id: string
+  status: 'ok' | 'warn' | 'fail'
+  detail: string
+  fix?: string
+}
 
 async function doctor(args: string[], env: Record<string, string | undefined> = {}) {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['ICHOR_HELM', 'ICHOR_TALOSCTL', 'KUBECONFIG', 'ICHOR_ASSETS_DIR'].includes(k)))
   const fullEnv: Record<string, string | undefined> = {
-    ...base, ICHOR_MIRROR: '', XDG_CACHE_HOME: join(dir, 'cache'), XDG_STATE_HOME: join(dir, 'xdg-state'),
-    ICHOR_HELM: REAL_HELM, ICHOR_TALOSCTL: TALOSCTL_1_14_1, ...env,
+    ...base,
+    ICHOR_MIRROR: '',
+    XDG_CACHE_HOME: join(dir, 'cache'),
+    XDG_STATE_HOME: join(dir, 'xdg-state'),
+    ICHOR_HELM: REAL_HELM,
+    ICHOR_TALOSCTL: TALOSCTL_1_14_1,
+    ...env,
   }
   for (const [k, v] of Object.entries(fullEnv)) if (v === undefined) delete fullEnv[k]
   // Asynchronous: a synchronous spawn would block the test worker for the whole run.
@@ -124,7 +134,11 @@ describe('every command refuses the helm doctor fails', async () => {
 describe('ichor doctor: talosctl against the Talos version targeted', async () => {
   it('a missing talosctl fails, naming ICHOR_TALOSCTL and the version to install', async () => {
     const r = await doctor(READY, {ICHOR_TALOSCTL: undefined, PATH: join(dir, 'empty-path')})
-    expect(r.check('talosctl')).toMatchObject({status: 'fail', detail: expect.stringMatching(/talosctl not found/), fix: expect.stringMatching(/install talosctl v1\.14\.1.*ICHOR_TALOSCTL/)})
+    expect(r.check('talosctl')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/talosctl not found/),
+      fix: expect.stringMatching(/install talosctl v1\.14\.1.*ICHOR_TALOSCTL/),
+    })
     expect(r.code).toBe(1)
   })
   it.each([
@@ -141,7 +155,10 @@ describe('ichor doctor: talosctl against the Talos version targeted', async () =
   })
   it('a talosctl that does not say its version is a warning', async () => {
     const talosctl = fakeBinary('talosctl', 'Client:\n\tSHA: abc\n')
-    expect((await doctor(READY, {ICHOR_TALOSCTL: talosctl.path})).check('talosctl')).toMatchObject({status: 'warn', detail: expect.stringMatching(/does not say its version/)})
+    expect((await doctor(READY, {ICHOR_TALOSCTL: talosctl.path})).check('talosctl')).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/does not say its version/),
+    })
   })
   it('an unsupported --talos-version is bad input: exit 2, nothing checked', async () => {
     const r = await doctor([...READY, '--talos-version', 'v1.99.0'])
@@ -154,11 +171,16 @@ describe('ichor doctor: assets', async () => {
   it('says which file and version each is and whether it is the pinned one', async () => {
     const r = await doctor(READY)
     expect(r.check('asset:cilium')).toMatchObject({status: 'ok', detail: expect.stringMatching(/cilium-1\.18\.0\.tgz .*matches the pin 1\.18\.0/)})
-    expect(r.check('asset:argocd')).toMatchObject({status: 'warn', detail: expect.stringMatching(/argo-cd 10\.1\.1.*does NOT match the pin/), fix: expect.stringMatching(/ichor assets fetch/)})
+    expect(r.check('asset:argocd')).toMatchObject({
+      status: 'warn',
+      detail: expect.stringMatching(/argo-cd 10\.1\.1.*does NOT match the pin/),
+      fix: expect.stringMatching(/ichor assets fetch/),
+    })
   })
   it('nothing fetched and no mirror: each asset fails with `ichor assets fetch` as the fix', async () => {
     const r = await doctor(['--state-dir', privateState])
-    for (const id of ['cilium', 'argocd', 'kokumi']) expect(r.check(`asset:${id}`)).toMatchObject({status: 'fail', fix: expect.stringMatching(/ichor assets fetch/)})
+    for (const id of ['cilium', 'argocd', 'kokumi'])
+      expect(r.check(`asset:${id}`)).toMatchObject({status: 'fail', fix: expect.stringMatching(/ichor assets fetch/)})
     expect(r.code).toBe(1)
   })
   it('a fetched file that changed since fails', async () => {
@@ -175,7 +197,10 @@ describe('ichor doctor: state folder', async () => {
     const open = join(dir, 'open-state')
     mkdirSync(open)
     chmodSync(open, 0o755)
-    expect((await doctor([...ASSET_FLAGS, '--state-dir', open])).check('state-dir')).toMatchObject({status: 'warn', fix: expect.stringContaining(`chmod 700 ${open}`)})
+    expect((await doctor([...ASSET_FLAGS, '--state-dir', open])).check('state-dir')).toMatchObject({
+      status: 'warn',
+      fix: expect.stringContaining(`chmod 700 ${open}`),
+    })
     expect((await doctor(READY)).check('state-dir')).toMatchObject({status: 'ok', detail: expect.stringMatching(/writable, permissions 0700/)})
   })
   it('the default folder ($XDG_STATE_HOME/ichor) not created yet is ok; one under a file cannot be created and fails', async () => {
@@ -190,17 +215,30 @@ describe('ichor doctor: state folder', async () => {
 
 describe('ichor doctor: kubeconfig', async () => {
   it('a missing --kubeconfig file fails; an unknown --context fails naming the known ones', async () => {
-    expect((await doctor([...READY, '--kubeconfig', join(dir, 'none')])).check('kubeconfig')).toMatchObject({status: 'fail', detail: expect.stringMatching(/does not exist/)})
+    expect((await doctor([...READY, '--kubeconfig', join(dir, 'none')])).check('kubeconfig')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/does not exist/),
+    })
     const kc = join(dir, 'kubeconfig')
-    writeFileSync(kc, 'apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts: [{name: a, context: {cluster: a, user: a}}]\nclusters: [{name: a, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: a, user: {token: x}}]\n')
+    writeFileSync(
+      kc,
+      'apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts: [{name: a, context: {cluster: a, user: a}}]\nclusters: [{name: a, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: a, user: {token: x}}]\n',
+    )
     const r = await doctor([...READY, '--kubeconfig', kc, '--context', 'b'])
-    expect(r.check('kubeconfig')).toMatchObject({status: 'fail', detail: expect.stringMatching(/no context "b"/), fix: expect.stringMatching(/known contexts: a/)})
+    expect(r.check('kubeconfig')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/no context "b"/),
+      fix: expect.stringMatching(/known contexts: a/),
+    })
   })
   it('KUBECONFIG naming a server that does not answer: the kubeconfig is ok, the API server fails', async () => {
     const kc = join(dir, 'kubeconfig')
     const r = await doctor(READY, {KUBECONFIG: kc})
     expect(r.check('kubeconfig')).toMatchObject({status: 'ok'})
-    expect(r.check('kube-api')).toMatchObject({status: 'fail', detail: expect.stringMatching(/cannot reach the Kubernetes API server https:\/\/127\.0\.0\.1:1/)})
+    expect(r.check('kube-api')).toMatchObject({
+      status: 'fail',
+      detail: expect.stringMatching(/cannot reach the Kubernetes API server https:\/\/127\.0\.0\.1:1/),
+    })
     expect(r.code).toBe(1)
   })
 })

@@ -14,7 +14,10 @@ describe('drift verdict cache', () => {
     delete process.env.ICHOR_DRIFT_CACHE
   })
   afterEach(() => {
-    for (const [k, v] of [['ICHOR_DRIFT_CACHE', saved.off], ['XDG_CACHE_HOME', saved.xdg]] as const) {
+    for (const [k, v] of [
+      ['ICHOR_DRIFT_CACHE', saved.off],
+      ['XDG_CACHE_HOME', saved.xdg],
+    ] as const) {
       if (v === undefined) delete process.env[k]
       else process.env[k] = v
     }
@@ -22,7 +25,8 @@ describe('drift verdict cache', () => {
 
   const server = 'https://192.0.2.10:6443'
   const digest = `sha256:${'ab'.repeat(32)}`
-  const cm = (data: Record<string, string>): KubeObject => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'argocd-cm', namespace: 'argocd'}, data} as KubeObject)
+  const cm = (data: Record<string, string>): KubeObject =>
+    ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'argocd-cm', namespace: 'argocd'}, data}) as KubeObject
 
   it('a verdict holds only for the same live version, the same bundle object and the same server basis (version, admission, CRD), and only while it is checked', () => {
     const hash = objectHash(cm({a: '1'}))
@@ -51,7 +55,12 @@ describe('drift verdict cache', () => {
   })
 
   it('indexes a bundle by digest with references and hashes only, no content', () => {
-    const secret = {apiVersion: 'v1', kind: 'Secret', metadata: {name: 'argocd-secret', namespace: 'argocd'}, data: {'admin.password': 'c2VjcmV0'}} as KubeObject
+    const secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {name: 'argocd-secret', namespace: 'argocd'},
+      data: {'admin.password': 'c2VjcmV0'},
+    } as KubeObject
     const objects = [cm({password: 'not-kept'}), {apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'argocd-server'}} as KubeObject, secret]
     const index = objects.map(indexedObject)
     const cache = driftCache(server, 'argocd')!
@@ -87,7 +96,10 @@ describe('drift verdict cache', () => {
     mkdirSync(driftCacheDir(), {recursive: true, mode: 0o700})
     writeFileSync(join(driftCacheDir(), `bundle-v1-${'ab'.repeat(32)}.json`), '{"objects": [{"kind": 1}]')
     expect(driftCache(server, 'argocd')!.bundleIndex(digest)).toBeUndefined()
-    writeFileSync(join(driftCacheDir(), `bundle-v1-${'ab'.repeat(32)}.json`), JSON.stringify({objects: [{apiVersion: 'v1', kind: 'ConfigMap', name: 'x', hash: 7}]}))
+    writeFileSync(
+      join(driftCacheDir(), `bundle-v1-${'ab'.repeat(32)}.json`),
+      JSON.stringify({objects: [{apiVersion: 'v1', kind: 'ConfigMap', name: 'x', hash: 7}]}),
+    )
     expect(driftCache(server, 'argocd')!.bundleIndex(digest)).toBeUndefined()
     process.env.ICHOR_DRIFT_CACHE = 'off'
     expect(driftCache(server, 'argocd')).toBeUndefined()

@@ -15,7 +15,10 @@ if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Er
 
 const NODES = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
 function dryRun(out: string, extra: string[] = []) {
-  const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, ...extra], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+  const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, ...extra], {
+    encoding: 'utf8',
+    env: {...process.env, ICHOR_MIRROR: ''},
+  })
   expect(r.status, r.stderr).toBe(0)
 }
 /** A folder nobody can walk into, so only the modes under it decide what nobody reads. */
@@ -31,10 +34,13 @@ function walk(dir: string): {path: string; dir: boolean}[] {
   })
 }
 const modeOf = (path: string) => statSync(path).mode & 0o7777
-const secrets = (text: string) => parseAllDocuments(text).map((d) => d.toJS()).filter((o) => o?.kind === 'Secret')
+const secrets = (text: string) =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS())
+    .filter((o) => o?.kind === 'Secret')
 
 describe('ichor init --dry-run --output-dir: modes and content of the files', () => {
-  it('Given a new --output-dir folder, Then it and its subfolders are 0700, every file 0600, another user reads none, and ichor\'s defaults need no redaction', () => {
+  it("Given a new --output-dir folder, Then it and its subfolders are 0700, every file 0600, another user reads none, and ichor's defaults need no redaction", () => {
     const out = join(openRoot(), 'a', 'out')
     dryRun(out)
     expect(existsSync(join(out, 'redacted.txt'))).toBe(false)
@@ -68,11 +74,14 @@ describe('ichor init --dry-run --output-dir: modes and content of the files', ()
       expect(readFileSync(e.path, 'utf8'), e.path).not.toMatch(/PRIVATE KEY|LS0tLS1CRUdJTi/) // base64 of "-----BEGIN"
     }
     const manifest = readFileSync(join(out, 'cilium', 'manifest.yaml'), 'utf8')
-    const inline = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS()).find((d) => d.kind === 'KubeInlineManifestConfig').manifest as string
+    const inline = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8'))
+      .map((d) => d.toJS())
+      .find((d) => d.kind === 'KubeInlineManifestConfig').manifest as string
     for (const text of [manifest, inline]) {
       const ca = secrets(text).find((s) => s.metadata.name === 'cilium-ca')
       expect(Object.keys(ca.data).sort()).toEqual(['ca.crt', 'ca.key'])
-      for (const s of secrets(text)) for (const v of Object.values({...s.data, ...s.stringData})) expect(v).toMatch(/^<left out by ichor --dry-run: \d+ bytes>$/)
+      for (const s of secrets(text))
+        for (const v of Object.values({...s.data, ...s.stringData})) expect(v).toMatch(/^<left out by ichor --dry-run: \d+ bytes>$/)
     }
     const listed = readFileSync(join(out, 'redacted.txt'), 'utf8')
     expect(listed).toMatch(/^cilium\/manifest\.yaml: Secret kube-system\/cilium-ca \(ca\.crt, ca\.key\)$/m)
@@ -82,7 +91,8 @@ describe('ichor init --dry-run --output-dir: modes and content of the files', ()
 
 describe('redactSecretData', () => {
   it('keeps documents without Secret data byte for byte and redacts data, stringData and stray private keys', () => {
-    const text = '# head\n---\n# Source: a\nkind: ConfigMap\ndata: {a: "1"}\n---\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata:\n  k: dg==\nstringData:\n  p: pw\n---\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\ndata:\n  key: "-----BEGIN EC PRIVATE KEY-----\\nabc\\n-----END EC PRIVATE KEY-----"\n'
+    const text =
+      '# head\n---\n# Source: a\nkind: ConfigMap\ndata: {a: "1"}\n---\nkind: Secret\nmetadata: {name: s, namespace: n}\ndata:\n  k: dg==\nstringData:\n  p: pw\n---\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\ndata:\n  key: "-----BEGIN EC PRIVATE KEY-----\\nabc\\n-----END EC PRIVATE KEY-----"\n'
     const r = redactSecretData(text)
     expect(r.redacted).toEqual(['Secret n/s (k, p)', 'ConfigMap n/c (a private key)'])
     expect(r.text.startsWith('# head\n---\n# Source: a\nkind: ConfigMap\ndata: {a: "1"}\n---\n')).toBe(true)

@@ -59,7 +59,7 @@ async function whereHelmWent(opts: {kubeContext?: string} = {}): Promise<string>
   return (error as HelmReleaseError).helmMessage
 }
 
-describe('helm gets ichor\'s target, not the operator\'s HELM_KUBE* variables', () => {
+describe("helm gets ichor's target, not the operator's HELM_KUBE* variables", () => {
   it('ignores HELM_KUBECONTEXT naming a context that does not exist, and HELM_KUBEAPISERVER naming another server', async () => {
     process.env.HELM_KUBECONTEXT = 'no-such-context'
     process.env.HELM_KUBEAPISERVER = `https://127.0.0.1:${ports[2]}`
@@ -80,11 +80,33 @@ describe('helm gets ichor\'s target, not the operator\'s HELM_KUBE* variables', 
 describe('the environments handed to helm and talosctl', () => {
   it('drop the target variables and keep the rest', () => {
     const base = {
-      PATH: '/bin', HOME: '/home/op', HELM_KUBECONTEXT: 'x', HELM_KUBEASUSER: 'x', HELM_KUBEASGROUPS: 'x', HELM_KUBECAFILE: 'x',
-      HELM_KUBEINSECURE_SKIP_TLS_VERIFY: 'true', HELM_KUBETLS_SERVER_NAME: 'x', HELM_DRIVER: 'configmap', KUBECONFIG: '/x',
-      HELM_CACHE_HOME: '/c', TALOSCONFIG: '/t', TALOS_CONTEXT: 'x', TALOS_NODES: 'x', TALOS_ENDPOINTS: 'x', TALOS_HOME: '/h',
+      PATH: '/bin',
+      HOME: '/home/op',
+      HELM_KUBECONTEXT: 'x',
+      HELM_KUBEASUSER: 'x',
+      HELM_KUBEASGROUPS: 'x',
+      HELM_KUBECAFILE: 'x',
+      HELM_KUBEINSECURE_SKIP_TLS_VERIFY: 'true',
+      HELM_KUBETLS_SERVER_NAME: 'x',
+      HELM_DRIVER: 'configmap',
+      KUBECONFIG: '/x',
+      HELM_CACHE_HOME: '/c',
+      TALOSCONFIG: '/t',
+      TALOS_CONTEXT: 'x',
+      TALOS_NODES: 'x',
+      TALOS_ENDPOINTS: 'x',
+      TALOS_HOME: '/h',
     }
-    expect(helmEnv(base)).toEqual({PATH: '/bin', HOME: '/home/op', HELM_CACHE_HOME: '/c', TALOSCONFIG: '/t', TALOS_CONTEXT: 'x', TALOS_NODES: 'x', TALOS_ENDPOINTS: 'x', TALOS_HOME: '/h'})
+    expect(helmEnv(base)).toEqual({
+      PATH: '/bin',
+      HOME: '/home/op',
+      HELM_CACHE_HOME: '/c',
+      TALOSCONFIG: '/t',
+      TALOS_CONTEXT: 'x',
+      TALOS_NODES: 'x',
+      TALOS_ENDPOINTS: 'x',
+      TALOS_HOME: '/h',
+    })
     expect(Object.keys(talosctlEnv(base))).not.toContain('TALOSCONFIG')
     expect(Object.keys(talosctlEnv(base)).filter((k) => k.startsWith('TALOS'))).toEqual([])
     expect(talosctlEnv(base).HELM_KUBECONTEXT).toBe('x')

@@ -31,7 +31,10 @@ describe('ichor init on a new cluster: ServiceMonitors', () => {
     const values = join(work, 'sm.yaml')
     writeFileSync(values, 'prometheus:\n  enabled: true\n  serviceMonitor:\n    enabled: true\n')
     const out = join(work, 'out')
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values], {
+      encoding: 'utf8',
+      env: {...process.env, ICHOR_MIRROR: ''},
+    })
     expect(r.status, r.stdout + r.stderr).toBe(2)
     expect(r.stderr).toMatch(/prometheus\.serviceMonitor\.enabled: .*monitoring\.coreos\.com/)
     expect(r.stderr).toMatch(/`ichor cni values set prometheus\.serviceMonitor\.enabled=true`/)
@@ -46,10 +49,14 @@ describe('ichor init on a new cluster: ServiceMonitors', () => {
   })
 })
 
-describe('ichor init: Kubernetes vs the Cilium minor\'s tested range', () => {
-  it('Given Kubernetes 1.37 (Talos 1.14\'s default) and Cilium 1.18, When init renders, Then it warns naming both and the tested range, and goes on', () => {
+describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
+  it("Given Kubernetes 1.37 (Talos 1.14's default) and Cilium 1.18, When init renders, Then it warns naming both and the tested range, and goes on", () => {
     const out = join(work, 'out-k8s')
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--kubernetes-version', '1.37.0'], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--kubernetes-version', '1.37.0'],
+      {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
+    )
     expect(r.status, r.stdout + r.stderr).toBe(0)
     expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33, .*v1\.18\.14\)/)
     // Issue 12 point 4: no Helm hook (the post-install hubble-generate-certs Job) in the Talos inline manifest.

@@ -47,7 +47,23 @@ describe('ichor init on a terminal', () => {
   }, 300_000)
 
   it('asks for the passphrase of the Talos bundle after the confirmation, twice for a new bundle, again when the two differ; never echoed', async () => {
-    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state'), '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10'], {env})
+    const t = terminal(
+      [
+        'init',
+        '--allow-unpinned',
+        '--mirror',
+        UPSTREAM.dir,
+        '--state-dir',
+        join(PROJECT_ROOT, '.cache', 'prompt-test-state'),
+        '--cluster-name',
+        'homelab',
+        '--endpoint',
+        'https://192.0.2.10:6443',
+        '--control-plane',
+        '192.0.2.10',
+      ],
+      {env},
+    )
     await t.expect('Worker node addresses')
     t.type(ENTER)
     await t.expect('Configure 192.0.2.10 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
@@ -72,9 +88,11 @@ describe('ichor init on a terminal', () => {
 })
 
 describe('prerequisites before questions (issue 23 point 7)', () => {
-  it('a missing helm is reported with the doctor\'s message before the first prompt, and no prompt is asked', async () => {
+  it("a missing helm is reported with the doctor's message before the first prompt, and no prompt is asked", async () => {
     // PATH without helm and no ICHOR_HELM: helm cannot be found (src/lib/exec/resolve.ts).
-    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {env: {...env, ICHOR_HELM: '', PATH: '/usr/bin:/bin'}})
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {
+      env: {...env, ICHOR_HELM: '', PATH: '/usr/bin:/bin'},
+    })
     const code = await Promise.race([t.exited, new Promise((r) => setTimeout(() => r('still running'), 60_000))])
     if (code === 'still running') t.type(CTRL_C)
     expect(code, t.screen()).toBe(1)
@@ -83,7 +101,9 @@ describe('prerequisites before questions (issue 23 point 7)', () => {
     expect(t.screen()).not.toMatch(/Cluster name|Control-plane node|Worker node|Passphrase|Configure /)
   }, 120_000)
   it('a missing talosctl too, naming the version to install', async () => {
-    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {env: {ICHOR_TALOSCTL: join(tools, 'no-talosctl')}})
+    const t = terminal(['init', '--allow-unpinned', '--mirror', UPSTREAM.dir, '--state-dir', join(PROJECT_ROOT, '.cache', 'prompt-test-state')], {
+      env: {ICHOR_TALOSCTL: join(tools, 'no-talosctl')},
+    })
     const code = await Promise.race([t.exited, new Promise((r) => setTimeout(() => r('still running'), 60_000))])
     if (code === 'still running') t.type(CTRL_C)
     expect(code, t.screen()).toBe(1)

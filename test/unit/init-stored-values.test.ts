@@ -8,7 +8,14 @@ import type {InstallationSpec} from '../../src/lib/state/installation.js'
 import type {Values} from '../../src/lib/values/path.js'
 
 const stored = (cilium: Values, argocd: Values = {}): InstallationSpec => ({
-  talos: {clusterName: 'c', endpoint: 'https://192.0.2.10:6443', talosVersion: 'v1.14.1', kubernetesVersion: '1.37.0', controlPlanes: ['192.0.2.10'], workers: []},
+  talos: {
+    clusterName: 'c',
+    endpoint: 'https://192.0.2.10:6443',
+    talosVersion: 'v1.14.1',
+    kubernetesVersion: '1.37.0',
+    controlPlanes: ['192.0.2.10'],
+    workers: [],
+  },
   cni: {kubeProxy: 'replaced', tunnel: 'vxlan', cilium: {values: cilium}},
   stack: {promotion: 'Automatic', argocd: {values: argocd}, kokumi: {values: {}}},
 })
@@ -18,7 +25,11 @@ describe('keepStoredLayers', () => {
     expect(keepStoredLayers({cilium: {a: 1}}, undefined)).toEqual({cilium: {a: 1}, argocd: {}, kokumi: {}})
   })
   it('Given a stored layer and no flag, Then the stored layer is kept (the file used at init may be gone)', () => {
-    expect(keepStoredLayers({}, stored({hubble: {relay: {enabled: true}}}, {server: {replicas: 2}}))).toEqual({cilium: {hubble: {relay: {enabled: true}}}, argocd: {server: {replicas: 2}}, kokumi: {}})
+    expect(keepStoredLayers({}, stored({hubble: {relay: {enabled: true}}}, {server: {replicas: 2}}))).toEqual({
+      cilium: {hubble: {relay: {enabled: true}}},
+      argocd: {server: {replicas: 2}},
+      kokumi: {},
+    })
   })
   it('Given the same file again, Then it is accepted', () => {
     expect(keepStoredLayers({cilium: {a: 1}}, stored({a: 1})).cilium).toEqual({a: 1})
@@ -50,7 +61,12 @@ describe('keepStoredSettings', () => {
     const r = keepStoredSettings({flags}, checkInitInputs(flags, {requireNodes: true}), manual())
     expect(r.issues).toEqual([])
     expect(r.promotion).toBe('Manual')
-    expect(checkInitInputs(r.flags, {requireNodes: true})).toMatchObject({kubeProxy: 'kube-proxy', tunnel: 'geneve', talosVersion: {tag: 'v1.14.1'}, kubernetesVersion: {version: '1.37.0'}})
+    expect(checkInitInputs(r.flags, {requireNodes: true})).toMatchObject({
+      kubeProxy: 'kube-proxy',
+      tunnel: 'geneve',
+      talosVersion: {tag: 'v1.14.1'},
+      kubernetesVersion: {version: '1.37.0'},
+    })
   })
   it('Given flags that differ, Then each is an issue naming the flag and what changes it', () => {
     const given = {...flags, kubeProxy: 'replaced', tunnel: 'vxlan'}

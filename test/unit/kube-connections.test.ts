@@ -32,13 +32,17 @@ describe('Kube client connections', () => {
   it('Given a client, When it makes ten requests one after another, Then they share one connection', async () => {
     const {port} = server.address() as AddressInfo
     const kubeconfig = join(dir, 'kubeconfig')
-    writeFileSync(kubeconfig, `apiVersion: v1
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1
 kind: Config
 current-context: c
 clusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
-`, {mode: 0o600})
+`,
+      {mode: 0o600},
+    )
     const kube = await connectKube({kubeconfig})
     for (let i = 0; i < 10; i++) await kube.request('GET', '/api/v1/namespaces/default/configmaps/x')
     expect(connections).toBe(1)

@@ -147,11 +147,16 @@ describe('choosing the file and the context', () => {
     expect([kc.context, kc.source]).toEqual(['home', join(home, '.kube', 'config')])
   })
 
-  it("resolves relative paths against the directory of the file that holds them", () => {
+  it('resolves relative paths against the directory of the file that holds them', () => {
     const a = kubeconfigFile(
       config({
         cluster: {'certificate-authority': 'ca.pem'},
-        user: {'client-certificate': 'certs/client.pem', 'client-key': '/abs/key.pem', tokenFile: 'token', exec: {apiVersion: 'client.authentication.k8s.io/v1beta1', command: './bin/plugin'}},
+        user: {
+          'client-certificate': 'certs/client.pem',
+          'client-key': '/abs/key.pem',
+          tokenFile: 'token',
+          exec: {apiVersion: 'client.authentication.k8s.io/v1beta1', command: './bin/plugin'},
+        },
       }),
       'dir-a',
     )
@@ -186,9 +191,18 @@ describe('request credentials', () => {
     expect(basic.auth).toBe('admin:s3cret')
     expect(basic.headers.Authorization).toBeUndefined()
     const imp = await applied(
-      loadKubeconfig({kubeconfig: kubeconfigFile(config({user: {token: 't', as: 'jane', 'as-groups': ['dev', 'ops'], 'as-uid': '42', 'as-user-extra': {scopes: ['a', 'b']}}}))}),
+      loadKubeconfig({
+        kubeconfig: kubeconfigFile(
+          config({user: {token: 't', as: 'jane', 'as-groups': ['dev', 'ops'], 'as-uid': '42', 'as-user-extra': {scopes: ['a', 'b']}}}),
+        ),
+      }),
     )
-    expect(imp.headers).toMatchObject({'Impersonate-User': 'jane', 'Impersonate-Group': ['dev', 'ops'], 'Impersonate-Uid': '42', 'Impersonate-Extra-scopes': ['a', 'b']})
+    expect(imp.headers).toMatchObject({
+      'Impersonate-User': 'jane',
+      'Impersonate-Group': ['dev', 'ops'],
+      'Impersonate-Uid': '42',
+      'Impersonate-Extra-scopes': ['a', 'b'],
+    })
   })
 
   it('reads tokenFile (relative to the kubeconfig), again after invalidate, and says when it cannot', async () => {
@@ -211,19 +225,25 @@ describe('request credentials', () => {
   it('puts CA, insecure-skip-tls-verify and tls-server-name onto the TLS options', async () => {
     const caFile = join(dir, 'ca-opt.pem')
     writeFileSync(caFile, 'CA FROM FILE')
-    const fromFile = await applied(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority': caFile, 'tls-server-name': 'kube.internal'}}))}))
+    const fromFile = await applied(
+      loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority': caFile, 'tls-server-name': 'kube.internal'}}))}),
+    )
     expect(String(fromFile.ca)).toBe('CA FROM FILE')
     expect(fromFile.servername).toBe('kube.internal')
     expect(fromFile.rejectUnauthorized).toBeUndefined()
     const fromData = await applied(
-      loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority': caFile, 'certificate-authority-data': Buffer.from('CA DATA').toString('base64')}}))}),
+      loadKubeconfig({
+        kubeconfig: kubeconfigFile(
+          config({cluster: {'certificate-authority': caFile, 'certificate-authority-data': Buffer.from('CA DATA').toString('base64')}}),
+        ),
+      }),
     )
     expect(String(fromData.ca)).toBe('CA DATA')
     const insecure = await applied(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'insecure-skip-tls-verify': true}}))}))
     expect(insecure.rejectUnauthorized).toBe(false)
-    await expect(requestAuth(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority': join(dir, 'no-ca.pem')}}))})).apply({})).rejects.toThrow(
-      `cannot read certificate-authority ${join(dir, 'no-ca.pem')}: ENOENT`,
-    )
+    await expect(
+      requestAuth(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority': join(dir, 'no-ca.pem')}}))})).apply({}),
+    ).rejects.toThrow(`cannot read certificate-authority ${join(dir, 'no-ca.pem')}: ENOENT`)
   })
 
   it('refuses a CA together with insecure-skip-tls-verify, and a quoted "true", as kubectl does', () => {
@@ -232,18 +252,27 @@ describe('request credentials', () => {
       `cannot read kubeconfig (--kubeconfig ${both}): clusters "dev": specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority-data)`,
     )
     const caFile = kubeconfigFile(config({cluster: {'certificate-authority': 'ca.pem', 'insecure-skip-tls-verify': true}}))
-    expect(() => loadKubeconfig({kubeconfig: caFile})).toThrow('specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority)')
+    expect(() => loadKubeconfig({kubeconfig: caFile})).toThrow(
+      'specifying a root certificates file with the insecure flag is not allowed (remove insecure-skip-tls-verify, or certificate-authority)',
+    )
     const quoted = kubeconfigFile(config({cluster: {'insecure-skip-tls-verify': 'true'}}))
-    expect(() => loadKubeconfig({kubeconfig: quoted})).toThrow('clusters "dev": insecure-skip-tls-verify must be a boolean (true or false without quotes), got the string "true"')
+    expect(() => loadKubeconfig({kubeconfig: quoted})).toThrow(
+      'clusters "dev": insecure-skip-tls-verify must be a boolean (true or false without quotes), got the string "true"',
+    )
     // false with a CA is fine
-    expect(loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority-data': 'Zm9v', 'insecure-skip-tls-verify': false}}))}).cluster?.insecureSkipTlsVerify).toBe(false)
+    expect(
+      loadKubeconfig({kubeconfig: kubeconfigFile(config({cluster: {'certificate-authority-data': 'Zm9v', 'insecure-skip-tls-verify': false}}))}).cluster
+        ?.insecureSkipTlsVerify,
+    ).toBe(false)
   })
 
   it('hands auth-provider users (oidc) to client-node', async () => {
     const payload = Buffer.from(JSON.stringify({exp: Math.floor(Date.now() / 1000) + 3600, sub: 'jane'})).toString('base64url')
     const idToken = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${payload}.sig`
     const kc = loadKubeconfig({
-      kubeconfig: kubeconfigFile(config({user: {'auth-provider': {name: 'oidc', config: {'id-token': idToken, 'client-id': 'kubectl', 'idp-issuer-url': 'https://idp.invalid'}}}})),
+      kubeconfig: kubeconfigFile(
+        config({user: {'auth-provider': {name: 'oidc', config: {'id-token': idToken, 'client-id': 'kubectl', 'idp-issuer-url': 'https://idp.invalid'}}}}),
+      ),
     })
     expect(kc.user?.authProvider?.name).toBe('oidc')
     expect((await applied(kc)).headers.Authorization).toBe(`Bearer ${idToken}`)
@@ -345,7 +374,11 @@ console.log(JSON.stringify({apiVersion: info.apiVersion, kind: 'ExecCredential',
     expect(error.message).toBe('exec credential plugin "no-such-credential-plugin" of kubeconfig user "dev" was not found (no-such-credential-plugin)')
     expect(error.hint).toBe('brew install it')
 
-    const wrongVersion = plugin('wrong-version', `{token: 'x'}`, `console.log(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1alpha1', kind: 'ExecCredential', status: {token: 'x'}})); process.exit(0)`)
+    const wrongVersion = plugin(
+      'wrong-version',
+      `{token: 'x'}`,
+      `console.log(JSON.stringify({apiVersion: 'client.authentication.k8s.io/v1alpha1', kind: 'ExecCredential', status: {token: 'x'}})); process.exit(0)`,
+    )
     await expect(applied(loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser(wrongVersion.command)}))}))).rejects.toThrow(
       'printed ExecCredential client.authentication.k8s.io/v1alpha1, expected ExecCredential client.authentication.k8s.io/v1',
     )
@@ -383,7 +416,9 @@ console.log(JSON.stringify({apiVersion: info.apiVersion, kind: 'ExecCredential',
       process.chdir(pathDir)
       try {
         const relative = loadKubeconfig({kubeconfig: kubeconfigFile(config({user: execUser('ichor-test-plugin-dot')}))})
-        await expect(applied(relative)).rejects.toThrow('cannot be run (found only as ichor-test-plugin-dot, relative to the working directory, which is refused)')
+        await expect(applied(relative)).rejects.toThrow(
+          'cannot be run (found only as ichor-test-plugin-dot, relative to the working directory, which is refused)',
+        )
       } finally {
         process.chdir(cwd)
       }
@@ -418,10 +453,32 @@ describe('TLS against a local HTTPS server (certificates from openssl)', () => {
     ] as const) {
       ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject)
       writeFileSync(join(pki, `${name}.ext`), `${ext}\n`)
-      ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '1', '-extfile', `${name}.ext`)
+      ssl(
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.pem',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${name}.pem`,
+        '-days',
+        '1',
+        '-extfile',
+        `${name}.ext`,
+      )
     }
     server = https.createServer(
-      {key: readFileSync(join(pki, 'server.key')), cert: readFileSync(join(pki, 'server.pem')), ca: readFileSync(join(pki, 'ca.pem')), requestCert: true, rejectUnauthorized: false},
+      {
+        key: readFileSync(join(pki, 'server.key')),
+        cert: readFileSync(join(pki, 'server.pem')),
+        ca: readFileSync(join(pki, 'ca.pem')),
+        requestCert: true,
+        rejectUnauthorized: false,
+      },
       (req, res) => {
         const peer = (req.socket as import('node:tls').TLSSocket).getPeerCertificate()
         res.end(JSON.stringify({cn: peer?.subject?.CN ?? null, authorization: req.headers.authorization ?? null}))

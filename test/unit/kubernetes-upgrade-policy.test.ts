@@ -40,7 +40,9 @@ describe('checkKubernetesUpgrade', () => {
   })
 
   it("given a target outside the Talos version's range, then it is refused naming the range, even with --allow-untested", () => {
-    const e = refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.19.6', talosVersion: 'v1.13.0', from: '1.36.2', to: '1.37.0', allowUntested: true}))
+    const e = refusal(() =>
+      checkKubernetesUpgrade({...base, ciliumVersion: '1.19.6', talosVersion: 'v1.13.0', from: '1.36.2', to: '1.37.0', allowUntested: true}),
+    )
     expect(e.exitCode).toBe(2)
     expect(e.message).toMatch(/--to: Kubernetes 1\.37\.0 does not run on Talos v1\.13\.0 \(accepted: 1\.31\.0 to 1\.36\.x\)/)
   })
@@ -59,7 +61,9 @@ describe('checkKubernetesUpgrade', () => {
   })
 
   it('given a Cilium minor whose tested range ichor does not know, then it is refused unless --allow-untested', () => {
-    expect(refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0'})).message).toMatch(/no tested Kubernetes range is known for Cilium 1\.20/)
+    expect(refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0'})).message).toMatch(
+      /no tested Kubernetes range is known for Cilium 1\.20/,
+    )
     expect(checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0', allowUntested: true}).warnings).toHaveLength(1)
   })
 
@@ -71,7 +75,7 @@ describe('checkKubernetesUpgrade', () => {
 })
 
 describe('nextMinorNeedsCilium', () => {
-  it('says whether the next Kubernetes minor is outside the installed Cilium minor\'s tested range', () => {
+  it("says whether the next Kubernetes minor is outside the installed Cilium minor's tested range", () => {
     expect(nextMinorNeedsCilium('1.18.0', '1.32.0')).toEqual({next: '1.33', needsCiliumUpgrade: false})
     expect(nextMinorNeedsCilium('1.18.0', '1.33.2')).toMatchObject({next: '1.34', needsCiliumUpgrade: true, cilium: '1.19'})
   })

@@ -10,7 +10,15 @@ import {afterEach, beforeEach, describe, expect, it} from 'vitest'
 import {parse as parseYaml, stringify} from 'yaml'
 import {PrivatePathError} from '../../src/lib/fs/private-files.js'
 import {
-  commitStateFile, CorruptStateFileError, localState, prepareStateDir, readStateFile, requireStateFile, secureStateFiles, writeStateFile, type StateFile,
+  commitStateFile,
+  CorruptStateFileError,
+  localState,
+  prepareStateDir,
+  readStateFile,
+  requireStateFile,
+  secureStateFiles,
+  writeStateFile,
+  type StateFile,
 } from '../../src/lib/state/local.js'
 import {NOBODY, nobodyCanList, nobodyCanRead, scriptResult, tsxCommand, withTmpfs} from '../support/other-user.js'
 import {realTalosctlPath} from '../harness/talosctl.js'
@@ -26,7 +34,8 @@ function openRoot(): string {
 }
 
 // --- small test-data factories: the shapes talosctl and Talos write ---------------------
-const pem = (type: string, bytes = 120) => `-----BEGIN ${type}-----\n${randomBytes(bytes).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ${type}-----\n`
+const pem = (type: string, bytes = 120) =>
+  `-----BEGIN ${type}-----\n${randomBytes(bytes).toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ${type}-----\n`
 const b64 = (text: string) => Buffer.from(text).toString('base64')
 const token = () => `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`
 const ecKey = () => generateKeyPairSync('ec', {namedCurve: 'P-256'}).privateKey.export({type: 'sec1', format: 'pem'}).toString()
@@ -34,29 +43,49 @@ const pair = () => ({crt: b64(pem('CERTIFICATE', 300)), key: b64(ecKey())})
 
 /** A secrets bundle in the layout of `talosctl gen secrets` (siderolabs/talos pkg/machinery/config/generate/secrets). */
 function secretsBundle(): string {
-  return stringify({
-    cluster: {id: randomBytes(32).toString('base64url'), secret: randomBytes(32).toString('base64')},
-    secrets: {bootstraptoken: token(), secretboxencryptionsecret: randomBytes(32).toString('base64')},
-    trustdinfo: {token: token()},
-    certs: {etcd: pair(), k8s: pair(), k8saggregator: pair(), k8sserviceaccount: {key: b64(ecKey())}, os: {crt: b64(pem('CERTIFICATE', 200)), key: b64(pem('ED25519 PRIVATE KEY', 48))}},
-  }, {lineWidth: 0})
+  return stringify(
+    {
+      cluster: {id: randomBytes(32).toString('base64url'), secret: randomBytes(32).toString('base64')},
+      secrets: {bootstraptoken: token(), secretboxencryptionsecret: randomBytes(32).toString('base64')},
+      trustdinfo: {token: token()},
+      certs: {
+        etcd: pair(),
+        k8s: pair(),
+        k8saggregator: pair(),
+        k8sserviceaccount: {key: b64(ecKey())},
+        os: {crt: b64(pem('CERTIFICATE', 200)), key: b64(pem('ED25519 PRIVATE KEY', 48))},
+      },
+    },
+    {lineWidth: 0},
+  )
 }
 function talosconfig(): string {
-  return stringify({context: 'homelab', contexts: {homelab: {endpoints: ['192.0.2.10'], ca: b64(pem('CERTIFICATE')), crt: b64(pem('CERTIFICATE')), key: b64(pem('ED25519 PRIVATE KEY', 48))}}}, {lineWidth: 0})
+  return stringify(
+    {
+      context: 'homelab',
+      contexts: {homelab: {endpoints: ['192.0.2.10'], ca: b64(pem('CERTIFICATE')), crt: b64(pem('CERTIFICATE')), key: b64(pem('ED25519 PRIVATE KEY', 48))}},
+    },
+    {lineWidth: 0},
+  )
 }
 function kubeconfig(): string {
-  return stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'admin@homelab',
-    clusters: [{name: 'homelab', cluster: {server: 'https://192.0.2.10:6443', 'certificate-authority-data': b64(pem('CERTIFICATE'))}}],
-    contexts: [{name: 'admin@homelab', context: {cluster: 'homelab', user: 'admin@homelab'}}],
-    users: [{name: 'admin@homelab', user: {'client-certificate-data': b64(pem('CERTIFICATE')), 'client-key-data': b64(ecKey())}}],
-  }, {lineWidth: 0})
+  return stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'admin@homelab',
+      clusters: [{name: 'homelab', cluster: {server: 'https://192.0.2.10:6443', 'certificate-authority-data': b64(pem('CERTIFICATE'))}}],
+      contexts: [{name: 'admin@homelab', context: {cluster: 'homelab', user: 'admin@homelab'}}],
+      users: [{name: 'admin@homelab', user: {'client-certificate-data': b64(pem('CERTIFICATE')), 'client-key-data': b64(ecKey())}}],
+    },
+    {lineWidth: 0},
+  )
 }
 const configsHash = () => `${randomBytes(32).toString('hex')}\n`
 const VALID: Partial<Record<StateFile, () => string>> = {secrets: secretsBundle, talosconfig, kubeconfig, configsHash}
 
 describe('local state folder: private whatever existed before (issue 13 point 1)', () => {
-  it('Given a --state-dir that exists 0755 holding talosctl\'s 0644 files, When prepared, Then another user could read them before and cannot after', () => {
+  it("Given a --state-dir that exists 0755 holding talosctl's 0644 files, When prepared, Then another user could read them before and cannot after", () => {
     const dir = join(openRoot(), 'state')
     mkdirSync(dir, {mode: 0o755})
     chmodSync(dir, 0o755)
@@ -81,7 +110,22 @@ describe('local state folder: private whatever existed before (issue 13 point 1)
     prepareStateDir(state)
     const talosctl = realTalosctlPath()
     execFileSync(talosctl, ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
-    execFileSync(talosctl, ['gen', 'config', 'homelab', 'https://192.0.2.10:6443', '--with-secrets', state.secrets, '--output', state.dir, '--with-docs=false', '--with-examples=false'], {stdio: 'ignore'})
+    execFileSync(
+      talosctl,
+      [
+        'gen',
+        'config',
+        'homelab',
+        'https://192.0.2.10:6443',
+        '--with-secrets',
+        state.secrets,
+        '--output',
+        state.dir,
+        '--with-docs=false',
+        '--with-examples=false',
+      ],
+      {stdio: 'ignore'},
+    )
     expect(modeOf(state.controlPlaneConfig)).toBe(0o644) // what talosctl does
     const fixed = secureStateFiles(state)
     expect(fixed).toEqual([state.talosconfig, state.controlPlaneConfig, state.workerConfig].map((p) => `${p}: permissions 0644 → 0600`))
@@ -143,20 +187,37 @@ describe('--state-dir where no folder can be (issue 12 point 15)', () => {
     const parent = join(openRoot(), 'no-such')
     const err = catchError(() => prepareStateDir(localState('c', join(parent, 'state'))))
     expect(err).toBeInstanceOf(PrivatePathError)
-    expect(err).toMatchObject({exitCode: 2, message: `--state-dir ${join(parent, 'state')}: its parent folder ${parent} does not exist; create it first or choose another folder`})
+    expect(err).toMatchObject({
+      exitCode: 2,
+      message: `--state-dir ${join(parent, 'state')}: its parent folder ${parent} does not exist; create it first or choose another folder`,
+    })
     expect(existsSync(parent)).toBe(false)
   })
 
   it('Given a parent the operator cannot write (run as another user), Then exit 2 naming --state-dir', () => {
     const parent = openRoot() // root's 0755 folder: read-only for nobody
-    const r = spawnSync('setpriv', [`--reuid=${NOBODY.uid}`, `--regid=${NOBODY.gid}`, '--clear-groups', ...tsxCommand('state-file-script.ts', ['prepare', join(parent, 'state')])], {encoding: 'utf8', cwd: PROJECT_ROOT, env: {...process.env, HOME: parent}})
-    expect(scriptResult(r)).toEqual({ok: false, name: 'PrivatePathError', exitCode: 2, message: `--state-dir ${join(parent, 'state')}: cannot create the folder: permission denied (EACCES)`})
+    const r = spawnSync(
+      'setpriv',
+      [`--reuid=${NOBODY.uid}`, `--regid=${NOBODY.gid}`, '--clear-groups', ...tsxCommand('state-file-script.ts', ['prepare', join(parent, 'state')])],
+      {encoding: 'utf8', cwd: PROJECT_ROOT, env: {...process.env, HOME: parent}},
+    )
+    expect(scriptResult(r)).toEqual({
+      ok: false,
+      name: 'PrivatePathError',
+      exitCode: 2,
+      message: `--state-dir ${join(parent, 'state')}: cannot create the folder: permission denied (EACCES)`,
+    })
   })
 
   it('Given a parent on a read-only file system, Then exit 2 naming --state-dir and why', () => {
     const mount = mkdtempSync(join(tmpdir(), 'ichor-ro-'))
     const r = withTmpfs(mount, 'ro,size=64k', tsxCommand('state-file-script.ts', ['prepare', join(mount, 'state')]))
-    expect(scriptResult(r)).toEqual({ok: false, name: 'PrivatePathError', exitCode: 2, message: `--state-dir ${join(mount, 'state')}: cannot create the folder: the file system is read-only (EROFS)`})
+    expect(scriptResult(r)).toEqual({
+      ok: false,
+      name: 'PrivatePathError',
+      exitCode: 2,
+      message: `--state-dir ${join(mount, 'state')}: cannot create the folder: the file system is read-only (EROFS)`,
+    })
   })
 })
 
@@ -181,17 +242,21 @@ describe('state files: atomic writes, corruption found on read (issue 12 point 1
     }
   })
 
-  it('accepts the bundle of the harness talosctl simulator\'s stand-in `gen secrets` (not PEM, still valid base64)', () => {
-    execFileSync(process.execPath, [join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), 'gen', 'secrets', '--output-file', state.secrets], {env: {...process.env, TALOS_SIM_REAL_TALOSCTL: ''}})
+  it("accepts the bundle of the harness talosctl simulator's stand-in `gen secrets` (not PEM, still valid base64)", () => {
+    execFileSync(process.execPath, [join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), 'gen', 'secrets', '--output-file', state.secrets], {
+      env: {...process.env, TALOS_SIM_REAL_TALOSCTL: ''},
+    })
     expect(readStateFile(state, 'secrets')).toMatchObject({status: 'ok'})
   })
 
   // What a cut may lose and still read as ok: only the newline ending the last PEM block
   // (a quantum "Cg==" of base64), which leaves every key and certificate whole.
-  const meaning = (text: string): unknown => JSON.parse(JSON.stringify(parseYaml(text)), (_k, v: unknown) =>
-    typeof v === 'string' && /^LS0t[A-Za-z0-9+/]*={0,2}$/.test(v) ? Buffer.from(v, 'base64').toString('utf8').trimEnd() : v)
+  const meaning = (text: string): unknown =>
+    JSON.parse(JSON.stringify(parseYaml(text)), (_k, v: unknown) =>
+      typeof v === 'string' && /^LS0t[A-Za-z0-9+/]*={0,2}$/.test(v) ? Buffer.from(v, 'base64').toString('utf8').trimEnd() : v,
+    )
 
-  it('Given a file cut short at any byte (a full disk), Then it reads as corrupt, never as ok with other content (the real talosctl\'s bundle too)', () => {
+  it("Given a file cut short at any byte (a full disk), Then it reads as corrupt, never as ok with other content (the real talosctl's bundle too)", () => {
     const real = join(mkdtempSync(join(tmpdir(), 'ichor-real-secrets-')), 'secrets.yaml')
     execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', real], {stdio: 'ignore'})
     const cases = [...Object.entries(VALID), ['secrets', () => readFileSync(real, 'utf8')]] as [StateFile, () => string][]
@@ -210,7 +275,12 @@ describe('state files: atomic writes, corruption found on read (issue 12 point 1
     const text = secretsBundle()
     const crt = text.indexOf('crt: ', text.indexOf('k8saggregator')) + 'crt: '.length
     writeFileSync(state.secrets, text.slice(0, crt + 81), {mode: 0o600}) // 81 base64 characters: not a whole quantum
-    expect(readStateFile(state, 'secrets')).toMatchObject({status: 'corrupt', reason: expect.stringMatching(/^certs\.k8saggregator\.crt is not valid base64 \(cut short\?\); certs\.k8saggregator\.key is missing; .*certs\.os\.key is missing/)})
+    expect(readStateFile(state, 'secrets')).toMatchObject({
+      status: 'corrupt',
+      reason: expect.stringMatching(
+        /^certs\.k8saggregator\.crt is not valid base64 \(cut short\?\); certs\.k8saggregator\.key is missing; .*certs\.os\.key is missing/,
+      ),
+    })
     const err = catchError(() => requireStateFile(state, 'secrets'))
     expect(err).toBeInstanceOf(CorruptStateFileError)
     expect((err as CorruptStateFileError).message).toMatch(new RegExp(`^${state.secrets} is corrupt \\(.*\\); it was not used$`))

@@ -69,7 +69,10 @@ function plan(calls: string[], o: {fail?: boolean; prepareFails?: boolean} = {})
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => expect.unreachable('resolved'), (e: unknown) => e)
+  return p.then(
+    () => expect.unreachable('resolved'),
+    (e: unknown) => e,
+  )
 }
 
 describe('runPlan', () => {
@@ -97,7 +100,9 @@ describe('runPlan', () => {
   it('given a terminal and no --yes, then it asks the plan\'s question after prepare; "no" is "aborted: nothing was changed", exit 1, nothing run, session closed', async () => {
     const s = fakeSession()
     const asked: string[] = []
-    const e = await rejection(runPlan(plan(s.calls), opts({yes: false}), {open: () => s as unknown as Session, tty: true, ask: async (q) => (asked.push(q), false)}))
+    const e = await rejection(
+      runPlan(plan(s.calls), opts({yes: false}), {open: () => s as unknown as Session, tty: true, ask: async (q) => (asked.push(q), false)}),
+    )
     expect(asked).toEqual(['change 7 things?'])
     expect(reportOf(e)).toMatchObject({message: 'aborted: nothing was changed', exitCode: 1})
     expect(s.calls).toEqual(['clusterAnswers', 'prepare', 'close'])
@@ -121,7 +126,11 @@ describe('runPlan', () => {
 
   it('given --dry-run, then nothing is asked and nothing refused; the steps are probed only', async () => {
     const s = fakeSession()
-    const r = await runPlan(plan(s.calls), opts({yes: false, dryRun: true}), {open: () => s as unknown as Session, tty: false, ask: async () => expect.unreachable('asked')})
+    const r = await runPlan(plan(s.calls), opts({yes: false, dryRun: true}), {
+      open: () => s as unknown as Session,
+      tty: false,
+      ask: async () => expect.unreachable('asked'),
+    })
     expect(r.ids).toEqual(['lease', 'a', 'b'])
     expect(s.calls).not.toContain('run a')
     expect(s.close).toHaveBeenCalledTimes(1)

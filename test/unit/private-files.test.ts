@@ -21,9 +21,11 @@ describe('withPrivateTempDir', () => {
       return dir
     })
     expect(existsSync(seen)).toBe(false)
-    await expect(withPrivateTempDir(prefix, async () => {
-      throw new Error('talosctl failed')
-    })).rejects.toThrow('talosctl failed')
+    await expect(
+      withPrivateTempDir(prefix, async () => {
+        throw new Error('talosctl failed')
+      }),
+    ).rejects.toThrow('talosctl failed')
     expect(leftovers(prefix)).toEqual([])
   })
 

@@ -28,7 +28,9 @@ describe('helm template render cache', () => {
   const renders = () => join(dir, 'ichor', 'renders')
   const modeOf = (path: string) => statSync(path).mode & 0o777
   const secretData = (text: string, name: string) =>
-    parseAllDocuments(text).map((d) => d.toJS()).find((o) => o?.kind === 'Secret' && o.metadata?.name === name)?.data as Record<string, string>
+    parseAllDocuments(text)
+      .map((d) => d.toJS())
+      .find((o) => o?.kind === 'Secret' && o.metadata?.name === name)?.data as Record<string, string>
 
   it('stores a render and serves the same inputs from it; other values, release or chart args miss', async () => {
     const first = await render({operator: {replicas: 1}})
@@ -71,7 +73,7 @@ describe('helm template render cache', () => {
     expect(modeOf(join(dir, 'ichor'))).toBe(0o700)
   })
 
-  it('keeps caching a render whose Secrets are empty shells (Argo CD\'s argocd-secret)', async () => {
+  it("keeps caching a render whose Secrets are empty shells (Argo CD's argocd-secret)", async () => {
     const argocd = () => helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})
     const text = await argocd()
     expect(text).toMatch(/kind: Secret/)

@@ -108,13 +108,16 @@ function listen(server: Server | HttpServer): Promise<number> {
 
 function kubeconfigFor(name: string, server: string, context: string): string {
   const path = join(work, name)
-  writeFileSync(path, `apiVersion: v1
+  writeFileSync(
+    path,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "${server}", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: not-a-secret}}]
 contexts: [{name: ${context}, context: {cluster: c, user: u}}]
 current-context: ${context}
-`)
+`,
+  )
   return path
 }
 
@@ -178,7 +181,7 @@ describe('--request-timeout on every command that talks to a cluster', () => {
     expect(r.stdout).toMatch(/0\s+waits forever/)
   })
 
-  it('parses kubectl\'s forms: 30s, 1m, plain seconds, 0 for none (k8s.io/client-go tools/clientcmd ParseTimeout)', async () => {
+  it("parses kubectl's forms: 30s, 1m, plain seconds, 0 for none (k8s.io/client-go tools/clientcmd ParseTimeout)", async () => {
     const {parseRequestTimeout} = await import('../../src/lib/cli/flags.js')
     expect(parseRequestTimeout('30s')).toBe(30_000)
     expect(parseRequestTimeout('1m')).toBe(60_000)
@@ -198,18 +201,22 @@ describe('--request-timeout on every command that talks to a cluster', () => {
 })
 
 describe(`a server that accepts and never answers: exit 1 after --request-timeout ${TIMEOUT_S}s, with the time waited, the server and the context`, () => {
-  it.concurrent.each(CLUSTER_COMMANDS.filter((id) => id !== 'doctor').map((id) => [id.replaceAll(':', ' '), id]))('ichor %s', async (_name, id) => {
-    // Mutating commands are run as a dry run where they have one: the first request decides either way.
-    const dryRun = '--dry-run' in (manifest.commands[id]!.flags as object) && id !== 'init' ? ['--dry-run'] : []
-    const r = await oneOfTwo(() => fromFirstRequest(cliArgs(id, [...dryRun, '--request-timeout', `${TIMEOUT_S}s`])))
-    const why = `${r.ms} ms from the first request\n${r.stdout}\n${r.stderr}`
-    expect(r.code, why).toBe(1)
-    expect(r.ms, why).toBeLessThan(BOUND_MS)
-    const error = r.stderr.slice(r.stderr.indexOf('Error: ') + 'Error: '.length)
-    expect(error, why).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
-    expect(secondsWaited(r.stderr), why).toBeGreaterThanOrEqual(TIMEOUT_S)
-    expect(secondsWaited(r.stderr) * 1000, why).toBeLessThan(BOUND_MS)
-  }, 300_000)
+  it.concurrent.each(CLUSTER_COMMANDS.filter((id) => id !== 'doctor').map((id) => [id.replaceAll(':', ' '), id]))(
+    'ichor %s',
+    async (_name, id) => {
+      // Mutating commands are run as a dry run where they have one: the first request decides either way.
+      const dryRun = '--dry-run' in (manifest.commands[id]!.flags as object) && id !== 'init' ? ['--dry-run'] : []
+      const r = await oneOfTwo(() => fromFirstRequest(cliArgs(id, [...dryRun, '--request-timeout', `${TIMEOUT_S}s`])))
+      const why = `${r.ms} ms from the first request\n${r.stdout}\n${r.stderr}`
+      expect(r.code, why).toBe(1)
+      expect(r.ms, why).toBeLessThan(BOUND_MS)
+      const error = r.stderr.slice(r.stderr.indexOf('Error: ') + 'Error: '.length)
+      expect(error, why).toMatch(unableToConnect(blackHolePort, 'hole-ctx'))
+      expect(secondsWaited(r.stderr), why).toBeGreaterThanOrEqual(TIMEOUT_S)
+      expect(secondsWaited(r.stderr) * 1000, why).toBeLessThan(BOUND_MS)
+    },
+    300_000,
+  )
 
   it('doctor reports it as its kube-api check (exit 1), after the same time', async () => {
     const r = await timed(['doctor', '--request-timeout', `${TIMEOUT_S}s`, '--json'])
@@ -285,9 +292,14 @@ describe('the registry client: a per-request deadline over the whole exchange, b
     const client = new OciClient(`http://127.0.0.1:${tricklePort}`, {timeoutMs: 2000, sleep: async () => {}})
     const before = trickleRequests
     const started = Date.now()
-    const error = await client.getManifest('ichor/argocd', 'v1').then(() => undefined, (e: Error) => e)
+    const error = await client.getManifest('ichor/argocd', 'v1').then(
+      () => undefined,
+      (e: Error) => e,
+    )
     const ms = Date.now() - started
-    expect(error?.message).toMatch(new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${tricklePort}: request timed out after 2\\.\\ds \\(GET /v2/ichor/argocd/manifests/v1\\)`))
+    expect(error?.message).toMatch(
+      new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${tricklePort}: request timed out after 2\\.\\ds \\(GET /v2/ichor/argocd/manifests/v1\\)`),
+    )
     expect(ms).toBeLessThan(6000)
     expect(trickleRequests - before).toBe(1)
   })
@@ -296,8 +308,13 @@ describe('the registry client: a per-request deadline over the whole exchange, b
     const {OciClient} = await import('../../src/lib/oci/client.js')
     const client = new OciClient(`http://127.0.0.1:${blackHolePort}`, {timeoutMs: 2000, sleep: async () => {}})
     const started = Date.now()
-    const error = await client.ping().then(() => undefined, (e: Error) => e)
-    expect(error?.message).toMatch(new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${blackHolePort}: request timed out after 2\\.\\ds \\(GET /v2/\\)`))
+    const error = await client.ping().then(
+      () => undefined,
+      (e: Error) => e,
+    )
+    expect(error?.message).toMatch(
+      new RegExp(`^Unable to connect to the registry 127\\.0\\.0\\.1:${blackHolePort}: request timed out after 2\\.\\ds \\(GET /v2/\\)`),
+    )
     expect(Date.now() - started).toBeLessThan(6000)
   })
 })

@@ -8,14 +8,35 @@ import {inspect} from 'node:util'
 import {armor, generateX25519Identity} from 'age-encryption'
 import {describe, expect, it} from 'vitest'
 import {reportOf} from '../../src/lib/cli/error-report.js'
-import {BUNDLE_FORMAT_ANNOTATION, bundleOfSecret, openBundle, SEALED_FORMAT, SEALED_KEY, sealedBundleSecret, storedFormatOf, WrongStateKeyError, type SecretWithData} from '../../src/lib/state/sealed-bundle.js'
+import {
+  BUNDLE_FORMAT_ANNOTATION,
+  bundleOfSecret,
+  openBundle,
+  SEALED_FORMAT,
+  SEALED_KEY,
+  sealedBundleSecret,
+  storedFormatOf,
+  WrongStateKeyError,
+  type SecretWithData,
+} from '../../src/lib/state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, readStateKeyFile, STATE_PASSPHRASE_ENV, StateKey} from '../../src/lib/state/state-key.js'
 
-const SECRETS = 'cluster:\n  id: abc\n  secret: c2VjcmV0LWNsdXN0ZXI=\ntrustdinfo:\n  token: abcdef.0123456789abcdef\ncerts:\n  os:\n    crt: LS0tLS1CRUdJTg==\n    key: LS0tLS1CRUdJTiBFRDI1NTE5IFBSSVZBVEUgS0VZLS0tLS0=\n'
+const SECRETS =
+  'cluster:\n  id: abc\n  secret: c2VjcmV0LWNsdXN0ZXI=\ntrustdinfo:\n  token: abcdef.0123456789abcdef\ncerts:\n  os:\n    crt: LS0tLS1CRUdJTg==\n    key: LS0tLS1CRUdJTiBFRDI1NTE5IFBSSVZBVEUgS0VZLS0tLS0=\n'
 const TALOSCONFIG = 'context: e2e\ncontexts:\n  e2e:\n    key: LS0tLS1CRUdJTiBFRDI1NTE5IFBSSVZBVEUgS0VZLS0tLS0=\n'
 const bundle = {secretsYaml: Buffer.from(SECRETS), talosconfig: Buffer.from(TALOSCONFIG)}
-const decoded = (s: SecretWithData) => Object.values(s.data ?? {}).map((v) => Buffer.from(v, 'base64').toString('utf8')).join('\n')
-const caught = async (f: () => unknown) => { try { await f() } catch (e) { return e } return undefined }
+const decoded = (s: SecretWithData) =>
+  Object.values(s.data ?? {})
+    .map((v) => Buffer.from(v, 'base64').toString('utf8'))
+    .join('\n')
+const caught = async (f: () => unknown) => {
+  try {
+    await f()
+  } catch (e) {
+    return e
+  }
+  return undefined
+}
 
 function keyFile(content: string, mode = 0o600): string {
   const file = join(mkdtempSync(join(tmpdir(), 'ichor-key-')), 'key')
@@ -42,7 +63,10 @@ describe('the sealed Talos bundle', () => {
     // And a wrong one is a usage error naming the Secret and where the key came from
     const wrong = await caught(() => bundleOfSecret(secret, async () => StateKey.passphrase('wrong', '--state-passphrase-file ./wrong')))
     expect(wrong).toBeInstanceOf(WrongStateKeyError)
-    expect(reportOf(wrong)).toMatchObject({exitCode: 2, message: 'the passphrase from --state-passphrase-file ./wrong does not decrypt ichor-system/ichor-talos; nothing was changed'})
+    expect(reportOf(wrong)).toMatchObject({
+      exitCode: 2,
+      message: 'the passphrase from --state-passphrase-file ./wrong does not decrypt ichor-system/ichor-talos; nothing was changed',
+    })
   })
 
   it('with an age identity file: sealed to its X25519 recipient, opened by the identity, not by another', async () => {
@@ -58,7 +82,12 @@ describe('the sealed Talos bundle', () => {
   })
 
   it("an older ichor's plaintext Secret (no annotation) is read without asking for the key; an unknown format is refused", async () => {
-    const plaintext: SecretWithData = {apiVersion: 'v1', kind: 'Secret', metadata: {name: 'ichor-talos', namespace: 'ichor-system'}, data: {'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')}}
+    const plaintext: SecretWithData = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {name: 'ichor-talos', namespace: 'ichor-system'},
+      data: {'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')},
+    }
     expect(storedFormatOf(plaintext)).toBe('plaintext')
     expect(await bundleOfSecret(plaintext, () => Promise.reject(new Error('the key is not needed')))).toEqual({format: 'plaintext', bundle})
     const future = {...plaintext, metadata: {...plaintext.metadata, annotations: {[BUNDLE_FORMAT_ANNOTATION]: 'age-armor-v9'}}}
@@ -66,7 +95,9 @@ describe('the sealed Talos bundle', () => {
   })
 
   it('an armored file that is not age is an error naming the Secret', async () => {
-    expect(String(await caught(() => openBundle('-----BEGIN AGE ENCRYPTED FILE-----\nnope\n-----END AGE ENCRYPTED FILE-----\n', StateKey.passphrase('x', 't'))))).toContain('ichor-system/ichor-talos holds no readable age file')
+    expect(
+      String(await caught(() => openBundle('-----BEGIN AGE ENCRYPTED FILE-----\nnope\n-----END AGE ENCRYPTED FILE-----\n', StateKey.passphrase('x', 't')))),
+    ).toContain('ichor-system/ichor-talos holds no readable age file')
   })
 })
 
@@ -83,12 +114,20 @@ describe('the key file', () => {
     for (const mode of [0o640, 0o604, 0o620]) {
       const file = keyFile('secret\n', mode)
       expect(reportOf(await caught(() => readStateKeyFile(file, '--state-passphrase-file x')))).toMatchObject({
-        exitCode: 2, message: expect.stringContaining(`is accessible by group or others (mode 0${mode.toString(8)})`), hint: `chmod 600 ${file}`,
+        exitCode: 2,
+        message: expect.stringContaining(`is accessible by group or others (mode 0${mode.toString(8)})`),
+        hint: `chmod 600 ${file}`,
       })
     }
-    expect(reportOf(await caught(() => readStateKeyFile('/nonexistent/key', 'o')))).toMatchObject({exitCode: 2, message: 'o: cannot read /nonexistent/key (ENOENT)'})
+    expect(reportOf(await caught(() => readStateKeyFile('/nonexistent/key', 'o')))).toMatchObject({
+      exitCode: 2,
+      message: 'o: cannot read /nonexistent/key (ENOENT)',
+    })
     expect(reportOf(await caught(() => readStateKeyFile(keyFile('\n'), 'o')))).toMatchObject({exitCode: 2, message: expect.stringContaining('is empty')})
-    expect(reportOf(await caught(() => readStateKeyFile(tmpdir(), 'o')))).toMatchObject({exitCode: 2, message: expect.stringContaining('is not a regular file')})
+    expect(reportOf(await caught(() => readStateKeyFile(tmpdir(), 'o')))).toMatchObject({
+      exitCode: 2,
+      message: expect.stringContaining('is not a regular file'),
+    })
   })
 
   it('the flag wins over the environment variable; neither gives none; the missing-key error names both', async () => {
@@ -97,6 +136,9 @@ describe('the key file', () => {
     const fromEnv = await givenStateKey(undefined, {[STATE_PASSPHRASE_ENV]: b})
     expect([fromEnv?.reveal(), fromEnv?.origin]).toEqual(['from-env', `ICHOR_STATE_PASSPHRASE_FILE=${b}`])
     expect(await givenStateKey(undefined, {})).toBeUndefined()
-    expect(reportOf(missingStateKeyError('ichor init'))).toMatchObject({exitCode: 2, hint: expect.stringMatching(/--state-passphrase-file FILE.*ICHOR_STATE_PASSPHRASE_FILE=FILE/)})
+    expect(reportOf(missingStateKeyError('ichor init'))).toMatchObject({
+      exitCode: 2,
+      hint: expect.stringMatching(/--state-passphrase-file FILE.*ICHOR_STATE_PASSPHRASE_FILE=FILE/),
+    })
   })
 })

@@ -35,8 +35,13 @@ describe('the kubeconfig helm gets', () => {
     writeFileSync(join(dir, 'ca.crt'), 'not a real CA\n')
     const first = join(dir, 'first.yaml')
     const second = join(dir, 'second.yaml')
-    writeFileSync(first, 'apiVersion: v1\nkind: Config\ncurrent-context: lab\ncontexts: [{name: lab, context: {cluster: lab, user: admin, namespace: kube-system}}]\n')
-    writeFileSync(second, `apiVersion: v1
+    writeFileSync(
+      first,
+      'apiVersion: v1\nkind: Config\ncurrent-context: lab\ncontexts: [{name: lab, context: {cluster: lab, user: admin, namespace: kube-system}}]\n',
+    )
+    writeFileSync(
+      second,
+      `apiVersion: v1
 kind: Config
 clusters:
 - {name: lab, cluster: {server: "http://127.0.0.1:${port}", certificate-authority: ca.crt}}
@@ -45,7 +50,8 @@ users:
 - {name: admin, user: {token: lab-token}}
 - {name: someone, user: {token: other-token}}
 contexts: [{name: other, context: {cluster: other, user: someone}}]
-`)
+`,
+    )
     const saved = process.env.KUBECONFIG
     process.env.KUBECONFIG = [first, second].join(delimiter)
     const session = openSession({command: 'test'})
@@ -57,7 +63,9 @@ contexts: [{name: other, context: {cluster: other, user: someone}}]
       expect(statSync(dirname(target.kubeconfig)).mode & 0o777).toBe(0o700)
       const doc = parse(readFileSync(target.kubeconfig, 'utf8'))
       expect(doc['current-context']).toBe('lab')
-      expect(doc.clusters).toEqual([{name: 'lab', cluster: expect.objectContaining({server: `http://127.0.0.1:${port}`, 'certificate-authority': join(dir, 'ca.crt')})}])
+      expect(doc.clusters).toEqual([
+        {name: 'lab', cluster: expect.objectContaining({server: `http://127.0.0.1:${port}`, 'certificate-authority': join(dir, 'ca.crt')})},
+      ])
       expect(doc.users).toEqual([{name: 'admin', user: expect.objectContaining({token: 'lab-token'})}])
       expect(JSON.stringify(doc)).not.toContain('other-token')
       expect(await session.helmTarget()).toEqual(target) // one file per session
@@ -73,7 +81,10 @@ contexts: [{name: other, context: {cluster: other, user: someone}}]
   it('given --kubeconfig FILE, then helm gets that file as it is', async () => {
     const {port} = server.address() as AddressInfo
     const file = join(dir, 'one.yaml')
-    writeFileSync(file, `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n`)
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:${port}"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n`,
+    )
     const session = openSession({command: 'test', kubeconfig: file})
     try {
       expect(await session.helmTarget()).toEqual({kubeconfig: file, kubeContext: 'c'})

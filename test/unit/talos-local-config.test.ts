@@ -21,7 +21,8 @@ describe('withoutInlineManifest', () => {
   })
 
   it('Given a legacy config with cluster.inlineManifests, Then the cilium entry goes and an emptied list is dropped', () => {
-    const config = 'version: v1alpha1\n# kept comment\ncluster:\n  clusterName: lab\n  inlineManifests:\n    - name: cilium\n      contents: |\n        kind: ConfigMap\n'
+    const config =
+      'version: v1alpha1\n# kept comment\ncluster:\n  clusterName: lab\n  inlineManifests:\n    - name: cilium\n      contents: |\n        kind: ConfigMap\n'
     const out = withoutInlineManifest(config)!
     expect(docs(out)).toEqual([{version: 'v1alpha1', cluster: {clusterName: 'lab'}}])
     expect(out).toContain('# kept comment')

@@ -33,10 +33,20 @@ const nodes = {controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11']}
 const owned = (yaml: string, noWorker = false) => ownedFieldIssues({source: 'p.yaml', yaml}, '--config-patch', {noWorker}).map((i) => i.message)
 
 describe('init machine-config flags', () => {
-  it('Given @FILE and inline YAML patches per role and a node patch, Then each is read with its source, in talosctl\'s order', () => {
+  it("Given @FILE and inline YAML patches per role and a node patch, Then each is read with its source, in talosctl's order", () => {
     const cp = file('cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "128"\n')
     const issues: Issue[] = []
-    const m = readMachineConfigFlags({installDisk: '/dev/nvme0n1', installImage: 'factory.talos.dev/metal-installer/abc:v1.14.1', configPatch: ['machine:\n  install:\n    wipe: false'], configPatchControlPlane: [`@${cp}`], nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off']}, nodes, issues)
+    const m = readMachineConfigFlags(
+      {
+        installDisk: '/dev/nvme0n1',
+        installImage: 'factory.talos.dev/metal-installer/abc:v1.14.1',
+        configPatch: ['machine:\n  install:\n    wipe: false'],
+        configPatchControlPlane: [`@${cp}`],
+        nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off'],
+      },
+      nodes,
+      issues,
+    )
     expect(issues).toEqual([])
     expect(m.installDisk).toBe('/dev/nvme0n1')
     expect(m.patches).toEqual([{source: 'inline', yaml: 'machine:\n  install:\n    wipe: false\n'}])
@@ -46,27 +56,44 @@ describe('init machine-config flags', () => {
 
   it('Given a missing file, a non-YAML patch, a node patch for an unknown node and a disk that is not a path, Then each is an issue naming its flag', () => {
     const issues: Issue[] = []
-    readMachineConfigFlags({installDisk: 'nvme0n1', configPatchWorker: ['@/nonexistent/w.yaml'], configPatch: ['a: [b'], nodePatch: ['192.0.2.99=@/x.yaml', 'nonsense']}, nodes, issues)
-    expect(issues.map((i) => i.path)).toEqual(['--install-disk', '--config-patch', '--config-patch-worker', '--node-patch', '--node-patch 192.0.2.99', '--node-patch'])
+    readMachineConfigFlags(
+      {installDisk: 'nvme0n1', configPatchWorker: ['@/nonexistent/w.yaml'], configPatch: ['a: [b'], nodePatch: ['192.0.2.99=@/x.yaml', 'nonsense']},
+      nodes,
+      issues,
+    )
+    expect(issues.map((i) => i.path)).toEqual([
+      '--install-disk',
+      '--config-patch',
+      '--config-patch-worker',
+      '--node-patch',
+      '--node-patch 192.0.2.99',
+      '--node-patch',
+    ])
     expect(issues[0]!.message).toMatch(/not a device path \(e\.g\. \/dev\/sda, \/dev\/nvme0n1\)/)
     expect(issues[2]!.message).toMatch(/cannot read \/nonexistent\/w\.yaml: ENOENT/)
   })
 
   it('Given patches over what ichor owns (CNI, kube-proxy, inline manifests, KubePrism, endpoint, secrets), Then each is refused with its path and reason', () => {
-    expect(owned('cluster:\n  network:\n    cni:\n      name: flannel\n')).toEqual(['p.yaml: cluster.network.cni.name is set by ichor (ichor sets the CNI to none: Cilium is installed by ichor)'])
+    expect(owned('cluster:\n  network:\n    cni:\n      name: flannel\n')).toEqual([
+      'p.yaml: cluster.network.cni.name is set by ichor (ichor sets the CNI to none: Cilium is installed by ichor)',
+    ])
     expect(owned('cluster:\n  proxy:\n    disabled: false\n')[0]).toMatch(/cluster\.proxy\.disabled is set by ichor \(kube-proxy is ichor's/)
     expect(owned('cluster:\n  inlineManifests: []\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
     expect(owned('apiVersion: v1alpha1\nkind: KubePrismConfig\nport: 7446\n')[0]).toMatch(/kind KubePrismConfig is set by ichor \(KubePrism on 7445/)
     expect(owned('apiVersion: v1alpha1\nkind: KubeProxyConfig\nenabled: true\n')[0]).toMatch(/kind KubeProxyConfig is set by ichor/)
     expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: x\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
-    expect(owned('- op: replace\n  path: /cluster/controlPlane/endpoint\n  value: https://x:6443\n')[0]).toMatch(/cluster\.controlPlane\.endpoint is set by ichor \(the endpoint is --endpoint\)/)
+    expect(owned('- op: replace\n  path: /cluster/controlPlane/endpoint\n  value: https://x:6443\n')[0]).toMatch(
+      /cluster\.controlPlane\.endpoint is set by ichor \(the endpoint is --endpoint\)/,
+    )
     expect(owned('cluster:\n  secretboxEncryptionSecret: abc\n')[0]).toMatch(/secrets bundle/)
     expect(owned('machine:\n  features:\n    kubePrism:\n      enabled: false\n')[0]).toMatch(/machine\.features\.kubePrism\.enabled/)
     expect(owned('cluster:\n  allowSchedulingOnControlPlanes: false\n', true)[0]).toMatch(/without workers/)
     // a delete of a parent takes the owned field with it
     expect(owned('cluster:\n  network:\n    $patch: delete\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
     // what is the operator's: disks, images, hostnames, addresses, sysctls, extensions
-    expect(owned('machine:\n  install:\n    disk: /dev/nvme0n1\n  network:\n    interfaces:\n      - interface: eth0\n        addresses: [192.0.2.11/24]\n')).toEqual([])
+    expect(
+      owned('machine:\n  install:\n    disk: /dev/nvme0n1\n  network:\n    interfaces:\n      - interface: eth0\n        addresses: [192.0.2.11/24]\n'),
+    ).toEqual([])
     expect(owned('apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-1\nauto: off\n')).toEqual([])
     expect(owned('cluster:\n  allowSchedulingOnControlPlanes: true\n')).toEqual([])
     expect(owned('cluster: {}\n')).toEqual([])
@@ -91,37 +118,60 @@ describe('keepStoredMachineConfig (a rerun)', () => {
   const stored: Partial<MachineConfigInputs> = {installDisk: '/dev/nvme0n1', controlPlanePatches: [{source: '/home/a/cp.yaml', yaml: 'x: 1\n'}]}
   const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
   it('Given no machine-config flag, Then the stored ones are kept', () => {
-    expect(keepStoredMachineConfig({}, none, stored)).toEqual({...none, installDisk: '/dev/nvme0n1', installImage: undefined, controlPlanePatches: stored.controlPlanePatches})
+    expect(keepStoredMachineConfig({}, none, stored)).toEqual({
+      ...none,
+      installDisk: '/dev/nvme0n1',
+      installImage: undefined,
+      controlPlanePatches: stored.controlPlanePatches,
+    })
   })
   it('Given a different disk and patch, Then they replace the stored ones (the plan applies them to the running nodes)', () => {
-    const kept = keepStoredMachineConfig({installDisk: '/dev/sda', configPatchControlPlane: ['x: 2']}, {...none, installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]}, stored)
+    const kept = keepStoredMachineConfig(
+      {installDisk: '/dev/sda', configPatchControlPlane: ['x: 2']},
+      {...none, installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]},
+      stored,
+    )
     expect(kept).toMatchObject({installDisk: '/dev/sda', controlPlanePatches: [{source: 'inline', yaml: 'x: 2\n'}]})
   })
 })
 
 describe('keepStoredMachineConfig: node patches, one node at a time', () => {
   const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
-  const host = (node: string, name: string) => ({node, source: `${name}.yaml`, yaml: `apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: ${name}\nauto: off\n`})
+  const host = (node: string, name: string) => ({
+    node,
+    source: `${name}.yaml`,
+    yaml: `apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: ${name}\nauto: off\n`,
+  })
   const stored: Partial<MachineConfigInputs> = {nodePatches: [host('192.0.2.11', 'w1')]}
   it('Given a node added later with its own --node-patch, Then its patch is taken and the stored ones of the other nodes are kept', () => {
     const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.12=@w2.yaml']}, {...none, nodePatches: [host('192.0.2.12', 'w2')]}, stored)
     expect(kept.nodePatches).toEqual([host('192.0.2.11', 'w1'), host('192.0.2.12', 'w2')])
   })
-  it('Given a different --node-patch for a node the cluster has, Then it replaces that node\'s stored one only', () => {
-    const kept = keepStoredMachineConfig({nodePatch: ['192.0.2.11=@w9.yaml']}, {...none, nodePatches: [host('192.0.2.11', 'w9')]}, {nodePatches: [host('192.0.2.11', 'w1'), host('192.0.2.13', 'w3')]})
+  it("Given a different --node-patch for a node the cluster has, Then it replaces that node's stored one only", () => {
+    const kept = keepStoredMachineConfig(
+      {nodePatch: ['192.0.2.11=@w9.yaml']},
+      {...none, nodePatches: [host('192.0.2.11', 'w9')]},
+      {nodePatches: [host('192.0.2.11', 'w1'), host('192.0.2.13', 'w3')]},
+    )
     expect(kept.nodePatches).toEqual([host('192.0.2.13', 'w3'), host('192.0.2.11', 'w9')])
   })
 })
 
-describe('rebaseConfig: the operator\'s change laid over the running config', () => {
-  const before = 'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\ncluster:\n  inlineManifests:\n    - name: cilium\n      contents: x\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
+describe("rebaseConfig: the operator's change laid over the running config", () => {
+  const before =
+    'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\ncluster:\n  inlineManifests:\n    - name: cilium\n      contents: x\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
   // What ichor changed since (the hand-over removed the inline manifest; an upgrade moved the kubelet).
-  const running = 'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\n  kubelet:\n    image: kubelet:v2\ncluster: {}\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
+  const running =
+    'version: v1alpha1\nmachine:\n  type: worker\n  sysctls:\n    a: "1"\n  install:\n    image: old\n  kubelet:\n    image: kubelet:v2\ncluster: {}\n---\napiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: storage\n'
   it('Given a changed sysctl, image and label, Then only those change and the later changes stay', () => {
     const after = before.replace('a: "1"', 'b: "2"').replace('image: old', 'image: new').replace('tier: storage', 'tier: fast')
     const out = rebaseConfig(running, before, after)!
     const docs = parseAllDocuments(out).map((d) => d.toJS())
-    expect(docs[0]).toEqual({version: 'v1alpha1', machine: {type: 'worker', sysctls: {b: '2'}, install: {image: 'new'}, kubelet: {image: 'kubelet:v2'}}, cluster: {}})
+    expect(docs[0]).toEqual({
+      version: 'v1alpha1',
+      machine: {type: 'worker', sysctls: {b: '2'}, install: {image: 'new'}, kubelet: {image: 'kubelet:v2'}},
+      cluster: {},
+    })
     expect(docs[1]).toEqual({apiVersion: 'v1alpha1', kind: 'KubeNodeConfig', labels: {tier: 'fast'}})
     // Applied: the same change is no change any more.
     expect(rebaseConfig(out, before, after)).toBeUndefined()
@@ -135,10 +185,20 @@ describe('rebaseConfig: the operator\'s change laid over the running config', ()
 })
 
 describe('the install disk each node is told about', () => {
-  it('Given --install-disk and one node whose own patch selects another disk, Then each node\'s line names its disk and where it comes from', () => {
-    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', controlPlanes: ['192.0.2.10'], workers: ['192.0.2.11'], machineConfig: {
-      installDisk: '/dev/nvme0n1', nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == "/dev/sdb"'],
-    }}, {requireNodes: true})
+  it("Given --install-disk and one node whose own patch selects another disk, Then each node's line names its disk and where it comes from", () => {
+    const inputs = checkInitInputs(
+      {
+        clusterName: 'c',
+        endpoint: 'https://192.0.2.10:6443',
+        controlPlanes: ['192.0.2.10'],
+        workers: ['192.0.2.11'],
+        machineConfig: {
+          installDisk: '/dev/nvme0n1',
+          nodePatch: ['192.0.2.11=apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: disk.dev_path == "/dev/sdb"'],
+        },
+      },
+      {requireNodes: true},
+    )
     expect(installDiskLines(inputs)).toEqual([
       'Talos will be installed onto /dev/nvme0n1 of 192.0.2.10 (--install-disk); its contents are erased (a node already configured keeps its installation)',
       'Talos will be installed onto /dev/sdb of 192.0.2.11 (--node-patch 192.0.2.11 inline); its contents are erased (a node already configured keeps its installation)',
@@ -155,7 +215,11 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
       execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
     }
     const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes}, {requireNodes: true})
-    const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: 'replaced', ciliumManifest: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n'})
+    const talos = renderTalosPatches({
+      talosVersion: inputs.talosVersion,
+      kubeProxy: 'replaced',
+      ciliumManifest: 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n',
+    })
     const task = machineConfigsTask({state, inputs: {...inputs, machineConfig}, render: async () => ({talos}) as InitRender})
     await task.run(() => undefined)
     return state
@@ -164,7 +228,9 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
   it('Given an install disk, an installer image, a control-plane and a worker patch, Then the generated configs carry them and pass talosctl validate', async () => {
     const image = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245:v1.14.1'
     const state = await run({
-      installDisk: '/dev/nvme0n1', installImage: image, patches: [],
+      installDisk: '/dev/nvme0n1',
+      installImage: image,
+      patches: [],
       controlPlanePatches: [{source: 'cp.yaml', yaml: 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n'}],
       workerPatches: [{source: 'w.yaml', yaml: 'apiVersion: v1alpha1\nkind: KubeNodeConfig\nlabels:\n  tier: worker\n'}],
       nodePatches: [{node: '192.0.2.11', source: 'w1.yaml', yaml: 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'}],
@@ -183,9 +249,14 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
 
   it('Given a patch Talos refuses (an unknown field), Then exit 2 naming the flag, the file and the field', async () => {
     const error = await run({
-      patches: [], controlPlanePatches: [{source: 'ok.yaml', yaml: 'machine:\n  sysctls:\n    a.b: "1"\n'}],
-      workerPatches: [{source: 'w-bad.yaml', yaml: 'machine:\n  bogusField: 1\n'}], nodePatches: [],
-    }).then(() => undefined, (e: unknown) => e)
+      patches: [],
+      controlPlanePatches: [{source: 'ok.yaml', yaml: 'machine:\n  sysctls:\n    a.b: "1"\n'}],
+      workerPatches: [{source: 'w-bad.yaml', yaml: 'machine:\n  bogusField: 1\n'}],
+      nodePatches: [],
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(IchorError)
     expect((error as IchorError).exitCode).toBe(2)
     expect((error as IchorError).message).toMatch(/^--config-patch-worker w-bad\.yaml: Talos refuses the patch: .*bogusField/)
@@ -195,30 +266,65 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
     const none: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}
     const state = await run({...none, installDisk: '/dev/nvme0n1'})
     const before = [state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))
-    const error = await run({...none, installDisk: '/dev/nvme0n1', patches: [{source: 'bad.yaml', yaml: 'machine:\n  network:\n    hostname: x\n'}]}, state).then(() => undefined, (e: unknown) => e)
+    const error = await run(
+      {...none, installDisk: '/dev/nvme0n1', patches: [{source: 'bad.yaml', yaml: 'machine:\n  network:\n    hostname: x\n'}]},
+      state,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect((error as IchorError).exitCode).toBe(2)
     expect([state.controlPlaneConfig, state.workerConfig, state.configsHash].map((f) => readFileSync(f, 'utf8'))).toEqual(before)
   }, 60_000)
 
   it('Given a node patch that makes the config invalid, Then exit 2 naming that node patch', async () => {
     const error = await run({
-      patches: [], controlPlanePatches: [], workerPatches: [],
+      patches: [],
+      controlPlanePatches: [],
+      workerPatches: [],
       nodePatches: [{node: '192.0.2.10', source: 'cp-host.yaml', yaml: 'machine:\n  network:\n    hostname: cp-1\n'}],
-    }).then(() => undefined, (e: unknown) => e)
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect((error as IchorError).exitCode).toBe(2)
     expect((error as IchorError).message).toMatch(/^--node-patch 192\.0\.2\.10 cp-host\.yaml: Talos refuses the patch: .*static hostname is already set/)
   }, 60_000)
 })
 
 describe('ichor init --dry-run --output-dir with machine-config flags (the real talosctl renders the configs)', () => {
-  it('Given an install disk, role patches and a node hostname, Then every node\'s full config is written with no secret value, and a per-node summary names disk, image, patches and hostname', async () => {
+  it("Given an install disk, role patches and a node hostname, Then every node's full config is written with no secret value, and a per-node summary names disk, image, patches and hostname", async () => {
     const {spawnSync} = await import('node:child_process')
     const {PROJECT_ROOT, UPSTREAM} = await import('../support/upstream.js')
     const out = join(dir, 'dry')
     const cp = file('dry-cp.yaml', 'machine:\n  sysctls:\n    vm.nr_hugepages: "64"\n')
-    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--worker', '192.0.2.11',
-      '--mirror', UPSTREAM.dir, '--install-disk', '/dev/nvme0n1', '--config-patch-control-plane', `@${cp}`, '--node-patch', '192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off'],
-    {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath()}})
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(PROJECT_ROOT, 'bin', 'run.js'),
+        'init',
+        '--dry-run',
+        '--output-dir',
+        out,
+        '--cluster-name',
+        'homelab',
+        '--endpoint',
+        'https://192.0.2.10:6443',
+        '--control-plane',
+        '192.0.2.10',
+        '--worker',
+        '192.0.2.11',
+        '--mirror',
+        UPSTREAM.dir,
+        '--install-disk',
+        '/dev/nvme0n1',
+        '--config-patch-control-plane',
+        `@${cp}`,
+        '--node-patch',
+        '192.0.2.11=apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off',
+      ],
+      {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath()}},
+    )
     expect(r.status, r.stderr).toBe(0)
     const cpConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.10.yaml'), 'utf8')
     const wConfig = readFileSync(join(out, 'talos', 'nodes', '192.0.2.11.yaml'), 'utf8')

@@ -28,14 +28,43 @@ const patched = (base: string, name: string, patch: string) => {
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'ichor-sim-apply-'))
-  writeFileSync(join(root, 'nodes.json'), JSON.stringify([{ip: NEW, role: 'worker', talosVersion: 'v1.14.1'}, {ip: OLD, role: 'worker', talosVersion: 'v1.13.0'}]))
+  writeFileSync(
+    join(root, 'nodes.json'),
+    JSON.stringify([
+      {ip: NEW, role: 'worker', talosVersion: 'v1.14.1'},
+      {ip: OLD, role: 'worker', talosVersion: 'v1.13.0'},
+    ]),
+  )
   env = {...process.env, TALOS_SIM_STATE: root, TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(), TALOS_SIM_REBOOT_MS: '1500'}
   const talosctl = realTalosctlPath()
   execFileSync(talosctl, ['gen', 'secrets', '--output-file', join(root, 'secrets.yaml')], {stdio: 'ignore'})
-  for (const [dir, version] of [['new', 'v1.14.1'], ['old', 'v1.13.0']] as const) {
-    execFileSync(talosctl, ['gen', 'config', 'c', 'https://127.0.0.11:6443', '--with-secrets', join(root, 'secrets.yaml'), '--talos-version', version, '--output', join(root, dir), '--with-docs=false', '--with-examples=false'], {stdio: 'ignore'})
+  for (const [dir, version] of [
+    ['new', 'v1.14.1'],
+    ['old', 'v1.13.0'],
+  ] as const) {
+    execFileSync(
+      talosctl,
+      [
+        'gen',
+        'config',
+        'c',
+        'https://127.0.0.11:6443',
+        '--with-secrets',
+        join(root, 'secrets.yaml'),
+        '--talos-version',
+        version,
+        '--output',
+        join(root, dir),
+        '--with-docs=false',
+        '--with-examples=false',
+      ],
+      {stdio: 'ignore'},
+    )
   }
-  for (const [ip, dir] of [[NEW, 'new'], [OLD, 'old']] as const) {
+  for (const [ip, dir] of [
+    [NEW, 'new'],
+    [OLD, 'old'],
+  ] as const) {
     const r = sim(['apply-config', '--insecure', '--nodes', ip, '--endpoints', ip, '--file', join(root, dir, 'worker.yaml')])
     if (r.status !== 0) throw new Error(r.stderr)
   }
@@ -62,14 +91,18 @@ describe('talosctl simulator: apply-config modes on a configured node', () => {
 
   it('Given Talos v1.13, When machine.env changes, Then no-reboot refuses it, the dry run says "with a reboot", and auto applies it and the node is away while it reboots', async () => {
     const base = join(root, 'old', 'worker.yaml')
-    const image = patched(base, 'old-image.yaml', '{"machine":{"install":{"image":"factory.talos.dev/installer/abc:v1.13.0"},"sysctls":{"vm.nr_hugepages":"64"}}}')
+    const image = patched(
+      base,
+      'old-image.yaml',
+      '{"machine":{"install":{"image":"factory.talos.dev/installer/abc:v1.13.0"},"sysctls":{"vm.nr_hugepages":"64"}}}',
+    )
     const dryImage = sim(['apply-config', '--file', image, '--dry-run', ...secure(OLD, join(root, 'old'))])
     expect(dryImage.status, dryImage.stderr).toBe(0)
     expect(dryImage.stderr).toContain('Applied configuration without a reboot (skipped in dry-run)')
     const env13 = patched(base, 'old-env.yaml', '{"machine":{"env":{"GRPC_GO_LOG_SEVERITY_LEVEL":"error"}}}')
     const refused = sim(['apply-config', '--file', env13, '--mode', 'no-reboot', ...secure(OLD, join(root, 'old'))])
     expect(refused.status).not.toBe(0)
-    expect(refused.stderr).toContain('this config change can\'t be applied in immediate mode')
+    expect(refused.stderr).toContain("this config change can't be applied in immediate mode")
     const dry = sim(['apply-config', '--file', env13, '--mode', 'auto', '--dry-run', ...secure(OLD, join(root, 'old'))])
     expect(dry.status, dry.stderr).toBe(0)
     expect(dry.stderr).toContain('Dry run summary:\nApplied configuration with a reboot (skipped in dry-run).\nConfig diff:\n')

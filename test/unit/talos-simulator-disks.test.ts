@@ -26,7 +26,24 @@ beforeAll(() => {
   execFileSync(talosctl, ['gen', 'secrets', '--output-file', join(root, 'secrets.yaml')], {stdio: 'ignore'})
   for (const disk of ['/dev/nvme0n1', '/dev/sda']) {
     const out = join(root, disk.slice(5))
-    execFileSync(talosctl, ['gen', 'config', 'c', 'https://127.0.0.11:6443', '--with-secrets', join(root, 'secrets.yaml'), '--install-disk', disk, '--output', out, '--with-docs=false', '--with-examples=false'], {stdio: 'ignore'})
+    execFileSync(
+      talosctl,
+      [
+        'gen',
+        'config',
+        'c',
+        'https://127.0.0.11:6443',
+        '--with-secrets',
+        join(root, 'secrets.yaml'),
+        '--install-disk',
+        disk,
+        '--output',
+        out,
+        '--with-docs=false',
+        '--with-examples=false',
+      ],
+      {stdio: 'ignore'},
+    )
   }
 })
 afterAll(() => rmSync(root, {recursive: true, force: true}))

@@ -17,7 +17,10 @@ function world(...facts: string[]): World {
 }
 
 /** A task that makes `fact` true, unless told to break. */
-function ensure(fact: string, opts: {mutating?: boolean; actionForgets?: boolean; actionThrows?: Error; probeThrows?: Error; hint?: string} = {}): WorldTask<World> {
+function ensure(
+  fact: string,
+  opts: {mutating?: boolean; actionForgets?: boolean; actionThrows?: Error; probeThrows?: Error; hint?: string} = {},
+): WorldTask<World> {
   return {
     id: `ensure-${fact}`,
     title: `Ensure ${fact}`,
@@ -224,10 +227,13 @@ describe('runTasks', () => {
     }
     const unreachable = new IchorError('cannot reach the Kubernetes API server https://127.0.0.1:6443 (context "admin"): no answer within 30 s', {exitCode: 1})
     // The wait step is read-only (no guard before it); the process is paused while it waits.
-    const wait: WorldTask<World> = {...ensure('ready', {mutating: false}), async run() {
-      paused = true
-      throw unreachable
-    }}
+    const wait: WorldTask<World> = {
+      ...ensure('ready', {mutating: false}),
+      async run() {
+        paused = true
+        throw unreachable
+      },
+    }
     const error = await failureOf(runTasks(bindTasks([ensure('a'), wait, ensure('c')], world()), {output: 'plain', dryRun: false, renderer: silent, guard}))
     expect(error.taskId).toBe('ensure-ready')
     expect(error.exitCode).toBe(3)
@@ -238,10 +244,13 @@ describe('runTasks', () => {
   it('given a step that fails while the Lease still holds (or cannot be checked), then its own error is reported', async () => {
     for (const unreachable of [false, true]) {
       let acted = false
-      const failing: WorldTask<World> = {...ensure('b'), async run() {
-        acted = true
-        throw new IchorError('helm upgrade failed', {exitCode: 1})
-      }}
+      const failing: WorldTask<World> = {
+        ...ensure('b'),
+        async run() {
+          acted = true
+          throw new IchorError('helm upgrade failed', {exitCode: 1})
+        },
+      }
       const guard = async () => {
         if (acted && unreachable) throw new IchorError('cannot reach the Kubernetes API server', {exitCode: 1})
       }

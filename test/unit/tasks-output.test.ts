@@ -45,7 +45,11 @@ async function render(output: OutputMode, tasks: WorldTask<Facts>[], facts: Fact
   return {text: out.text(), error}
 }
 
-const tasks = () => [step('crd', 'Install the Ichor CRD'), step('adopt', 'Adopt Cilium into Helm release', {progress: ['helm install cilium', 'helm install cilium']}), step('policies', 'Apply network policies')]
+const tasks = () => [
+  step('crd', 'Install the Ichor CRD'),
+  step('adopt', 'Adopt Cilium into Helm release', {progress: ['helm install cilium', 'helm install cilium']}),
+  step('policies', 'Apply network policies'),
+]
 
 describe('plain output', () => {
   it('prints one line per step with its number, status and time, progress indented, and a summary', async () => {
@@ -92,7 +96,10 @@ describe('plain output', () => {
 describe('json output', () => {
   it('writes one JSON event per line: start, task checking/running/final, progress, end', async () => {
     const {text} = await render('json', tasks(), new Set(['crd']))
-    const events = text.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+    const events = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(events[0]).toEqual({
       event: 'start',
       dryRun: false,
@@ -143,7 +150,12 @@ describe('where the events go', () => {
       for (const r of restore) r()
     }
     expect(written.stdout).toBe('')
-    expect(written.stderr.trimEnd().split('\n').map((l) => (JSON.parse(l) as {event: string}).event)).toEqual(['start', 'task', 'task', 'task', 'end'])
+    expect(
+      written.stderr
+        .trimEnd()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as {event: string}).event),
+    ).toEqual(['start', 'task', 'task', 'task', 'end'])
   })
 })
 

@@ -42,7 +42,9 @@ describe('--cilium-chart / --argocd-chart', () => {
   })
   it('a junk file is "not a gzip tarball", exit 2', () => {
     const junk = file('junk.tgz', 'this is not a chart\n')
-    expect(() => resolveAsset('argocd', {override: junk})).toThrow(/--argocd-chart .*junk\.tgz is not a gzip tarball \(it does not start as a gzip stream does\)/)
+    expect(() => resolveAsset('argocd', {override: junk})).toThrow(
+      /--argocd-chart .*junk\.tgz is not a gzip tarball \(it does not start as a gzip stream does\)/,
+    )
     expect(exitCodeOf(() => resolveAsset('argocd', {override: junk}))).toBe(2)
   })
   it('gzipped junk is "not a gzip tarball", exit 2', () => {
@@ -57,7 +59,9 @@ describe('--cilium-chart / --argocd-chart', () => {
   })
   it('a file over the size cap is refused before it is read', () => {
     const huge = sparse('huge.tgz', MAX_CHART_ARCHIVE_BYTES + 1)
-    expect(() => resolveAsset('cilium', {override: huge})).toThrow(new RegExp(`--cilium-chart .*huge\\.tgz: is ${MAX_CHART_ARCHIVE_BYTES + 1} bytes; at most ${MAX_CHART_ARCHIVE_BYTES} bytes \\(16 MiB\\)`))
+    expect(() => resolveAsset('cilium', {override: huge})).toThrow(
+      new RegExp(`--cilium-chart .*huge\\.tgz: is ${MAX_CHART_ARCHIVE_BYTES + 1} bytes; at most ${MAX_CHART_ARCHIVE_BYTES} bytes \\(16 MiB\\)`),
+    )
   })
   it('a gzip bomb stops at the unpacked cap', () => {
     const bomb = file('bomb.tgz', gzipSync(Buffer.alloc(MAX_CHART_UNPACKED_BYTES + 1), {level: 1}))
@@ -88,7 +92,10 @@ describe('--kokumi-manifest', () => {
 describe('the built CLI', () => {
   it('`cni values validate --cilium-chart DIR` exits 2 with the named error', () => {
     if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'cni', 'values', 'validate.js'))) throw new Error('dist/ is missing: run `npm run build` first')
-    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), 'cni', 'values', 'validate', '--cilium-chart', dir], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'run.js'), 'cni', 'values', 'validate', '--cilium-chart', dir], {
+      encoding: 'utf8',
+      env: {...process.env, ICHOR_MIRROR: ''},
+    })
     expect(r.stderr).toMatch(/--cilium-chart: .* is a directory, expected a file/)
     expect(r.stderr).not.toMatch(/EISDIR/)
     expect(r.status).toBe(2)
@@ -102,10 +109,13 @@ describe('a chart whose values.yaml is an alias bomb', () => {
     const letters = 'abcdefghij'
     let values = `a: &a {${Array.from({length: 9}, (_, i) => `k${i}: lol`).join(', ')}}\n`
     for (let i = 1; i < 10; i++) values += `${letters[i]}: &${letters[i]} {${Array.from({length: 9}, (_, j) => `k${j}: *${letters[i - 1]}`).join(', ')}}\n`
-    const path = file('bomb-chart.tgz', buildBundle([
-      {path: 'cilium/Chart.yaml', content: 'apiVersion: v2\nname: cilium\nversion: 1.18.0\n'},
-      {path: 'cilium/values.yaml', content: values},
-    ]).layer)
+    const path = file(
+      'bomb-chart.tgz',
+      buildBundle([
+        {path: 'cilium/Chart.yaml', content: 'apiVersion: v2\nname: cilium\nversion: 1.18.0\n'},
+        {path: 'cilium/values.yaml', content: values},
+      ]).layer,
+    )
     const chart = readChartArchive(path, '--cilium-chart')
     expect(() => knownKeys(chart)).toThrow(/bomb-chart\.tgz: the chart's values\.yaml expands to more than 200000 values/)
     expect(exitCodeOf(() => knownKeys(chart))).toBe(2)

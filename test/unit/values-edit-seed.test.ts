@@ -24,7 +24,13 @@ afterEach(() => {
 describe('editValuesBuffer with a change from the command line', () => {
   it('a seeded buffer saved as opened is the seeded layer, and the header says so', async () => {
     process.env.VISUAL = editor
-    const user = await editValuesBuffer({header: ['# header'], initial: {hubble: {relay: {enabled: true}}}, seeded: true, fileName: 'v.yaml', check: async () => undefined})
+    const user = await editValuesBuffer({
+      header: ['# header'],
+      initial: {hubble: {relay: {enabled: true}}},
+      seeded: true,
+      fileName: 'v.yaml',
+      check: async () => undefined,
+    })
     expect(user).toEqual({hubble: {relay: {enabled: true}}})
     expect(readFileSync(join(dir, 'seen.yaml'), 'utf8')).toMatch(/already in this buffer: *\n# save and quit to apply them/)
   })

@@ -69,7 +69,13 @@ describe('--set in helm syntax', () => {
   it('an escaped comma stays in the value', () => {
     expect(parseSetFlag('a=x\\,y')).toEqual([{path: ['a'], value: 'x,y'}])
   })
-  it.each([['novalue', /missing "=value"/], ['=x', /empty key/], ['a..b=1', /empty key segment/], ['a[x]=1', /bad list index/], ['a={x', /unclosed "\{"/]])('refuses %s', (flag, message) => {
+  it.each([
+    ['novalue', /missing "=value"/],
+    ['=x', /empty key/],
+    ['a..b=1', /empty key segment/],
+    ['a[x]=1', /bad list index/],
+    ['a={x', /unclosed "\{"/],
+  ])('refuses %s', (flag, message) => {
     expect(() => parseSetFlag(flag)).toThrow(message)
   })
 })
@@ -84,10 +90,14 @@ describe('hostile values files (exit 2, a named error, nothing parsed that need 
   it('a file over the cap is refused by its size before it is parsed', () => {
     // Invalid YAML past the cap: the size is what gets reported, so nothing was parsed.
     const big = file('big.yaml', `a: [${'x'.repeat(MAX_VALUES_FILE_BYTES)}\n`)
-    expect(() => readValuesFile(big, '--cilium-values')).toThrow(new RegExp(`--cilium-values .*big\\.yaml: the values file is ${MAX_VALUES_FILE_BYTES + 5} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes \\(256 KiB\\)`))
+    expect(() => readValuesFile(big, '--cilium-values')).toThrow(
+      new RegExp(`--cilium-values .*big\\.yaml: the values file is ${MAX_VALUES_FILE_BYTES + 5} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes \\(256 KiB\\)`),
+    )
   })
   it('a device such as /dev/zero is refused without reading it', () => {
-    expect(() => readValuesFile('/dev/zero', '--cilium-values')).toThrow(/--cilium-values \/dev\/zero: cannot read the values file: is not a regular file.*or - to read standard input/)
+    expect(() => readValuesFile('/dev/zero', '--cilium-values')).toThrow(
+      /--cilium-values \/dev\/zero: cannot read the values file: is not a regular file.*or - to read standard input/,
+    )
   })
   it('the errors carry exit code 2', () => {
     try {
@@ -100,7 +110,9 @@ describe('hostile values files (exit 2, a named error, nothing parsed that need 
   it('a duplicate key in a map of 20,000 keys is found, with its line', () => {
     const keys = Array.from({length: 20_000}, (_, i) => `k${i.toString(36)}: 1`)
     keys.push('kh: 2')
-    expect(() => parseValuesText(`${keys.join('\n')}\n`, 'f.yaml')).toThrow(/f\.yaml: not valid YAML at line 20001, column 1: map keys must be unique; "kh" is repeated/)
+    expect(() => parseValuesText(`${keys.join('\n')}\n`, 'f.yaml')).toThrow(
+      /f\.yaml: not valid YAML at line 20001, column 1: map keys must be unique; "kh" is repeated/,
+    )
   })
   it('a map key that is a list is refused', () => {
     expect(() => parseValuesText('? [a, b]\n: 1\n', 'f.yaml')).toThrow(/map key must be a plain string/)
@@ -108,7 +120,10 @@ describe('hostile values files (exit 2, a named error, nothing parsed that need 
   it('a billion-laughs alias bomb is a clear error naming the file', () => {
     let bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
     const names = 'abcdefghij'
-    for (let i = 1; i < 10; i++) bomb += `${names[i]}: &${names[i]} [${Array(9).fill(`*${names[i - 1]}`).join(',')}]\n`
+    for (let i = 1; i < 10; i++)
+      bomb += `${names[i]}: &${names[i]} [${Array(9)
+        .fill(`*${names[i - 1]}`)
+        .join(',')}]\n`
     expect(() => readValuesFile(file('bomb.yaml', bomb), '--cilium-values')).toThrow(/--cilium-values .*bomb\.yaml: its aliases \(\*name\) expand too much/)
   })
   it('a few aliases still work', () => {
@@ -120,7 +135,9 @@ describe('hostile values files (exit 2, a named error, nothing parsed that need 
     ['constructor:\n  prototype:\n    polluted: 1\n', 'constructor'],
     ['a:\n  prototype: 1\n', 'a.prototype'],
   ])('refuses a prototype key (%j) naming its path', (text, path) => {
-    expect(() => parseValuesText(text, 'f.yaml')).toThrow(new RegExp(`f\\.yaml: 1 problem\\n  - ${path.replace(/[_.]/g, '\\$&')}: the key "[a-z_]+" is not accepted`))
+    expect(() => parseValuesText(text, 'f.yaml')).toThrow(
+      new RegExp(`f\\.yaml: 1 problem\\n  - ${path.replace(/[_.]/g, '\\$&')}: the key "[a-z_]+" is not accepted`),
+    )
     expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
   it('refuses nesting deeper than 64 levels', () => {
@@ -148,7 +165,9 @@ describe('hostile --set flags', () => {
     expect(() => applySetFlags({}, [flag])).toThrow(/: the key path is deeper than 64 levels/)
   })
   it('refuses integers beyond 2^53 with their path', () => {
-    expect(() => applySetFlags({}, ['operator.replicas=99999999999999999999999999'])).toThrow(/--set .*: operator\.replicas: 99999999999999999999999999 is an integer beyond/)
+    expect(() => applySetFlags({}, ['operator.replicas=99999999999999999999999999'])).toThrow(
+      /--set .*: operator\.replicas: 99999999999999999999999999 is an integer beyond/,
+    )
     expect(() => applySetFlags({}, ['a={1,9007199254740993}'])).toThrow(/a: 9007199254740993 is an integer beyond/)
   })
 })
@@ -169,7 +188,11 @@ describe('standard input (the built CLI)', () => {
   const bin = join(PROJECT_ROOT, 'bin', 'run.js')
   it('reads "-" with the same cap', () => {
     if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'cni', 'values', 'validate.js'))) throw new Error('dist/ is missing: run `npm run build` first')
-    const r = spawnSync(process.execPath, [bin, 'cni', 'values', 'validate', '--cilium-chart', UPSTREAM.ciliumChart, '-f', '-'], {input: 'a: 1\n'.repeat(60_000), encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}})
+    const r = spawnSync(process.execPath, [bin, 'cni', 'values', 'validate', '--cilium-chart', UPSTREAM.ciliumChart, '-f', '-'], {
+      input: 'a: 1\n'.repeat(60_000),
+      encoding: 'utf8',
+      env: {...process.env, ICHOR_MIRROR: ''},
+    })
     expect(r.stderr).toMatch(/-f -: the values file is more than 262144 bytes/)
     expect(r.status).toBe(2)
   })

@@ -10,8 +10,19 @@ import {beforeAll, describe, expect, it} from 'vitest'
 import {runCli, type CliResult} from '../support/run-cli.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
-interface ManifestFlag {name: string; char?: string; multiple?: boolean; type: string}
-interface ManifestCommand {id: string; strict?: boolean; usage?: string | string[]; args: Record<string, {required?: boolean}>; flags: Record<string, ManifestFlag>}
+interface ManifestFlag {
+  name: string
+  char?: string
+  multiple?: boolean
+  type: string
+}
+interface ManifestCommand {
+  id: string
+  strict?: boolean
+  usage?: string | string[]
+  args: Record<string, {required?: boolean}>
+  flags: Record<string, ManifestFlag>
+}
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, ManifestCommand>}
 const VALUES_COMMANDS = Object.values(manifest.commands).filter((c) => c.id.split(':').includes('values') && !c.id.endsWith(':get'))
 
@@ -30,19 +41,28 @@ beforeAll(async () => {
   const port = (server.address() as {port: number}).port
   await new Promise((resolve) => server.close(resolve))
   kubeconfig = join(work, 'kubeconfig')
-  writeFileSync(kubeconfig, `apiVersion: v1
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: dead, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]
 users: [{name: u, user: {token: not-a-secret}}]
 contexts: [{name: dead, context: {cluster: dead, user: u}}]
 current-context: dead
-`)
+`,
+  )
 })
 
 describe('every values command (but get) takes -f, --set and positional KEY=VALUE', () => {
   it('finds the seven commands', () => {
     expect(VALUES_COMMANDS.map((c) => c.id).sort()).toEqual([
-      'cni:values:diff', 'cni:values:edit', 'cni:values:set', 'cni:values:validate', 'stack:values:diff', 'stack:values:edit', 'stack:values:set',
+      'cni:values:diff',
+      'cni:values:edit',
+      'cni:values:set',
+      'cni:values:validate',
+      'stack:values:diff',
+      'stack:values:edit',
+      'stack:values:set',
     ])
   })
   it.each(VALUES_COMMANDS.map((c) => [c.id.replaceAll(':', ' '), c]))('ichor %s', (_name, c) => {
@@ -54,11 +74,25 @@ describe('every values command (but get) takes -f, --set and positional KEY=VALU
   })
 })
 
-describe('the values are merged in helm\'s order: files, then --set, then KEY=VALUE', () => {
+describe("the values are merged in helm's order: files, then --set, then KEY=VALUE", () => {
   it('ichor cni values validate -f X --set a=b a2=c', async () => {
     const file = join(work, 'v.yaml')
     writeFileSync(file, 'hubble:\n  relay: {enabled: false}\n  ui: {enabled: false}\n  metrics: {enabled: [dns]}\n')
-    const r = await ichor(['cni', 'values', 'validate', 'hubble.ui.enabled=false', '-f', file, '--set', 'hubble.relay.enabled=true', '--set', 'hubble.ui.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    const r = await ichor([
+      'cni',
+      'values',
+      'validate',
+      'hubble.ui.enabled=false',
+      '-f',
+      file,
+      '--set',
+      'hubble.relay.enabled=true',
+      '--set',
+      'hubble.ui.enabled=true',
+      '--cilium-chart',
+      UPSTREAM.ciliumChart,
+      '--json',
+    ])
     expect(r.code, r.stderr + r.stdout).toBe(0)
     const hubble = JSON.parse(r.stdout).effective.hubble
     expect(hubble.relay.enabled).toBe(true) // --set over the file

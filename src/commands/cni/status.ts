@@ -9,10 +9,7 @@ import {openSession} from '../../lib/session/session.js'
 export default class CniStatus extends IchorCommand {
   static override summary = 'Show the Cilium release against the desired state: values, chart, kube-proxy mode, readiness and the Talos hand-over.'
   static override description = 'Exit code 0 when healthy, 1 when degraded; every problem is shown with the command that fixes it.'
-  static override examples = [
-    '<%= config.bin %> cni status --kubeconfig ./kubeconfig',
-    '<%= config.bin %> cni status --talosconfig ./talosconfig -o yaml',
-  ]
+  static override examples = ['<%= config.bin %> cni status --kubeconfig ./kubeconfig', '<%= config.bin %> cni status --talosconfig ./talosconfig -o yaml']
   static override flags = {...kubeFlags, ...talosAccessFlags, ...outputFormatFlag}
 
   async run() {

@@ -6,7 +6,8 @@ import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class CniUpgrade extends IchorCommand {
-  static override summary = "Upgrade Cilium as its upgrade guide requires: one minor at a time, values checked against the new chart, the pre-flight check, helm upgrade with rollback, recorded in the IchorInstallation."
+  static override summary =
+    'Upgrade Cilium as its upgrade guide requires: one minor at a time, values checked against the new chart, the pre-flight check, helm upgrade with rollback, recorded in the IchorInstallation.'
   static override description = `The target chart: --cilium-chart FILE, else --to VERSION from the fetched assets or the mirror (--mirror / ICHOR_MIRROR), else the chart this ichor pins.
 A downgrade or a step over a minor version is refused (exit 2) before anything runs, naming the versions in between.
 A minor step from an older patch than the newest one ichor knows of the current minor is refused too (Cilium's upgrade guide: latest patch first), unless --skip-patch-check.
@@ -21,7 +22,10 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     to: Flags.string({description: 'the Cilium version to upgrade to (found in the fetched assets or the mirror)', helpValue: 'VERSION'}),
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
-    'skip-patch-check': Flags.boolean({description: "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)"}),
+    'skip-patch-check': Flags.boolean({
+      description:
+        "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)",
+    }),
     'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
     ...yesFlag,
     timeout: timeoutFlag(900),
@@ -32,9 +36,20 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     const {flags} = await this.parse(CniUpgrade)
     const json = this.jsonEnabled()
     const result = await runCniUpgrade({
-      to: flags.to, skipPatchCheck: flags['skip-patch-check'], chart: flags['cilium-chart'], mirror: flags.mirror, kubeconfig: flags.kubeconfig, context: flags.context,
-      talosconfig: flags.talosconfig, stateDir: flags['state-dir'], timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
-      yes: flags.yes, json, output: outputModeFor({json}),
+      to: flags.to,
+      skipPatchCheck: flags['skip-patch-check'],
+      chart: flags['cilium-chart'],
+      mirror: flags.mirror,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      talosconfig: flags.talosconfig,
+      stateDir: flags['state-dir'],
+      timeoutMs: flags.timeout,
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
+      output: outputModeFor({json}),
       preview: (plan, diff) => {
         this.log(plan.target.describe)
         for (const w of plan.warnings) this.warn(w)

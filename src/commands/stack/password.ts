@@ -5,7 +5,8 @@ import {readKokumiAdminPassword} from '../../lib/stack/password.js'
 
 export default class StackPassword extends IchorCommand {
   static override summary = "Print a stack component's generated admin password (Kokumi's UI login) to stdout, and nothing else."
-  static override description = 'The password is shown once in the summary of the first successful ichor init; this prints it on demand. It goes to stdout only, never to a log.'
+  static override description =
+    'The password is shown once in the summary of the first successful ichor init; this prints it on demand. It goes to stdout only, never to a log.'
   static override examples = ['<%= config.bin %> stack password kokumi', '<%= config.bin %> stack password kokumi --kubeconfig ./kubeconfig | pbcopy']
   static override args = {component: Args.string({description: 'the component whose admin password ichor generated', options: ['kokumi'], required: true})}
   static override flags = {...kubeFlags}

@@ -7,7 +7,8 @@ import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class StackSync extends IchorCommand {
   static override summary = "Republish the bundles Kokumi's registry lost (same digests) and have Kokumi render them again."
-  static override description = 'A no-op when the registry holds everything (changed: false with --json). Pass the artifacts the cluster was installed with when they are not the pinned ones.'
+  static override description =
+    'A no-op when the registry holds everything (changed: false with --json). Pass the artifacts the cluster was installed with when they are not the pinned ones.'
   static override examples = [
     '<%= config.bin %> stack sync',
     '<%= config.bin %> stack sync --dry-run',
@@ -30,11 +31,30 @@ export default class StackSync extends IchorCommand {
     const {flags} = await this.parse(StackSync)
     const json = this.jsonEnabled()
     const result = await runStackSyncPlan({
-      kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
-      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      registryEndpoint: flags['registry-endpoint'],
+      sources: {
+        argocdChart: flags['argocd-chart'],
+        kokumiManifest: flags['kokumi-manifest'],
+        mirror: flags.mirror,
+        pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']},
+      },
+      timeoutMs: flags.timeout,
+      output: outputModeFor({json}),
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
     })
-    if (!json) this.log((result.changed ? (result.dryRun ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nThe stack is back in line.') : '\nNothing to do: the registry holds everything and Kokumi serves it.') + awaitingLines(result.awaitingApproval))
+    if (!json)
+      this.log(
+        (result.changed
+          ? result.dryRun
+            ? '\nDry run: the steps marked "would run" are what a real run changes.'
+            : '\nThe stack is back in line.'
+          : '\nNothing to do: the registry holds everything and Kokumi serves it.') + awaitingLines(result.awaitingApproval),
+      )
     return result
   }
 }

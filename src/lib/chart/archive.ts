@@ -90,7 +90,10 @@ export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
     tarBytes = gunzipSync(gz, {maxOutputLength: MAX_CHART_UNPACKED_BYTES})
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    const why = code === 'ERR_BUFFER_TOO_LARGE' ? `it unpacks to more than ${MAX_CHART_UNPACKED_BYTES / 1024 / 1024} MiB` : `the gzip stream is broken (${code ?? (error as Error).message})`
+    const why =
+      code === 'ERR_BUFFER_TOO_LARGE'
+        ? `it unpacks to more than ${MAX_CHART_UNPACKED_BYTES / 1024 / 1024} MiB`
+        : `the gzip stream is broken (${code ?? (error as Error).message})`
     throw new IchorError(`${label}: cannot unpack it: ${why}`, {exitCode: EXIT.usage})
   }
   const out = new Map<string, Buffer>()
@@ -107,8 +110,12 @@ export function untarSync(gz: Buffer, label: string): Map<string, Buffer> {
       entry.on('end', () => out.set(entry.path.replace(/^\.\//, ''), Buffer.concat(chunks)))
     },
   })
-  parser.on('error', (e: unknown) => { failure = e })
-  parser.on('warn', (_code: string, message: string) => { failure ??= new Error(message) })
+  parser.on('error', (e: unknown) => {
+    failure = e
+  })
+  parser.on('warn', (_code: string, message: string) => {
+    failure ??= new Error(message)
+  })
   parser.end(tarBytes)
   // A file that is not a gzip tarball is bad input (exit 2), whoever named it.
   if (failure) throw new IchorError(`${label} is not a gzip tarball (${failure instanceof Error ? failure.message : String(failure)})`, {exitCode: EXIT.usage})

@@ -61,11 +61,18 @@ export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: Change
  * turn the replacement off before any kube-proxy runs. Refused, naming the command that finishes it.
  */
 export function refuseHalfDoneSwitch(ctx: CniContext): void {
-  if (ctx.release && typeof ctx.release.config.kubeProxyReplacement === 'boolean' && ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')) {
-    throw new IchorError(`a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`, {
-      exitCode: EXIT.usage,
-      hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
-    })
+  if (
+    ctx.release &&
+    typeof ctx.release.config.kubeProxyReplacement === 'boolean' &&
+    ctx.release.config.kubeProxyReplacement !== (ctx.modes.kubeProxy === 'replaced')
+  ) {
+    throw new IchorError(
+      `a kube-proxy switch to "${ctx.modes.kubeProxy}" is half done (the release still has kubeProxyReplacement=${String(ctx.release.config.kubeProxyReplacement)}); nothing was changed`,
+      {
+        exitCode: EXIT.usage,
+        hint: `finish it first: ${switchCommand(ctx.modes.kubeProxy)}`,
+      },
+    )
   }
 }
 
@@ -103,19 +110,37 @@ export async function chartOfRelease(kube: Kube, ctx: CniContext, sources: Chart
 }
 
 /** Reads the cluster, builds the new user layer and validates it; invalid values are a ValidationError (exit 2). */
-export async function prepareValuesChange(kube: Kube, input: ValuesInput, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext; rendered?: string}> {
+export async function prepareValuesChange(
+  kube: Kube,
+  input: ValuesInput,
+  sources: ChangeSources,
+): Promise<CiliumValuesChange & {context: CniContext; rendered?: string}> {
   const ctx = await readCniContext(kube)
   refuseHalfDoneSwitch(ctx)
   const chart = await chartOfRelease(kube, ctx, sources)
   if (input.kind === 'layer' && input.base !== undefined && !isDeepStrictEqual(input.base, ctx.user)) {
-    throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {hint: 'run `ichor cni values edit` again to edit the current values'})
+    throw new IchorError('the stored Cilium values changed while the editor was open; nothing was changed', {
+      hint: 'run `ichor cni values edit` again to edit the current values',
+    })
   }
   const user = newUserLayer(ctx.user, input)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
-  const report = await validateCiliumValues({chartPath: chart.path, user, facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos})
+  const report = await validateCiliumValues({
+    chartPath: chart.path,
+    user,
+    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+    laterFacts: talos,
+  })
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
   return {
-    context: ctx, user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
-    previousUser: ctx.user, notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes], rendered: report.rendered,
+    context: ctx,
+    user,
+    effective: report.effective,
+    hash: valuesHash(report.effective),
+    chartPath: chart.path,
+    chartVersion: chart.version,
+    previousUser: ctx.user,
+    notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
+    rendered: report.rendered,
   }
 }

@@ -27,7 +27,9 @@ export interface CniContext {
 export async function readCniContext(kube: Kube, installationRead?: Promise<Installation | undefined>): Promise<CniContext> {
   const [installation, release] = await Promise.all([installationRead ?? readInstallation(kube), readCiliumRelease(kube)])
   if (!installation) {
-    throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up'})
+    throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
+      hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up',
+    })
   }
   const cni = installation.spec.cni
   const modes: CiliumModes = {
@@ -58,7 +60,9 @@ async function upgradeCompatibilityOf(kube: Kube, installation: Installation, re
 
 async function readOldestReleaseRecord(kube: Kube): Promise<ReleaseRecord | undefined> {
   const {name, namespace} = CILIUM_RELEASE
-  const {items} = await kube.request<{items: ReleaseSecret[]}>('GET', `/api/v1/namespaces/${namespace}/secrets`, {query: {labelSelector: `owner=helm,name=${name}`}})
+  const {items} = await kube.request<{items: ReleaseSecret[]}>('GET', `/api/v1/namespaces/${namespace}/secrets`, {
+    query: {labelSelector: `owner=helm,name=${name}`},
+  })
   const revisionOf = (s: ReleaseSecret) => Number(s.metadata?.labels?.version ?? s.metadata?.name?.split('.v').pop())
   const oldest = items.filter((s) => s.type === 'helm.sh/release.v1' && Number.isInteger(revisionOf(s))).sort((a, b) => revisionOf(a) - revisionOf(b))[0]
   return oldest ? decodeReleaseSecret(oldest) : undefined

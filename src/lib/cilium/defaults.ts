@@ -23,7 +23,19 @@ export {CILIUM_RELEASE} from '../constants.js'
  * forbids loading kernel modules). Derived from the chart at hand (1.19 adds SYSLOG); these
  * are Cilium 1.18's, used when no chart is at hand.
  */
-const CILIUM_AGENT_CAPABILITIES = ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID']
+const CILIUM_AGENT_CAPABILITIES = [
+  'CHOWN',
+  'KILL',
+  'NET_ADMIN',
+  'NET_RAW',
+  'IPC_LOCK',
+  'SYS_ADMIN',
+  'SYS_RESOURCE',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'SETGID',
+  'SETUID',
+]
 const CLEAN_STATE_CAPABILITIES = ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE']
 const TALOS_FORBIDDEN_CAPABILITIES = new Set(['SYS_MODULE'])
 
@@ -51,14 +63,23 @@ const TALOS_GUIDE = 'required on Talos (Talos Cilium guide)'
 // annotation on the pod template; all false in values.yaml, Cilium 1.18-1.20). Without it most
 // values reach only cilium-config, which a running agent never reads again.
 const ROLL_OUT = 'always true: a values change must reach the running pods, and the chart restarts them on a ConfigMap change only with this set'
-const ROLL_OUT_KEYS = [['rollOutCiliumPods'], ['operator', 'rollOutPods'], ['envoy', 'rollOutPods'], ['hubble', 'relay', 'rollOutPods'], ['hubble', 'ui', 'rollOutPods']] as const
+const ROLL_OUT_KEYS = [
+  ['rollOutCiliumPods'],
+  ['operator', 'rollOutPods'],
+  ['envoy', 'rollOutPods'],
+  ['hubble', 'relay', 'rollOutPods'],
+  ['hubble', 'ui', 'rollOutPods'],
+] as const
 const SECRETS_NS = `pinned to ${CILIUM_SECRETS_NAMESPACE} so the Roles Cilium creates for its features land in Cilium's own namespace (ADR 0131)`
 
 export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
   {path: ['ipam', 'mode'], reason: `always "kubernetes", ${TALOS_GUIDE}`},
   {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
   {path: ['securityContext', 'capabilities', 'cleanCiliumState'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
-  {path: ['upgradeCompatibility'], reason: 'the Cilium minor first installed, recorded in the IchorInstallation status and kept across upgrades (Cilium upgrade guide)'},
+  {
+    path: ['upgradeCompatibility'],
+    reason: 'the Cilium minor first installed, recorded in the IchorInstallation status and kept across upgrades (Cilium upgrade guide)',
+  },
   {path: ['cgroup', 'autoMount', 'enabled'], reason: `always false: Talos mounts cgroup v2 itself (${TALOS_GUIDE})`},
   {path: ['cgroup', 'hostRoot'], reason: `always /sys/fs/cgroup, ${TALOS_GUIDE}`},
   {path: ['k8sServiceHost'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},

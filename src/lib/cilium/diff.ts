@@ -33,7 +33,17 @@ export function wantsColour(stream: {isTTY?: boolean}, env: NodeJS.ProcessEnv = 
 export function colourDiff(text: string): string {
   return text
     .split('\n')
-    .map((l) => (l.startsWith('+++') || l.startsWith('---') ? `\u001B[1m${l}\u001B[0m` : l.startsWith('+') ? `\u001B[32m${l}\u001B[0m` : l.startsWith('-') ? `\u001B[31m${l}\u001B[0m` : l.startsWith('@@') ? `\u001B[36m${l}\u001B[0m` : l))
+    .map((l) =>
+      l.startsWith('+++') || l.startsWith('---')
+        ? `\u001B[1m${l}\u001B[0m`
+        : l.startsWith('+')
+          ? `\u001B[32m${l}\u001B[0m`
+          : l.startsWith('-')
+            ? `\u001B[31m${l}\u001B[0m`
+            : l.startsWith('@@')
+              ? `\u001B[36m${l}\u001B[0m`
+              : l,
+    )
     .join('\n')
 }
 

@@ -25,7 +25,10 @@ export async function editCiliumValues(kube: Kube, sources: ChangeSources, seed?
   const base = (await readCniContext(kube)).user
   const initial = seed ? newUserLayer(base, seed) : base
   const user = await editValuesBuffer({
-    header: HEADER, initial, seeded: !isDeepStrictEqual(initial, base), fileName: 'cilium-values.yaml',
+    header: HEADER,
+    initial,
+    seeded: !isDeepStrictEqual(initial, base),
+    fileName: 'cilium-values.yaml',
     check: async (u) => void (await prepareValuesChange(kube, {kind: 'layer', user: u, base}, sources)),
   })
   return {user, base}

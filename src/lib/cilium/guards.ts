@@ -31,11 +31,14 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
 
   if (getPath(effective, ['bpf', 'masquerade']) === true) {
     if (facts.forwardKubeDNSToHost === undefined) {
-      notes.push('bpf.masquerade: whether Talos forwards kube-dns to the host DNS is unknown here, so the CoreDNS guard was not applied (pass --forward-kube-dns-to-host)')
+      notes.push(
+        'bpf.masquerade: whether Talos forwards kube-dns to the host DNS is unknown here, so the CoreDNS guard was not applied (pass --forward-kube-dns-to-host)',
+      )
     } else if (facts.forwardKubeDNSToHost) {
       issues.push({
         path: 'bpf.masquerade',
-        message: 'true breaks CoreDNS while Talos forwards kube-dns to the host DNS (forwardKubeDNSToHost: true, the Talos default); set forwardKubeDNSToHost: false on the Talos side first, or leave bpf.masquerade unset',
+        message:
+          'true breaks CoreDNS while Talos forwards kube-dns to the host DNS (forwardKubeDNSToHost: true, the Talos default); set forwardKubeDNSToHost: false on the Talos side first, or leave bpf.masquerade unset',
       })
     }
   }
@@ -45,9 +48,14 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
       issues.push({path: 'gatewayAPI.enabled', message: "true needs the kube-proxy replacement (Cilium's Gateway API prerequisite); use --kube-proxy replaced"})
     }
     if (facts.gatewayApiCrds === undefined) {
-      notes.push('gatewayAPI.enabled: whether the Gateway API CRDs are installed is unknown here, so that guard was not applied (pass --gateway-api-crds present|absent)')
+      notes.push(
+        'gatewayAPI.enabled: whether the Gateway API CRDs are installed is unknown here, so that guard was not applied (pass --gateway-api-crds present|absent)',
+      )
     } else if (facts.gatewayApiCrds === 'absent') {
-      issues.push({path: 'gatewayAPI.enabled', message: 'true needs the Gateway API CRDs installed first (gateway.networking.k8s.io); install them, then enable it'})
+      issues.push({
+        path: 'gatewayAPI.enabled',
+        message: 'true needs the Gateway API CRDs installed first (gateway.networking.k8s.io); install them, then enable it',
+      })
     }
   }
 

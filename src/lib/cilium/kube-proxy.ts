@@ -36,11 +36,22 @@ export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, 
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   // upgradeCompatibility stays the minor first installed, as `cni values set` keeps it: without it
   // the chart at hand (after `cni upgrade`, a later minor) would give its own minor.
-  const report = await validateCiliumValues({chartPath: chart.path, user: ctx.user, facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos})
+  const report = await validateCiliumValues({
+    chartPath: chart.path,
+    user: ctx.user,
+    facts: {...facts, kubeProxy: target, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+    laterFacts: talos,
+  })
   if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
   return {
-    context: ctx, user: ctx.user, effective: report.effective, hash: valuesHash(report.effective), chartPath: chart.path, chartVersion: chart.version,
-    previousUser: ctx.user, notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
+    context: ctx,
+    user: ctx.user,
+    effective: report.effective,
+    hash: valuesHash(report.effective),
+    chartPath: chart.path,
+    chartVersion: chart.version,
+    previousUser: ctx.user,
+    notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
   }
 }
 
@@ -77,10 +88,14 @@ export function verifyCiliumConfigTask(p: {session: Session; target: KubeProxyMo
       return got === want ? holds(`${key}=${got}`) : missing(`${key}=${got ?? '(absent)'}`)
     },
     async run(progress) {
-      await waitFor(`${namespace}/${name} ${key}=${want}`, async () => {
-        const got = await read()
-        return {done: got === want, state: `${key}=${got ?? '(absent)'}`}
-      }, {timeoutMs: Math.min(p.timeoutMs, 60_000), onProgress: progress})
+      await waitFor(
+        `${namespace}/${name} ${key}=${want}`,
+        async () => {
+          const got = await read()
+          return {done: got === want, state: `${key}=${got ?? '(absent)'}`}
+        },
+        {timeoutMs: Math.min(p.timeoutMs, 60_000), onProgress: progress},
+      )
     },
   }
 }

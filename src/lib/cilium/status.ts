@@ -101,7 +101,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     }
     return configs.get(node)!
   }
-  if (early && talosconfig) for (const node of [...early.spec.talos.controlPlanes, ...kubeProxyNodes(early.spec.talos).map((n) => n.node)]) machineConfig(node, talosconfig)
+  if (early && talosconfig)
+    for (const node of [...early.spec.talos.controlPlanes, ...kubeProxyNodes(early.spec.talos).map((n) => n.node)]) machineConfig(node, talosconfig)
   const ctx = await context
   const access = talosAccess(ctx.installation, opts)
   const ns = CILIUM_RELEASE.namespace
@@ -115,11 +116,15 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     readConfigMapKey(kube, ns, 'cilium-config', 'kube-proxy-replacement'),
     isCiliumInTalosInventory(kube),
     talosconfig
-      ? Promise.all(controlPlanes.map(async (node) => (inlineManifestForms(await machineConfig(node, talosconfig)).length > 0 ? [node] : []))).then((n) => n.flat())
+      ? Promise.all(controlPlanes.map(async (node) => (inlineManifestForms(await machineConfig(node, talosconfig)).length > 0 ? [node] : []))).then((n) =>
+          n.flat(),
+        )
       : Promise.resolve(undefined),
     readWorkloadRollout(kube, 'DaemonSet', KUBE_PROXY.namespace, KUBE_PROXY.name),
     talosconfig
-      ? Promise.all(kubeProxyNodes(ctx.installation.spec.talos).map(async ({node}) => ({node, enabled: kubeProxyEnabledIn(await machineConfig(node, talosconfig))})))
+      ? Promise.all(
+          kubeProxyNodes(ctx.installation.spec.talos).map(async ({node}) => ({node, enabled: kubeProxyEnabledIn(await machineConfig(node, talosconfig))})),
+        )
       : Promise.resolve(undefined),
     talosManaged,
   ])
@@ -130,14 +135,30 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   const recordedHash = ctx.installation.status?.cni?.appliedValuesHash
 
   if (!release) {
-    problems.push({severity: 'error', what: `no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, fix: 'ichor init (the same flags as the first run; it adopts the running Cilium)'})
+    problems.push({
+      severity: 'error',
+      what: `no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`,
+      fix: 'ichor init (the same flags as the first run; it adopts the running Cilium)',
+    })
   } else if (release.status !== 'deployed') {
-    problems.push({severity: 'error', what: `release ${CILIUM_RELEASE.name} revision ${release.revision} is ${release.status}`, fix: `${SET}   (no arguments: recovers the release and applies the stored values)`})
+    problems.push({
+      severity: 'error',
+      what: `release ${CILIUM_RELEASE.name} revision ${release.revision} is ${release.status}`,
+      fix: `${SET}   (no arguments: recovers the release and applies the stored values)`,
+    })
   }
   if (release && releaseHash !== desiredHash) {
-    problems.push({severity: 'error', what: "the release's values differ from the IchorInstallation's (values hash mismatch)", fix: `${SET}   (no arguments: applies the stored user layer; \`ichor cni values diff\` shows the difference)`})
+    problems.push({
+      severity: 'error',
+      what: "the release's values differ from the IchorInstallation's (values hash mismatch)",
+      fix: `${SET}   (no arguments: applies the stored user layer; \`ichor cni values diff\` shows the difference)`,
+    })
   } else if (release && recordedHash !== releaseHash) {
-    problems.push({severity: 'warning', what: 'the IchorInstallation status does not record the applied values hash', fix: `${SET}   (no arguments: records it)`})
+    problems.push({
+      severity: 'warning',
+      what: 'the IchorInstallation status does not record the applied values hash',
+      fix: `${SET}   (no arguments: records it)`,
+    })
   }
 
   const chart = chartUpgrade(release?.chartVersion)
@@ -159,27 +180,48 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   if (talosWrong.length > 0 || kubeProxyWrong) {
     const parts = [
       talosWrong.length ? `kube-proxy is ${wantReplaced ? 'still enabled' : 'disabled'} in the Talos machine config of ${talosWrong.join(', ')}` : '',
-      kubeProxyWrong ? (wantReplaced ? `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet still exists` : `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet is ${kubeProxyDs ? `not ready (${kubeProxyDs.state})` : 'absent'}`) : '',
+      kubeProxyWrong
+        ? wantReplaced
+          ? `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet still exists`
+          : `the ${KUBE_PROXY.namespace}/${KUBE_PROXY.name} DaemonSet is ${kubeProxyDs ? `not ready (${kubeProxyDs.state})` : 'absent'}`
+        : '',
     ].filter(Boolean)
     problems.push({severity: 'error', what: `kube-proxy switch to "${desiredMode}" is half done: ${parts.join('; ')}`, fix: switchCommand(desiredMode)})
   }
   const consistent = ciliumConsistent && talosWrong.length === 0 && !kubeProxyWrong
 
-  for (const [label, w, kind, name] of [['DaemonSet', daemonSet, 'ds', 'cilium'], ['operator Deployment', operator, 'deploy', 'cilium-operator']] as const) {
+  for (const [label, w, kind, name] of [
+    ['DaemonSet', daemonSet, 'ds', 'cilium'],
+    ['operator Deployment', operator, 'deploy', 'cilium-operator'],
+  ] as const) {
     if (!w) problems.push({severity: 'error', what: `the Cilium ${label} ${ns}/${name} does not exist`, fix: `${SET}   (no arguments: re-applies the release)`})
-    else if (!w.rolledOut) problems.push({severity: 'error', what: `the Cilium ${label} is not ready: ${w.state} (${w.ready}/${w.desired} ready)`, fix: `kubectl -n ${ns} rollout status ${kind}/${name}; kubectl -n ${ns} describe ${kind}/${name}`})
+    else if (!w.rolledOut)
+      problems.push({
+        severity: 'error',
+        what: `the Cilium ${label} is not ready: ${w.state} (${w.ready}/${w.desired} ready)`,
+        fix: `kubectl -n ${ns} rollout status ${kind}/${name}; kubectl -n ${ns} describe ${kind}/${name}`,
+      })
   }
 
   const initAgain = 'ichor init with the same flags as the first run (its step "Take Cilium out of Talos" finishes the hand-over)'
-  if (inInventory) problems.push({severity: 'error', what: "Cilium is still in Talos's inventory: `talosctl upgrade-k8s` would prune or roll it back", fix: initAgain})
+  if (inInventory)
+    problems.push({severity: 'error', what: "Cilium is still in Talos's inventory: `talosctl upgrade-k8s` would prune or roll it back", fix: initAgain})
   if (!talosconfig) {
-    problems.push({severity: 'warning', what: `the control planes' machine configs were not checked: no talosconfig (looked in ${access.stateDir})`, fix: 'ichor cni status --talosconfig FILE (or --state-dir DIR)'})
+    problems.push({
+      severity: 'warning',
+      what: `the control planes' machine configs were not checked: no talosconfig (looked in ${access.stateDir})`,
+      fix: 'ichor cni status --talosconfig FILE (or --state-dir DIR)',
+    })
   } else if (inlineOn && inlineOn.length > 0) {
     problems.push({severity: 'error', what: `the bootstrap inline manifest is still on control plane(s) ${inlineOn.join(', ')}`, fix: initAgain})
   }
   const managedByTalos = managedRefs.map((r) => describeObject(r))
   if (managedByTalos.length > 0) {
-    problems.push({severity: 'error', what: `${managedByTalos.length} Cilium object(s) still list Talos's field manager "talos" (e.g. ${managedByTalos[0]}): a values change cannot remove the fields Talos set`, fix: initAgain})
+    problems.push({
+      severity: 'error',
+      what: `${managedByTalos.length} Cilium object(s) still list Talos's field manager "talos" (e.g. ${managedByTalos[0]}): a values change cannot remove the fields Talos set`,
+      fix: initAgain,
+    })
   }
   const localConfigsWithInline = access.localConfigs.filter((f) => inlineManifestForms(readFileSync(f, 'utf8')).length > 0)
   for (const file of localConfigsWithInline) {
@@ -192,7 +234,11 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     })
   }
 
-  const kubernetes = await kubernetesNextToCilium(ctx.installation, release?.chartVersion, talosconfig ? controlPlanes.map((n) => machineConfig(n, talosconfig)) : [])
+  const kubernetes = await kubernetesNextToCilium(
+    ctx.installation,
+    release?.chartVersion,
+    talosconfig ? controlPlanes.map((n) => machineConfig(n, talosconfig)) : [],
+  )
 
   return {
     healthy: !problems.some((p) => p.severity === 'error'),
@@ -200,7 +246,14 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
     chart,
     upgradeCompatibility: ctx.modes.upgradeCompatibility,
-    kubeProxy: {desired: desiredMode, release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined, ciliumConfig: kprConfig, consistent, daemonSet: kubeProxyDs, talosNodes},
+    kubeProxy: {
+      desired: desiredMode,
+      release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined,
+      ciliumConfig: kprConfig,
+      consistent,
+      daemonSet: kubeProxyDs,
+      talosNodes,
+    },
     readiness: {daemonSet, operator},
     ...(kubernetes ? {kubernetes} : {}),
     talos: {checked: talosconfig !== undefined, talosconfig, inlineManifestOn: inlineOn, inInventory, managedByTalos, localConfigsWithInline},
@@ -220,20 +273,30 @@ export function chartUpgrade(installed: string | undefined): CniStatusReport['ch
 function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {
   const cmp = compareVersions(pinned, installed)
   if (cmp === 0) return {pinned, installed, upgrade: 'up-to-date', detail: `runs ${installed}, the version this ichor pins`}
-  if (cmp < 0) return {pinned, installed, upgrade: 'installed-is-newer', detail: `runs ${installed}, newer than the ${pinned} this ichor pins: use a newer ichor`}
+  if (cmp < 0)
+    return {pinned, installed, upgrade: 'installed-is-newer', detail: `runs ${installed}, newer than the ${pinned} this ichor pins: use a newer ichor`}
   const minor = (v: string) => v.replace(/^v/, '').split('.').slice(0, 2).map(Number)
   const [pm, pn] = minor(pinned)
   const [im, iN] = minor(installed)
-  if (pm !== im || pn! - iN! > 1) return {pinned, installed, upgrade: 'too-far', detail: `${installed} to ${pinned} skips a minor version; Cilium upgrades one minor at a time`}
+  if (pm !== im || pn! - iN! > 1)
+    return {pinned, installed, upgrade: 'too-far', detail: `${installed} to ${pinned} skips a minor version; Cilium upgrades one minor at a time`}
   return {pinned, installed, upgrade: 'available', detail: `ichor cni upgrade --to ${pinned}`}
 }
 
 /** The lowest version the control planes' configs name, else the recorded one, else init's. */
-async function kubernetesNextToCilium(installation: Installation, ciliumVersion: string | undefined, configs: Promise<string>[]): Promise<CniStatusReport['kubernetes']> {
+async function kubernetesNextToCilium(
+  installation: Installation,
+  ciliumVersion: string | undefined,
+  configs: Promise<string>[],
+): Promise<CniStatusReport['kubernetes']> {
   if (!ciliumVersion) return undefined
   const fromConfigs = (await Promise.all(configs.map((c) => c.then(kubernetesVersionOfConfig, () => undefined)))).filter((v): v is string => Boolean(v))
   fromConfigs.sort((a, b) => compareKubernetes(parseKubernetesVersion(a), parseKubernetesVersion(b)))
   const recorded = installation.status?.kubernetes?.version
-  const [version, source] = fromConfigs[0] ? [fromConfigs[0], 'machine configs' as const] : recorded ? [recorded, 'recorded' as const] : [installation.spec.talos.kubernetesVersion, 'init' as const]
+  const [version, source] = fromConfigs[0]
+    ? [fromConfigs[0], 'machine configs' as const]
+    : recorded
+      ? [recorded, 'recorded' as const]
+      : [installation.spec.talos.kubernetesVersion, 'init' as const]
   return {version, source, ...nextMinorNeedsCilium(ciliumVersion, version)}
 }

@@ -6,7 +6,15 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {CniContext} from './context.js'
 import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
-import {isInterruptedInstall, isPending, pendingDeadline, releaseHistory, ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../helm/pending.js'
+import {
+  isInterruptedInstall,
+  isPending,
+  pendingDeadline,
+  releaseHistory,
+  ReleasePendingError,
+  settlePendingRelease,
+  waitForSettledRelease,
+} from '../helm/pending.js'
 import {helmInstall, helmUpgrade, HelmReleaseError, valuesHash, type ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject} from '../kube/objects.js'
@@ -77,7 +85,9 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
         return holds(adoptedButFailed(record))
       }
       const same = valuesHash(record.config) === valuesHash(await p.values())
-      return holds(`release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : `; ${DRIFT_MESSAGE}: ${RESTORE_CILIUM_VALUES}`}`)
+      return holds(
+        `release ${CILIUM_RELEASE.name} revision ${record.revision} (chart ${record.chartVersion})${same ? '' : `; ${DRIFT_MESSAGE}: ${RESTORE_CILIUM_VALUES}`}`,
+      )
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -85,8 +95,14 @@ export function adoptCiliumTask(p: AdoptionInput): Task {
       if (await clearInterruptedAdoption(kube, progress)) return
       // No rollback on an adoption: rolling back an install would uninstall a running CNI.
       await helmInstall({
-        ...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: CILIUM_RELEASE.namespace, chartPath: await p.chartPath(),
-        values: await p.values(), takeOwnership: true, wait: true, timeoutSeconds: Math.ceil(p.timeoutMs / 1000),
+        ...(await p.session.helmTarget()),
+        release: CILIUM_RELEASE.name,
+        namespace: CILIUM_RELEASE.namespace,
+        chartPath: await p.chartPath(),
+        values: await p.values(),
+        takeOwnership: true,
+        wait: true,
+        timeoutSeconds: Math.ceil(p.timeoutMs / 1000),
       })
     },
   }
@@ -103,7 +119,9 @@ const RESTORE_CILIUM_VALUES = 'ichor cni values set'
 export async function ciliumReleaseDrift(kube: Kube, effective: Values): Promise<{subject: string; message: string; restore: string}[]> {
   const record = await readCiliumRelease(kube)
   if (!record || record.status !== 'deployed' || valuesHash(record.config) === valuesHash(effective)) return []
-  return [{subject: `${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}`, message: `${DRIFT_MESSAGE} at revision ${record.revision}`, restore: RESTORE_CILIUM_VALUES}]
+  return [
+    {subject: `${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}`, message: `${DRIFT_MESSAGE} at revision ${record.revision}`, restore: RESTORE_CILIUM_VALUES},
+  ]
 }
 
 /**
@@ -209,13 +227,25 @@ export function upgradeCiliumValuesTask(p: {
       for (let attempt = 1; ; attempt++) {
         const record = await settlePendingRelease(kube, CILIUM_RELEASE.name, ns, {progress})
         if (record?.status === 'deployed' && record.chartVersion === c.chartVersion && valuesHash(record.config) === c.hash) return
-        if (!record) throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {hint: 'run `ichor init` (same flags as the first run) to adopt it'})
+        if (!record)
+          throw new IchorError(`no Helm release ${ns}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {
+            hint: 'run `ichor init` (same flags as the first run) to adopt it',
+          })
         // What the plan read is what it may change: settled here when it read an operation in
         // progress, or when helm refused for one (the helm an interrupted run left, which holds no Lease).
         const read = c.context.release
         await releaseStillAsRead(p.session, attempt === 1 && read && !isPending(read.status) ? read.revision : record.revision)
         try {
-          await helmUpgrade({...(await p.session.helmTarget()), release: CILIUM_RELEASE.name, namespace: ns, chartPath: c.chartPath, values: c.effective, wait: true, rollbackOnFailure: true, timeoutSeconds})
+          await helmUpgrade({
+            ...(await p.session.helmTarget()),
+            release: CILIUM_RELEASE.name,
+            namespace: ns,
+            chartPath: c.chartPath,
+            values: c.effective,
+            wait: true,
+            rollbackOnFailure: true,
+            timeoutSeconds,
+          })
           return
         } catch (error) {
           if (!(error instanceof HelmReleaseError)) throw error
@@ -240,17 +270,23 @@ async function releaseStillAsRead(session: Session, revision: number): Promise<v
   await session.guard()
   const now = await readCiliumRelease(await session.kube())
   if (now?.revision !== revision) {
-    throw new IchorError(`Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name} moved from revision ${revision} to ${now ? `${now.revision} (${now.status})` : 'none'} since this command read it; nothing was changed`, {
-      exitCode: EXIT.lease,
-      hint: 'another helm or ichor command changed the release meanwhile: check it (ichor cni status), then run this command again',
-    })
+    throw new IchorError(
+      `Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name} moved from revision ${revision} to ${now ? `${now.revision} (${now.status})` : 'none'} since this command read it; nothing was changed`,
+      {
+        exitCode: EXIT.lease,
+        hint: 'another helm or ichor command changed the release meanwhile: check it (ichor cni status), then run this command again',
+      },
+    )
   }
 }
 
 async function throwUpgradeFailure(error: HelmReleaseError, kube: Kube): Promise<never> {
   const ns = CILIUM_RELEASE.namespace
   // Which workloads held the rollout, as they are now (after the rollback).
-  const [daemonSet, operator] = await Promise.all([readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'), readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator')])
+  const [daemonSet, operator] = await Promise.all([
+    readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'),
+    readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator'),
+  ])
   throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
 }
 
@@ -261,7 +297,9 @@ function isOperationInProgress(error: HelmReleaseError): boolean {
 
 async function operationInProgressError(error: HelmReleaseError, kube: Kube): Promise<IchorError> {
   const record = await readCiliumRelease(kube)
-  const {deadline, timeoutSeconds} = record ? pendingDeadline(record, await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)) : {deadline: Date.now(), timeoutSeconds: undefined}
+  const {deadline, timeoutSeconds} = record
+    ? pendingDeadline(record, await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace))
+    : {deadline: Date.now(), timeoutSeconds: undefined}
   const left = Math.max(0, Math.round((deadline - Date.now()) / 1000))
   return new IchorError(
     `${error.message}\na helm from an interrupted run is still working on release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}${record ? ` (revision ${record.revision} ${record.status})` : ''}: ichor waits for it up to ${left}s more${timeoutSeconds ? ` (the --timeout ${timeoutSeconds}s it was given)` : ''}`,
@@ -292,7 +330,9 @@ export function ciliumUpgradeFailure(
       ? `release rolled back to revision ${after.revision} (deployed) with the previous values`
       : `release revision ${after.revision} is ${after.status}${error.rolledBack ? '' : ' (helm did not roll it back)'}`
     : 'no release record'
-  const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`].filter(Boolean).join('; ')
+  const pods = [ds && `cilium DaemonSet ${ds.ready}/${ds.desired} ready (${ds.state})`, op && `cilium-operator ${op.ready}/${op.desired} ready (${op.state})`]
+    .filter(Boolean)
+    .join('; ')
   // Helm's wait says so in its error (Helm 3: "timed out waiting for the condition", Helm 4's
   // watcher: "resource not ready" / "context deadline exceeded"); after a rollback the pods
   // that were not ready may be gone, so helm's words count as much as the pods now.
@@ -300,7 +340,10 @@ export function ciliumUpgradeFailure(
   const next = unready
     ? `see why the pods are not ready (kubectl -n ${ns} get pods -l k8s-app=cilium), fix the values and run the command again`
     : `helm's error above says what failed (the pods are ready); see helm history ${CILIUM_RELEASE.name} -n ${ns}, then run the command again`
-  return new IchorError(`${error.message}\n${release}; workloads: ${pods || 'not found'}`, {hint: `the IchorInstallation was not changed; ${next}`, cause: error})
+  return new IchorError(`${error.message}\n${release}; workloads: ${pods || 'not found'}`, {
+    hint: `the IchorInstallation was not changed; ${next}`,
+    cause: error,
+  })
 }
 
 /** Cilium's operator first, then the agents (its upgrade guide's order). */

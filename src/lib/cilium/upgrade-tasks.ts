@@ -26,7 +26,8 @@ export function checkUpgradeTask(p: {change: Later<CiliumUpgradeChange>}): Task 
     check: true,
     async probe() {
       const {plan} = await p.change()
-      const what = plan.verdict.kind === 'same' ? `the release already runs ${plan.installed}` : `${plan.installed} → ${plan.target.chart.version} (${plan.verdict.kind})`
+      const what =
+        plan.verdict.kind === 'same' ? `the release already runs ${plan.installed}` : `${plan.installed} → ${plan.target.chart.version} (${plan.verdict.kind})`
       return holds([what, ...plan.warnings.map((w) => `warning: ${w}`)].join('; '))
     },
     async run() {},
@@ -49,7 +50,8 @@ export function installPreflightTask(p: {session: Session; change: Later<CiliumU
       const c = await p.change()
       if (await upgradeDone(kube, c)) return holds(`the release already runs Cilium ${c.chartVersion}: no pre-flight check needed`)
       const r = await readReleaseRecord(kube, name, namespace)
-      if (r?.status === 'deployed' && r.chartVersion === c.chartVersion && valuesHash(r.config) === valuesHash(c.preflightValues)) return holds(`release ${name} revision ${r.revision} (chart ${r.chartVersion})`)
+      if (r?.status === 'deployed' && r.chartVersion === c.chartVersion && valuesHash(r.config) === valuesHash(c.preflightValues))
+        return holds(`release ${name} revision ${r.revision} (chart ${r.chartVersion})`)
       return missing(r ? `release ${name} is ${r.status} with chart ${r.chartVersion}` : `no release ${name}`)
     },
     async run(progress) {
@@ -57,7 +59,15 @@ export function installPreflightTask(p: {session: Session; change: Later<CiliumU
       const c = await p.change()
       // A run killed inside helm leaves a pending record: drop it (its objects carry this release's name, so helm takes them again).
       const left = await settlePendingRelease(kube, name, namespace, {progress})
-      const opts = {...(await p.session.helmTarget()), release: name, namespace, chartPath: c.chartPath, values: c.preflightValues, wait: false, timeoutSeconds: Math.ceil(p.timeoutMs / 1000)}
+      const opts = {
+        ...(await p.session.helmTarget()),
+        release: name,
+        namespace,
+        chartPath: c.chartPath,
+        values: c.preflightValues,
+        wait: false,
+        timeoutSeconds: Math.ceil(p.timeoutMs / 1000),
+      }
       if (left) await helmUpgrade({...opts, rollbackOnFailure: false})
       else await helmInstall(opts)
     },

@@ -46,16 +46,22 @@ export function resolveUpgradeChart(sources: UpgradeSources): UpgradeTarget {
   if (sources.chart) {
     chart = resolveCiliumChart(sources)
     if (sources.to && chart.version !== sources.to.replace(/^v/, '')) {
-      throw new IchorError(`--to ${sources.to} and --cilium-chart ${sources.chart} disagree: that file is Cilium ${chart.version}`, {exitCode: EXIT.usage, hint: 'pass one of them'})
+      throw new IchorError(`--to ${sources.to} and --cilium-chart ${sources.chart} disagree: that file is Cilium ${chart.version}`, {
+        exitCode: EXIT.usage,
+        hint: 'pass one of them',
+      })
     }
   } else if (sources.to) {
     const version = sources.to.replace(/^v/, '')
     const found = resolveAssetVersion('cilium', version, {mirror: sources.mirror})
     if (!found) {
-      throw new IchorError(`--to ${sources.to}: no Cilium chart ${version} in the assets folder or the mirror${sources.mirror ?? process.env.ICHOR_MIRROR ? ` (${sources.mirror ?? process.env.ICHOR_MIRROR})` : ''}`, {
-        exitCode: EXIT.usage,
-        hint: `pass --cilium-chart cilium-${version}.tgz, or --mirror DIR holding cilium-${version}.tgz`,
-      })
+      throw new IchorError(
+        `--to ${sources.to}: no Cilium chart ${version} in the assets folder or the mirror${(sources.mirror ?? process.env.ICHOR_MIRROR) ? ` (${sources.mirror ?? process.env.ICHOR_MIRROR})` : ''}`,
+        {
+          exitCode: EXIT.usage,
+          hint: `pass --cilium-chart cilium-${version}.tgz, or --mirror DIR holding cilium-${version}.tgz`,
+        },
+      )
     }
     chart = found
   } else {
@@ -79,12 +85,18 @@ function describeUpgradeChart(chart: ResolvedAsset): string {
 /** The version policy alone (cheap: no helm run): exit 2 naming the versions when the move is refused. */
 export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skipPatchCheck?: boolean} = {}): CiliumUpgradePlan {
   if (!ctx.release) {
-    throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {exitCode: EXIT.usage, hint: 'run `ichor init` (the same flags as the first run) to adopt it'})
+    throw new IchorError('there is no Helm release kube-system/cilium to upgrade: Cilium was never adopted', {
+      exitCode: EXIT.usage,
+      hint: 'run `ichor init` (the same flags as the first run) to adopt it',
+    })
   }
   const installed = ctx.release.chartVersion
   const verdict = judgeCiliumUpgrade(installed, target.chart.version, {skipPatchCheck: opts.skipPatchCheck})
   if (verdict.kind === 'refused') {
-    throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {exitCode: EXIT.usage, hint: 'nothing was changed'})
+    throw new IchorError(`refusing to upgrade Cilium from ${installed} to ${target.chart.version}: ${verdict.reason}`, {
+      exitCode: EXIT.usage,
+      hint: 'nothing was changed',
+    })
   }
   return {installed, target, verdict, warnings: verdict.kind === 'same' ? [] : verdict.warnings}
 }
@@ -106,15 +118,28 @@ export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources):
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
   const report = await validateCiliumValues({
-    chartPath, user: ctx.user, kubeVersion: kube.serverVersion?.replace(/^v/, '').split('+')[0],
-    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}, laterFacts: talos,
+    chartPath,
+    user: ctx.user,
+    kubeVersion: kube.serverVersion?.replace(/^v/, '').split('+')[0],
+    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+    laterFacts: talos,
   })
   if (!report.valid) {
-    throw new ValidationError(`the stored Cilium values do not fit Cilium ${plan.target.chart.version}, nothing was changed (change them with \`ichor cni values set\` first)`, report.issues)
+    throw new ValidationError(
+      `the stored Cilium values do not fit Cilium ${plan.target.chart.version}, nothing was changed (change them with \`ichor cni values set\` first)`,
+      report.issues,
+    )
   }
   return {
-    context: ctx, plan, user: ctx.user, previousUser: ctx.user, effective: report.effective, hash: valuesHash(report.effective),
-    chartPath, chartVersion: plan.target.chart.version, notes: [...notes, ...report.notes],
+    context: ctx,
+    plan,
+    user: ctx.user,
+    previousUser: ctx.user,
+    effective: report.effective,
+    hash: valuesHash(report.effective),
+    chartPath,
+    chartVersion: plan.target.chart.version,
+    notes: [...notes, ...report.notes],
     preflightValues: preflightValues(report.effective),
   }
 }

@@ -108,7 +108,13 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
   return report
 }
 
-export function renderCiliumChart(chartPath: string, effective: Values, kubeVersion?: string, signal?: AbortSignal, options: {noHooks?: boolean; apiVersions?: string[]} = {}): Promise<string> {
+export function renderCiliumChart(
+  chartPath: string,
+  effective: Values,
+  kubeVersion?: string,
+  signal?: AbortSignal,
+  options: {noHooks?: boolean; apiVersions?: string[]} = {},
+): Promise<string> {
   return helmTemplate({
     signal,
     noHooks: options.noHooks,

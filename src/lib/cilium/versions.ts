@@ -37,9 +37,7 @@ export function minorOf(v: string): string {
 
 export type UpgradeVerdict =
   /** Same version: nothing to upgrade (a rerun finishing an interrupted upgrade). */
-  | {kind: 'same'}
-  | {kind: 'patch' | 'minor'; warnings: string[]}
-  | {kind: 'refused'; reason: string}
+  {kind: 'same'} | {kind: 'patch' | 'minor'; warnings: string[]} | {kind: 'refused'; reason: string}
 
 export interface JudgeOptions {
   /** The versions ichor knows, for the minors in between and the newest patch of a minor. */
@@ -67,7 +65,10 @@ export function judgeCiliumUpgrade(installed: string, target: string, opts: Judg
   const cmp = compareVersions(target, installed)
   if (cmp === 0) return {kind: 'same'}
   if (cmp < 0) {
-    return {kind: 'refused', reason: `${target} is older than the installed ${installed}: Cilium is never downgraded (its upgrade guide); to go back, use helm rollback to a revision that ran it`}
+    return {
+      kind: 'refused',
+      reason: `${target} is older than the installed ${installed}: Cilium is never downgraded (its upgrade guide); to go back, use helm rollback to a revision that ran it`,
+    }
   }
   if (to.major !== from.major || to.minor - from.minor > 1) {
     const between = minorsBetween(from, to, known)
@@ -80,7 +81,11 @@ export function judgeCiliumUpgrade(installed: string, target: string, opts: Judg
   const newestPatch = newestPatchOf(installed, known)
   if (to.minor !== from.minor && newestPatch && compareVersions(newestPatch, installed) > 0) {
     const why = `the installed ${installed} is not the newest ${minorOf(installed)} patch ichor knows (${newestPatch}); Cilium's upgrade guide moves to the latest patch of the current minor before a minor upgrade`
-    if (!opts.skipPatchCheck) return {kind: 'refused', reason: `${why}: upgrade to ${newestPatch} first (ichor cni upgrade --to ${newestPatch}), or pass ${SKIP_PATCH_CHECK_FLAG} to go on from ${installed}`}
+    if (!opts.skipPatchCheck)
+      return {
+        kind: 'refused',
+        reason: `${why}: upgrade to ${newestPatch} first (ichor cni upgrade --to ${newestPatch}), or pass ${SKIP_PATCH_CHECK_FLAG} to go on from ${installed}`,
+      }
     warnings.push(`${why}; going on from ${installed} (${SKIP_PATCH_CHECK_FLAG})`)
   }
   return {kind: to.minor === from.minor ? 'patch' : 'minor', warnings}

@@ -58,7 +58,9 @@ export abstract class IchorCommand extends Command {
   }
 
   protected override toSuccessJson(result: unknown): unknown {
-    return result !== null && typeof result === 'object' && !Array.isArray(result) ? {schemaVersion: SCHEMA_VERSION, ...result} : {schemaVersion: SCHEMA_VERSION, result}
+    return result !== null && typeof result === 'object' && !Array.isArray(result)
+      ? {schemaVersion: SCHEMA_VERSION, ...result}
+      : {schemaVersion: SCHEMA_VERSION, result}
   }
 
   /** Progress and notes go to stderr so stdout stays clean for --json and pipes. */
@@ -87,12 +89,18 @@ export abstract class IchorCommand extends Command {
 export const assetFlags = {
   'cilium-chart': Flags.string({description: 'Cilium chart .tgz to use instead of the pinned, fetched one', helpValue: 'FILE'}),
   'argocd-chart': Flags.string({description: 'Argo CD chart .tgz to use instead of the pinned, fetched one', helpValue: 'FILE'}),
-  'kokumi-manifest': Flags.string({description: "Kokumi install.yaml to use instead of the pinned, fetched one", helpValue: 'FILE'}),
+  'kokumi-manifest': Flags.string({description: 'Kokumi install.yaml to use instead of the pinned, fetched one', helpValue: 'FILE'}),
   mirror: Flags.string({description: 'local mirror directory to take artifacts from when none was fetched (also ICHOR_MIRROR)', helpValue: 'DIR'}),
-  'assets-dir': Flags.string({description: 'where `ichor assets fetch` put the artifacts (also ICHOR_ASSETS_DIR; default $XDG_CACHE_HOME/ichor/assets)', helpValue: 'DIR'}),
+  'assets-dir': Flags.string({
+    description: 'where `ichor assets fetch` put the artifacts (also ICHOR_ASSETS_DIR; default $XDG_CACHE_HOME/ichor/assets)',
+    helpValue: 'DIR',
+  }),
 }
 
 /** --allow-unpinned, for the commands that install or publish from an upstream artifact. */
 export const allowUnpinnedFlag = {
-  'allow-unpinned': Flags.boolean({description: 'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned'}),
+  'allow-unpinned': Flags.boolean({
+    description:
+      'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned',
+  }),
 }

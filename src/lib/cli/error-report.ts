@@ -39,7 +39,15 @@ const PATH_ERRORS: Record<string, string> = {
 }
 
 export function reportOf(err: unknown, context: ReportContext = {}): ErrorReport {
-  const e = (err ?? {}) as Error & {code?: unknown; path?: unknown; file?: unknown; syscall?: unknown; oclif?: {exit?: number}; parse?: unknown; flags?: string[]}
+  const e = (err ?? {}) as Error & {
+    code?: unknown
+    path?: unknown
+    file?: unknown
+    syscall?: unknown
+    oclif?: {exit?: number}
+    parse?: unknown
+    flags?: string[]
+  }
   if (isIchorError(err)) {
     return withCode({
       message: cleanOclifDecoration(err.message),

@@ -9,10 +9,14 @@ import {DEFAULT_REQUEST_TIMEOUT_MS} from '../kube/request-settings.js'
  * loader's job; the base command hands --request-timeout to the clients (kube/request-settings.ts).
  */
 export const kubeFlags = {
-  kubeconfig: Flags.string({description: 'kubeconfig file to use (default: KUBECONFIG, a colon-separated list merged first-wins, then ~/.kube/config)', helpValue: 'FILE'}),
+  kubeconfig: Flags.string({
+    description: 'kubeconfig file to use (default: KUBECONFIG, a colon-separated list merged first-wins, then ~/.kube/config)',
+    helpValue: 'FILE',
+  }),
   context: Flags.string({description: 'kubeconfig context to use instead of its current-context', helpValue: 'NAME'}),
   'request-timeout': Flags.custom<number>({
-    description: "how long each request to the cluster (and to Kokumi's registry) may take before giving up, as kubectl's --request-timeout: e.g. 30s, 1m, or plain seconds; 0 waits forever",
+    description:
+      "how long each request to the cluster (and to Kokumi's registry) may take before giving up, as kubectl's --request-timeout: e.g. 30s, 1m, or plain seconds; 0 waits forever",
     helpValue: 'DURATION',
     default: DEFAULT_REQUEST_TIMEOUT_MS,
     defaultHelp: async () => formatSeconds(DEFAULT_REQUEST_TIMEOUT_MS / 1000),
@@ -22,7 +26,10 @@ export const kubeFlags = {
 
 /** For every command that reaches Kokumi's registry. */
 export const registryEndpointFlag = {
-  'registry-endpoint': Flags.string({description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)", helpValue: 'URL'}),
+  'registry-endpoint': Flags.string({
+    description: "reach Kokumi's registry at this URL instead of a port-forward (e.g. http://127.0.0.1:5000)",
+    helpValue: 'URL',
+  }),
 }
 
 /** For every command that takes the ichor-system Lease. */
@@ -47,7 +54,8 @@ export const talosAccessFlags = {
  */
 export const statePassphraseFlags = {
   'state-passphrase-file': Flags.string({
-    description: 'file (0600) with the passphrase or age identity (AGE-SECRET-KEY-1…) the Talos admin bundle in the cluster is encrypted with (default: ICHOR_STATE_PASSPHRASE_FILE, else asked on a terminal)',
+    description:
+      'file (0600) with the passphrase or age identity (AGE-SECRET-KEY-1…) the Talos admin bundle in the cluster is encrypted with (default: ICHOR_STATE_PASSPHRASE_FILE, else asked on a terminal)',
     helpValue: 'FILE',
   }),
 }
@@ -118,7 +126,12 @@ export const outputFormatFlag = {
  * Prints a read command's result: the object as YAML or JSON with `-o`, else the table
  * the command draws. Returns the text printed, for tests.
  */
-export async function printResult<T>(format: string | undefined, result: T, table: (result: T) => string, out: NodeJS.WritableStream = process.stdout): Promise<string> {
+export async function printResult<T>(
+  format: string | undefined,
+  result: T,
+  table: (result: T) => string,
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<string> {
   let text: string
   if (format === 'json') text = `${JSON.stringify(result, null, 2)}\n`
   else if (format === 'yaml') text = (await import('yaml')).stringify(result)

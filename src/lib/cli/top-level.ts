@@ -38,7 +38,10 @@ async function unknownCommand(id: string, forHelp: boolean, catalog?: () => Prom
     const c = await catalog?.()
     if (c) {
       bin = c.bin
-      const known = [...c.commands.filter((cmd) => !cmd.hidden).flatMap((cmd) => [cmd.id, ...(cmd.aliases ?? [])]), ...c.topics.filter((t) => !t.hidden).map((t) => t.name)]
+      const known = [
+        ...c.commands.filter((cmd) => !cmd.hidden).flatMap((cmd) => [cmd.id, ...(cmd.aliases ?? [])]),
+        ...c.topics.filter((t) => !t.hidden).map((t) => t.name),
+      ]
       suggestion = closest(id, known)
     }
   } catch {

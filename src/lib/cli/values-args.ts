@@ -11,8 +11,19 @@ import {parseSetFlag} from '../values/set-flags.js'
 
 // One value per occurrence, as helm: `-f a.yaml x=y` leaves x=y a positional KEY=VALUE.
 export const valuesFlags = {
-  values: Flags.string({char: 'f', description: 'YAML file with values ("-" for stdin); may repeat, later files win', helpValue: 'FILE', multiple: true, multipleNonGreedy: true}),
-  set: Flags.string({description: "set a value on top of the files, helm's syntax (a.b=c; a.b=null removes it); may repeat", helpValue: 'KEY=VALUE', multiple: true, multipleNonGreedy: true}),
+  values: Flags.string({
+    char: 'f',
+    description: 'YAML file with values ("-" for stdin); may repeat, later files win',
+    helpValue: 'FILE',
+    multiple: true,
+    multipleNonGreedy: true,
+  }),
+  set: Flags.string({
+    description: "set a value on top of the files, helm's syntax (a.b=c; a.b=null removes it); may repeat",
+    helpValue: 'KEY=VALUE',
+    multiple: true,
+    multipleNonGreedy: true,
+  }),
 }
 
 /** The commands that change a stored user layer: merge onto it, or replace it. */
@@ -26,15 +37,16 @@ export function valuesUsage(id: string, component = false): string {
   return `${id}${component ? ' COMPONENT' : ''} [KEY=VALUE...] [-f FILE...] [--set KEY=VALUE...] [FLAGS]`
 }
 
-export const VALUES_SYNTAX_HELP = "Values: -f FILE and --set KEY=VALUE may repeat; positional KEY=VALUE is a shorthand for --set. Files apply first, then --set, then KEY=VALUE (helm's order)."
+export const VALUES_SYNTAX_HELP =
+  "Values: -f FILE and --set KEY=VALUE may repeat; positional KEY=VALUE is a shorthand for --set. Files apply first, then --set, then KEY=VALUE (helm's order)."
 
 export function valuesInputFrom(argv: unknown[], flags: {values?: string[]; set?: string[]; replace?: boolean}): ValuesInput {
   const positional = argv.map(String)
   for (const s of positional) {
-    if (!s.includes('=')) throw new IchorError(`argument "${s}": expected KEY=VALUE in helm's --set syntax (e.g. hubble.relay.enabled=true)`, {exitCode: EXIT.usage})
+    if (!s.includes('='))
+      throw new IchorError(`argument "${s}": expected KEY=VALUE in helm's --set syntax (e.g. hubble.relay.enabled=true)`, {exitCode: EXIT.usage})
   }
   const sets = [...(flags.set ?? []), ...positional]
   for (const s of sets) parseSetFlag(s)
   return {kind: 'edit', files: flags.values ?? [], sets, replace: flags.replace ?? false}
 }
-

@@ -3,7 +3,11 @@ import {Flags} from '@oclif/core'
 import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS} from '../cilium/defaults.js'
 
 export const ciliumModeFlags = {
-  'kube-proxy': Flags.string({description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy', options: [...KUBE_PROXY_MODES], default: 'replaced'}),
+  'kube-proxy': Flags.string({
+    description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy',
+    options: [...KUBE_PROXY_MODES],
+    default: 'replaced',
+  }),
   tunnel: Flags.string({description: 'tunnel protocol', options: [...TUNNEL_PROTOCOLS], default: 'vxlan'}),
 }
 
@@ -12,6 +16,9 @@ export const ciliumModeFlags = {
  * (checkInitInputs applies replaced and vxlan on a new cluster).
  */
 export const initCiliumModeFlags = {
-  'kube-proxy': Flags.string({description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy (default: replaced; on a rerun, what the cluster stores)', options: [...KUBE_PROXY_MODES]}),
+  'kube-proxy': Flags.string({
+    description: 'kube-proxy mode: replaced (Cilium replaces kube-proxy) or kube-proxy (default: replaced; on a rerun, what the cluster stores)',
+    options: [...KUBE_PROXY_MODES],
+  }),
   tunnel: Flags.string({description: 'tunnel protocol (default: vxlan; on a rerun, what the cluster stores)', options: [...TUNNEL_PROTOCOLS]}),
 }

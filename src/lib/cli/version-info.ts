@@ -38,9 +38,13 @@ export function formatVersionInfo(v: VersionInfo): string {
     ['Kubernetes', `${v.pinned.kubernetes} (default)`],
   ]
   const width = Math.max(...rows.map(([name]) => name.length))
-  const embedded = (v.embedded ?? []).map((a) => `  ${a.id.padEnd(width)}  ${a.version} sha256 ${a.sha256.slice(0, 12)}${a.matchesPin ? '' : '  NOT the pinned artifact'}`)
+  const embedded = (v.embedded ?? []).map(
+    (a) => `  ${a.id.padEnd(width)}  ${a.version} sha256 ${a.sha256.slice(0, 12)}${a.matchesPin ? '' : '  NOT the pinned artifact'}`,
+  )
   return [
-    `ichor ${v.ichor} (node ${v.node}, ${v.platform})`, 'Pinned:', ...rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`),
+    `ichor ${v.ichor} (node ${v.node}, ${v.platform})`,
+    'Pinned:',
+    ...rows.map(([name, value]) => `  ${name.padEnd(width)}  ${value}`),
     ...(embedded.length > 0 ? ['Embedded in this binary:', ...embedded] : []),
   ].join('\n')
 }

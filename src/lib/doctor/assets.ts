@@ -16,7 +16,8 @@ function checkAsset(id: AssetId, sources: AssetOverrides): DoctorCheck {
     const asset = resolveAsset(id, {override: sources[id], mirror: sources.mirror, assetsDir: sources.assetsDir})
     if (asset.matchesPin) return ok(check, describeAsset(asset))
     // A fetched file was verified when it was fetched: a different one now was changed since.
-    if (asset.origin === 'assets') return fail(check, `${describeAsset(asset)}: changed since it was fetched`, `run \`ichor assets fetch\` again (it replaces a file that does not match)`)
+    if (asset.origin === 'assets')
+      return fail(check, `${describeAsset(asset)}: changed since it was fetched`, `run \`ichor assets fetch\` again (it replaces a file that does not match)`)
     return warn(check, describeAsset(asset), `run \`ichor assets fetch\` for the pinned ${asset.pinned.version}, or pass ${OVERRIDE_FLAG[id]} FILE of it`)
   } catch (error) {
     return fail(check, messageOf(error), hintOf(error) ?? 'run `ichor assets fetch`')

@@ -60,7 +60,11 @@ export async function checkTalosctl(target: TalosVersion): Promise<DoctorCheck> 
   const sameMinor = version.major === target.major && version.minor === target.minor
   if (sameMinor) return ok('talosctl', `talosctl ${tag} at ${path} matches Talos ${target.tag}`)
   if (compareVersions(version, target) < 0) {
-    return fail('talosctl', `talosctl ${tag} at ${path} is older than the Talos ${target.tag} targeted: it cannot generate or validate that config contract`, fix)
+    return fail(
+      'talosctl',
+      `talosctl ${tag} at ${path} is older than the Talos ${target.tag} targeted: it cannot generate or validate that config contract`,
+      fix,
+    )
   }
   return warn('talosctl', `talosctl ${tag} at ${path} is newer than the Talos ${target.tag} targeted`, `${fix} (a matching client is what Talos supports)`)
 }

@@ -17,14 +17,22 @@ export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck
     return [fail('kubeconfig', messageOf(error), hintOf(error) ?? 'pass --kubeconfig FILE (and --context NAME) of the cluster')]
   }
   if (!server) {
-    return [fail('kubeconfig', `context "${context}" in ${source} names no cluster with a server URL`, 'pass --context NAME of a context with a cluster, or fix the kubeconfig')]
+    return [
+      fail(
+        'kubeconfig',
+        `context "${context}" in ${source} names no cluster with a server URL`,
+        'pass --context NAME of a context with a cluster, or fix the kubeconfig',
+      ),
+    ]
   }
   const checks = [ok('kubeconfig', `context "${context}" in ${source}, server ${server}`)]
   try {
     const kube = await connectKube({...options, probe: true})
     checks.push(ok('kube-api', `${server} answers: Kubernetes ${kube.serverVersion ?? 'version unknown'}`))
   } catch (error) {
-    checks.push(fail('kube-api', messageOf(error), hintOf(error) ?? `check that ${server} is reachable from here and the credentials of context "${context}" are valid`))
+    checks.push(
+      fail('kube-api', messageOf(error), hintOf(error) ?? `check that ${server} is reachable from here and the credentials of context "${context}" are valid`),
+    )
   }
   return checks
 }

@@ -23,26 +23,41 @@ function inspect(path: string, label: string, isRoot: boolean): DoctorCheck {
   const st = statOrUndefined(path)
   if (st === undefined) {
     const parent = nearestExisting(dirname(path))
-    if (!parent.isDirectory) return fail(ID, `${label} cannot be created: ${parent.path} is not a folder`, 'pass --state-dir DIR of a folder you own, or set XDG_STATE_HOME')
-    if (!writable(parent.path)) return fail(ID, `${label} cannot be created: ${parent.path} is not writable`, `make ${parent.path} writable, or pass --state-dir DIR`)
+    if (!parent.isDirectory)
+      return fail(ID, `${label} cannot be created: ${parent.path} is not a folder`, 'pass --state-dir DIR of a folder you own, or set XDG_STATE_HOME')
+    if (!writable(parent.path))
+      return fail(ID, `${label} cannot be created: ${parent.path} is not writable`, `make ${parent.path} writable, or pass --state-dir DIR`)
     return ok(ID, `${label} does not exist yet; \`ichor init\` creates it with permissions 0700`)
   }
   if (!st.isDirectory()) return fail(ID, `${label} exists and is not a folder`, 'remove it, or pass --state-dir DIR of another folder')
   const uid = process.getuid?.()
-  if (uid !== undefined && st.uid !== uid) return fail(ID, `${label} is owned by uid ${st.uid}, not by this user (uid ${uid})`, 'pass --state-dir DIR of a folder of your own')
+  if (uid !== undefined && st.uid !== uid)
+    return fail(ID, `${label} is owned by uid ${st.uid}, not by this user (uid ${uid})`, 'pass --state-dir DIR of a folder of your own')
   if (!writable(path)) return fail(ID, `${label} is not writable`, `chmod 700 ${path}`)
   const mode = st.mode & 0o7777
-  if ((mode & 0o1002) !== 0) return fail(ID, `${label} can be written by others (permissions ${octal(mode)}): what is in it cannot be trusted`, 'pass --state-dir DIR of a folder of your own, or move the folder away and rerun `ichor init`')
+  if ((mode & 0o1002) !== 0)
+    return fail(
+      ID,
+      `${label} can be written by others (permissions ${octal(mode)}): what is in it cannot be trusted`,
+      'pass --state-dir DIR of a folder of your own, or move the folder away and rerun `ichor init`',
+    )
   const loose = [path, ...(isRoot ? clusterFolders(path) : [])].filter((p) => (modeOf(p) & 0o077) !== 0)
   if (loose.length > 0) {
-    return warn(ID, `${loose.map((p) => `${p} (${octal(modeOf(p))})`).join(', ')}: others can read or enter`, `chmod 700 ${loose.join(' ')}  (ichor init also tightens it)`)
+    return warn(
+      ID,
+      `${loose.map((p) => `${p} (${octal(modeOf(p))})`).join(', ')}: others can read or enter`,
+      `chmod 700 ${loose.join(' ')}  (ichor init also tightens it)`,
+    )
   }
   return ok(ID, `${label} is writable, permissions ${octal(mode)}`)
 }
 
 function clusterFolders(root: string): string[] {
   try {
-    return readdirSync(root, {withFileTypes: true}).filter((e) => e.isDirectory()).map((e) => join(root, e.name)).sort()
+    return readdirSync(root, {withFileTypes: true})
+      .filter((e) => e.isDirectory())
+      .map((e) => join(root, e.name))
+      .sort()
   } catch {
     return []
   }

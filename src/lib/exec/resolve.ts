@@ -18,9 +18,7 @@ export function isExecutableFile(path: string): boolean {
   }
 }
 
-export type Lookup =
-  | {found: true; path: string}
-  | {found: false; reason: 'not-found' | 'not-executable' | 'relative-to-cwd'; path?: string}
+export type Lookup = {found: true; path: string} | {found: false; reason: 'not-found' | 'not-executable' | 'relative-to-cwd'; path?: string}
 
 /**
  * Looks a command up as Go's os/exec.LookPath does (what kubectl uses for exec credential

@@ -90,7 +90,11 @@ export function runProcess(file: string, args: readonly string[], options: RunOp
     }
     const child = spawn(file, args, {
       env: options.env ?? process.env,
-      stdio: [options.input === undefined ? (options.inheritStdinStderr ? 'inherit' : 'ignore') : 'pipe', 'pipe', options.inheritStdinStderr ? 'inherit' : 'pipe'],
+      stdio: [
+        options.input === undefined ? (options.inheritStdinStderr ? 'inherit' : 'ignore') : 'pipe',
+        'pipe',
+        options.inheritStdinStderr ? 'inherit' : 'pipe',
+      ],
       windowsHide: true,
     })
     // Tracked only once it has a pid: a failed spawn is never signalled.

@@ -4,7 +4,20 @@
 // Talos secrets bundle that every later run reused).
 import {randomBytes} from 'node:crypto'
 import {
-  chmodSync, closeSync, fsyncSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeSync,
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
   type Stats,
 } from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -29,7 +42,11 @@ export function describeModeFix(fix: ModeFix): string {
 
 /** A folder or file ichor cannot use as a private place: bad input, exit 2. */
 export class PrivatePathError extends IchorError {
-  constructor(readonly path: string, message: string, options: {label?: string; hint?: string; cause?: unknown} = {}) {
+  constructor(
+    readonly path: string,
+    message: string,
+    options: {label?: string; hint?: string; cause?: unknown} = {},
+  ) {
     super(`${options.label ? `${options.label} ` : ''}${path}: ${message}`, {exitCode: EXIT.usage, hint: options.hint, cause: options.cause})
     this.name = 'PrivatePathError'
   }
@@ -83,11 +100,17 @@ export function ensurePrivateDir(dir: string, opts: EnsurePrivateDirOptions = {}
     // Anyone could have put or replaced files in it: nothing in it can be trusted. (A
     // group-writable folder is tightened instead: with user private groups, umask 002 makes
     // every new folder so.)
-    throw new PrivatePathError(dir, `others can write in this folder (permissions ${octal(mode)}), so they could have replaced what is in it; use a folder of its own`, {label})
+    throw new PrivatePathError(
+      dir,
+      `others can write in this folder (permissions ${octal(mode)}), so they could have replaced what is in it; use a folder of its own`,
+      {label},
+    )
   }
   if ((mode & 0o077) !== 0 && opts.loose !== 'keep') {
     if (opts.loose === 'refuse') {
-      throw new PrivatePathError(dir, `others can read or enter this folder (permissions ${octal(mode)}); use a folder of its own with permissions 0700`, {label})
+      throw new PrivatePathError(dir, `others can read or enter this folder (permissions ${octal(mode)}); use a folder of its own with permissions 0700`, {
+        label,
+      })
     }
     try {
       chmodSync(dir, PRIVATE_DIR_MODE)
@@ -155,10 +178,7 @@ export function writePrivateFileAtomic(path: string, content: string | Uint8Arra
   fsyncDir(dir)
 }
 
-export type PrivateFileRead =
-  | {status: 'absent'; path: string}
-  | {status: 'corrupt'; path: string; reason: string}
-  | {status: 'ok'; path: string; text: string}
+export type PrivateFileRead = {status: 'absent'; path: string} | {status: 'corrupt'; path: string; reason: string} | {status: 'ok'; path: string; text: string}
 
 /**
  * Reads a text file and runs `check` on it (it returns why the content is unusable, or

@@ -22,7 +22,12 @@ export interface DaemonSetReadiness {
 
 /** Undefined when the DaemonSet does not exist. */
 export async function readDaemonSetReadiness(kube: Kube, namespace: string, name: string): Promise<DaemonSetReadiness | undefined> {
-  const ds = await getObject<KubeObject & {status?: {numberReady?: number; desiredNumberScheduled?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'DaemonSet', name, namespace})
+  const ds = await getObject<KubeObject & {status?: {numberReady?: number; desiredNumberScheduled?: number}}>(kube, {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    name,
+    namespace,
+  })
   return ds && {desired: ds.status?.desiredNumberScheduled ?? 0, ready: ds.status?.numberReady ?? 0}
 }
 
@@ -56,7 +61,11 @@ async function renderedFromCurrentSource(kube: Kube, order: OrderObject): Promis
   if (!name) return false
   type Prep = KubeObject & {spec?: {source?: {oci?: string}}}
   const prep = await getObject<Prep>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name, namespace: order.metadata.namespace})
-  return prep !== undefined && prep.metadata.labels?.['delivery.kokumi.dev/version'] === order.spec?.source?.version && prep.spec?.source?.oci === order.spec?.source?.oci
+  return (
+    prep !== undefined &&
+    prep.metadata.labels?.['delivery.kokumi.dev/version'] === order.spec?.source?.version &&
+    prep.spec?.source?.oci === order.spec?.source?.oci
+  )
 }
 
 /** The component's Order, or undefined when it (or Kokumi's CRD) does not exist. */
@@ -67,7 +76,8 @@ export async function readOrder(kube: Kube, component: StackComponent): Promise<
   return {
     generation: order.metadata.generation,
     ready: status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
-    current: status?.observedGeneration === undefined || status.observedGeneration === order.metadata.generation || (await renderedFromCurrentSource(kube, order)),
+    current:
+      status?.observedGeneration === undefined || status.observedGeneration === order.metadata.generation || (await renderedFromCurrentSource(kube, order)),
     latestArtifactDigest: status?.latestArtifactDigest,
     spec: order.spec,
   }
@@ -144,7 +154,9 @@ async function explainWorkload(kube: Kube, r: ApplicationResource & {namespace: 
   const ready = daemon ? (w.status?.numberReady ?? 0) : (w.status?.readyReplicas ?? 0)
   const observed = (w.status?.observedGeneration ?? 0) >= (w.metadata.generation ?? 0)
   if (ready >= desired && observed) return undefined
-  const selector = Object.entries(w.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',')
+  const selector = Object.entries(w.spec?.selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')
   const pods = selector ? await listObjects<PodObject>(kube, {apiVersion: 'v1', kind: 'Pod', namespace: r.namespace}, {labelSelector: selector}) : []
   const reasons = pods
     .filter((p) => !p.metadata.deletionTimestamp)
@@ -209,13 +221,19 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
   if (!order) return {done: false, state: 'no Order yet'}
   // An Order not yet moved to the pushed tag serves an older bundle, rightly from another digest.
   const asked = (order.spec as {source?: {version?: string}} | undefined)?.source?.version
-  if (options.pushedTag && asked !== options.pushedTag) return {done: false, state: `Order ${ns}/${component} asks for ${asked ?? 'no version'}, not ${options.pushedTag} yet`, order}
+  if (options.pushedTag && asked !== options.pushedTag)
+    return {done: false, state: `Order ${ns}/${component} asks for ${asked ?? 'no version'}, not ${options.pushedTag} yet`, order}
   if (!order.ready || !order.current) return {done: false, state: `Order ${ns}/${component} not Ready for its current version yet`, order}
   const application = await readApplication(kube, component)
   if (!application) return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} not created yet`, order}
   const wanted = order.latestArtifactDigest
   if (wanted && application.revision !== wanted) {
-    return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`, order, application}
+    return {
+      done: false,
+      state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`,
+      order,
+      application,
+    }
   }
   if (options.pushedDigest && application.revision) {
     const source = await readPreparationSource(kube, component, application.revision)
@@ -223,14 +241,21 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     if (source !== 'unserved' && source !== options.pushedDigest) {
       throw new IchorError(
         `Application ${APPLICATION_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
-        {hint: "treat the cluster as compromised: Argo CD applied those manifests with its rights; find what could write to Kokumi's registry (its network policies) before anything else"},
+        {
+          hint: "treat the cluster as compromised: Argo CD applied those manifests with its rights; find what could write to Kokumi's registry (its network policies) before anything else",
+        },
       )
     }
   }
   const done = application.sync === 'Synced' && application.health === 'Healthy'
   // Not Healthy: name the workloads that hold it back, so a timeout says which crash-loops.
   const why = done || application.health === undefined ? [] : await explainApplicationHealth(kube, application)
-  return {done, state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`, order, application}
+  return {
+    done,
+    state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
+    order,
+    application,
+  }
 }
 
 export interface WorkloadRollout {

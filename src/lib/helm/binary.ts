@@ -33,14 +33,16 @@ export function parseHelmVersion(text: string): {major: number; minor: number; p
  */
 export function helmVersionProblem(v: {major: number; minor: number; patch: number}): {message: string; hint: string} | undefined {
   if (v.major < MIN_HELM.major || (v.major === MIN_HELM.major && v.minor < MIN_HELM.minor)) {
-    return {message: 'is too old: ichor needs Helm 3.18 or newer (Helm 4.0.1 or newer works)', hint: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly'}
+    return {
+      message: 'is too old: ichor needs Helm 3.18 or newer (Helm 4.0.1 or newer works)',
+      hint: 'older Helm 3 releases patch objects adopted with --take-ownership incorrectly',
+    }
   }
   if (v.major === 4 && v.minor === 0 && v.patch === 0) {
     return {message: 'cannot adopt objects: Helm 4.0.0 fails the server-side --take-ownership (helm/helm#31510); use Helm 4.0.1 or newer, or 3.18+', hint: HINT}
   }
   return undefined
 }
-
 
 let detected: {key: string; promise: Promise<HelmBinary>} | undefined
 

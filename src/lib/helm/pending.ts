@@ -20,7 +20,10 @@ export function isPending(status: string): boolean {
 
 /** The release stayed pending-* for the whole wait: its helm died, or is still busy. */
 export class ReleasePendingError extends IchorError {
-  constructor(readonly record: ReleaseRecord, waitedMs: number) {
+  constructor(
+    readonly record: ReleaseRecord,
+    waitedMs: number,
+  ) {
     super(
       `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: another helm is working on it, or one was killed mid-operation`,
       {
@@ -56,7 +59,11 @@ const GRACE_MS = 30_000
  * deleteHookByPolicy; v3.18.6 the same). A rollback helm started after a failed upgrade
  * carries the label of the revision it restores, so the failed upgrade's counts too.
  */
-export function pendingDeadline(record: ReleaseRecord, history: readonly RevisionLabel[], unlabelledTimeoutMs = 300_000): {deadline: number; timeoutSeconds: number | undefined} {
+export function pendingDeadline(
+  record: ReleaseRecord,
+  history: readonly RevisionLabel[],
+  unlabelledTimeoutMs = 300_000,
+): {deadline: number; timeoutSeconds: number | undefined} {
   const own = labelledTimeout(record.labels)
   const before = record.status === 'pending-rollback' ? history.find((r) => r.revision === record.revision - 1)?.timeoutSeconds : undefined
   const known = [own, before].filter((t): t is number => t !== undefined)
@@ -107,7 +114,9 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
   let told: string | undefined
   while (record && isPending(record.status)) {
     if (leftByGoneLocalHelm(record, release, namespace)) {
-      options.onProgress?.(`release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`)
+      options.onProgress?.(
+        `release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`,
+      )
       throw new ReleasePendingError(record, Date.now() - started)
     }
     let deadline: number
@@ -185,7 +194,12 @@ export async function releaseHistory(kube: Kube, release: string, namespace: str
   const secrets = await listObjects(kube, {apiVersion: 'v1', kind: 'Secret', namespace}, {labelSelector: `owner=helm,name=${release}`})
   return secrets
     .filter((s) => s.metadata.name.startsWith(`sh.helm.release.v1.${release}.v`))
-    .map((s) => ({secretName: s.metadata.name, revision: Number(s.metadata.labels?.version), status: s.metadata.labels?.status ?? 'unknown', timeoutSeconds: labelledTimeout(s.metadata.labels)}))
+    .map((s) => ({
+      secretName: s.metadata.name,
+      revision: Number(s.metadata.labels?.version),
+      status: s.metadata.labels?.status ?? 'unknown',
+      timeoutSeconds: labelledTimeout(s.metadata.labels),
+    }))
     .filter((r) => Number.isInteger(r.revision))
     .sort((a, b) => b.revision - a.revision)
 }

@@ -36,7 +36,9 @@ export async function chartFromReleaseRecord(kube: Kube, namespace: string, secr
   const version = chart?.metadata?.version
   if (!chart || !name || !version) throw new IchorError(`Helm release Secret ${namespace}/${secretName} holds no chart`)
   if ((chart.metadata?.dependencies ?? []).length > 0) {
-    throw new IchorError(`the chart ${name} ${version} in ${namespace}/${secretName} has subcharts, which a Helm record does not keep`, {hint: 'pass the chart file with --cilium-chart'})
+    throw new IchorError(`the chart ${name} ${version} in ${namespace}/${secretName} has subcharts, which a Helm record does not keep`, {
+      hint: 'pass the chart file with --cilium-chart',
+    })
   }
   const files = [
     {path: `${name}/Chart.yaml`, content: toYaml(chart.metadata, {sortKeys: false})},

@@ -251,7 +251,9 @@ export async function helmUninstall(opts: ReleaseRef & {timeoutSeconds?: number}
   const helm = await findHelm()
   const result = await runHelm('uninstall', opts.release, uninstallArgs(helm, opts), undefined, opts.timeoutSeconds ?? 300)
   if (result.exitCode !== 0) {
-    throw new HelmReleaseError('uninstall', opts.release, helmError(result), {hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`})
+    throw new HelmReleaseError('uninstall', opts.release, helmError(result), {
+      hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`,
+    })
   }
 }
 
@@ -408,7 +410,9 @@ export function decodeReleaseSecret(secret: ReleaseSecret): ReleaseRecord {
  * order, so a rerun can tell the release already runs these values and skip the upgrade.
  */
 export function valuesHash(values: unknown): string {
-  return createHash('sha256').update(canonicalJson(values ?? {})).digest('hex')
+  return createHash('sha256')
+    .update(canonicalJson(values ?? {}))
+    .digest('hex')
 }
 
 export function canonicalJson(value: unknown): string {

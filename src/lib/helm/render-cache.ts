@@ -53,7 +53,15 @@ export function renderCache(helmIdentity: string, chartPath: string, args: strin
   } catch {
     return undefined
   }
-  const key = createHash('sha256').update(helmIdentity).update('\0').update(chartBytes).update('\0').update(JSON.stringify([args[1], ...args.slice(3)])).update('\0').update(input).digest('hex')
+  const key = createHash('sha256')
+    .update(helmIdentity)
+    .update('\0')
+    .update(chartBytes)
+    .update('\0')
+    .update(JSON.stringify([args[1], ...args.slice(3)]))
+    .update('\0')
+    .update(input)
+    .digest('hex')
   const dir = renderCacheDir()
   const file = join(dir, `${key}.yaml`)
   return {

@@ -24,7 +24,10 @@ export interface TemplateOptions {
 }
 
 export class HelmRenderError extends IchorError {
-  constructor(readonly helmMessage: string, chart: string) {
+  constructor(
+    readonly helmMessage: string,
+    chart: string,
+  ) {
     super(`helm could not render ${chart}: ${helmMessage}`, {exitCode: EXIT.usage})
     this.name = 'HelmRenderError'
   }
@@ -43,9 +46,11 @@ export async function helmTemplate(opts: TemplateOptions): Promise<string> {
   const hit = cache?.read()
   if (hit !== undefined) return hit
   const helm = await findHelm()
-  const result = await runProcess(helm.path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: opts.signal}).catch((error: unknown) => {
-    throw startError('helm', helm.path, error)
-  })
+  const result = await runProcess(helm.path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: opts.signal}).catch(
+    (error: unknown) => {
+      throw startError('helm', helm.path, error)
+    },
+  )
   if (result.canceled) throw new HelmRenderError('the render was cancelled', opts.chartPath)
   if (result.timedOut) throw new HelmRenderError('helm did not finish within 120s', opts.chartPath)
   if (result.overflowed) throw new HelmRenderError('the rendered output is larger than 64 MiB', opts.chartPath)

@@ -53,14 +53,20 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
   for (const c of Object.values(render.stack.components)) {
     write(`bundles/${c.component}.tar.gz`, c.bundle.layer)
-    write(`bundles/${c.component}.json`, `${JSON.stringify({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, layerDigest: c.bundle.layerDigest, manifestDigest: c.bundle.artifact.manifestDigest, version: c.rendered.version}, null, 2)}\n`)
+    write(
+      `bundles/${c.component}.json`,
+      `${JSON.stringify({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, layerDigest: c.bundle.layerDigest, manifestDigest: c.bundle.artifact.manifestDigest, version: c.rendered.version}, null, 2)}\n`,
+    )
     write(`orders/${c.component}.yaml`, serializeObjects([c.order]))
     writeManifest(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
   }
   // Names only: the values are generated in the cluster and never written out.
   write('secrets.txt', `${render.stack.secretRefs.map((r) => `${r.namespace}/${r.name}`).join('\n')}\n`)
   if (redacted.length > 0) {
-    write('redacted.txt', `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`)
+    write(
+      'redacted.txt',
+      `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`,
+    )
   }
   const plan = initPlanSteps()
   write('plan.txt', renderPlanText(inputs, render, plan))
@@ -128,10 +134,14 @@ function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: strin
     `control planes: ${inputs.controlPlanes.join(', ') || '(none given)'}; workers: ${inputs.workers.join(', ') || '(none)'}`,
     '',
     'artifacts:',
-    ...Object.values(render.assets).map((a) => `  ${a.id}: ${a.pinned.name} ${a.version} ${a.matchesPin ? '(pinned)' : `(NOT the pin ${a.pinned.version})`} sha256 ${a.sha256}`),
+    ...Object.values(render.assets).map(
+      (a) => `  ${a.id}: ${a.pinned.name} ${a.version} ${a.matchesPin ? '(pinned)' : `(NOT the pin ${a.pinned.version})`} sha256 ${a.sha256}`,
+    ),
     '',
     'bundles:',
-    ...Object.values(render.stack.components).map((c) => `  ${c.component}: ${c.bundle.repository}:${c.bundle.tag} manifest ${c.bundle.artifact.manifestDigest} (${c.bundle.layer.length} bytes gzipped)`),
+    ...Object.values(render.stack.components).map(
+      (c) => `  ${c.component}: ${c.bundle.repository}:${c.bundle.tag} manifest ${c.bundle.artifact.manifestDigest} (${c.bundle.layer.length} bytes gzipped)`,
+    ),
     '',
     'steps a real run would execute (each probed first and skipped when it already holds):',
     ...plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`),

@@ -23,7 +23,14 @@ import {writeInitDryRun} from './dry-run.js'
 import {renderNodeConfigViews} from './node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
-import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type ConfigPatch, type MachineConfigFlags, type MachineConfigInputs, type NodeConfigPatch} from '../talos/machine-config.js'
+import {
+  installDiskFor,
+  NO_MACHINE_CONFIG_INPUTS,
+  type ConfigPatch,
+  type MachineConfigFlags,
+  type MachineConfigInputs,
+  type NodeConfigPatch,
+} from '../talos/machine-config.js'
 import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
@@ -68,7 +75,8 @@ export interface OfflineDryRunResult {
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
 }
 
-export type InitOutcome = {kind: 'offline'; result: OfflineDryRunResult} | {kind: 'plan'; result: InitResult; render: InitRender; inputs: ReturnType<typeof checkInitInputs>}
+export type InitOutcome =
+  {kind: 'offline'; result: OfflineDryRunResult} | {kind: 'plan'; result: InitResult; render: InitRender; inputs: ReturnType<typeof checkInitInputs>}
 
 export async function init(req: InitRequest): Promise<InitOutcome> {
   if (req.outputDir && !req.dryRun) throw new IchorError('--output-dir is only used with --dry-run', {exitCode: EXIT.usage})
@@ -92,7 +100,9 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const state = localState(inputs.clusterName, req.stateDir)
   // An existing cluster's stored user layers are the values: a day-2 change made with
   // `cni values set` or `stack values set` is never undone by a rerun of init.
-  const session = offline ? undefined : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
+  const session = offline
+    ? undefined
+    : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
   let userValues: {cilium: Values; argocd: Values; kokumi: Values}
   let servedApiGroups: Set<string> | undefined
   let storedBundle: SecretWithData | undefined
@@ -110,7 +120,9 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     servedApiGroups = live ? await readServedApiGroups(live) : undefined
     storedBundle = live ? await readTalosBundleSecret(live) : undefined
     if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
-      req.note(`${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`)
+      req.note(
+        `${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`,
+      )
     }
   } catch (error) {
     await session?.close()
@@ -135,10 +147,13 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
   // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
-  rendering.then((r) => {
-    const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
-    if (warning) req.note(warning)
-  }, () => undefined)
+  rendering.then(
+    (r) => {
+      const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
+      if (warning) req.note(warning)
+    },
+    () => undefined,
+  )
   if (inputs.workers.length === 0) {
     req.note('no worker: the control planes run workloads too (their NoSchedule taint is not set), or Kokumi and Argo CD would never be scheduled')
   }
@@ -147,9 +162,15 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     if (offline) {
       const render = await rendering
       const nodes = await renderNodeConfigViews(inputs, render, talosctlFound())
-      if (nodes.some((n) => n.config === undefined)) req.note('talosctl was not found: the dry run writes each node\'s summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)')
+      if (nodes.some((n) => n.config === undefined))
+        req.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
       const out = writeInitDryRun(req.outputDir!, inputs, render, nodes)
-      const bundles = Object.values(render.stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, manifestDigest: c.bundle.artifact.manifestDigest}))
+      const bundles = Object.values(render.stack.components).map((c) => ({
+        component: c.component,
+        repository: c.bundle.repository,
+        tag: c.bundle.tag,
+        manifestDigest: c.bundle.artifact.manifestDigest,
+      }))
       const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
       return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
     }
@@ -198,7 +219,11 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
  * the cluster keeps, opened now: a wrong key is exit 2 before any step. A dry run asks
  * nothing and opens the bundle only when a key was given.
  */
-async function unlockStoredBundle(stored: SecretWithData | undefined, given: StateKey | undefined, o: {prompt: boolean}): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
+async function unlockStoredBundle(
+  stored: SecretWithData | undefined,
+  given: StateKey | undefined,
+  o: {prompt: boolean},
+): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
   if (!stored || (sealed && !stateKey)) return {stateKey}
@@ -211,7 +236,11 @@ async function unlockStoredBundle(stored: SecretWithData | undefined, given: Sta
  * one replaces it, and the plan applies the change to the running nodes (node-config-changes)
  * before the spec stores it. Patches are compared by their text, not file name.
  */
-export function keepStoredMachineConfig(f: MachineConfigFlags, given: MachineConfigInputs, stored: Partial<MachineConfigInputs> | undefined): MachineConfigInputs {
+export function keepStoredMachineConfig(
+  f: MachineConfigFlags,
+  given: MachineConfigInputs,
+  stored: Partial<MachineConfigInputs> | undefined,
+): MachineConfigInputs {
   const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
   const list = <T extends ConfigPatch>(flagGiven: boolean, mine: T[], theirs: T[]) => (flagGiven ? mine : theirs)
   return {
@@ -244,25 +273,38 @@ export function installDiskLines(inputs: InitInputs): string[] {
   const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
   return nodes.map(([node, role]) => {
     const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
-    return disk ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)` : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+    return disk
+      ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)`
+      : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
   })
 }
 
-const CHANGE_COMMAND = {cilium: 'ichor cni values set -f FILE --replace', argocd: 'ichor stack values set argocd -f FILE', kokumi: 'ichor stack values set kokumi -f FILE'} as const
+const CHANGE_COMMAND = {
+  cilium: 'ichor cni values set -f FILE --replace',
+  argocd: 'ichor stack values set argocd -f FILE',
+  kokumi: 'ichor stack values set kokumi -f FILE',
+} as const
 
 /**
  * The user layers a run uses: a values flag on a new cluster, else what the cluster stores.
  * A values file that differs from the stored layer is refused (exit 2), naming the
  * command that changes it safely (validated against the live cluster, rolled back on failure).
  */
-export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokumi?: Values}, stored: InstallationSpec | undefined, earlier: Issue[] = []): {cilium: Values; argocd: Values; kokumi: Values} {
+export function keepStoredLayers(
+  given: {cilium?: Values; argocd?: Values; kokumi?: Values},
+  stored: InstallationSpec | undefined,
+  earlier: Issue[] = [],
+): {cilium: Values; argocd: Values; kokumi: Values} {
   const held = {cilium: stored?.cni.cilium.values, argocd: stored?.stack.argocd.values, kokumi: stored?.stack.kokumi.values}
   const issues: Issue[] = [...earlier]
   for (const c of ['cilium', 'argocd', 'kokumi'] as const) {
     const mine = given[c]
     const theirs = held[c]
     if (mine && theirs && !isDeepStrictEqual(mine, theirs)) {
-      issues.push({path: `--${c}-values`, message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`})
+      issues.push({
+        path: `--${c}-values`,
+        message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`,
+      })
     }
   }
   if (issues.length > 0) throw new ValidationError('ichor init: nothing was changed', issues)
@@ -275,7 +317,11 @@ export function keepStoredLayers(given: {cilium?: Values; argocd?: Values; kokum
  * given one that differs is an issue naming what changes it on an existing cluster, as a
  * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
  */
-export function keepStoredSettings(given: {flags: InitFlags; promotion?: PromotionMode}, checked: InitInputs, stored: InstallationSpec | undefined): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; previousMachineConfig?: MachineConfigInputs; issues: Issue[]} {
+export function keepStoredSettings(
+  given: {flags: InitFlags; promotion?: PromotionMode},
+  checked: InitInputs,
+  stored: InstallationSpec | undefined,
+): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; previousMachineConfig?: MachineConfigInputs; issues: Issue[]} {
   if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', machineConfig: checked.machineConfig, issues: []}
   const f = given.flags
   const issues: Issue[] = []
@@ -285,19 +331,39 @@ export function keepStoredSettings(given: {flags: InitFlags; promotion?: Promoti
     differs('--promotion', given.promotion, stored.stack.promotion, `change it with \`ichor stack promotion set ${given.promotion}\``)
   }
   if (f.kubeProxy !== undefined && checked.kubeProxy !== stored.cni.kubeProxy) {
-    differs('--kube-proxy', checked.kubeProxy, stored.cni.kubeProxy, `change it with \`ichor cni kube-proxy ${checked.kubeProxy === 'replaced' ? 'replace' : 'restore'}\``)
+    differs(
+      '--kube-proxy',
+      checked.kubeProxy,
+      stored.cni.kubeProxy,
+      `change it with \`ichor cni kube-proxy ${checked.kubeProxy === 'replaced' ? 'replace' : 'restore'}\``,
+    )
   }
   if (f.tunnel !== undefined && checked.tunnel !== stored.cni.tunnel) {
-    differs('--tunnel', checked.tunnel, stored.cni.tunnel, 'the tunnel protocol is fixed once the cluster exists (Cilium cannot change it in place): no command changes it')
+    differs(
+      '--tunnel',
+      checked.tunnel,
+      stored.cni.tunnel,
+      'the tunnel protocol is fixed once the cluster exists (Cilium cannot change it in place): no command changes it',
+    )
   }
   if (f.talosVersion !== undefined && checked.talosVersion.tag !== stored.talos.talosVersion) {
-    differs('--talos-version', checked.talosVersion.tag, stored.talos.talosVersion, 'init does not upgrade Talos on existing nodes: no ichor command changes it')
+    differs(
+      '--talos-version',
+      checked.talosVersion.tag,
+      stored.talos.talosVersion,
+      'init does not upgrade Talos on existing nodes: no ichor command changes it',
+    )
   }
   if (f.kubernetesVersion !== undefined && checked.kubernetesVersion.version !== stored.talos.kubernetesVersion) {
     const newer = compareVersions(checked.kubernetesVersion, parseKubernetesVersion(stored.talos.kubernetesVersion)) > 0
-    differs('--kubernetes-version', checked.kubernetesVersion.version, stored.talos.kubernetesVersion, newer
-      ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
-      : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`)
+    differs(
+      '--kubernetes-version',
+      checked.kubernetesVersion.version,
+      stored.talos.kubernetesVersion,
+      newer
+        ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
+        : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`,
+    )
   }
   const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig)
   return {

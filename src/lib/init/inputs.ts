@@ -4,8 +4,15 @@ import {isIP} from 'node:net'
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
 import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
 import {
-  DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, parseKubernetesVersion, KUBERNETES_RANGE_BY_TALOS_MINOR, parseTalosVersion, requireCompatibleKubernetesVersion, requireSupportedTalosVersion,
-  type KubernetesVersion, type TalosVersion,
+  DEFAULT_KUBERNETES_VERSION,
+  DEFAULT_TALOS_VERSION,
+  parseKubernetesVersion,
+  KUBERNETES_RANGE_BY_TALOS_MINOR,
+  parseTalosVersion,
+  requireCompatibleKubernetesVersion,
+  requireSupportedTalosVersion,
+  type KubernetesVersion,
+  type TalosVersion,
 } from '../talos/versions.js'
 import {readMachineConfigFlags, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
 
@@ -53,7 +60,10 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   const controlPlanes = splitNodeList(flags.controlPlanes)
   const workers = splitNodeList(flags.workers)
   const seen = new Map<string, string>()
-  for (const [flag, list] of [['--control-plane', controlPlanes], ['--worker', workers]] as const) {
+  for (const [flag, list] of [
+    ['--control-plane', controlPlanes],
+    ['--worker', workers],
+  ] as const) {
     for (const node of list) {
       const problem = nodeProblem(node)
       if (problem) issue(flag, problem)
@@ -102,7 +112,8 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
 
 export function clusterNameProblem(name: string | undefined): string | undefined {
   if (!name) return 'is required (lower-case letters, digits and "-", at most 63, e.g. homelab)'
-  if (!CLUSTER_NAME.test(name)) return `"${name}" is not a DNS-1123 label (lower-case letters, digits and "-", at most 63 characters, starting and ending alphanumeric)`
+  if (!CLUSTER_NAME.test(name))
+    return `"${name}" is not a DNS-1123 label (lower-case letters, digits and "-", at most 63 characters, starting and ending alphanumeric)`
   return undefined
 }
 

@@ -22,7 +22,17 @@ export interface NodeConfigView {
 
 // Fields of a Talos config that hold key material or tokens (v1alpha1 and the multi-document
 // kinds of pkg/machinery/config/types, v1.14.1): their values never reach the dry run's folder.
-const SECRET_KEYS = new Set(['key', 'token', 'secret', 'clusterSecret', 'secretboxEncryptionSecret', 'aescbcEncryptionSecret', 'bootstraptoken', 'id', 'clusterID'])
+const SECRET_KEYS = new Set([
+  'key',
+  'token',
+  'secret',
+  'clusterSecret',
+  'secretboxEncryptionSecret',
+  'aescbcEncryptionSecret',
+  'bootstraptoken',
+  'id',
+  'clusterID',
+])
 
 /** A machine config with every secret value replaced by a placeholder. */
 export function redactMachineConfig(text: string): string {
@@ -53,7 +63,12 @@ export async function renderNodeConfigViews(inputs: InitInputs, render: InitRend
   await withPrivateTempDir('ichor-dry-configs-', (dir) => renderInto(dir, inputs, render, views)).catch((error: unknown) => {
     // A patch Talos refuses: usage (exit 2), naming the patches, as the real run's check does.
     if (error instanceof TalosctlError && allPatches(m).length > 0) {
-      throw new IchorError(`Talos refuses the machine configs with your patches (${allPatches(m).map((p) => `${p.flag} ${p.patch.source}`).join(', ')}): ${error.talosctlMessage}`, {exitCode: EXIT.usage})
+      throw new IchorError(
+        `Talos refuses the machine configs with your patches (${allPatches(m)
+          .map((p) => `${p.flag} ${p.patch.source}`)
+          .join(', ')}): ${error.talosctlMessage}`,
+        {exitCode: EXIT.usage},
+      )
     }
     throw error
   })
@@ -64,9 +79,17 @@ async function renderInto(dir: string, inputs: InitInputs, render: InitRender, v
   const m = inputs.machineConfig
   // No --with-secrets: talosctl makes a throwaway bundle, and nothing of it is written out.
   const out = await genConfig({
-    clusterName: inputs.clusterName, endpoint: inputs.endpoint, secretsPath: '', talosVersion: inputs.talosVersion.tag, kubernetesVersion: inputs.kubernetesVersion.version,
-    controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker, installDisk: m.installDisk, installImage: m.installImage,
-    userPatches: {all: m.patches.map((p) => p.yaml), controlPlane: m.controlPlanePatches.map((p) => p.yaml), worker: m.workerPatches.map((p) => p.yaml)}, outDir: dir,
+    clusterName: inputs.clusterName,
+    endpoint: inputs.endpoint,
+    secretsPath: '',
+    talosVersion: inputs.talosVersion.tag,
+    kubernetesVersion: inputs.kubernetesVersion.version,
+    controlPlanePatch: render.talos.controlPlane,
+    workerPatch: render.talos.worker,
+    installDisk: m.installDisk,
+    installImage: m.installImage,
+    userPatches: {all: m.patches.map((p) => p.yaml), controlPlane: m.controlPlanePatches.map((p) => p.yaml), worker: m.workerPatches.map((p) => p.yaml)},
+    outDir: dir,
   })
   for (const view of views) {
     const base = view.role === 'worker' ? out.worker : out.controlPlane
@@ -86,15 +109,17 @@ function summaryOf(inputs: InitInputs, node: string, role: 'controlplane' | 'wor
   const {disk, from} = installDiskFor(m, node, role)
   const patches = [
     ...m.patches.map((p) => `--config-patch ${p.source}`),
-    ...(role === 'worker' ? m.workerPatches.map((p) => `--config-patch-worker ${p.source}`) : m.controlPlanePatches.map((p) => `--config-patch-control-plane ${p.source}`)),
+    ...(role === 'worker'
+      ? m.workerPatches.map((p) => `--config-patch-worker ${p.source}`)
+      : m.controlPlanePatches.map((p) => `--config-patch-control-plane ${p.source}`)),
     ...patchesForNode(m, node).map((p) => `--node-patch ${p.source}`),
   ]
   return [
     `${node}: ${role === 'worker' ? 'worker' : 'control plane'}`,
     `  install disk: ${disk ?? 'the selector of'} (${from}); its contents are erased`,
-    `  installer image: ${m.installImage ?? 'Talos\'s default for its version'}`,
+    `  installer image: ${m.installImage ?? "Talos's default for its version"}`,
     `  patches: ${patches.length > 0 ? patches.join(', ') : '(none of yours)'}`,
-    `  hostname: ${hostnameOf(inputs, node, role) ?? 'Talos\'s (stable, from the machine)'}`,
+    `  hostname: ${hostnameOf(inputs, node, role) ?? "Talos's (stable, from the machine)"}`,
   ].join('\n')
 }
 

@@ -25,7 +25,10 @@ export function nodeListProblem(answer: string, opts: {required: boolean; taken?
  * the artifacts), before the first question: nobody answers prompts and types a passphrase
  * only to learn helm is missing. A failed check is its doctor line and fix; warnings pass.
  */
-export async function checkInitPrerequisites(o: {talosVersion?: string; sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}}): Promise<void> {
+export async function checkInitPrerequisites(o: {
+  talosVersion?: string
+  sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
+}): Promise<void> {
   const target = requireSupportedTalosVersion(parseTalosVersion(o.talosVersion ?? DEFAULT_TALOS_VERSION))
   const s = o.sources
   const checks = [
@@ -47,16 +50,22 @@ export async function promptMissingInitFlags(flags: InitFlags): Promise<InitFlag
     const answer = await input({message: 'Control-plane node addresses (comma-separated)', validate: (v) => nodeListProblem(v, {required: true}) ?? true})
     out.controlPlanes = splitNodeList(answer)
   }
-  out.endpoint ??= (await input({
-    message: 'Kubernetes API endpoint',
-    default: `https://${out.controlPlanes[0]}:6443`,
-    validate: (v) => {
-      const check = checkEndpoint(v.trim())
-      return 'problem' in check ? check.problem : true
-    },
-  })).trim()
+  out.endpoint ??= (
+    await input({
+      message: 'Kubernetes API endpoint',
+      default: `https://${out.controlPlanes[0]}:6443`,
+      validate: (v) => {
+        const check = checkEndpoint(v.trim())
+        return 'problem' in check ? check.problem : true
+      },
+    })
+  ).trim()
   if (out.workers.length === 0) {
-    const answer = await input({message: 'Worker node addresses (comma-separated, empty for none)', default: '', validate: (v) => nodeListProblem(v, {required: false, taken: out.controlPlanes}) ?? true})
+    const answer = await input({
+      message: 'Worker node addresses (comma-separated, empty for none)',
+      default: '',
+      validate: (v) => nodeListProblem(v, {required: false, taken: out.controlPlanes}) ?? true,
+    })
     out.workers = splitNodeList(answer)
   }
   return out

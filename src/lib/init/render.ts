@@ -97,6 +97,11 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: EXIT.usage})
   }
   const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-  const talos = renderTalosPatches({talosVersion: inputs.talosVersion, kubeProxy: inputs.kubeProxy, ciliumManifest: manifest, allowSchedulingOnControlPlanes: inputs.workers.length === 0})
+  const talos = renderTalosPatches({
+    talosVersion: inputs.talosVersion,
+    kubeProxy: inputs.kubeProxy,
+    ciliumManifest: manifest,
+    allowSchedulingOnControlPlanes: inputs.workers.length === 0,
+  })
   return {assets, cilium: {report, effective: report.effective, manifest}, talos, stack: await stack}
 }

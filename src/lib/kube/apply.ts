@@ -121,13 +121,7 @@ function withNamespace(object: KubeObject, namespace: string | undefined): KubeO
   return {...object, metadata: {...object.metadata, namespace}}
 }
 
-async function applyOne(
-  kube: Kube,
-  object: KubeObject,
-  fieldManager: string,
-  options: ApplyOptions,
-  batchKinds: Set<string>,
-): Promise<ApplyResult> {
+async function applyOne(kube: Kube, object: KubeObject, fieldManager: string, options: ApplyOptions, batchKinds: Set<string>): Promise<ApplyResult> {
   const label = describeObject(object)
   let path
   try {
@@ -187,7 +181,7 @@ function resultOf(object: KubeObject, namespace: string | undefined, result: App
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
-    ...(namespace ?? object.metadata.namespace ? {namespace: namespace ?? object.metadata.namespace} : {}),
+    ...((namespace ?? object.metadata.namespace) ? {namespace: namespace ?? object.metadata.namespace} : {}),
     name: object.metadata.name,
     result,
   }
@@ -197,11 +191,7 @@ function resultOf(object: KubeObject, namespace: string | undefined, result: App
  * Creates the object unless one of that name exists; never updates it. For Secrets
  * holding generated values that a rerun must not replace.
  */
-export async function createIfAbsent(
-  kube: Kube,
-  object: KubeObject,
-  options: {fieldManager?: string; dryRun?: boolean} = {},
-): Promise<'created' | 'exists'> {
+export async function createIfAbsent(kube: Kube, object: KubeObject, options: {fieldManager?: string; dryRun?: boolean} = {}): Promise<'created' | 'exists'> {
   const path = await resolvePath(kube, {...refOf(object), name: undefined})
   try {
     await kube.request('POST', path.collection, {

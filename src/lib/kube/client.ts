@@ -200,29 +200,27 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
     }
     await authorize(reqOptions)
     const transport = url.protocol === 'http:' ? http : https
-    const {status, headers, text} = await new Promise<{status: number; headers: http.IncomingHttpHeaders; text: string}>(
-      (resolve, reject) => {
-        const started = performance.now()
-        // A deadline on the whole exchange, as kubectl's --request-timeout (client-go sets
-        // http.Client.Timeout, which covers reading the body too): a socket idle timeout would let
-        // a server that trickles bytes hold the command forever.
-        const timer = timeoutMs > 0 ? setTimeout(() => req.destroy(new RequestTimeoutError(performance.now() - started)), timeoutMs) : undefined
-        const req = transport.request(url, reqOptions, (res) => {
-          const chunks: Buffer[] = []
-          res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () => {
-            clearTimeout(timer)
-            resolve({status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')})
-          })
-          res.on('error', reject)
-        })
-        req.on('error', (error) => {
+    const {status, headers, text} = await new Promise<{status: number; headers: http.IncomingHttpHeaders; text: string}>((resolve, reject) => {
+      const started = performance.now()
+      // A deadline on the whole exchange, as kubectl's --request-timeout (client-go sets
+      // http.Client.Timeout, which covers reading the body too): a socket idle timeout would let
+      // a server that trickles bytes hold the command forever.
+      const timer = timeoutMs > 0 ? setTimeout(() => req.destroy(new RequestTimeoutError(performance.now() - started)), timeoutMs) : undefined
+      const req = transport.request(url, reqOptions, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
           clearTimeout(timer)
-          reject(error)
+          resolve({status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8')})
         })
-        req.end(payload)
-      },
-    ).catch((error: NodeJS.ErrnoException) => {
+        res.on('error', reject)
+      })
+      req.on('error', (error) => {
+        clearTimeout(timer)
+        reject(error)
+      })
+      req.end(payload)
+    }).catch((error: NodeJS.ErrnoException) => {
       const timedOut = error instanceof RequestTimeoutError
       throw new KubeUnreachableError(
         `cannot reach the Kubernetes API server ${server} (context "${context}"): ${timedOut ? error.message : `${error.code ?? error.message}${error.code ? ` (${error.message})` : ''}`}`,
@@ -275,7 +273,10 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
         })
       discovery.set(apiVersion, entry)
       // A failed or empty lookup is not cached: the group may appear when a CRD is established.
-      entry.then((r) => r ?? discovery.delete(apiVersion), () => discovery.delete(apiVersion))
+      entry.then(
+        (r) => r ?? discovery.delete(apiVersion),
+        () => discovery.delete(apiVersion),
+      )
     }
     return entry
   }

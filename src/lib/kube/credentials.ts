@@ -206,21 +206,30 @@ async function runExecPlugin(exec: ExecPluginConfig, cluster: KubeconfigCluster,
   // PATH): a missing plugin is reported without a failed spawn.
   const found = lookPath(exec.command)
   if (!found.found) {
-    throw new IchorError(found.reason === 'not-found' && !found.path ? `${what} was not found (${exec.command})` : `${what} cannot be run ${describeMiss(found)}`, {
-      hint: exec.installHint ?? 'install it or fix the command in the kubeconfig',
-    })
+    throw new IchorError(
+      found.reason === 'not-found' && !found.path ? `${what} was not found (${exec.command})` : `${what} cannot be run ${describeMiss(found)}`,
+      {
+        hint: exec.installHint ?? 'install it or fix the command in the kubeconfig',
+      },
+    )
   }
   // An interactive plugin talks to the user on the terminal; otherwise its stderr goes into our error.
-  const result = await runProcess(found.path, exec.args, {env, inheritStdinStderr: interactive, maxBuffer: 1024 * 1024}).catch((error: NodeJS.ErrnoException) => {
-    throw new IchorError(`${what} could not be started: ${error.code ?? error.message}`, {cause: error})
-  })
+  const result = await runProcess(found.path, exec.args, {env, inheritStdinStderr: interactive, maxBuffer: 1024 * 1024}).catch(
+    (error: NodeJS.ErrnoException) => {
+      throw new IchorError(`${what} could not be started: ${error.code ?? error.message}`, {cause: error})
+    },
+  )
   if (result.overflowed) throw new IchorError(`${what} printed more than 1 MiB`)
   const {stdout, stderr} = result
   const code = result.exitCode ?? result.signal
   const lastLines = stderr.trim().split('\n').slice(-5).join('\n')
   if (code !== 0) throw new IchorError(`${what} exited with code ${code}${lastLines ? `: ${lastLines}` : ''}`)
 
-  let credential: {apiVersion?: string; kind?: string; status?: {token?: string; clientCertificateData?: string; clientKeyData?: string; expirationTimestamp?: string}}
+  let credential: {
+    apiVersion?: string
+    kind?: string
+    status?: {token?: string; clientCertificateData?: string; clientKeyData?: string; expirationTimestamp?: string}
+  }
   try {
     credential = JSON.parse(stdout)
   } catch {
@@ -229,7 +238,9 @@ async function runExecPlugin(exec: ExecPluginConfig, cluster: KubeconfigCluster,
     throw new IchorError(`${what} did not print an ExecCredential: decoding stdout: not valid JSON (${Buffer.byteLength(stdout)} bytes, not shown)`)
   }
   if (credential?.kind !== 'ExecCredential' || credential.apiVersion !== exec.apiVersion) {
-    throw new IchorError(`${what} printed ${credential?.kind ?? 'no kind'} ${credential?.apiVersion ?? 'without apiVersion'}, expected ExecCredential ${exec.apiVersion}`)
+    throw new IchorError(
+      `${what} printed ${credential?.kind ?? 'no kind'} ${credential?.apiVersion ?? 'without apiVersion'}, expected ExecCredential ${exec.apiVersion}`,
+    )
   }
   const status = credential.status
   if (!status) throw new IchorError(`${what} printed an ExecCredential without status`)

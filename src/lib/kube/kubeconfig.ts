@@ -327,5 +327,7 @@ function str(v: unknown): string | undefined {
 function bool(v: unknown, field: string): boolean {
   if (v === undefined || v === null) return false
   if (typeof v === 'boolean') return v
-  throw new Error(`${field} must be a boolean (true or false without quotes), got ${typeof v === 'string' ? `the string ${JSON.stringify(v)}` : JSON.stringify(v)}`)
+  throw new Error(
+    `${field} must be a boolean (true or false without quotes), got ${typeof v === 'string' ? `the string ${JSON.stringify(v)}` : JSON.stringify(v)}`,
+  )
 }

@@ -96,7 +96,11 @@ export class LeaseHeldError extends IchorError {
 
 /** The lease was broken or taken over while this command held it. */
 class LeaseLostError extends IchorError {
-  constructor(ref: Required<LeaseRef>, why: string, readonly newHolder?: string) {
+  constructor(
+    ref: Required<LeaseRef>,
+    why: string,
+    readonly newHolder?: string,
+  ) {
     super(`lost the lock (Lease ${ref.namespace}/${ref.name}): ${why}`, {
       exitCode: EXIT.lease,
       hint: 'another ichor command may now be changing the cluster; nothing more was changed by this one: check the other command, then run this one again',
@@ -272,7 +276,8 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
       if (!isConflict(error)) return // transient: try again next tick, the TTL leaves room
       try {
         const current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
-        if (current.spec?.holderIdentity !== holder) return markLost(`it is now held by ${current.spec?.holderIdentity || 'nobody'}`, current.spec?.holderIdentity)
+        if (current.spec?.holderIdentity !== holder)
+          return markLost(`it is now held by ${current.spec?.holderIdentity || 'nobody'}`, current.spec?.holderIdentity)
         lease = await write(current)
       } catch (inner) {
         if (isNotFound(inner)) markLost('it was deleted (broken with --break-lock?)')
@@ -324,9 +329,12 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
     return run
   }
 
-  const timer = setInterval(() => {
-    void serially(renew).catch(() => undefined)
-  }, Math.max(1000, (ttlSeconds * 1000) / 3))
+  const timer = setInterval(
+    () => {
+      void serially(renew).catch(() => undefined)
+    },
+    Math.max(1000, (ttlSeconds * 1000) / 3),
+  )
   // Renewal must not keep a finished command alive.
   timer.unref()
 

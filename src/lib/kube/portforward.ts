@@ -147,16 +147,13 @@ function normalizeOverride(value: string): string {
 async function findRunningPod(kube: Kube, namespace: string, labelSelector: string): Promise<string> {
   const pods = await listObjects<Pod>(kube, {apiVersion: 'v1', kind: 'Pod', namespace}, {labelSelector})
   const ready = (p: Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false
-  const running = pods
-    .filter((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp)
-    .sort((a, b) => Number(ready(b)) - Number(ready(a)))
+  const running = pods.filter((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp).sort((a, b) => Number(ready(b)) - Number(ready(a)))
   const pod = running[0]
   if (!pod) {
     const seen = pods.map((p) => `${p.metadata.name} (${p.status?.phase ?? 'no phase'})`).join(', ')
-    throw new IchorError(
-      `no running Kokumi registry pod (label ${labelSelector}) in namespace ${namespace}${seen ? `; found ${seen}` : ''}`,
-      {hint: 'wait for Kokumi to be installed and its registry to start, or pass --registry-endpoint URL if you have your own route to it'},
-    )
+    throw new IchorError(`no running Kokumi registry pod (label ${labelSelector}) in namespace ${namespace}${seen ? `; found ${seen}` : ''}`, {
+      hint: 'wait for Kokumi to be installed and its registry to start, or pass --registry-endpoint URL if you have your own route to it',
+    })
   }
   return pod.metadata.name
 }

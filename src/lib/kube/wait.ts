@@ -46,11 +46,7 @@ export function formatDuration(ms: number): string {
  * unavailable API server (connection errors, HTTP 5xx) counts as "not yet" rather
  * than failure, since waits often span an API server restart; other errors end the wait.
  */
-export async function waitFor<T = void>(
-  description: string,
-  check: () => Promise<Observation<T>>,
-  options: WaitOptions = {},
-): Promise<T> {
+export async function waitFor<T = void>(description: string, check: () => Promise<Observation<T>>, options: WaitOptions = {}): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 300_000
   const intervalMs = options.intervalMs ?? 1000
   const deadline = Date.now() + timeoutMs

@@ -97,7 +97,7 @@ function ciliumUntested(ciliumVersion: string, to: Pick<KubernetesVersion, 'majo
   if (!target) return {message, fix: `no Cilium minor ichor knows is tested on Kubernetes ${k}`}
   // The cni upgrade steps, as its own policy takes them: newest patch first, one minor at a time.
   const steps: string[] = []
-  for (let v: string | undefined = ciliumVersion; v && minorOf(v) !== target; ) {
+  for (let v: string | undefined = ciliumVersion; v && minorOf(v) !== target;) {
     v = nextCiliumUpgrade(v)
     if (v) steps.push(`ichor cni upgrade --to ${v}`)
   }
@@ -105,7 +105,10 @@ function ciliumUntested(ciliumVersion: string, to: Pick<KubernetesVersion, 'majo
 }
 
 /** What `cni status` says about the next Kubernetes minor. */
-export function nextMinorNeedsCilium(ciliumVersion: string, kubernetes: string): {next: string; needsCiliumUpgrade: boolean; cilium?: string; message?: string} {
+export function nextMinorNeedsCilium(
+  ciliumVersion: string,
+  kubernetes: string,
+): {next: string; needsCiliumUpgrade: boolean; cilium?: string; message?: string} {
   const k = parseKubernetesVersion(kubernetes)
   const next = {major: k.major, minor: k.minor + 1}
   const untested = ciliumUntested(ciliumVersion, next)

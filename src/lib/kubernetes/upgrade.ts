@@ -44,9 +44,14 @@ export interface RunningKubernetes {
 /** Per control plane, the version its machine config runs; the spec's version where the config names none. */
 async function readRunningKubernetes(cr: Installation, talosconfig: string): Promise<RunningKubernetes> {
   const perNode = await Promise.all(
-    cr.spec.talos.controlPlanes.map(async (node) => ({node, version: kubernetesVersionOfConfig(await getMachineConfig({node, talosconfig})) ?? cr.spec.talos.kubernetesVersion})),
+    cr.spec.talos.controlPlanes.map(async (node) => ({
+      node,
+      version: kubernetesVersionOfConfig(await getMachineConfig({node, talosconfig})) ?? cr.spec.talos.kubernetesVersion,
+    })),
   )
-  const lowest = [...perNode].sort((a, b) => compareVersions(parseKubernetesVersion(a.version), parseKubernetesVersion(b.version)))[0]?.version ?? cr.spec.talos.kubernetesVersion
+  const lowest =
+    [...perNode].sort((a, b) => compareVersions(parseKubernetesVersion(a.version), parseKubernetesVersion(b.version)))[0]?.version ??
+    cr.spec.talos.kubernetesVersion
   return {lowest, perNode}
 }
 
@@ -98,13 +103,25 @@ export interface KubernetesUpgradeInput {
 }
 
 /** The lowest version the control planes run, and the verdict of the rules for the target. */
-export async function judgeUpgrade(p: Pick<KubernetesUpgradeInput, 'session' | 'to' | 'allowUntested' | 'installation' | 'talosconfig'>): Promise<KubernetesUpgradeVerdict & {running: RunningKubernetes}> {
+export async function judgeUpgrade(
+  p: Pick<KubernetesUpgradeInput, 'session' | 'to' | 'allowUntested' | 'installation' | 'talosconfig'>,
+): Promise<KubernetesUpgradeVerdict & {running: RunningKubernetes}> {
   const kube = await p.session.kube()
   const cr = await p.installation()
   const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-  if (!record) throw new IchorError(`no Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {exitCode: EXIT.usage, hint: 'run ichor init (the same flags as the first run) first'})
+  if (!record)
+    throw new IchorError(`no Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {
+      exitCode: EXIT.usage,
+      hint: 'run ichor init (the same flags as the first run) first',
+    })
   const running = await readRunningKubernetes(cr, await p.talosconfig())
-  const verdict = checkKubernetesUpgrade({from: running.lowest, to: p.to, talosVersion: cr.spec.talos.talosVersion, ciliumVersion: record.chartVersion, allowUntested: p.allowUntested})
+  const verdict = checkKubernetesUpgrade({
+    from: running.lowest,
+    to: p.to,
+    talosVersion: cr.spec.talos.talosVersion,
+    ciliumVersion: record.chartVersion,
+    allowUntested: p.allowUntested,
+  })
   return {...verdict, running}
 }
 
@@ -117,7 +134,11 @@ async function upgradeDone(p: KubernetesUpgradeInput): Promise<{done: boolean; w
   if (behind.length > 0) return {done: false, why: `${behind.map((n) => `${n.node} runs ${n.version}`).join(', ')}`}
   // A run killed inside talosctl can leave every image patched and its manifest sync not run.
   const k = cr?.status?.kubernetes
-  if (k?.version !== target && k?.upgradedTo !== target) return {done: false, why: `the control planes run ${target}; talosctl upgrade-k8s has not been confirmed to finish (the IchorInstallation records ${k?.version ?? 'no version'})`}
+  if (k?.version !== target && k?.upgradedTo !== target)
+    return {
+      done: false,
+      why: `the control planes run ${target}; talosctl upgrade-k8s has not been confirmed to finish (the IchorInstallation records ${k?.version ?? 'no version'})`,
+    }
   return {done: true, why: `every control plane runs ${target}, recorded`}
 }
 
@@ -143,7 +164,7 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
     id: 'talos-dry-run',
     title: 'Run talosctl upgrade-k8s --dry-run: Talos must not prune or change any object of Cilium, the stack or ichor',
     mutating: false,
-    hint: "take the named objects out of Talos's inventory (kube-system/talos-bootstrap-manifests-inventory) first: for Cilium's, rerun ichor init with the same flags as the first run (its step \"Take Cilium out of Talos\")",
+    hint: 'take the named objects out of Talos\'s inventory (kube-system/talos-bootstrap-manifests-inventory) first: for Cilium\'s, rerun ichor init with the same flags as the first run (its step "Take Cilium out of Talos")',
     async probe() {
       if (checked) return holds('nothing protected would be pruned or changed')
       const done = await upgradeDone(p)
@@ -152,14 +173,24 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
     async run(progress) {
       const cr = await p.installation()
       const kube = await p.session.kube()
-      const out = await upgradeK8s({node: cr.spec.talos.controlPlanes[0]!, talosconfig: await p.talosconfig(), to: parseKubernetesVersion(p.to).version, dryRun: true, timeoutMs: p.timeoutMs})
+      const out = await upgradeK8s({
+        node: cr.spec.talos.controlPlanes[0]!,
+        talosconfig: await p.talosconfig(),
+        to: parseKubernetesVersion(p.to).version,
+        dryRun: true,
+        timeoutMs: p.timeoutMs,
+      })
       const guarded = guardedChanges(out, await protectedObjects(kube))
       if (guarded.length > 0) {
         throw new IchorError(`talosctl upgrade-k8s would prune or change ${guarded.length} object(s) Talos must leave alone: ${guarded.join('; ')}`)
       }
       const changes = parseUpgradeK8sDryRun(out).filter((c) => c.action !== 'unchanged')
       checked = true
-      progress(changes.length ? `Talos would ${changes.map((c) => `${c.action.toLowerCase()} ${c.kind}/${c.name}`).join(', ')}; none of them protected` : "Talos's manifests would not change")
+      progress(
+        changes.length
+          ? `Talos would ${changes.map((c) => `${c.action.toLowerCase()} ${c.kind}/${c.name}`).join(', ')}; none of them protected`
+          : "Talos's manifests would not change",
+      )
     },
   }
 }
@@ -180,7 +211,11 @@ export function upgradeKubernetesTask(p: KubernetesUpgradeInput): Task {
       await serverSideApply(kube, [installationCrd()], {crdWait: {timeoutMs: p.timeoutMs}})
       const to = parseKubernetesVersion(p.to).version
       await upgradeK8s({
-        node: cr.spec.talos.controlPlanes[0]!, talosconfig: await p.talosconfig(), to, dryRun: false, timeoutMs: p.timeoutMs,
+        node: cr.spec.talos.controlPlanes[0]!,
+        talosconfig: await p.talosconfig(),
+        to,
+        dryRun: false,
+        timeoutMs: p.timeoutMs,
         onLine: (line) => line.trim() && progress(line.trim()),
       })
       // talosctl finished: what the verification then confirms (a kill before this reruns talosctl).
@@ -202,7 +237,11 @@ export function verifyCiliumObjectsTask(p: {session: Session}): Task {
       const live = await getObject<KubeObject>(kube, ref, {metadataOnly: true})
       const a = live?.metadata.annotations ?? {}
       if (!live) out.push(`${describeObject(ref)} is gone`)
-      else if (a[HELM_RELEASE_NAME_ANNOTATION] !== CILIUM_RELEASE.name || a[HELM_RELEASE_NAMESPACE_ANNOTATION] !== CILIUM_RELEASE.namespace || live.metadata.labels?.[HELM_MANAGED_BY_LABEL] !== 'Helm') {
+      else if (
+        a[HELM_RELEASE_NAME_ANNOTATION] !== CILIUM_RELEASE.name ||
+        a[HELM_RELEASE_NAMESPACE_ANNOTATION] !== CILIUM_RELEASE.namespace ||
+        live.metadata.labels?.[HELM_MANAGED_BY_LABEL] !== 'Helm'
+      ) {
         out.push(`${describeObject(ref)} is no longer Helm's`)
       }
     }
@@ -244,8 +283,11 @@ export function recordKubernetesVersionTask(p: KubernetesUpgradeInput): Task {
     title: 'Record the Kubernetes version in the IchorInstallation',
     async probe() {
       const cr = await readInstallation(await p.session.kube())
-      if (cr?.spec.talos.kubernetesVersion !== target()) return missing(`the IchorInstallation's spec asks for Kubernetes ${cr?.spec.talos.kubernetesVersion ?? 'no version'}`)
-      return cr?.status?.kubernetes?.version === target() ? holds(`${target()} recorded`) : missing(`the IchorInstallation records ${cr?.status?.kubernetes?.version ?? 'no version'}`)
+      if (cr?.spec.talos.kubernetesVersion !== target())
+        return missing(`the IchorInstallation's spec asks for Kubernetes ${cr?.spec.talos.kubernetesVersion ?? 'no version'}`)
+      return cr?.status?.kubernetes?.version === target()
+        ? holds(`${target()} recorded`)
+        : missing(`the IchorInstallation records ${cr?.status?.kubernetes?.version ?? 'no version'}`)
     },
     async run() {
       const kube = await p.session.kube()

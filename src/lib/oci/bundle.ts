@@ -153,7 +153,9 @@ export function bundleTag(chartVersion: string, renderedBytes: Buffer | string):
   const hash = createHash('sha256').update(renderedBytes).digest('hex').slice(0, 12)
   const tag = `${chartVersion.replaceAll('+', '_')}-${hash}`
   if (!TAG.test(tag)) {
-    throw new IchorError(`cannot make an OCI tag from the version ${JSON.stringify(chartVersion)}: ${JSON.stringify(tag)} does not match [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`)
+    throw new IchorError(
+      `cannot make an OCI tag from the version ${JSON.stringify(chartVersion)}: ${JSON.stringify(tag)} does not match [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`,
+    )
   }
   return tag
 }

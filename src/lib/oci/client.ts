@@ -177,7 +177,8 @@ export class OciClient {
     checkRepository(repo)
     checkDigest(digest)
     const {size} = opts
-    if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0)) throw new IchorError(`OCI client: blob size must be a non-negative integer, got ${size}`)
+    if (size !== undefined && !(Number.isSafeInteger(size) && size >= 0))
+      throw new IchorError(`OCI client: blob size must be a non-negative integer, got ${size}`)
     const what = `read the blob ${digest} from ${repo}`
     const subject = `blob ${repo}@${digest}`
     return this.withRetry(what, async () => {
@@ -277,7 +278,9 @@ export class OciClient {
     try {
       url = new URL(location, `${this.endpoint}/`)
     } catch {
-      throw new IchorError(`registry ${this.endpoint} gave an upload Location that is not a URL (${JSON.stringify(location.slice(0, 200))}) while trying to ${what}`)
+      throw new IchorError(
+        `registry ${this.endpoint} gave an upload Location that is not a URL (${JSON.stringify(location.slice(0, 200))}) while trying to ${what}`,
+      )
     }
     // The spec lets a registry offload uploads elsewhere; ichor sends its bundles to the registry it was given, only.
     if (url.origin !== this.origin) {
@@ -301,7 +304,11 @@ export class OciClient {
   ): Promise<Response> {
     let url = pathOrUrl.startsWith('/') ? `${this.endpoint}${pathOrUrl}` : pathOrUrl
     let headers = init.headers
-    const deadline: Deadline = {started: performance.now(), request: `${method} ${new URL(url).pathname}`, signal: this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined}
+    const deadline: Deadline = {
+      started: performance.now(),
+      request: `${method} ${new URL(url).pathname}`,
+      signal: this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined,
+    }
     const {signal} = deadline
     for (let hop = 0; ; hop++) {
       let res: Response
@@ -330,7 +337,9 @@ export class OciClient {
       }
       const path = new URL(url).pathname
       const refuse = (why: string): never => {
-        throw new IchorError(`registry ${this.endpoint} redirected ${method} ${path} (HTTP ${res.status}) to ${target?.host ?? JSON.stringify(location)}: ${why}`)
+        throw new IchorError(
+          `registry ${this.endpoint} redirected ${method} ${path} (HTTP ${res.status}) to ${target?.host ?? JSON.stringify(location)}: ${why}`,
+        )
       }
       if (!target || (target.protocol !== 'http:' && target.protocol !== 'https:')) refuse('not an http(s) URL')
       if (method !== 'GET' && method !== 'HEAD') refuse('ichor does not follow redirects of uploads; the registry must accept them itself')
@@ -386,7 +395,7 @@ export class OciClient {
   private timeoutError(deadline: Deadline): IchorError {
     return new IchorError(
       `Unable to connect to the registry ${new URL(this.endpoint).host}: request timed out after ${formatElapsed(performance.now() - deadline.started)} (${deadline.request})`,
-      {hint: 'check that Kokumi\'s registry is up (or that --registry-endpoint points at it), or give it more time with --request-timeout'},
+      {hint: "check that Kokumi's registry is up (or that --registry-endpoint points at it), or give it more time with --request-timeout"},
     )
   }
 
@@ -398,7 +407,7 @@ export class OciClient {
         `cannot reach the OCI registry at ${this.endpoint} (${why}): is the port-forward to the registry running, or does --registry-endpoint point at it?`,
         {
           cause: error,
-          hint: 'Kokumi\'s registry is a ClusterIP Service: start a port-forward to kokumi/kokumi-registry port 5000 (ichor does this itself unless told otherwise), or pass --registry-endpoint with an address that reaches it.',
+          hint: "Kokumi's registry is a ClusterIP Service: start a port-forward to kokumi/kokumi-registry port 5000 (ichor does this itself unless told otherwise), or pass --registry-endpoint with an address that reaches it.",
         },
       )
     }
@@ -436,7 +445,7 @@ export class OciClient {
     if (res.status === 401 || res.status === 403) {
       throw new IchorError(
         `registry ${this.endpoint} refused to let ichor ${what} (HTTP ${res.status}${detail}): it needs credentials, which ichor does not have.`,
-        {hint: 'ichor publishes only to an anonymous registry such as Kokumi\'s in-cluster one; check that --registry-endpoint points at it.'},
+        {hint: "ichor publishes only to an anonymous registry such as Kokumi's in-cluster one; check that --registry-endpoint points at it."},
       )
     }
     if (res.status === 404) throw new IchorError(`registry ${this.endpoint}: ${subject} not found (HTTP 404${detail})`)
@@ -550,7 +559,18 @@ function errorCodes(error: unknown): Set<string> {
 
 function isDroppedConnection(error: unknown): boolean {
   const codes = errorCodes(error)
-  return ['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'TIMEOUT', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'].some((c) =>
-    codes.has(c),
-  ) || (error instanceof TypeError && error.message === 'terminated')
+  return (
+    [
+      'ECONNRESET',
+      'EPIPE',
+      'UND_ERR_SOCKET',
+      'UND_ERR_CLOSED',
+      'TIMEOUT',
+      'ETIMEDOUT',
+      'UND_ERR_CONNECT_TIMEOUT',
+      'UND_ERR_HEADERS_TIMEOUT',
+      'UND_ERR_BODY_TIMEOUT',
+    ].some((c) => codes.has(c)) ||
+    (error instanceof TypeError && error.message === 'terminated')
+  )
 }

@@ -35,7 +35,10 @@ export async function publishBundle(client: OciClient, input: PublishInput): Pro
 
   let uploadedBlobs = 0
   // Blobs before the manifest: a registry refuses a manifest whose blobs it lacks.
-  for (const [bytes, digest] of [[artifact.config, artifact.configDigest], [layer, layerDigest]] as const) {
+  for (const [bytes, digest] of [
+    [artifact.config, artifact.configDigest],
+    [layer, layerDigest],
+  ] as const) {
     const {uploaded} = await client.pushBlob(repository, bytes, digest, {chunkSize})
     if (uploaded) uploadedBlobs++
   }

@@ -88,21 +88,28 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
     async prepare({session, tempDir}) {
       const kube = await session.kube()
       const cr = await readInstallation(kube)
-      if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
+      if (!cr)
+        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
+          exitCode: EXIT.usage,
+          hint: 'run `ichor init` first',
+        })
       let prepared: Change | undefined
       let talosconfig: Promise<string> | undefined
       return {
         from: cr.spec.cni.kubeProxy,
         cr,
-        nodes: kubeProxyNodes(cr.spec.talos).map((n) => n.node).join(', '),
+        nodes: kubeProxyNodes(cr.spec.talos)
+          .map((n) => n.node)
+          .join(', '),
         change: () => (prepared ??= prepareKubeProxySwitch(kube, o.target, o)),
         talos: {session, talos: async () => cr.spec.talos, talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey))},
       }
     },
     consent({from, nodes}) {
-      const what = o.target === 'replaced'
-        ? `Cilium replaces kube-proxy, then kube-proxy is turned off on ${nodes}`
-        : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
+      const what =
+        o.target === 'replaced'
+          ? `Cilium replaces kube-proxy, then kube-proxy is turned off on ${nodes}`
+          : `kube-proxy is turned on on ${nodes}, then Cilium stops replacing it`
       return `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`
     },
     // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.

@@ -70,13 +70,17 @@ export function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValuesSetRes
 
 /** `ichor cni values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
 /** `cni values edit`: `seed` (-f/--set/KEY=VALUE) is the starting change the editor opens with. */
-export async function runCniValuesEdit(o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput}): Promise<CniValuesSetResult | {changed: false}> {
+export async function runCniValuesEdit(
+  o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput},
+): Promise<CniValuesSetResult | {changed: false}> {
   checkCiliumChartFlag(o.chart)
   // This machine's input first, before the cluster and the editor.
   if (o.seed) checkCiliumValuesInput(o.seed)
   // The confirmation rule before the editor opens: without a terminal it needs --yes.
   consentNeeded({command: 'cni values edit', yes: o.yes, dryRun: false, json: o.json})
-  const edited = await withSession({command: 'cni values edit', kubeconfig: o.kubeconfig, context: o.context}, async (session) => editCiliumValues(await session.kube(), o, o.seed))
+  const edited = await withSession({command: 'cni values edit', kubeconfig: o.kubeconfig, context: o.context}, async (session) =>
+    editCiliumValues(await session.kube(), o, o.seed),
+  )
   if (!edited.user) return {changed: false}
   // Saving the buffer was the confirmation.
   return runCniValuesSet({...o, input: {kind: 'layer', user: edited.user, base: edited.base}, dryRun: false, yes: true})

@@ -12,7 +12,17 @@ import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import {firstApplyTask, ordersTask, policiesTask, promoteFirstInstallTask, publishBundlesTask, showKokumiPasswordOnceTask, stackSecretsTask, waitApplicationsTask, type StackSecretsOutcome} from '../stack/tasks.js'
+import {
+  firstApplyTask,
+  ordersTask,
+  policiesTask,
+  promoteFirstInstallTask,
+  publishBundlesTask,
+  showKokumiPasswordOnceTask,
+  stackSecretsTask,
+  waitApplicationsTask,
+  type StackSecretsOutcome,
+} from '../stack/tasks.js'
 import type {InstallationSpec, InstallationStatus, TalosBundle} from '../state/installation.js'
 import type {StateKey} from '../state/state-key.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
@@ -89,10 +99,38 @@ function initSteps(d: PlanData): Task[] {
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
-    nodeConfigChangesTask({state, inputs, previous: o.previousMachineConfig, render, allowReboot: o.allowReboot ?? false, confirmReboot: o.confirmReboot, guard: () => session.guard(), kube: () => session.kube(), note: o.note, timeoutMs}),
-    cluster(storeDesiredStateTask({session, state, timeoutMs, stateKey: o.stateKey, clusterBundle: o.clusterBundle, spec: async () => desiredSpec(o, await render())})),
+    nodeConfigChangesTask({
+      state,
+      inputs,
+      previous: o.previousMachineConfig,
+      render,
+      allowReboot: o.allowReboot ?? false,
+      confirmReboot: o.confirmReboot,
+      guard: () => session.guard(),
+      kube: () => session.kube(),
+      note: o.note,
+      timeoutMs,
+    }),
+    cluster(
+      storeDesiredStateTask({
+        session,
+        state,
+        timeoutMs,
+        stateKey: o.stateKey,
+        clusterBundle: o.clusterBundle,
+        spec: async () => desiredSpec(o, await render()),
+      }),
+    ),
     cluster(waitCiliumTask({session, timeoutMs})),
-    cluster(adoptCiliumTask({session, release, timeoutMs, chartPath: async () => (await render()).assets.cilium.path, values: async () => (await render()).cilium.effective})),
+    cluster(
+      adoptCiliumTask({
+        session,
+        release,
+        timeoutMs,
+        chartPath: async () => (await render()).assets.cilium.path,
+        values: async () => (await render()).cilium.effective,
+      }),
+    ),
     cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),
     cluster(stackSecretsTask({session, stack, generated: o.generated})),
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
@@ -109,9 +147,15 @@ function initSteps(d: PlanData): Task[] {
 }
 
 export async function runInitPlan(options: InitOptions): Promise<InitResult> {
-  const session = options.session ?? openSession({
-    command: 'init', kubeconfig: options.kubeconfig, context: options.context, ownKubeconfig: options.state.kubeconfig, registryEndpoint: options.registryEndpoint,
-  })
+  const session =
+    options.session ??
+    openSession({
+      command: 'init',
+      kubeconfig: options.kubeconfig,
+      context: options.context,
+      ownKubeconfig: options.state.kubeconfig,
+      registryEndpoint: options.registryEndpoint,
+    })
   // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
   const render = options.render
   const nodes = checkNodesReachable(options.inputs, options.state)
@@ -136,7 +180,12 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
       ...result,
       kokumiAdminPassword: secrets.kokumiAdminPassword,
       kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
-      bundles: Object.values(stack.components).map((c) => ({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest})),
+      bundles: Object.values(stack.components).map((c) => ({
+        component: c.component,
+        repository: c.bundle.repository,
+        tag: c.bundle.tag,
+        digest: c.bundle.artifact.manifestDigest,
+      })),
       drift,
       promotion: stack.promotion,
       controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
@@ -178,16 +227,33 @@ async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promi
   const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await isReachable(node, {talosconfig, timeoutMs: 10_000})})))
   const issues: Issue[] = answers
     .filter(({r}) => r.state === 'unreachable')
-    .map(({flag, r}) => ({path: flag, message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`}))
+    .map(({flag, r}) => ({
+      path: flag,
+      message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`,
+    }))
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
   // A machine in maintenance mode takes any config, then fails to install onto a disk it does
   // not have (Talos v1.14.1 v1alpha1_sequencer_tasks.go Install): its disks are read first.
-  const diskIssues = await Promise.all(answers.filter(({r}) => r.state === 'maintenance').map(async ({flag, r}) => {
-    const {disk, from} = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane')
-    if (!disk) return undefined
-    const disks = await listDisks({node: r.node})
-    return disks.includes(disk) ? undefined : {path: from.startsWith('--') ? from.split(' ').slice(0, from.startsWith('--node-patch') ? 2 : 1).join(' ') : '--install-disk', message: `${disk} (from ${from}) is not a disk of ${r.node}; its disks: ${disks.join(', ') || '(none)'}`}
-  }))
+  const diskIssues = await Promise.all(
+    answers
+      .filter(({r}) => r.state === 'maintenance')
+      .map(async ({flag, r}) => {
+        const {disk, from} = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane')
+        if (!disk) return undefined
+        const disks = await listDisks({node: r.node})
+        return disks.includes(disk)
+          ? undefined
+          : {
+              path: from.startsWith('--')
+                ? from
+                    .split(' ')
+                    .slice(0, from.startsWith('--node-patch') ? 2 : 1)
+                    .join(' ')
+                : '--install-disk',
+              message: `${disk} (from ${from}) is not a disk of ${r.node}; its disks: ${disks.join(', ') || '(none)'}`,
+            }
+      }),
+  )
   const missingDisks = diskIssues.filter((i): i is Issue => i !== undefined)
   if (missingDisks.length > 0) throw new ValidationError('ichor init: install disk not found, nothing was changed', missingDisks)
   return answers.map(({r}) => r)
@@ -212,7 +278,15 @@ function onCluster(session: Session, task: Task): Task {
 function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
   const i = o.inputs
   return {
-    talos: {clusterName: i.clusterName, endpoint: i.endpoint, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version, controlPlanes: i.controlPlanes, workers: i.workers, ...withMachineConfig(i)},
+    talos: {
+      clusterName: i.clusterName,
+      endpoint: i.endpoint,
+      talosVersion: i.talosVersion.tag,
+      kubernetesVersion: i.kubernetesVersion.version,
+      controlPlanes: i.controlPlanes,
+      workers: i.workers,
+      ...withMachineConfig(i),
+    },
     cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
     stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
   }

@@ -8,7 +8,16 @@ import {canPrompt} from '../cli/consent.js'
 import {waitCiliumRolloutTask} from '../cilium/tasks.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {checkVersionsTask, judgeUpgrade, pruneGuardTask, recordKubernetesVersionTask, upgradeKubernetesTask, verifyCiliumObjectsTask, verifyInventoryTask, type KubernetesUpgradeInput} from '../kubernetes/upgrade.js'
+import {
+  checkVersionsTask,
+  judgeUpgrade,
+  pruneGuardTask,
+  recordKubernetesVersionTask,
+  upgradeKubernetesTask,
+  verifyCiliumObjectsTask,
+  verifyInventoryTask,
+  type KubernetesUpgradeInput,
+} from '../kubernetes/upgrade.js'
 import {checkKubernetesVersionFlag} from './local-input.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
@@ -75,10 +84,17 @@ function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, Kube
     async prepare({session, tempDir}) {
       const kube = await session.kube()
       const cr = await readInstallation(kube)
-      if (!cr) throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {exitCode: EXIT.usage, hint: 'run `ichor init` first'})
+      if (!cr)
+        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
+          exitCode: EXIT.usage,
+          hint: 'run `ichor init` first',
+        })
       let talosconfig: Promise<string> | undefined
       const input: KubernetesUpgradeInput = {
-        session, to: o.to, allowUntested: o.allowUntested, timeoutMs: o.timeoutMs,
+        session,
+        to: o.to,
+        allowUntested: o.allowUntested,
+        timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
         talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey)),
       }

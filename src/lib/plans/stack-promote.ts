@@ -25,7 +25,10 @@ function promoteTask(session: Session, component: StackComponent): Task {
     async probe() {
       const s = await readPromotion(await session.kube(), ns, component)
       // An older approval left behind would re-point the Serving on Kokumi's next resync.
-      if (s.otherApprovals.length > 0) return missing(`${s.otherApprovals.join(', ')} still carr${s.otherApprovals.length === 1 ? 'ies' : 'y'} the approval: one approved Preparation per Order`)
+      if (s.otherApprovals.length > 0)
+        return missing(
+          `${s.otherApprovals.join(', ')} still carr${s.otherApprovals.length === 1 ? 'ies' : 'y'} the approval: one approved Preparation per Order`,
+        )
       if (s.served) return holds(`the Serving serves ${s.preparation}`)
       return s.approved ? holds(`${s.preparation} is approved; Kokumi moves the Serving`) : missing(`${s.preparation} waits for approval`)
     },
@@ -49,4 +52,3 @@ function stackPromotePlan(o: StackPromoteOptions): Plan<void, RunResult> {
 export function runStackPromotePlan(o: StackPromoteOptions): Promise<RunResult> {
   return runPlan(stackPromotePlan(o), runOptions(o))
 }
-

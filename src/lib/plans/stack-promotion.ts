@@ -71,7 +71,9 @@ function orderModeTask(session: Session, mode: PromotionMode): Task {
       for (const c of STACK_COMPONENTS) {
         if (!(await readOrder(kube, c))) throw new IchorError(`no Order ${COMPONENT_NAMESPACE[c]}/${c}`, {hint: 'run ichor init first'})
         await kube.request('PATCH', `/apis/${ORDER_API_VERSION}/namespaces/${COMPONENT_NAMESPACE[c]}/orders/${c}`, {
-          body: {spec}, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+          body: {spec},
+          contentType: 'application/merge-patch+json',
+          query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
         })
       }
     },
@@ -108,7 +110,8 @@ function stackPromotionSetPlan(o: StackPromotionSetOptions): Plan<void, StackPro
     async prepare({session}) {
       await requireInstallation(session)
     },
-    consent: () => `Switch the promotion of both Orders to ${o.mode}${o.mode === 'Automatic' ? ' (Kokumi then serves each newest bundle)' : ' (each new bundle then waits for ichor stack promote)'}?`,
+    consent: () =>
+      `Switch the promotion of both Orders to ${o.mode}${o.mode === 'Automatic' ? ' (Kokumi then serves each newest bundle)' : ' (each new bundle then waits for ichor stack promote)'}?`,
     steps: (_, {session}) => [
       storePromotionTask(session, o.mode),
       orderModeTask(session, o.mode),

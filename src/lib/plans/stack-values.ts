@@ -54,7 +54,10 @@ export interface StackValuesSetResult extends RunResult {
 
 /** The stored user layer of one component. */
 export async function getStackValues(o: {component: StackComponent; kubeconfig?: string; context?: string}): Promise<Values> {
-  return withSession({command: 'stack values get', kubeconfig: o.kubeconfig, context: o.context}, async (session) => (await requireInstallation(session)).spec.stack[o.component].values ?? {})
+  return withSession(
+    {command: 'stack values get', kubeconfig: o.kubeconfig, context: o.context},
+    async (session) => (await requireInstallation(session)).spec.stack[o.component].values ?? {},
+  )
 }
 
 /** The stored layer and the new one, read under the Lease, and the stack rendered with it. */
@@ -85,7 +88,10 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
       let patched: Installation
       try {
         patched = await kube.request<Installation>('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
-          body: [{op: 'replace', path: '/metadata/resourceVersion', value: cr.metadata.resourceVersion}, {op: 'add', path: `/spec/stack/${component}/values`, value: values}],
+          body: [
+            {op: 'replace', path: '/metadata/resourceVersion', value: cr.metadata.resourceVersion},
+            {op: 'add', path: `/spec/stack/${component}/values`, value: values},
+          ],
           contentType: 'application/json-patch+json',
           query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
         })
@@ -126,10 +132,11 @@ function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, Stac
       // command stored after the read above is merged, not overwritten. The render is reused
       // when the stored desired state did not move.
       let underLease: Promise<Prepared> | undefined
-      const prepared = () => (underLease ??= read().then(async (now) => ({
-        ...now,
-        stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
-      })))
+      const prepared = () =>
+        (underLease ??= read().then(async (now) => ({
+          ...now,
+          stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
+        })))
       return {prepared, later: async () => (await prepared()).stack}
     },
     // `stack values edit`: saving the buffer was the confirmation.
@@ -161,7 +168,8 @@ export function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackVa
 async function unmovedOrders(session: Session, stack: PreparedStack): Promise<StackComponent[]> {
   const kube = await session.kube()
   const out: StackComponent[] = []
-  for (const c of STACK_COMPONENTS) if (((await readOrder(kube, c))?.spec as {source?: {version?: string}} | undefined)?.source?.version === stack.components[c].bundle.tag) out.push(c)
+  for (const c of STACK_COMPONENTS)
+    if (((await readOrder(kube, c))?.spec as {source?: {version?: string}} | undefined)?.source?.version === stack.components[c].bundle.tag) out.push(c)
   return out
 }
 
@@ -176,21 +184,35 @@ function dropNulls(v: Values): Values {
 }
 
 /** `ichor stack values diff`: opens a session, diffs, closes. Changes nothing. */
-export async function runStackValuesDiff(o: {component: StackComponent; input: ValuesInput; kubeconfig?: string; context?: string; registryEndpoint?: string; sources: StackArtifactSources}): Promise<StackValuesDiff> {
+export async function runStackValuesDiff(o: {
+  component: StackComponent
+  input: ValuesInput
+  kubeconfig?: string
+  context?: string
+  registryEndpoint?: string
+  sources: StackArtifactSources
+}): Promise<StackValuesDiff> {
   checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
-  return withSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, (session) => diffStackValues(session, o.component, o.input, o.sources))
+  return withSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, (session) =>
+    diffStackValues(session, o.component, o.input, o.sources),
+  )
 }
 
 /** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-export async function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
+export async function runStackValuesEdit(
+  o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>,
+): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
   checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
   // The confirmation rule before the editor opens: without a terminal it needs --yes.
   consentNeeded({command: 'stack values edit', yes: o.yes, dryRun: false, json: o.json})
-  const edited = await withSession({command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, async (session) => {
-    // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
-    await checkStackArtifacts(session, o.sources)
-    return editStackValues(session, o.component, {...o.sources, pinning: undefined}, o.input)
-  })
+  const edited = await withSession(
+    {command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
+    async (session) => {
+      // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
+      await checkStackArtifacts(session, o.sources)
+      return editStackValues(session, o.component, {...o.sources, pinning: undefined}, o.input)
+    },
+  )
   if (!edited.user) return {changed: false, component: o.component}
   // Saving the buffer was the confirmation.
   return runStackValuesSetPlan({...o, input: {kind: 'layer', user: edited.user}, layer: {user: edited.user, base: edited.base}, dryRun: false, yes: true})

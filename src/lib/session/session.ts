@@ -113,7 +113,10 @@ export class Session {
   async closeRegistry(): Promise<void> {
     const endpoint = this.registryEndpoint
     this.registryEndpoint = undefined
-    await endpoint?.then((e) => e.close(), () => undefined)
+    await endpoint?.then(
+      (e) => e.close(),
+      () => undefined,
+    )
   }
 
   get lease(): HeldLease | undefined {
@@ -145,7 +148,11 @@ export class Session {
   }
 
   private describe(): string {
-    const source = this.options.kubeconfig ? `--kubeconfig ${this.options.kubeconfig}` : process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config'
+    const source = this.options.kubeconfig
+      ? `--kubeconfig ${this.options.kubeconfig}`
+      : process.env.KUBECONFIG
+        ? `KUBECONFIG=${process.env.KUBECONFIG}`
+        : '~/.kube/config'
     return this.options.context ? `${source} --context ${this.options.context}` : source
   }
 }
@@ -177,7 +184,11 @@ function unreachableError(source: string, error: KubeUnreachableError): IchorErr
     error.errno === 'ECONNREFUSED'
       ? `The connection to the server ${host} was refused - did you specify the right host or port? (${where})`
       : `Unable to connect to the server ${host}: ${cause} (${where})`
-  return new IchorError(message, {exitCode: EXIT.failed, hint: error.hint ?? 'check that the cluster is up and that the kubeconfig points at it (kubectl version)', cause: error})
+  return new IchorError(message, {
+    exitCode: EXIT.failed,
+    hint: error.hint ?? 'check that the cluster is up and that the kubeconfig points at it (kubectl version)',
+    cause: error,
+  })
 }
 
 export function openSession(options: SessionOptions): Session {

@@ -38,10 +38,7 @@ export interface RenderedComponent {
 
 export async function renderComponent(component: 'kokumi', inputs: KokumiComponentInputs): Promise<RenderedComponent>
 export async function renderComponent(component: 'argocd', inputs: ArgoCdComponentInputs): Promise<RenderedComponent>
-export async function renderComponent(
-  component: StackComponent,
-  inputs: KokumiComponentInputs | ArgoCdComponentInputs,
-): Promise<RenderedComponent> {
+export async function renderComponent(component: StackComponent, inputs: KokumiComponentInputs | ArgoCdComponentInputs): Promise<RenderedComponent> {
   let version: string
   let all: KubeObject[]
   if (component === 'kokumi') {

@@ -56,7 +56,13 @@ export function driftCacheDir(): string {
 /** A Secret is indexed without a hash: its verdict is never kept, and nothing derived from its data is written. */
 export function indexedObject(object: KubeObject): IndexedObject {
   const {apiVersion, kind, metadata} = object
-  return {apiVersion, kind, name: metadata.name, ...(metadata.namespace ? {namespace: metadata.namespace} : {}), hash: kind === 'Secret' ? '' : objectHash(object)}
+  return {
+    apiVersion,
+    kind,
+    name: metadata.name,
+    ...(metadata.namespace ? {namespace: metadata.namespace} : {}),
+    hash: kind === 'Secret' ? '' : objectHash(object),
+  }
 }
 
 export function objectHash(object: KubeObject): string {
@@ -126,14 +132,23 @@ export function driftCache(server: string, component: string): DriftCache | unde
 
 function isIndexedObject(x: unknown): x is IndexedObject {
   const o = x as Partial<IndexedObject> | null
-  return typeof o === 'object' && o !== null && typeof o.apiVersion === 'string' && typeof o.kind === 'string' && typeof o.name === 'string' &&
-    (o.namespace === undefined || typeof o.namespace === 'string') && typeof o.hash === 'string'
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    typeof o.apiVersion === 'string' &&
+    typeof o.kind === 'string' &&
+    typeof o.name === 'string' &&
+    (o.namespace === undefined || typeof o.namespace === 'string') &&
+    typeof o.hash === 'string'
+  )
 }
 
 /** Keeps the newest KEPT_FILES files whose names start with `prefix` (clusters come and go: test clusters, rebuilt ones). */
 function prune(dir: string, prefix: string): void {
   try {
-    const files = readdirSync(dir).filter((n) => n.startsWith(prefix)).map((n) => ({path: join(dir, n), at: statSync(join(dir, n)).mtimeMs}))
+    const files = readdirSync(dir)
+      .filter((n) => n.startsWith(prefix))
+      .map((n) => ({path: join(dir, n), at: statSync(join(dir, n)).mtimeMs}))
     for (const old of files.sort((a, b) => b.at - a.at).slice(KEPT_FILES)) rmSync(old.path, {force: true})
   } catch {
     // another run pruned at the same time

@@ -43,7 +43,9 @@ export async function readPublishedManifest(client: OciClient, component: StackC
 async function readManifestAt(client: OciClient, repo: string, digest: string): Promise<string | undefined> {
   const {manifest} = await client.getManifest(repo, digest)
   for (const layer of (manifest as {layers?: {digest: string}[]}).layers ?? []) {
-    const text = untarSync(await client.getBlob(repo, layer.digest), `${repo}@${digest}`).get('manifest.yaml')?.toString('utf8')
+    const text = untarSync(await client.getBlob(repo, layer.digest), `${repo}@${digest}`)
+      .get('manifest.yaml')
+      ?.toString('utf8')
     if (text !== undefined) return text
   }
   return undefined
@@ -55,7 +57,10 @@ async function readManifestAt(client: OciClient, repo: string, digest: string): 
  * the same bundle object costs one metadata-only GET; the others a GET and a dry run.
  */
 export async function readBundleDrift(
-  kube: Kube, client: OciClient, component: StackComponent, tag: string,
+  kube: Kube,
+  client: OciClient,
+  component: StackComponent,
+  tag: string,
   opts: {round?: DriftRound; /** What the caller just found the tag at (no second HEAD). */ digest?: string} = {},
 ): Promise<DriftedObject[] | undefined> {
   const repo = `${BUNDLE_REPOSITORY_PREFIX}/${component}`
@@ -63,7 +68,8 @@ export async function readBundleDrift(
   const digest = opts.digest ?? (await client.headManifest(repo, tag))?.digest
   if (!digest) return undefined
   let objects: Promise<KubeObject[] | undefined> | undefined
-  const load = () => (objects ??= readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))
+  const load = () =>
+    (objects ??= readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))
   const cache = driftCache(kube.server, component)
   const fromBundle = async () => {
     const loaded = await load()
@@ -84,9 +90,14 @@ export async function readBundleDrift(
     const object = (await load())?.[i]
     // An index that does not describe the bundle (a damaged cache file) is not trusted for this object.
     const hash = object && objectHash(object)
-    if (!object) return {object: describeObject({kind: entry.kind, name: entry.name, namespace: entry.namespace}), fields: [`not in bundle ${digest}: remove ${driftCacheDir()} and run again`]}
+    if (!object)
+      return {
+        object: describeObject({kind: entry.kind, name: entry.name, namespace: entry.namespace}),
+        fields: [`not in bundle ${digest}: remove ${driftCacheDir()} and run again`],
+      }
     const verdict = await objectDrift(kube, object, namespace)
-    if (!verdict.drifted && verdict.live && basis !== undefined && hash === entry.hash) cache?.recordUnchanged(verdict.live.uid, verdict.live.resourceVersion, entry.hash, basis)
+    if (!verdict.drifted && verdict.live && basis !== undefined && hash === entry.hash)
+      cache?.recordUnchanged(verdict.live.uid, verdict.live.resourceVersion, entry.hash, basis)
     return verdict.drifted
   })
   cache?.save()
@@ -137,20 +148,31 @@ async function verdictBasis(kube: Kube, round: DriftRound, entry: IndexedObject)
 
 async function serverBasis(kube: Kube, round: DriftRound): Promise<string> {
   const version = kube.serverVersion ?? (await kube.request<{gitVersion?: string}>('GET', '/version')).gitVersion ?? ''
-  const admission = await Promise.all(ADMISSION_KINDS.map(async (kind) => {
-    const apiVersion = 'admissionregistration.k8s.io/v1'
-    if (!(await kube.resourceFor(apiVersion, kind))) return `${kind}:-`
-    const items = [...(await listing(kube, round, (await resolvePath(kube, {apiVersion, kind})).collection)).entries()].map(([name, v]) => `${name}/${v.uid}/${v.resourceVersion}`).sort()
-    return `${kind}:${items.join(',')}`
-  }))
-  return createHash('sha256').update([version, ...admission].join('\n')).digest('hex').slice(0, 32)
+  const admission = await Promise.all(
+    ADMISSION_KINDS.map(async (kind) => {
+      const apiVersion = 'admissionregistration.k8s.io/v1'
+      if (!(await kube.resourceFor(apiVersion, kind))) return `${kind}:-`
+      const items = [...(await listing(kube, round, (await resolvePath(kube, {apiVersion, kind})).collection)).entries()]
+        .map(([name, v]) => `${name}/${v.uid}/${v.resourceVersion}`)
+        .sort()
+      return `${kind}:${items.join(',')}`
+    }),
+  )
+  return createHash('sha256')
+    .update([version, ...admission].join('\n'))
+    .digest('hex')
+    .slice(0, 32)
 }
 
 /** uid and resourceVersion of the live object; undefined when it or its kind is absent. */
 async function liveVersion(kube: Kube, round: DriftRound, entry: IndexedObject, namespace: string): Promise<Version | undefined> {
   const resource = await kube.resourceFor(entry.apiVersion, entry.kind)
   if (!resource) return undefined
-  const {collection} = await resolvePath(kube, {apiVersion: entry.apiVersion, kind: entry.kind, namespace: resource.namespaced ? (entry.namespace ?? namespace) : undefined})
+  const {collection} = await resolvePath(kube, {
+    apiVersion: entry.apiVersion,
+    kind: entry.kind,
+    namespace: resource.namespaced ? (entry.namespace ?? namespace) : undefined,
+  })
   return (await listing(kube, round, collection)).get(entry.name)
 }
 
@@ -159,18 +181,21 @@ function listing(kube: Kube, round: DriftRound, collection: string): Promise<Map
   const byPath = round.listings
   let found = byPath.get(collection)
   if (!found) {
-    found = kube.request<{items?: KubeObject[]}>('GET', collection, {accept: PARTIAL_OBJECT_METADATA_LIST}).then((list) => {
-      const out = new Map<string, Version>()
-      for (const item of list.items ?? []) {
-        const {name, uid, resourceVersion} = item.metadata as {name: string; uid?: string; resourceVersion?: string}
-        if (uid && resourceVersion) out.set(name, {uid, resourceVersion})
-      }
-      return out
-    }, (error) => {
-      // Not allowed to list (a role that may only get): every object of the kind is checked in full.
-      if (error instanceof KubeApiError && (error.code === 403 || error.code === 404)) return new Map<string, Version>()
-      throw error
-    })
+    found = kube.request<{items?: KubeObject[]}>('GET', collection, {accept: PARTIAL_OBJECT_METADATA_LIST}).then(
+      (list) => {
+        const out = new Map<string, Version>()
+        for (const item of list.items ?? []) {
+          const {name, uid, resourceVersion} = item.metadata as {name: string; uid?: string; resourceVersion?: string}
+          if (uid && resourceVersion) out.set(name, {uid, resourceVersion})
+        }
+        return out
+      },
+      (error) => {
+        // Not allowed to list (a role that may only get): every object of the kind is checked in full.
+        if (error instanceof KubeApiError && (error.code === 403 || error.code === 404)) return new Map<string, Version>()
+        throw error
+      },
+    )
     byPath.set(collection, found)
     found.catch(() => byPath.delete(collection))
   }
@@ -197,7 +222,10 @@ async function objectDrift(kube: Kube, object: KubeObject, namespace: string): P
   if (!live) return {drifted: {object: label, fields: ['missing']}}
   const annotations = {...object.metadata.annotations, ...pick(live.metadata.annotations, TRACKING_ANNOTATION)}
   const labels = {...object.metadata.labels, ...pick(live.metadata.labels, TRACKING_LABEL)}
-  const body = {...object, metadata: {...object.metadata, namespace: ns, ...(Object.keys(annotations).length ? {annotations} : {}), ...(Object.keys(labels).length ? {labels} : {})}}
+  const body = {
+    ...object,
+    metadata: {...object.metadata, namespace: ns, ...(Object.keys(annotations).length ? {annotations} : {}), ...(Object.keys(labels).length ? {labels} : {})},
+  }
   let dry: KubeObject
   try {
     dry = await kube.request<KubeObject>('PATCH', path.item, {
@@ -222,7 +250,12 @@ function pick(map: Record<string, string> | undefined, key: string): Record<stri
 }
 
 function comparable(o: KubeObject): unknown {
-  const {managedFields: _m, resourceVersion: _r, generation: _g, ...metadata} = o.metadata as KubeObject['metadata'] & {managedFields?: unknown; generation?: number}
+  const {
+    managedFields: _m,
+    resourceVersion: _r,
+    generation: _g,
+    ...metadata
+  } = o.metadata as KubeObject['metadata'] & {managedFields?: unknown; generation?: number}
   const {status: _s, ...rest} = o as KubeObject & {status?: unknown}
   return {...rest, metadata}
 }

@@ -49,7 +49,11 @@ export async function checkStackArtifacts(session: Session, sources: StackArtifa
 }
 
 /** Renders the stack from the CR's spec; `values` replaces one component's stored user layer. */
-export async function renderStackFromInstallation(session: Session, sources: StackArtifactSources, override?: {component: StackComponent; values: Values}): Promise<StackRender> {
+export async function renderStackFromInstallation(
+  session: Session,
+  sources: StackArtifactSources,
+  override?: {component: StackComponent; values: Values},
+): Promise<StackRender> {
   const kube = await session.kube()
   const cr = await requireInstallation(session)
   const {argocd, kokumi} = stackArtifacts(cr, sources)

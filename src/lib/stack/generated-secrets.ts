@@ -52,10 +52,13 @@ async function checkPair(kube: Kube, component: StackComponent): Promise<SecretM
   const liveValue = component === 'kokumi' ? live?.['password-hash'] : live?.auth
   if (!liveValue) return undefined
   const mismatch = (why: string): SecretMismatch => ({
-    component, secret, componentSecret,
+    component,
+    secret,
+    componentSecret,
     message: `Secret ${secret} ${why}: ichor will not mint a password ${componentSecret} does not accept; run ${REPAIR_SECRETS_COMMAND} to set a new one on both sides`,
   })
-  if (!held?.password) return mismatch(`is missing while ${componentSecret} holds the running ${component === 'kokumi' ? 'Kokumi admin' : 'Argo CD redis'} password`)
+  if (!held?.password)
+    return mismatch(`is missing while ${componentSecret} holds the running ${component === 'kokumi' ? 'Kokumi admin' : 'Argo CD redis'} password`)
   const matches = component === 'kokumi' ? opensKokumiHash(held, liveValue).matches : held.password === liveValue
   return matches ? undefined : mismatch(`does not match ${componentSecret}`)
 }
@@ -86,7 +89,9 @@ export async function findSecretMismatches(kube: Kube, components: readonly Stac
 
 /** The error a run stops with when a generated Secret no longer matches its component. */
 export function secretMismatchError(mismatches: SecretMismatch[]): IchorError {
-  return new IchorError(mismatches.map((m) => m.message).join('\n'), {hint: `run ${REPAIR_SECRETS_COMMAND} (it writes a new password to both sides and shows the Kokumi admin password once), then rerun`})
+  return new IchorError(mismatches.map((m) => m.message).join('\n'), {
+    hint: `run ${REPAIR_SECRETS_COMMAND} (it writes a new password to both sides and shows the Kokumi admin password once), then rerun`,
+  })
 }
 
 /** What the repair wrote, for the summary: the Kokumi admin password only on the run that set it. */
@@ -126,21 +131,43 @@ async function repairPair(kube: Kube, component: StackComponent, outcome: Repair
     const signingKey = live['signing-key'] || held['signing-key'] || randomBytes(32).toString('base64url')
     const hash = bcryptHash(password, deriveSalt(password, signingKey))
     liveData = {'password-hash': hash, 'signing-key': signingKey}
-    ichorData = {username: live.username || 'admin', password, 'signing-key': signingKey, 'password-hash': hash, 'password-hash-binding': hashBinding(password, hash)}
+    ichorData = {
+      username: live.username || 'admin',
+      password,
+      'signing-key': signingKey,
+      'password-hash': hash,
+      'password-hash-binding': hashBinding(password, hash),
+    }
   } else {
     liveData = {auth: password}
     ichorData = {password}
   }
   const encode = (d: Record<string, string>) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, Buffer.from(v, 'utf8').toString('base64')]))
   await kube.request('PATCH', `/api/v1/namespaces/${pair.namespace}/secrets/${pair.name}`, {
-    body: {data: encode(liveData)}, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+    body: {data: encode(liveData)},
+    contentType: 'application/merge-patch+json',
+    query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
   })
-  await serverSideApply(kube, [{apiVersion: 'v1', kind: 'Secret', metadata: {name: pair.ichor, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}}, type: 'Opaque', data: encode(ichorData)} as KubeObject], {force: true})
+  await serverSideApply(
+    kube,
+    [
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: {name: pair.ichor, namespace: ICHOR_SYSTEM, labels: {...MANAGED_BY}},
+        type: 'Opaque',
+        data: encode(ichorData),
+      } as KubeObject,
+    ],
+    {force: true},
+  )
   const now = new Date().toISOString()
   for (const w of await consumersOf(kube, pair.namespace, pair.name)) {
     const plural = w.kind === 'Deployment' ? 'deployments' : 'statefulsets'
     await kube.request('PATCH', `/apis/apps/v1/namespaces/${pair.namespace}/${plural}/${w.metadata.name}`, {
-      body: {spec: {template: {metadata: {annotations: {[RESTARTED_AT]: now}}}}}, contentType: 'application/strategic-merge-patch+json', query: {fieldManager: FIELD_MANAGER},
+      body: {spec: {template: {metadata: {annotations: {[RESTARTED_AT]: now}}}}},
+      contentType: 'application/strategic-merge-patch+json',
+      query: {fieldManager: FIELD_MANAGER},
     })
   }
   if (component === 'kokumi') outcome.kokumiAdminPassword = password
@@ -154,7 +181,9 @@ export function repairSecretTask(p: {session: Session; component: StackComponent
     title: `Make ${ICHOR_SYSTEM}/${pair.ichor} and ${pair.namespace}/${pair.name} agree (a new password on both sides)`,
     async probe() {
       const [m] = await findSecretMismatches(await p.session.kube(), [p.component])
-      return m ? missing(`${m.secret} does not open ${m.componentSecret}`) : holds(`${ICHOR_SYSTEM}/${pair.ichor} matches ${pair.namespace}/${pair.name} (or the component has none yet)`)
+      return m
+        ? missing(`${m.secret} does not open ${m.componentSecret}`)
+        : holds(`${ICHOR_SYSTEM}/${pair.ichor} matches ${pair.namespace}/${pair.name} (or the component has none yet)`)
     },
     async run() {
       await repairPair(await p.session.kube(), p.component, p.outcome)
@@ -197,7 +226,10 @@ export function waitSecretConsumersTask(p: {session: Session; timeoutMs: number;
       const deadline = Date.now() + p.timeoutMs
       for (const w of await consumers(kube)) {
         const wait = w.kind === 'Deployment' ? waitForDeploymentRollout : waitForStatefulSetReady
-        await wait(kube, w.metadata.namespace!, w.metadata.name, {timeoutMs: Math.max(deadline - Date.now(), 1000), onProgress: (m) => progress(`${w.kind} ${w.metadata.namespace}/${w.metadata.name}: ${m}`)})
+        await wait(kube, w.metadata.namespace!, w.metadata.name, {
+          timeoutMs: Math.max(deadline - Date.now(), 1000),
+          onProgress: (m) => progress(`${w.kind} ${w.metadata.namespace}/${w.metadata.name}: ${m}`),
+        })
       }
     },
   }

@@ -44,7 +44,12 @@ export async function readKokumiOrderApi(kube: Kube): Promise<KokumiOrderApi> {
 /** The tag of the running controller's image (`0.14.0`), or undefined when it cannot be read. */
 export async function installedKokumiVersion(kube: Kube): Promise<string | undefined> {
   type Deployment = KubeObject & {spec?: {template?: {spec?: {containers?: {name: string; image?: string}[]}}}}
-  const d = await getObject<Deployment>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name: KOKUMI_OBJECTS.controllerDeployment, namespace: COMPONENT_NAMESPACE.kokumi})
+  const d = await getObject<Deployment>(kube, {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    name: KOKUMI_OBJECTS.controllerDeployment,
+    namespace: COMPONENT_NAMESPACE.kokumi,
+  })
   const containers = d?.spec?.template?.spec?.containers ?? []
   const image = (containers.find((c) => c.name === 'manager') ?? containers[0])?.image ?? ''
   return /:([^:/@]+)(@.*)?$/.exec(image)?.[1]

@@ -146,7 +146,10 @@ export function serverAuthSecret(objects: KubeObject[], generated: KokumiGenerat
 export function kokumiManifestVersion(objects: KubeObject[]): string {
   const image = mainContainer(objects, KOKUMI_OBJECTS.controllerDeployment).image ?? ''
   const tag = /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
-  if (!tag) throw new IchorError(`Deployment ${KOKUMI_OBJECTS.controllerDeployment} in the ${SOURCE} has no image tag to read the Kokumi version from (${image || 'no image'})`)
+  if (!tag)
+    throw new IchorError(
+      `Deployment ${KOKUMI_OBJECTS.controllerDeployment} in the ${SOURCE} has no image tag to read the Kokumi version from (${image || 'no image'})`,
+    )
   return tag.replace(/^v/, '')
 }
 
@@ -164,11 +167,20 @@ type Kind = 'memory' | 'replicas' | 'size'
 /** Every accepted path, what it patches, and the kind of value it takes. */
 const KOKUMI_VALUE_KEYS: Readonly<Record<string, {kind: Kind; patches: string}>> = {
   'controller.replicas': {kind: 'replicas', patches: `Deployment ${KOKUMI_OBJECTS.controllerDeployment} spec.replicas`},
-  'controller.resources.limits.memory': {kind: 'memory', patches: `Deployment ${KOKUMI_OBJECTS.controllerDeployment} memory limit (default ${KOKUMI_DEFAULT_MEMORY_LIMIT})`},
+  'controller.resources.limits.memory': {
+    kind: 'memory',
+    patches: `Deployment ${KOKUMI_OBJECTS.controllerDeployment} memory limit (default ${KOKUMI_DEFAULT_MEMORY_LIMIT})`,
+  },
   'server.replicas': {kind: 'replicas', patches: `Deployment ${KOKUMI_OBJECTS.serverDeployment} spec.replicas`},
-  'server.resources.limits.memory': {kind: 'memory', patches: `Deployment ${KOKUMI_OBJECTS.serverDeployment} memory limit (default ${KOKUMI_DEFAULT_MEMORY_LIMIT})`},
+  'server.resources.limits.memory': {
+    kind: 'memory',
+    patches: `Deployment ${KOKUMI_OBJECTS.serverDeployment} memory limit (default ${KOKUMI_DEFAULT_MEMORY_LIMIT})`,
+  },
   'registry.resources.limits.memory': {kind: 'memory', patches: `Deployment ${KOKUMI_OBJECTS.registryDeployment} memory limit (none by default)`},
-  'registry.storage.sizeLimit': {kind: 'size', patches: `size limit of the registry's emptyDir (default ${KOKUMI_DEFAULT_REGISTRY_SIZE_LIMIT}; unused with a default StorageClass)`},
+  'registry.storage.sizeLimit': {
+    kind: 'size',
+    patches: `size limit of the registry's emptyDir (default ${KOKUMI_DEFAULT_REGISTRY_SIZE_LIMIT}; unused with a default StorageClass)`,
+  },
 }
 
 const QUANTITY = /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/

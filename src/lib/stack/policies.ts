@@ -28,7 +28,9 @@ export function policiesFor(component: StackComponent): KubeObject[] {
   const policies = parseObjects(text, `assets/policies/${component}.yaml`)
   for (const p of policies) {
     if (p.apiVersion !== 'cilium.io/v2' || p.kind !== 'CiliumNetworkPolicy' || p.metadata.namespace !== component) {
-      throw new IchorError(`assets/policies/${component}.yaml: ${p.kind} ${p.metadata.name} is not a cilium.io/v2 CiliumNetworkPolicy in namespace ${component}`)
+      throw new IchorError(
+        `assets/policies/${component}.yaml: ${p.kind} ${p.metadata.name} is not a cilium.io/v2 CiliumNetworkPolicy in namespace ${component}`,
+      )
     }
   }
   return policies

@@ -48,7 +48,9 @@ export function generatedSecretObjects(g: GeneratedStackSecrets, kokumiPasswordH
   })
   return [
     secret(STATE_SECRETS.kokumiAdmin, {
-      username: 'admin', password: g.kokumiAdminPassword, 'signing-key': g.kokumiSigningKey,
+      username: 'admin',
+      password: g.kokumiAdminPassword,
+      'signing-key': g.kokumiSigningKey,
       ...(kokumiPasswordHash ? {'password-hash': kokumiPasswordHash, 'password-hash-binding': hashBinding(g.kokumiAdminPassword, kokumiPasswordHash)} : {}),
     }),
     secret(STATE_SECRETS.argocdRedis, {password: g.argocdRedisPassword}),
@@ -95,7 +97,12 @@ export interface PreparedStack {
 /** Effective Argo CD values: ichor defaults ⟶ user ⟶ owned, checked like Cilium's. */
 export function argocdEffectiveValues(chartPath: string, user: Values = {}): Values {
   const {effective, issues} = checkLayeredValues(
-    {chart: readChartArchive(chartPath), defaults: ARGOCD_DEFAULT_VALUES as Values, owned: {global: {networkPolicy: {create: false}}}, ownedKeys: ARGOCD_OWNED_KEYS},
+    {
+      chart: readChartArchive(chartPath),
+      defaults: ARGOCD_DEFAULT_VALUES as Values,
+      owned: {global: {networkPolicy: {create: false}}},
+      ownedKeys: ARGOCD_OWNED_KEYS,
+    },
     user,
   )
   if (issues.length > 0) throw new ValidationError('Argo CD values are invalid', issues)

@@ -27,7 +27,9 @@ export interface PromotionState {
   otherApprovals: string[]
 }
 
-type PreparationObject = KubeObject & {spec?: {orderName?: string; configHash?: string; source?: {oci?: string; baseDigest?: string}; artifact?: {digest?: string}}}
+type PreparationObject = KubeObject & {
+  spec?: {orderName?: string; configHash?: string; source?: {oci?: string; baseDigest?: string}; artifact?: {digest?: string}}
+}
 
 /** The Order's Preparations (Kokumi labels each with its Order). */
 export async function listPreparations(kube: Kube, namespace: string, order: string): Promise<PreparationObject[]> {
@@ -51,7 +53,8 @@ async function setPreparationLabel(kube: Kube, namespace: string, name: string, 
  */
 export async function approvePreparation(kube: Kube, namespace: string, order: string, preparation: string): Promise<void> {
   for (const p of await listPreparations(kube, namespace, order)) {
-    if (p.metadata.name !== preparation && p.metadata.labels?.[APPROVE_DEPLOY_LABEL] !== undefined) await setPreparationLabel(kube, namespace, p.metadata.name, APPROVE_DEPLOY_LABEL, null)
+    if (p.metadata.name !== preparation && p.metadata.labels?.[APPROVE_DEPLOY_LABEL] !== undefined)
+      await setPreparationLabel(kube, namespace, p.metadata.name, APPROVE_DEPLOY_LABEL, null)
   }
   await setPreparationLabel(kube, namespace, preparation, APPROVE_DEPLOY_LABEL, 'true')
 }
@@ -108,7 +111,8 @@ export async function relabelState(kube: Kube, namespace: string, order: string,
   if (stale.length > 0) return {done: false, state: `${stale.join(', ')} not labelled for promotion ${mode}`}
   if (mode === 'Automatic' && approvals.length > 0) return {done: false, state: `${approvals.join(', ')} still approved`}
   // Manual: one approval, whichever (a person may since have approved another with `stack promote`).
-  if (mode === 'Manual' && latest && approvals.length !== 1) return {done: false, state: `not exactly one approved Preparation (approved: ${approvals.join(', ') || 'none'})`}
+  if (mode === 'Manual' && latest && approvals.length !== 1)
+    return {done: false, state: `not exactly one approved Preparation (approved: ${approvals.join(', ') || 'none'})`}
   return {done: true, state: `the Preparations of Order ${namespace}/${order} are labelled for promotion ${mode}`}
 }
 
@@ -117,9 +121,17 @@ export async function relabelState(kube: Kube, namespace: string, order: string,
  * only `ichor stack promote` moves its Application, so no command waits for it. Undefined when
  * nothing waits (Automatic, not rendered yet, or already served).
  */
-export async function readAwaitingApproval(kube: Kube, component: StackComponent, pushedTag?: string): Promise<{preparation: string; message: string} | undefined> {
+export async function readAwaitingApproval(
+  kube: Kube,
+  component: StackComponent,
+  pushedTag?: string,
+): Promise<{preparation: string; message: string} | undefined> {
   const namespace = COMPONENT_NAMESPACE[component]
-  type O = OrderObject & {metadata: {generation?: number}; spec?: {source?: {version?: string}}; status?: {observedGeneration?: number; conditions?: {type: string; status: string}[]}}
+  type O = OrderObject & {
+    metadata: {generation?: number}
+    spec?: {source?: {version?: string}}
+    status?: {observedGeneration?: number; conditions?: {type: string; status: string}[]}
+  }
   const [o, serving] = await Promise.all([
     getObject<O>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: component, namespace}),
     getObject<ServingObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: component, namespace}),
@@ -133,7 +145,10 @@ export async function readAwaitingApproval(kube: Kube, component: StackComponent
   // Rendered from the Order's current version (Kokumi stamps it as a label), not an older render.
   if (!prep || prep.metadata.labels?.['delivery.kokumi.dev/version'] !== o.spec?.source?.version) return undefined
   if (prep.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true') return undefined // approved: Kokumi moves the Serving
-  return {preparation, message: `${component}: Preparation ${preparation} (${o.spec?.source?.version}) waits for approval: approve it with \`ichor stack promote ${component}\``}
+  return {
+    preparation,
+    message: `${component}: Preparation ${preparation} (${o.spec?.source?.version}) waits for approval: approve it with \`ichor stack promote ${component}\``,
+  }
 }
 
 /** The Order's latest Preparation, whether it carries the approval and whether the Serving serves it. */
@@ -141,13 +156,21 @@ export async function readPromotion(kube: Kube, namespace: string, order: string
   const o = await getObject<OrderObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: order, namespace})
   if (!o) throw new IchorError(`no Order ${namespace}/${order}`, {hint: 'run ichor init first'})
   const preparation = o.status?.latestPreparationName
-  if (!preparation) throw new IchorError(`Order ${namespace}/${order} has no Preparation to promote yet`, {hint: 'check `ichor stack status`: the Order must be Ready first'})
+  if (!preparation)
+    throw new IchorError(`Order ${namespace}/${order} has no Preparation to promote yet`, {hint: 'check `ichor stack status`: the Order must be Ready first'})
   const [prep, serving] = await Promise.all([
     getObject(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name: preparation, namespace}),
     getObject<ServingObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: order, namespace}),
   ])
-  const otherApprovals = (await listPreparations(kube, namespace, order)).filter((p) => p.metadata.name !== preparation && p.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true').map((p) => p.metadata.name)
-  return {preparation, approved: prep?.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true', served: serving?.spec?.preparationName === preparation, otherApprovals}
+  const otherApprovals = (await listPreparations(kube, namespace, order))
+    .filter((p) => p.metadata.name !== preparation && p.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true')
+    .map((p) => p.metadata.name)
+  return {
+    preparation,
+    approved: prep?.metadata.labels?.[APPROVE_DEPLOY_LABEL] === 'true',
+    served: serving?.spec?.preparationName === preparation,
+    otherApprovals,
+  }
 }
 
 /** Approves the latest Preparation (the only approval of its Order); Kokumi moves the Serving, Argo CD syncs. */

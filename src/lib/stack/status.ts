@@ -101,7 +101,14 @@ async function readStackStatus(session: Session): Promise<StackStatus> {
   return {healthy: components.every((c) => c.healthy), kokumiVersion, components}
 }
 
-async function readComponentStatus(kube: Kube, component: StackComponent, published: PublishedBundle | undefined, registry: OciClient | undefined, registryError: string | undefined, round: DriftRound): Promise<ComponentStackStatus> {
+async function readComponentStatus(
+  kube: Kube,
+  component: StackComponent,
+  published: PublishedBundle | undefined,
+  registry: OciClient | undefined,
+  registryError: string | undefined,
+  round: DriftRound,
+): Promise<ComponentStackStatus> {
   const namespace = COMPONENT_NAMESPACE[component]
   const problems: string[] = []
   const drift: string[] = []
@@ -122,9 +129,13 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
     latestArtifactDigest: orderObject?.status?.latestArtifactDigest,
   }
   const prepObject = order.latestPreparation
-    ? await getObject<PreparationObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name: order.latestPreparation, namespace}).catch(() => undefined)
+    ? await getObject<PreparationObject>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name: order.latestPreparation, namespace}).catch(
+        () => undefined,
+      )
     : undefined
-  const preparation = order.latestPreparation ? {name: order.latestPreparation, sourceDigest: prepObject?.spec?.source?.baseDigest, artifact: prepObject?.spec?.artifact?.ociRef} : undefined
+  const preparation = order.latestPreparation
+    ? {name: order.latestPreparation, sourceDigest: prepObject?.spec?.source?.baseDigest, artifact: prepObject?.spec?.artifact?.ociRef}
+    : undefined
 
   const reg: ComponentStackStatus['registry'] = {bundle: false, preparation: false}
   if (!registry) problems.push(`the registry cannot be reached: ${registryError}`)
@@ -137,7 +148,8 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
   if (registry && order.latestArtifactDigest) {
     const at = preparation?.artifact?.replace(/^oci:\/\//, '').split('@')[0] ?? `${IN_CLUSTER_REGISTRY}/${namespace}/${component}`
     reg.preparation = (await registry.headManifest(registryPath(at), order.latestArtifactDigest)) !== undefined
-    if (!reg.preparation) problems.push(`the registry lost the artifact of Preparation ${order.latestPreparation ?? '?'} (${order.latestArtifactDigest}) that Argo CD pulls`)
+    if (!reg.preparation)
+      problems.push(`the registry lost the artifact of Preparation ${order.latestPreparation ?? '?'} (${order.latestArtifactDigest}) that Argo CD pulls`)
   }
 
   if (!published) problems.push('ichor has recorded no published bundle (run ichor init)')
@@ -146,22 +158,40 @@ async function readComponentStatus(kube: Kube, component: StackComponent, publis
   if (!app) problems.push(`no Application ${APPLICATION_NAMESPACE}/${component}`)
   else if (app.sync !== 'Synced' || app.health !== 'Healthy') {
     const why = app.health === 'Healthy' ? [] : await explainApplicationHealth(kube, app)
-    problems.push(`Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`)
+    problems.push(
+      `Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
+    )
   }
 
   // Drift: the chain published digest → Order → Preparation → Application is broken somewhere.
   if (published && order.version && order.version !== published.tag) drift.push(`the Order asks for ${order.version}, ichor published ${published.tag}`)
-  if (published && preparation?.sourceDigest && preparation.sourceDigest !== published.digest) drift.push(`Preparation ${preparation.name} was rendered from ${preparation.sourceDigest}, ichor published ${published.digest}`)
+  if (published && preparation?.sourceDigest && preparation.sourceDigest !== published.digest)
+    drift.push(`Preparation ${preparation.name} was rendered from ${preparation.sourceDigest}, ichor published ${published.digest}`)
   if (app && order.latestArtifactDigest && app.revision !== order.latestArtifactDigest) {
     // With Manual promotion a newer Preparation waits for a person: say how, it is not drift.
-    if (order.promotion === 'Manual') problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
+    if (order.promotion === 'Manual')
+      problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
     else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
   }
   // Objects changed out of band: only against a bundle the registry still holds.
-  const driftedObjects = registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, {round, digest: reg.bundleDigest})) ?? []) : []
-  for (const d of driftedObjects) drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
+  const driftedObjects =
+    registry && published && reg.bundle ? ((await readBundleDrift(kube, registry, component, published.tag, {round, digest: reg.bundleDigest})) ?? []) : []
+  for (const d of driftedObjects)
+    drift.push(`${d.object} differs from the published bundle (${d.fields.join(', ')}): run ichor stack sync to have Argo CD sync it again`)
   problems.push(...drift)
-  return {component, namespace, published, registry: reg, order, preparation, application: {exists: app !== undefined, sync: app?.sync, health: app?.health, revision: app?.revision}, drift, driftedObjects, problems, healthy: problems.length === 0}
+  return {
+    component,
+    namespace,
+    published,
+    registry: reg,
+    order,
+    preparation,
+    application: {exists: app !== undefined, sync: app?.sync, health: app?.health, revision: app?.revision},
+    drift,
+    driftedObjects,
+    problems,
+    healthy: problems.length === 0,
+  }
 }
 
 export interface StackSessionOptions {
@@ -183,8 +213,12 @@ export function renderStackStatus(s: StackStatus): string {
     lines.push('', `${c.component} (${c.namespace}): ${c.healthy ? 'healthy' : 'degraded'}`)
     lines.push(`  published    ${c.published ? `${c.published.tag} ${c.published.digest}` : 'none recorded'}`)
     lines.push(`  registry     bundle ${c.registry.bundle ? 'present' : 'MISSING'}, preparation ${c.registry.preparation ? 'present' : 'MISSING'}`)
-    lines.push(`  order        ${c.order.exists ? `${c.order.version} ${c.order.promotion} ${c.order.ready ? 'Ready' : `not Ready (${c.order.reason ?? 'no status'})`}${c.order.latestPreparation ? `, Preparation ${c.order.latestPreparation}` : ''}` : 'none'}`)
-    lines.push(`  application  ${c.application.exists ? `${c.application.sync ?? 'Unknown'}/${c.application.health ?? 'Unknown'} at ${c.application.revision ?? 'no revision'}` : 'none'}`)
+    lines.push(
+      `  order        ${c.order.exists ? `${c.order.version} ${c.order.promotion} ${c.order.ready ? 'Ready' : `not Ready (${c.order.reason ?? 'no status'})`}${c.order.latestPreparation ? `, Preparation ${c.order.latestPreparation}` : ''}` : 'none'}`,
+    )
+    lines.push(
+      `  application  ${c.application.exists ? `${c.application.sync ?? 'Unknown'}/${c.application.health ?? 'Unknown'} at ${c.application.revision ?? 'no revision'}` : 'none'}`,
+    )
     for (const p of c.problems) lines.push(`  ! ${p}`)
   }
   if (!s.healthy) lines.push('', 'Run `ichor stack sync` to republish lost bundles and have Kokumi render again.')

@@ -23,7 +23,14 @@ import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.
 import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import type {StackComponent} from './policies.js'
 import {kokumiPasswordHash} from './kokumi.js'
-import {BUNDLE_REPOSITORY_PREFIX, generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
+import {
+  BUNDLE_REPOSITORY_PREFIX,
+  generatedSecretObjects,
+  stackSecretsWith,
+  type GeneratedStackSecrets,
+  type PreparedComponent,
+  type PreparedStack,
+} from './prepare.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 
@@ -48,7 +55,8 @@ export function stackSecretsTask(p: {
       const [mismatch] = await findSecretMismatches(kube)
       if (mismatch) return missing(mismatch.message)
       for (const ref of (await p.stack()).secretRefs) {
-        if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', ...ref}, {metadataOnly: true}))) return missing(`Secret ${ref.namespace}/${ref.name} is missing`)
+        if (!(await getObject(kube, {apiVersion: 'v1', kind: 'Secret', ...ref}, {metadataOnly: true})))
+          return missing(`Secret ${ref.namespace}/${ref.name} is missing`)
       }
       return holds('every generated Secret exists (never reset)')
     },
@@ -91,7 +99,10 @@ export function showKokumiPasswordOnceTask(p: {session: Session; outcome: StackS
     async run() {
       const kube = await p.session.kube()
       const password = (await readGeneratedSecrets(kube)).kokumiAdminPassword
-      if (!password) throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no password`, {hint: 'rerun ichor init: it creates the Secret when it is missing'})
+      if (!password)
+        throw new IchorError(`Secret ${ICHOR_SYSTEM}/${STATE_SECRETS.kokumiAdmin} holds no password`, {
+          hint: 'rerun ichor init: it creates the Secret when it is missing',
+        })
       const cr = await readInstallation(kube)
       // Recorded before the summary prints: a crash in between loses only this showing, never the password.
       await writeInstallationStatus(kube, {cni: {}, stack: {}, ...cr?.status, kokumiAdminPasswordShown: true})
@@ -103,7 +114,11 @@ export function showKokumiPasswordOnceTask(p: {session: Session; outcome: StackS
 /** Would a server-side apply change anything? (a dry-run apply; nothing is persisted) */
 async function applyWouldChange(kube: Kube, objects: KubeObject[], fieldManager: string): Promise<string | undefined> {
   for (const obj of objects) {
-    const existing = await getObject(kube, {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace}, {metadataOnly: true})
+    const existing = await getObject(
+      kube,
+      {apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace},
+      {metadataOnly: true},
+    )
     if (!existing) return `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name} is missing`
   }
   const results = await serverSideApply(kube, objects, {dryRun: true, fieldManager})
@@ -141,7 +156,12 @@ export function firstApplyTask(p: {session: Session; component: StackComponent; 
       const diff = await applyWouldChange(kube, [...((await policiesServed(kube)) ? c.rendered.policies : []), ...c.rendered.objects], ARGOCD_FIELD_MANAGER)
       if (diff) return missing(diff)
       for (const name of deployments) {
-        const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {apiVersion: 'apps/v1', kind: 'Deployment', name, namespace: c.namespace})
+        const d = await getObject<KubeObject & {status?: {readyReplicas?: number}}>(kube, {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          name,
+          namespace: c.namespace,
+        })
         if (!d?.status?.readyReplicas) return missing(`Deployment ${c.namespace}/${name} is not ready`)
       }
       return holds('applied and ready')
@@ -181,7 +201,13 @@ export function publishBundlesTask(p: {session: Session; stack: Later<PreparedSt
       const client = await p.session.registry()
       for (const c of await components(p.stack)) {
         const annotations = {source: `oci://${c.bundle.repository}`, version: c.bundle.tag}
-        const r = await publishBundle(client, {repository: repositoryPath(c), tag: c.bundle.tag, layer: c.bundle.layer, layerDigest: c.bundle.layerDigest, annotations})
+        const r = await publishBundle(client, {
+          repository: repositoryPath(c),
+          tag: c.bundle.tag,
+          layer: c.bundle.layer,
+          layerDigest: c.bundle.layerDigest,
+          annotations,
+        })
         progress(`${c.component} ${c.bundle.tag} ${r.pushed ? `pushed (${r.uploadedBlobs} blobs)` : 'already there'}`)
       }
     },
@@ -248,10 +274,17 @@ export function promoteFirstInstallTask(p: {session: Session; stack: Later<Prepa
       const kube = await p.session.kube()
       for (const component of await pending()) {
         const ns = COMPONENT_NAMESPACE[component]
-        await waitFor(`Kokumi to render the first Preparation of Order ${ns}/${component}`, async () => {
-          const s = await readFirstPromotion(kube, ns, component)
-          return {done: Boolean(s.preparation), state: s.preparation ? `Preparation ${s.preparation} rendered` : `Order ${ns}/${component} has no Preparation yet`}
-        }, {timeoutMs: p.timeoutMs, onProgress: progress})
+        await waitFor(
+          `Kokumi to render the first Preparation of Order ${ns}/${component}`,
+          async () => {
+            const s = await readFirstPromotion(kube, ns, component)
+            return {
+              done: Boolean(s.preparation),
+              state: s.preparation ? `Preparation ${s.preparation} rendered` : `Order ${ns}/${component} has no Preparation yet`,
+            }
+          },
+          {timeoutMs: p.timeoutMs, onProgress: progress},
+        )
         progress(`${component}: approved ${await approveLatestPreparation(kube, ns, component)}`)
       }
     },
@@ -282,7 +315,9 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
     async run() {
       const kube = await p.session.kube()
       if (!(await kube.resourceFor(POLICY.apiVersion, POLICY.kind))) {
-        throw new IchorError('the cluster does not serve cilium.io/v2 CiliumNetworkPolicy: Cilium has not registered its CRDs', {hint: 'check that the cilium-operator Deployment in kube-system is running, then rerun'})
+        throw new IchorError('the cluster does not serve cilium.io/v2 CiliumNetworkPolicy: Cilium has not registered its CRDs', {
+          hint: 'check that the cilium-operator Deployment in kube-system is running, then rerun',
+        })
       }
       // They are part of the bundles: Argo CD's manager, as firstApplyTask explains.
       await serverSideApply(kube, await policies(), {fieldManager: ARGOCD_FIELD_MANAGER})
@@ -303,7 +338,10 @@ export function waitApplicationsTask(p: {
   // The digest ichor pushed per component: delivery is checked against it, not only against
   // the Order (which names a tag). Rendered now, or as recorded in the IchorInstallation status.
   const pushed = async (kube: Kube): Promise<Partial<Record<StackComponent, {pushedDigest?: string; pushedTag?: string}>>> => {
-    if (p.stack) return Object.fromEntries((await components(p.stack)).map((c) => [c.component, {pushedDigest: c.bundle.artifact.manifestDigest, pushedTag: c.bundle.tag}]))
+    if (p.stack)
+      return Object.fromEntries(
+        (await components(p.stack)).map((c) => [c.component, {pushedDigest: c.bundle.artifact.manifestDigest, pushedTag: c.bundle.tag}]),
+      )
     const recorded = (await readInstallation(kube))?.status?.stack ?? {}
     return Object.fromEntries(Object.entries(recorded).map(([c, s]) => [c, {pushedDigest: s?.digest, pushedTag: s?.publishedTag}]))
   }
@@ -332,7 +370,9 @@ export function waitApplicationsTask(p: {
         if (!s.done) return missing(s.state)
         if (p.awaiting?.has(c)) said.push(s.state)
       }
-      return holds(said.length > 0 ? said.join('; ') : "argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed")
+      return holds(
+        said.length > 0 ? said.join('; ') : "argocd and kokumi are Synced and Healthy at their Orders' artifacts, rendered from the bundles ichor pushed",
+      )
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -372,7 +412,8 @@ export function republishTask(p: {session: Session; published: Later<PublishedBu
     },
     async run(progress) {
       const published = await p.published()
-      if (Object.keys(published).length === 0) throw new IchorError('ichor has recorded no published bundle in the IchorInstallation status', {hint: 'run ichor init first'})
+      if (Object.keys(published).length === 0)
+        throw new IchorError('ichor has recorded no published bundle in the IchorInstallation status', {hint: 'run ichor init first'})
       const gone = await lost()
       const stack = await p.stack()
       const client = await p.session.registry()
@@ -385,7 +426,13 @@ export function republishTask(p: {session: Session; published: Later<PublishedBu
             {hint: 'pass the artifacts the cluster was installed with (--argocd-chart, --kokumi-manifest or --mirror)'},
           )
         }
-        const r = await publishBundle(client, {repository: `${BUNDLE_REPOSITORY_PREFIX}/${name}`, tag: c.bundle.tag, layer: c.bundle.layer, layerDigest: c.bundle.layerDigest, annotations: {source: `oci://${c.bundle.repository}`, version: c.bundle.tag}})
+        const r = await publishBundle(client, {
+          repository: `${BUNDLE_REPOSITORY_PREFIX}/${name}`,
+          tag: c.bundle.tag,
+          layer: c.bundle.layer,
+          layerDigest: c.bundle.layerDigest,
+          annotations: {source: `oci://${c.bundle.repository}`, version: c.bundle.tag},
+        })
         progress(`${name} ${c.bundle.tag} ${r.pushed ? 'pushed' : 'already there'}`)
       }
     },
@@ -410,12 +457,14 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
       const order = await readOrderArtifact(kube, c)
       if (!order) continue // no Order: init's business, not sync's
       if (!order.ready) out.push({component: c, why: `Order ${COMPONENT_NAMESPACE[c]}/${c} is not Ready`})
-      else if (order.digest && !(await client.headManifest(order.repository, order.digest))) out.push({component: c, why: `the registry lost Preparation ${order.preparation ?? order.digest}`})
+      else if (order.digest && !(await client.headManifest(order.repository, order.digest)))
+        out.push({component: c, why: `the registry lost Preparation ${order.preparation ?? order.digest}`})
       else {
         // The Serving may serve an older Preparation than the Order's latest (promotion Manual):
         // its artifact is what Argo CD pulls, so it must be there too.
         const served = await readServedArtifact(kube, c)
-        if (served && served.name !== order.preparation && !(await client.headManifest(order.repository, served.digest))) out.push({component: c, why: `the registry lost the served Preparation ${served.name}`})
+        if (served && served.name !== order.preparation && !(await client.headManifest(order.repository, served.digest)))
+          out.push({component: c, why: `the registry lost the served Preparation ${served.name}`})
       }
     }
     return out
@@ -425,7 +474,9 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
     title: 'Have Kokumi render again the Preparations the registry lost (promotion Manual: serve the same content again)',
     async probe() {
       const gone = await lost()
-      return gone.length > 0 ? missing(gone.map((g) => g.why).join('; ')) : holds("every Order is Ready and the artifacts of its latest and served Preparations are in the registry")
+      return gone.length > 0
+        ? missing(gone.map((g) => g.why).join('; '))
+        : holds('every Order is Ready and the artifacts of its latest and served Preparations are in the registry')
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -442,23 +493,39 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
         progress(`${component}: render requested`)
       }
       const latestGone = async () => (await lost()).filter((g) => !g.why.includes('served Preparation'))
-      await waitFor('Kokumi to push the Preparations again', async () => {
-        const left = await latestGone()
-        return {done: left.length === 0, state: left.length === 0 ? 'all rendered' : left.map((g) => g.why).join('; ')}
-      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+      await waitFor(
+        'Kokumi to push the Preparations again',
+        async () => {
+          const left = await latestGone()
+          return {done: left.length === 0, state: left.length === 0 ? 'all rendered' : left.map((g) => g.why).join('; ')}
+        },
+        {timeoutMs: p.timeoutMs, onProgress: progress},
+      )
       for (const {component} of gone) await reserveSameContent(kube, component, progress)
-      await waitFor('the Servings to serve Preparations the registry holds', async () => {
-        const left = await lost()
-        return {done: left.length === 0, state: left.length === 0 ? 'all served' : left.map((g) => g.why).join('; ')}
-      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+      await waitFor(
+        'the Servings to serve Preparations the registry holds',
+        async () => {
+          const left = await lost()
+          return {done: left.length === 0, state: left.length === 0 ? 'all served' : left.map((g) => g.why).join('; ')}
+        },
+        {timeoutMs: p.timeoutMs, onProgress: progress},
+      )
     },
   }
 }
 
 /** The Preparation the Order's Serving points at, and its artifact digest. */
-async function readServedArtifact(kube: Kube, c: StackComponent): Promise<{name: string; digest: string; source?: {oci?: string; baseDigest?: string}; configHash?: string} | undefined> {
+async function readServedArtifact(
+  kube: Kube,
+  c: StackComponent,
+): Promise<{name: string; digest: string; source?: {oci?: string; baseDigest?: string}; configHash?: string} | undefined> {
   const ns = COMPONENT_NAMESPACE[c]
-  const serving = await getObject<KubeObject & {spec?: {preparationName?: string}}>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Serving', name: c, namespace: ns})
+  const serving = await getObject<KubeObject & {spec?: {preparationName?: string}}>(kube, {
+    apiVersion: ORDER_API_VERSION,
+    kind: 'Serving',
+    name: c,
+    namespace: ns,
+  })
   const name = serving?.spec?.preparationName
   if (!name) return undefined
   type Prep = KubeObject & {spec?: {artifact?: {digest?: string}; source?: {oci?: string; baseDigest?: string}; configHash?: string}}
@@ -482,11 +549,16 @@ async function reserveSameContent(kube: Kube, c: StackComponent, progress: (line
   const latestName = (await readOrderArtifact(kube, c))?.preparation
   if (!served || !latestName || served.name === latestName) return
   const latest = (await listPreparations(kube, ns, c)).find((x) => x.metadata.name === latestName)
-  const same = latest?.spec?.source?.baseDigest === served.source?.baseDigest && latest?.spec?.source?.oci === served.source?.oci && latest?.spec?.configHash === served.configHash
+  const same =
+    latest?.spec?.source?.baseDigest === served.source?.baseDigest &&
+    latest?.spec?.source?.oci === served.source?.oci &&
+    latest?.spec?.configHash === served.configHash
   if (!same) {
     throw new IchorError(
       `the registry lost Preparation ${served.name}, which ${c} serves, and Kokumi can render only the Order's current bundle (Preparation ${latestName}), which is other content waiting for approval`,
-      {hint: `serve the current bundle with \`ichor stack promote ${c}\`, or set the served values back with \`ichor stack values set ${c}\` and run ichor stack sync again`},
+      {
+        hint: `serve the current bundle with \`ichor stack promote ${c}\`, or set the served values back with \`ichor stack values set ${c}\` and run ichor stack sync again`,
+      },
     )
   }
   await approvePreparation(kube, ns, c, latestName)
@@ -496,7 +568,10 @@ async function reserveSameContent(kube: Kube, c: StackComponent, progress: (line
 type OrderWithArtifact = KubeObject & {status?: {conditions?: {type: string; status: string}[]; latestArtifactDigest?: string; latestPreparationName?: string}}
 
 /** The Order's latest Preparation artifact: registry path (Kokumi's default destination `<ns>/<order>`) and digest. */
-async function readOrderArtifact(kube: Kube, c: StackComponent): Promise<{ready: boolean; repository: string; digest?: string; preparation?: string} | undefined> {
+async function readOrderArtifact(
+  kube: Kube,
+  c: StackComponent,
+): Promise<{ready: boolean; repository: string; digest?: string; preparation?: string} | undefined> {
   const ns = COMPONENT_NAMESPACE[c]
   const order = await getObject<OrderWithArtifact>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: c, namespace: ns})
   if (!order) return undefined
@@ -518,13 +593,16 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
     const client = await p.session.registry()
     const recorded = (await readInstallation(kube))?.status?.stack ?? {}
     const round = newDriftRound()
-    const found = await Promise.all(p.components.map(async (component) => {
-      const tag = recorded[component]?.publishedTag
-      return {component, objects: tag ? ((await readBundleDrift(kube, client, component, tag, {round})) ?? []) : []}
-    }))
+    const found = await Promise.all(
+      p.components.map(async (component) => {
+        const tag = recorded[component]?.publishedTag
+        return {component, objects: tag ? ((await readBundleDrift(kube, client, component, tag, {round})) ?? []) : []}
+      }),
+    )
     return found.filter((f) => f.objects.length > 0)
   }
-  const describe = (d: {component: StackComponent; objects: DriftedObject[]}[]) => d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
+  const describe = (d: {component: StackComponent; objects: DriftedObject[]}[]) =>
+    d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
   return {
     id: 'resync-drifted',
     title: 'Have Argo CD sync again the objects that differ from the published bundles',
@@ -536,7 +614,10 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
       const kube = await p.session.kube()
       for (const {component} of await drifted()) {
         const revision = (await readApplication(kube, component))?.revision
-        if (!revision) throw new IchorError(`Application ${APPLICATION_NAMESPACE}/${component} has no synced revision to sync again`, {hint: 'wait for Kokumi to serve the Order, then rerun ichor stack sync'})
+        if (!revision)
+          throw new IchorError(`Application ${APPLICATION_NAMESPACE}/${component} has no synced revision to sync again`, {
+            hint: 'wait for Kokumi to serve the Order, then rerun ichor stack sync',
+          })
         await kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${APPLICATION_NAMESPACE}/applications/${component}`, {
           body: {operation: {initiatedBy: {username: FIELD_MANAGER}, sync: {revision, syncOptions: ['ServerSideApply=true']}}},
           contentType: 'application/merge-patch+json',
@@ -544,10 +625,14 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
         })
         progress(`${component}: sync of ${revision.slice(0, 19)} requested`)
       }
-      await waitFor('Argo CD to sync the changed objects back', async () => {
-        const d = await drifted()
-        return {done: d.length === 0, state: d.length === 0 ? 'all as published' : describe(d)}
-      }, {timeoutMs: p.timeoutMs, onProgress: progress})
+      await waitFor(
+        'Argo CD to sync the changed objects back',
+        async () => {
+          const d = await drifted()
+          return {done: d.length === 0, state: d.length === 0 ? 'all as published' : describe(d)}
+        },
+        {timeoutMs: p.timeoutMs, onProgress: progress},
+      )
     },
   }
 }

@@ -42,12 +42,18 @@ function stackEffectiveValues(component: StackComponent, user: Values, sources: 
 /** Renders the stack with `values` as the component's layer; bad values are exit 2 naming the component. */
 export async function renderWithValues(session: Session, sources: StackArtifactSources, component: StackComponent, values: Values): Promise<StackRender> {
   return renderStackFromInstallation(session, sources, {component, values}).catch((error: unknown) => {
-    if (error instanceof ValidationError && !(error instanceof UnpinnedArtifactsError)) throw new ValidationError(`${component} values are invalid, nothing was changed`, error.issues)
+    if (error instanceof ValidationError && !(error instanceof UnpinnedArtifactsError))
+      throw new ValidationError(`${component} values are invalid, nothing was changed`, error.issues)
     throw error
   })
 }
 
-export async function diffStackValues(session: Session, component: StackComponent, input: ValuesInput, sources: StackArtifactSources): Promise<StackValuesDiff> {
+export async function diffStackValues(
+  session: Session,
+  component: StackComponent,
+  input: ValuesInput,
+  sources: StackArtifactSources,
+): Promise<StackValuesDiff> {
   const cr = await requireInstallation(session)
   const stored = cr.spec.stack[component].values ?? {}
   const proposed = newUserLayer(stored, input)
@@ -63,24 +69,48 @@ export async function diffStackValues(session: Session, component: StackComponen
     beforeLabel = `stored values, rendered (the registry lost ${published.tag}) (manifest.yaml)`
   }
   const [values, manifest] = await Promise.all([
-    unifiedDiff(yaml(stackEffectiveValues(component, stored, sources)), yaml(stackEffectiveValues(component, proposed, sources)), [`published ${component} (effective values)`, 'proposed (effective values)']),
+    unifiedDiff(yaml(stackEffectiveValues(component, stored, sources)), yaml(stackEffectiveValues(component, proposed, sources)), [
+      `published ${component} (effective values)`,
+      'proposed (effective values)',
+    ]),
     unifiedDiff(before ?? '', c.rendered.manifest, [beforeLabel, `proposed ${c.bundle.tag} (manifest.yaml)`]),
   ])
-  return {component, values, manifest, changed: values !== '' || manifest !== '', published, proposed: {tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest}}
+  return {
+    component,
+    values,
+    manifest,
+    changed: values !== '' || manifest !== '',
+    published,
+    proposed: {tag: c.bundle.tag, digest: c.bundle.artifact.manifestDigest},
+  }
 }
 
 const HEADER: Record<StackComponent, string[]> = {
-  argocd: ["# The user layer of Argo CD's chart values (ichor defaults below it, ichor-owned keys above it).", '# Save and quit to republish the bundle and move the Order; leave it unchanged to do nothing.'],
-  kokumi: ["# The user layer of Kokumi's values (only the keys ichor maps to a patch of Kokumi's manifest).", '# Save and quit to republish the bundle and move the Order; leave it unchanged to do nothing.'],
+  argocd: [
+    "# The user layer of Argo CD's chart values (ichor defaults below it, ichor-owned keys above it).",
+    '# Save and quit to republish the bundle and move the Order; leave it unchanged to do nothing.',
+  ],
+  kokumi: [
+    "# The user layer of Kokumi's values (only the keys ichor maps to a patch of Kokumi's manifest).",
+    '# Save and quit to republish the bundle and move the Order; leave it unchanged to do nothing.',
+  ],
 }
 
 /** The edited layer (undefined: left unchanged) and the layer the editor started from. */
 /** `seed`: the command line's -f/--set/KEY=VALUE, applied to the stored layer the editor opens with. */
-export async function editStackValues(session: Session, component: StackComponent, sources: StackArtifactSources, seed?: ValuesInput): Promise<{user?: Values; base: Values}> {
+export async function editStackValues(
+  session: Session,
+  component: StackComponent,
+  sources: StackArtifactSources,
+  seed?: ValuesInput,
+): Promise<{user?: Values; base: Values}> {
   const base = (await requireInstallation(session)).spec.stack[component].values ?? {}
   const initial = seed ? newUserLayer(base, seed) : base
   const user = await editValuesBuffer({
-    header: HEADER[component], initial, seeded: !isDeepStrictEqual(initial, base), fileName: `${component}-values.yaml`,
+    header: HEADER[component],
+    initial,
+    seeded: !isDeepStrictEqual(initial, base),
+    fileName: `${component}-values.yaml`,
     check: async (u) => void (await renderWithValues(session, sources, component, u)),
   })
   return {user, base}
@@ -89,6 +119,9 @@ export async function editStackValues(session: Session, component: StackComponen
 /** A layer from the editor is refused when the stored one moved meanwhile (another run changed it). */
 export function checkEditBase(component: StackComponent, stored: Values, base: Values | undefined): void {
   if (base !== undefined && !isDeepStrictEqual(stored, base)) {
-    throw new IchorError(`the stored ${component} values changed while the editor was open; nothing was changed`, {exitCode: EXIT.usage, hint: `run \`ichor stack values edit ${component}\` again to edit the current values`})
+    throw new IchorError(`the stored ${component} values changed while the editor was open; nothing was changed`, {
+      exitCode: EXIT.usage,
+      hint: `run \`ichor stack values edit ${component}\` again to edit the current values`,
+    })
   }
 }

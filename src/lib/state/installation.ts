@@ -24,7 +24,12 @@ import type {Values} from '../values/path.js'
 
 export interface InstallationSpec {
   talos: {
-    clusterName: string; endpoint: string; talosVersion: string; kubernetesVersion: string; controlPlanes: string[]; workers: string[]
+    clusterName: string
+    endpoint: string
+    talosVersion: string
+    kubernetesVersion: string
+    controlPlanes: string[]
+    workers: string[]
     /** The operator's install disk, installer image and config patches (absent: none, as before they existed). */
     machineConfig?: Partial<MachineConfigInputs>
   }
@@ -87,7 +92,11 @@ export async function readInstallation(kube: Kube): Promise<Installation | undef
 }
 
 /** Installs the CRD (and ichor-system) when needed and writes the desired state. */
-export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, options: {crdWait?: WaitOptions; crd?: boolean; readAt?: Installation} = {}): Promise<Installation | undefined> {
+export async function writeInstallationSpec(
+  kube: Kube,
+  spec: InstallationSpec,
+  options: {crdWait?: WaitOptions; crd?: boolean; readAt?: Installation} = {},
+): Promise<Installation | undefined> {
   if (options.readAt) return guardedWrite(kube, options.readAt, '', {spec}, false)
   // crd: false on day 2, where the CR (and so its CRD) is known to exist.
   if (options.crd !== false) await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
@@ -99,11 +108,17 @@ export async function writeInstallationSpec(kube: Kube, spec: InstallationSpec, 
  * Replaces the status (ichor owns every status field; server-side apply on the status subresource).
  * With `readAt`, only over the version read (see guardedWrite); returns what was written.
  */
-export async function writeInstallationStatus(kube: Kube, status: InstallationStatus, options: {readAt?: Installation} = {}): Promise<Installation | undefined> {
+export async function writeInstallationStatus(
+  kube: Kube,
+  status: InstallationStatus,
+  options: {readAt?: Installation} = {},
+): Promise<Installation | undefined> {
   if (options.readAt) return guardedWrite(kube, options.readAt, '/status', {status}, true)
   const body = {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, status}
   await kube.request('PATCH', installationPath('/status'), {
-    body, contentType: 'application/apply-patch+yaml', query: {fieldManager: FIELD_MANAGER, force: true},
+    body,
+    contentType: 'application/apply-patch+yaml',
+    query: {fieldManager: FIELD_MANAGER, force: true},
   })
   return undefined
 }
@@ -119,10 +134,17 @@ function installationPath(sub = ''): string {
  * or racing one that broke its Lease, never writes over a change it did not see.
  */
 async function guardedWrite(kube: Kube, readAt: Installation, sub: string, fields: Partial<Installation>, force: boolean): Promise<Installation> {
-  const body = {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name, resourceVersion: readAt.metadata.resourceVersion}, ...fields}
+  const body = {
+    apiVersion: INSTALLATION.apiVersion,
+    kind: INSTALLATION.kind,
+    metadata: {name: INSTALLATION.name, resourceVersion: readAt.metadata.resourceVersion},
+    ...fields,
+  }
   try {
     return await kube.request<Installation>('PATCH', installationPath(sub), {
-      body, contentType: 'application/apply-patch+yaml', query: {fieldManager: FIELD_MANAGER, force: force ? true : undefined, fieldValidation: 'Strict'},
+      body,
+      contentType: 'application/apply-patch+yaml',
+      query: {fieldManager: FIELD_MANAGER, force: force ? true : undefined, fieldValidation: 'Strict'},
     })
   } catch (error) {
     // A 409 is also a field-ownership conflict of an unforced apply: only a moved version is a change.
@@ -147,7 +169,11 @@ export async function installationChanged(kube: Kube, readAt: Installation, caus
   const what = !now ? 'it was deleted' : paths.length ? `changed: ${paths.join(', ')}` : 'its metadata changed'
   return new IchorError(
     `the IchorInstallation ${INSTALLATION.name} changed since this command read it (resourceVersion ${readAt.metadata.resourceVersion} → ${now?.metadata.resourceVersion ?? 'none'}): ${what}; this command wrote nothing over it`,
-    {exitCode: EXIT.lease, hint: 'another ichor command (or a kubectl edit) changed it meanwhile: check it (ichor cni status, ichor stack status), then run this command again', cause},
+    {
+      exitCode: EXIT.lease,
+      hint: 'another ichor command (or a kubectl edit) changed it meanwhile: check it (ichor cni status, ichor stack status), then run this command again',
+      cause,
+    },
   )
 }
 

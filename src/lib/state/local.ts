@@ -8,9 +8,7 @@ import {join} from 'node:path'
 import {parse as parseYaml, parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {homeDir} from '../fs/home.js'
-import {
-  describeModeFix, ensurePrivateDir, readCheckedFile, securePrivateFiles, writePrivateFileAtomic,
-} from '../fs/private-files.js'
+import {describeModeFix, ensurePrivateDir, readCheckedFile, securePrivateFiles, writePrivateFileAtomic} from '../fs/private-files.js'
 
 export {securePrivateFiles} from '../fs/private-files.js'
 
@@ -134,7 +132,12 @@ export function commitStateFile(state: LocalState, file: StateFile, writtenPath:
 }
 
 export class CorruptStateFileError extends IchorError {
-  constructor(readonly path: string, readonly file: StateFile, readonly reason: string, verb = 'not used') {
+  constructor(
+    readonly path: string,
+    readonly file: StateFile,
+    readonly reason: string,
+    verb = 'not used',
+  ) {
     super(`${path} is corrupt (${reason}); it was ${verb}`, {hint: REPAIR[file]})
     this.name = 'CorruptStateFileError'
   }
@@ -183,7 +186,8 @@ function checkSecretsBundle(text: string): string | undefined {
   const encryption = ['secrets.secretboxencryptionsecret', 'secrets.aescbcencryptionsecret'].filter((p) => at(doc, p) !== undefined)
   if (encryption.length === 0) problems.push('secrets.secretboxencryptionsecret is missing')
   for (const p of encryption) problems.push(...base64Problem(p, at(doc, p)))
-  for (const ca of ['etcd', 'k8s', 'k8saggregator', 'os']) for (const part of ['crt', 'key']) problems.push(...base64Problem(`certs.${ca}.${part}`, at(doc, `certs.${ca}.${part}`)))
+  for (const ca of ['etcd', 'k8s', 'k8saggregator', 'os'])
+    for (const part of ['crt', 'key']) problems.push(...base64Problem(`certs.${ca}.${part}`, at(doc, `certs.${ca}.${part}`)))
   problems.push(...base64Problem('certs.k8sserviceaccount.key', at(doc, 'certs.k8sserviceaccount.key')))
   return problems.length > 0 ? problems.join('; ') : undefined
 }
@@ -212,12 +216,16 @@ function checkKubeconfig(text: string): string | undefined {
     if (!isMapping(body)) problems.push(`current-context "${current}" names no context`)
     else for (const ref of ['cluster', 'user']) if (!byName(`${ref}s`, body[ref])) problems.push(`context "${current}" names no known ${ref}`)
   }
-  for (const [list, inner] of [['clusters', 'cluster'], ['users', 'user']] as const) {
+  for (const [list, inner] of [
+    ['clusters', 'cluster'],
+    ['users', 'user'],
+  ] as const) {
     named(list).forEach((entry, i) => {
       const body = isMapping(entry) ? entry[inner] : undefined
       if (!isMapping(body)) return problems.push(`${list}[${i}].${inner} is missing`)
       if (inner === 'cluster' && typeof body.server !== 'string') problems.push(`${list}[${i}].cluster.server is missing`)
-      if (('client-certificate-data' in body) !== ('client-key-data' in body)) problems.push(`${list}[${i}].user has a client certificate without its key, or a key without its certificate`)
+      if ('client-certificate-data' in body !== 'client-key-data' in body)
+        problems.push(`${list}[${i}].user has a client certificate without its key, or a key without its certificate`)
       for (const [k, v] of Object.entries(body)) if (k.endsWith('-data')) problems.push(...base64Problem(`${list}[${i}].${inner}.${k}`, v))
     })
   }

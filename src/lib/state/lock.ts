@@ -46,7 +46,10 @@ export function lockStateDir(dir: string, command: string): StateLock {
     }
     rmSync(path, {force: true}) // stale: its process is gone
   }
-  throw new IchorError(`could not lock the state folder ${dir}: ${path} keeps coming back`, {exitCode: EXIT.lease, hint: 'another ichor run is starting on this folder; try again'})
+  throw new IchorError(`could not lock the state folder ${dir}: ${path} keeps coming back`, {
+    exitCode: EXIT.lease,
+    hint: 'another ichor run is starting on this folder; try again',
+  })
 }
 
 function readHolder(path: string): Holder | undefined {

@@ -78,7 +78,9 @@ export async function openBundle(armored: string, key: StateKey): Promise<TalosB
   }
   const payload = JSON.parse(text) as Partial<SealedPayload>
   if (payload.version !== 1 || typeof payload['secrets.yaml'] !== 'string' || typeof payload.talosconfig !== 'string') {
-    throw new IchorError(`${TALOS_SECRET_NAME} decrypts to a bundle of an unknown shape (version ${String(payload.version)}); a newer ichor may have written it`)
+    throw new IchorError(
+      `${TALOS_SECRET_NAME} decrypts to a bundle of an unknown shape (version ${String(payload.version)}); a newer ichor may have written it`,
+    )
   }
   return {secretsYaml: Buffer.from(payload['secrets.yaml'], 'base64'), talosconfig: Buffer.from(payload.talosconfig, 'base64')}
 }
@@ -119,4 +121,3 @@ export async function bundleOfSecret(secret: SecretWithData, key: () => Promise<
   if (!data['secrets.yaml'] || !data.talosconfig) return undefined
   return {format, bundle: {secretsYaml: Buffer.from(data['secrets.yaml'], 'base64'), talosconfig: Buffer.from(data.talosconfig, 'base64')}}
 }
-

@@ -38,7 +38,10 @@ export class StateKey {
     try {
       recipient = await identityToRecipient(identity)
     } catch {
-      throw new IchorError(`${origin}: the age identity in it is malformed`, {exitCode: EXIT.usage, hint: 'write a passphrase, or an identity from age-keygen (AGE-SECRET-KEY-1…)'})
+      throw new IchorError(`${origin}: the age identity in it is malformed`, {
+        exitCode: EXIT.usage,
+        hint: 'write a passphrase, or an identity from age-keygen (AGE-SECRET-KEY-1…)',
+      })
     }
     return new StateKey('identity', identity, origin, recipient)
   }

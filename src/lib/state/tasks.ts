@@ -13,7 +13,15 @@ import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {readInstallation, readTalosBundleSecret, writeInstallationSpec, writeInstallationStatus, type InstallationSpec, type InstallationStatus, type TalosBundle} from './installation.js'
+import {
+  readInstallation,
+  readTalosBundleSecret,
+  writeInstallationSpec,
+  writeInstallationStatus,
+  type InstallationSpec,
+  type InstallationStatus,
+  type TalosBundle,
+} from './installation.js'
 import {readStateFile, requireStateFile, type LocalState} from './local.js'
 import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from './sealed-bundle.js'
 import type {StateKey} from './state-key.js'
@@ -35,7 +43,14 @@ async function requireSameBundle(stored: SecretWithData, local: Buffer, key: Sta
   if (bundle && !bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
 }
 
-export function storeDesiredStateTask(p: {session: Session; spec: Later<InstallationSpec>; state: LocalState; stateKey: StateKey | undefined; clusterBundle?: TalosBundle; timeoutMs: number}): Task {
+export function storeDesiredStateTask(p: {
+  session: Session
+  spec: Later<InstallationSpec>
+  state: LocalState
+  stateKey: StateKey | undefined
+  clusterBundle?: TalosBundle
+  timeoutMs: number
+}): Task {
   return {
     id: 'state-in-cluster',
     title: 'Install the IchorInstallation CRD and store the desired state and the Talos secrets (encrypted with age)',
@@ -49,7 +64,9 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
       // (A dry run from another machine has no local bundle yet: talos-secrets would restore this one.)
       const local = readStateFile(p.state, 'secrets')
       if (local.status === 'ok' && p.stateKey) await requireSameBundle(stored, Buffer.from(local.text), p.stateKey, p.state, p.clusterBundle)
-      return storedFormatOf(stored) === 'sealed' ? holds('stored, the Talos secrets encrypted with age') : missing(`${TALOS_SECRET_NAME} is in plaintext (an older ichor wrote it): re-writing it encrypted with age`)
+      return storedFormatOf(stored) === 'sealed'
+        ? holds('stored, the Talos secrets encrypted with age')
+        : missing(`${TALOS_SECRET_NAME} is in plaintext (an older ichor wrote it): re-writing it encrypted with age`)
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -57,13 +74,21 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
       const key = p.stateKey
       await writeInstallationSpec(kube, await p.spec(), {crdWait: {timeoutMs: p.timeoutMs}})
       // Never a cut-short bundle into the cluster: another machine would restore it.
-      const bundle: TalosBundle = {secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')), talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig'))}
+      const bundle: TalosBundle = {
+        secretsYaml: Buffer.from(requireStateFile(p.state, 'secrets')),
+        talosconfig: Buffer.from(requireStateFile(p.state, 'talosconfig')),
+      }
       const stored = await readTalosBundleSecret(kube)
       if (!stored) {
         // Only the bundle the nodes run: the first control plane must accept its talosconfig.
         const node = (await p.spec()).talos.controlPlanes[0]!
         const r = await isReachable(node, {talosconfig: p.state.talosconfig})
-        if (r.ours !== true) throw r.ours === false ? otherBundleError(p.state, r) : new IchorError(`control plane ${node} did not accept the talosconfig in ${p.state.dir} (${r.state}${r.message ? `: ${r.message}` : ''}); the Talos secrets were not stored in the cluster`)
+        if (r.ours !== true)
+          throw r.ours === false
+            ? otherBundleError(p.state, r)
+            : new IchorError(
+                `control plane ${node} did not accept the talosconfig in ${p.state.dir} (${r.state}${r.message ? `: ${r.message}` : ''}); the Talos secrets were not stored in the cluster`,
+              )
         // Created, never overwritten: the cluster's bundle is the one its nodes trust.
         await createIfAbsent(kube, await sealedBundleSecret(bundle, key))
         const now = await readTalosBundleSecret(kube)
@@ -82,7 +107,12 @@ export function storeDesiredStateTask(p: {session: Session; spec: Later<Installa
   }
 }
 
-async function observedStatus(session: Session, release: CiliumReleaseView, stack: PreparedStack, installed?: InstallationStatus['artifacts']): Promise<InstallationStatus> {
+async function observedStatus(
+  session: Session,
+  release: CiliumReleaseView,
+  stack: PreparedStack,
+  installed?: InstallationStatus['artifacts'],
+): Promise<InstallationStatus> {
   const kube = await session.kube()
   const record = await release.get()
   const recorded = (await readInstallation(kube))?.status
@@ -111,7 +141,12 @@ async function observedStatus(session: Session, release: CiliumReleaseView, stac
   return status
 }
 
-export function recordStatusTask(p: {session: Session; release: CiliumReleaseView; stack: Later<PreparedStack>; artifacts?: Later<InstallationStatus['artifacts']>}): Task {
+export function recordStatusTask(p: {
+  session: Session
+  release: CiliumReleaseView
+  stack: Later<PreparedStack>
+  artifacts?: Later<InstallationStatus['artifacts']>
+}): Task {
   const observed = async () => observedStatus(p.session, p.release, await p.stack(), await p.artifacts?.())
   return {
     id: 'record-status',

@@ -12,7 +12,10 @@ import type {StateKey} from '../state/state-key.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export async function resolveTalosconfig(
-  kube: Kube, installation: Installation, flags: {talosconfig?: string; stateDir?: string}, privateDir: string,
+  kube: Kube,
+  installation: Installation,
+  flags: {talosconfig?: string; stateDir?: string},
+  privateDir: string,
   /** The key of the sealed cluster copy, asked for only when that copy is needed. */
   key: () => Promise<StateKey>,
 ): Promise<string> {
@@ -20,7 +23,10 @@ export async function resolveTalosconfig(
   if (access.talosconfig) return access.talosconfig
   const bundle = (await readTalosBundle(kube, key))?.bundle
   if (!bundle) {
-    throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {exitCode: EXIT.usage, hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)'})
+    throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {
+      exitCode: EXIT.usage,
+      hint: 'pass --talosconfig FILE (or --state-dir DIR of the machine that ran ichor init)',
+    })
   }
   const file = join(privateDir, 'talosconfig')
   writePrivateFileAtomic(file, bundle.talosconfig)

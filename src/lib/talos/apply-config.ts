@@ -34,7 +34,9 @@ function docKey(d: Doc): string {
 }
 
 function parseDocs(text: string): Doc[] {
-  return parseAllDocuments(text).map((d) => d.toJS() as unknown).filter(isMap)
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as unknown)
+    .filter(isMap)
 }
 
 /** `running` with what changed from `before` to `after`: changed or added keys take `after`'s value, removed ones go. */
@@ -90,12 +92,20 @@ export interface NodeConfigChange {
 
 /** One line per node, as the dry run and the reboot question say it. */
 function describeChange(c: NodeConfigChange): string {
-  const what = c.status === 'unchanged' ? 'unchanged' : c.status === 'without-reboot' ? 'applied without a reboot' : 'needs a reboot (Talos cannot apply this change to the running machine)'
+  const what =
+    c.status === 'unchanged'
+      ? 'unchanged'
+      : c.status === 'without-reboot'
+        ? 'applied without a reboot'
+        : 'needs a reboot (Talos cannot apply this change to the running machine)'
   return `${c.node}: ${what}`
 }
 
 /** Both renders of every node's config (the stored inputs', the new ones'), with one secrets bundle. */
-async function renderBoth(dir: string, o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender}): Promise<Map<string, {before: string; after: string}>> {
+async function renderBoth(
+  dir: string,
+  o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender},
+): Promise<Map<string, {before: string; after: string}>> {
   const i = o.inputs
   // Secrets are the same in both renders, so they are never part of the change; a dry run on a
   // machine without the bundle yet renders with a throwaway one.
@@ -106,8 +116,15 @@ async function renderBoth(dir: string, o: {state: LocalState; inputs: InitInputs
   }
   const one = async (name: string, m: MachineConfigInputs) => {
     const out = await genConfig({
-      clusterName: i.clusterName, endpoint: i.endpoint, secretsPath, talosVersion: i.talosVersion.tag, kubernetesVersion: i.kubernetesVersion.version,
-      controlPlanePatch: o.render.talos.controlPlane, workerPatch: o.render.talos.worker, installDisk: m.installDisk, installImage: m.installImage,
+      clusterName: i.clusterName,
+      endpoint: i.endpoint,
+      secretsPath,
+      talosVersion: i.talosVersion.tag,
+      kubernetesVersion: i.kubernetesVersion.version,
+      controlPlanePatch: o.render.talos.controlPlane,
+      workerPatch: o.render.talos.worker,
+      installDisk: m.installDisk,
+      installImage: m.installImage,
       userPatches: {all: m.patches.map((x) => x.yaml), controlPlane: m.controlPlanePatches.map((x) => x.yaml), worker: m.workerPatches.map((x) => x.yaml)},
       outDir: join(dir, name),
     })
@@ -134,13 +151,22 @@ function inputsChanged(previous: MachineConfigInputs | undefined, now: MachineCo
   const texts = (m: MachineConfigInputs) => {
     const s = storedMachineConfig(m) ?? {}
     // Compared by content: the same patch from another file name is no change.
-    return JSON.stringify([s.installDisk, s.installImage, ...(['patches', 'controlPlanePatches', 'workerPatches', 'nodePatches'] as const).map((k) => (s[k] ?? []).map((p) => [('node' in p ? p.node : ''), p.yaml]))])
+    return JSON.stringify([
+      s.installDisk,
+      s.installImage,
+      ...(['patches', 'controlPlanePatches', 'workerPatches', 'nodePatches'] as const).map((k) => (s[k] ?? []).map((p) => ['node' in p ? p.node : '', p.yaml])),
+    ])
   }
   return previous !== undefined && texts(previous) !== texts(now)
 }
 
 /** What each configured node gets from the changed inputs (read-only: the node's config, Talos's own dry run). */
-async function planNodeConfigChanges(o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender}): Promise<NodeConfigChange[]> {
+async function planNodeConfigChanges(o: {
+  state: LocalState
+  inputs: InitInputs
+  previous: MachineConfigInputs
+  render: InitRender
+}): Promise<NodeConfigChange[]> {
   return withPrivateTempDir('ichor-config-change-', async (dir) => {
     const renders = await renderBoth(dir, o)
     const changes: NodeConfigChange[] = []
@@ -197,7 +223,7 @@ export function nodeConfigChangesTask(p: NodeConfigChangesOptions): Task {
     title: 'Apply changed machine-config inputs to the running nodes',
     async probe() {
       if (!inputsChanged(p.previous, p.inputs.machineConfig)) return holds('the machine-config inputs are the stored ones')
-      if (!existsSync(p.state.talosconfig)) return missing('the nodes\' configs are read with the talosconfig a real run restores first')
+      if (!existsSync(p.state.talosconfig)) return missing("the nodes' configs are read with the talosconfig a real run restores first")
       const changes = await plan()
       const pending = changes.filter((c) => c.status !== 'unchanged')
       if (pending.length === 0) return holds('every node runs the changed machine config')
@@ -258,7 +284,10 @@ async function waitBack(node: string, talosconfig: string, timeoutMs: number): P
   for (;;) {
     const {ok, r} = await up()
     if (ok) return
-    if (Date.now() > deadline) throw new IchorError(`${node} did not come back after its reboot within ${Math.round(timeoutMs / 1000)}s (${r.state}${r.message ? `: ${r.message}` : ''}); rerun the same command once it answers`)
+    if (Date.now() > deadline)
+      throw new IchorError(
+        `${node} did not come back after its reboot within ${Math.round(timeoutMs / 1000)}s (${r.state}${r.message ? `: ${r.message}` : ''}); rerun the same command once it answers`,
+      )
     await sleep(1_000)
   }
 }
@@ -271,7 +300,10 @@ async function waitNodeReady(kube: Kube, address: string, timeoutMs: number): Pr
     const nodes = (await kube.request<{items: Node[]}>('GET', '/api/v1/nodes')).items
     const node = nodes.find((n) => n.status?.addresses?.some((a) => a.address === address))
     if (!node || node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) return
-    if (Date.now() > deadline) throw new IchorError(`Kubernetes node ${node.metadata.name} (${address}) is not Ready ${Math.round(timeoutMs / 1000)}s after its reboot; rerun the same command once it is`)
+    if (Date.now() > deadline)
+      throw new IchorError(
+        `Kubernetes node ${node.metadata.name} (${address}) is not Ready ${Math.round(timeoutMs / 1000)}s after its reboot; rerun the same command once it is`,
+      )
     await sleep(2_000)
   }
 }

@@ -53,7 +53,8 @@ export function combineTalosFacts(nodes: {node: string; facts: TalosFacts}[]): T
   const out: TalosFacts = {}
   const lacking = nodes.find((n) => n.facts.kubePrism && (!n.facts.kubePrism.enabled || n.facts.kubePrism.port !== DEFAULT_KUBEPRISM_PORT))
   const prism = lacking ?? nodes.find((n) => n.facts.kubePrism)
-  if (prism?.facts.kubePrism) out.kubePrism = lacking ? {...prism.facts.kubePrism, node: lacking.node} : {enabled: prism.facts.kubePrism.enabled, port: prism.facts.kubePrism.port}
+  if (prism?.facts.kubePrism)
+    out.kubePrism = lacking ? {...prism.facts.kubePrism, node: lacking.node} : {enabled: prism.facts.kubePrism.enabled, port: prism.facts.kubePrism.port}
   const forwards = nodes.map((n) => n.facts.forwardKubeDNSToHost).filter((f): f is boolean => f !== undefined)
   if (forwards.length > 0) out.forwardKubeDNSToHost = forwards.some(Boolean)
   return out

@@ -66,7 +66,12 @@ export function withoutInlineManifest(configYaml: string, name = DEFAULT_INLINE_
       manifests.items = manifests.items.filter((m) => !(isMap(m) && m.get('name') === name))
       if (manifests.items.length === 0) doc.deleteIn(['cluster', 'inlineManifests'])
     }
-    kept.push(doc.toString().replace(/^---\n/, '').replace(/\n*$/, '\n'))
+    kept.push(
+      doc
+        .toString()
+        .replace(/^---\n/, '')
+        .replace(/\n*$/, '\n'),
+    )
   }
   return kept.join('---\n')
 }
@@ -94,13 +99,15 @@ async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promis
 /** Removes the entry from every control plane that has it (no reboot). Returns the nodes patched. */
 export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAccess): Promise<string[]> {
   // Every control plane at once (each patch is one round trip and a manifest run on that node).
-  const done = await Promise.all(opts.controlPlanes.map(async (node) => {
-    const config = await getMachineConfig({node, talosconfig: opts.talosconfig})
-    const patch = inlineManifestRemovalPatch(config, opts.name)
-    if (!patch) return false
-    await patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
-    return true
-  }))
+  const done = await Promise.all(
+    opts.controlPlanes.map(async (node) => {
+      const config = await getMachineConfig({node, talosconfig: opts.talosconfig})
+      const patch = inlineManifestRemovalPatch(config, opts.name)
+      if (!patch) return false
+      await patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
+      return true
+    }),
+  )
   return opts.controlPlanes.filter((_, i) => done[i])
 }
 
@@ -142,7 +149,12 @@ export interface HandoverTiming {
 
 function waitForManifestRuns(opts: ControlPlaneAccess & HandoverTiming): Promise<void> {
   const name = opts.name ?? DEFAULT_INLINE_MANIFEST_NAME
-  return waitForManifestRunsWithout({...opts, id: inlineManifestId(name), removal: `the removal of the "${name}" inline manifest`, timeoutMs: opts.manifestRunTimeoutMs})
+  return waitForManifestRunsWithout({
+    ...opts,
+    id: inlineManifestId(name),
+    removal: `the removal of the "${name}" inline manifest`,
+    timeoutMs: opts.manifestRunTimeoutMs,
+  })
 }
 
 export interface HandoverResult {
@@ -194,11 +206,11 @@ export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAcce
     await sleep(opts.settleMs ?? inventorySettleMs())
     if (!(await isCiliumInTalosInventory(kube))) break
     if (attempt === 3) {
-      throw new IchorError("Talos keeps writing Cilium back into its inventory (kube-system/talos-bootstrap-manifests-inventory)", {
+      throw new IchorError('Talos keeps writing Cilium back into its inventory (kube-system/talos-bootstrap-manifests-inventory)', {
         hint: 'check that no control plane config carries the cilium inline manifest (`talosctl get manifeststatus`), then run the same command again',
       })
     }
-    opts.progress?.("Talos wrote Cilium back into its inventory; removing it again")
+    opts.progress?.('Talos wrote Cilium back into its inventory; removing it again')
     await waitForManifestRuns(opts)
     const again = await removeCiliumFromTalosInventory(kube)
     inventory.removedEntries = [...new Set([...inventory.removedEntries, ...again.removedEntries])].sort()

@@ -47,7 +47,9 @@ type Doc = {kind?: string; apiVersion?: string; enabled?: boolean; cluster?: {pr
 
 /** Whether a machine config runs kube-proxy (the typed document wins over the legacy field, as Talos refuses both together). */
 export function kubeProxyEnabledIn(configYaml: string): boolean {
-  const docs = parseAllDocuments(configYaml).map((d) => d.toJS() as Doc | null).filter((d): d is Doc => d !== null && typeof d === 'object')
+  const docs = parseAllDocuments(configYaml)
+    .map((d) => d.toJS() as Doc | null)
+    .filter((d): d is Doc => d !== null && typeof d === 'object')
   const typed = docs.find((d) => d.kind === 'KubeProxyConfig')
   if (typed) return typed.enabled ?? true
   const legacy = docs.find((d) => !d.kind && !d.apiVersion)
@@ -70,7 +72,12 @@ export async function nodesToSwitch(p: {talos: InstallationSpec['talos']; talosc
 }
 
 /** Patches every node that needs it (no reboot: Talos reconciles its manifests at once). Returns the nodes patched. */
-export async function switchKubeProxyOnNodes(p: {talos: InstallationSpec['talos']; talosconfig: string; enabled: boolean; progress?: (m: string) => void}): Promise<string[]> {
+export async function switchKubeProxyOnNodes(p: {
+  talos: InstallationSpec['talos']
+  talosconfig: string
+  enabled: boolean
+  progress?: (m: string) => void
+}): Promise<string[]> {
   const patch = kubeProxyPatch(p.talos.talosVersion, p.enabled)
   const patched: string[] = []
   for (const n of await nodesToSwitch(p)) {
@@ -92,7 +99,8 @@ export async function kubeProxyLeftovers(kube: Kube): Promise<{objects: Inventor
   ]
   const objects: InventoryRef[] = []
   for (const ref of fixed) {
-    if (await getObject(kube, {apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace || undefined, name: ref.name}, {metadataOnly: true})) objects.push(ref)
+    if (await getObject(kube, {apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace || undefined, name: ref.name}, {metadataOnly: true}))
+      objects.push(ref)
   }
   const configMaps = await listObjects<KubeObject>(kube, {apiVersion: 'v1', kind: 'ConfigMap', namespace: ns}, {labelSelector: 'k8s-app=kube-proxy'})
   for (const cm of configMaps) if (cm.metadata.name.startsWith(`${name}-`)) objects.push({group: '', kind: 'ConfigMap', namespace: ns, name: cm.metadata.name})
@@ -110,7 +118,8 @@ export async function removeKubeProxyObjects(kube: Kube): Promise<string[]> {
   for (const ref of objects) {
     const apiVersion = API_VERSION[ref.group]
     if (!apiVersion) throw new IchorError(`unexpected kube-proxy object ${ref.kind} ${ref.name}`)
-    if ((await deleteObject(kube, {apiVersion, kind: ref.kind, namespace: ref.namespace || undefined, name: ref.name})) === 'deleted') removed.push(`${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`)
+    if ((await deleteObject(kube, {apiVersion, kind: ref.kind, namespace: ref.namespace || undefined, name: ref.name})) === 'deleted')
+      removed.push(`${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`)
   }
   await removeTalosInventoryKeys(kube, inventoryKeys)
   return removed

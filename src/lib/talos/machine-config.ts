@@ -52,8 +52,10 @@ const DISK = /^\/dev\/[A-Za-z0-9/_.:-]+$/
 export function readMachineConfigFlags(f: MachineConfigFlags, nodes: {controlPlanes: string[]; workers: string[]}, issues: Issue[]): MachineConfigInputs {
   const issue = (path: string, message: string) => issues.push({path, message})
   if (f.installDisk !== undefined && !DISK.test(f.installDisk)) issue('--install-disk', `"${f.installDisk}" is not a device path (e.g. /dev/sda, /dev/nvme0n1)`)
-  if (f.installImage !== undefined && !/^[a-z0-9][\w./:@-]*$/i.test(f.installImage)) issue('--install-image', `"${f.installImage}" is not an image reference (e.g. factory.talos.dev/metal-installer/<schematic>:v1.14.1)`)
-  const read = (flag: string, args: string[] | undefined) => (args ?? []).map((a) => readPatchArg(a, flag, issues)).filter((p): p is ConfigPatch => p !== undefined)
+  if (f.installImage !== undefined && !/^[a-z0-9][\w./:@-]*$/i.test(f.installImage))
+    issue('--install-image', `"${f.installImage}" is not an image reference (e.g. factory.talos.dev/metal-installer/<schematic>:v1.14.1)`)
+  const read = (flag: string, args: string[] | undefined) =>
+    (args ?? []).map((a) => readPatchArg(a, flag, issues)).filter((p): p is ConfigPatch => p !== undefined)
   const inputs: MachineConfigInputs = {
     installDisk: f.installDisk,
     installImage: f.installImage,
@@ -74,7 +76,11 @@ export function readMachineConfigFlags(f: MachineConfigFlags, nodes: {controlPla
     const patch = readPatchArg(arg.slice(eq + 1), `--node-patch ${node}`, issues)
     if (patch) inputs.nodePatches.push({node, ...patch})
   }
-  for (const [flag, list] of [['--config-patch', inputs.patches], ['--config-patch-control-plane', inputs.controlPlanePatches], ['--config-patch-worker', inputs.workerPatches]] as const) {
+  for (const [flag, list] of [
+    ['--config-patch', inputs.patches],
+    ['--config-patch-control-plane', inputs.controlPlanePatches],
+    ['--config-patch-worker', inputs.workerPatches],
+  ] as const) {
     for (const p of list) issues.push(...ownedFieldIssues(p, flag, {noWorker: nodes.workers.length === 0}))
   }
   for (const p of inputs.nodePatches) issues.push(...ownedFieldIssues(p, `--node-patch ${p.node}`, {noWorker: nodes.workers.length === 0}))
@@ -111,23 +117,32 @@ function readPatchArg(arg: string, flag: string, issues: Issue[]): ConfigPatch |
 // --cluster-name): a user patch over these would break Cilium's bootstrap, its hand-over to Helm,
 // or the cluster's identity. Paths are the v1alpha1 document's; kinds the multi-document ones
 // (Talos pkg/machinery/config/types/v1alpha1 and k8s, v1.14.1).
-const SECRETS = 'the cluster secrets come from ichor\'s Talos secrets bundle (never regenerated)'
+const SECRETS = "the cluster secrets come from ichor's Talos secrets bundle (never regenerated)"
 const OWNED_PATHS: [string, string][] = [
   ['cluster.network.cni', 'ichor sets the CNI to none: Cilium is installed by ichor'],
-  ['cluster.proxy', 'kube-proxy is ichor\'s: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later'],
+  ['cluster.proxy', "kube-proxy is ichor's: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later"],
   ['cluster.inlineManifests', 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm'],
-  ['cluster.externalCloudProvider.manifests', 'manifests outside ichor\'s stack are not handed over'],
+  ['cluster.externalCloudProvider.manifests', "manifests outside ichor's stack are not handed over"],
   ['machine.features.kubePrism', 'KubePrism on 7445 is where Cilium reaches the API server'],
   ['cluster.controlPlane.endpoint', 'the endpoint is --endpoint'],
   ['cluster.clusterName', 'the cluster name is --cluster-name'],
   ['machine.type', 'the role is --control-plane or --worker'],
-  ['machine.token', SECRETS], ['machine.ca', SECRETS], ['cluster.id', SECRETS], ['cluster.secret', SECRETS], ['cluster.token', SECRETS],
-  ['cluster.ca', SECRETS], ['cluster.aggregatorCA', SECRETS], ['cluster.serviceAccount', SECRETS], ['cluster.etcd.ca', SECRETS],
-  ['cluster.secretboxEncryptionSecret', SECRETS], ['cluster.aescbcEncryptionSecret', SECRETS], ['cluster.acceptedCAs', SECRETS],
+  ['machine.token', SECRETS],
+  ['machine.ca', SECRETS],
+  ['cluster.id', SECRETS],
+  ['cluster.secret', SECRETS],
+  ['cluster.token', SECRETS],
+  ['cluster.ca', SECRETS],
+  ['cluster.aggregatorCA', SECRETS],
+  ['cluster.serviceAccount', SECRETS],
+  ['cluster.etcd.ca', SECRETS],
+  ['cluster.secretboxEncryptionSecret', SECRETS],
+  ['cluster.aescbcEncryptionSecret', SECRETS],
+  ['cluster.acceptedCAs', SECRETS],
 ]
 const OWNED_KINDS: Record<string, string> = {
   KubeFlannelCNIConfig: 'ichor removes flannel: Cilium is installed by ichor',
-  KubeProxyConfig: 'kube-proxy is ichor\'s: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later',
+  KubeProxyConfig: "kube-proxy is ichor's: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later",
   KubeInlineManifestConfig: 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm',
   KubePrismConfig: 'KubePrism on 7445 is where Cilium reaches the API server',
   KubeClusterConfig: 'the cluster name and endpoint are --cluster-name and --endpoint',
@@ -142,7 +157,12 @@ const OWNED_KINDS: Record<string, string> = {
 export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWorker: boolean}): Issue[] {
   const issues: Issue[] = []
   const refuse = (path: string, why: string) => issues.push({path: flag, message: `${patch.source}: ${path} is set by ichor (${why})`})
-  const owned = [...OWNED_PATHS, ...(opts.noWorker ? [['cluster.allowSchedulingOnControlPlanes', 'ichor lets a cluster without workers schedule on its control planes'] as [string, string]] : [])]
+  const owned = [
+    ...OWNED_PATHS,
+    ...(opts.noWorker
+      ? [['cluster.allowSchedulingOnControlPlanes', 'ichor lets a cluster without workers schedule on its control planes'] as [string, string]]
+      : []),
+  ]
   const check = (path: string) => {
     const hit = owned.find(([p]) => path === p || path.startsWith(`${p}.`) || p.startsWith(`${path}.`))
     if (hit) refuse(hit[0] === path || path.startsWith(`${hit[0]}.`) ? path : hit[0], hit[1])
@@ -151,14 +171,23 @@ export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWork
     const js = doc.toJS() as unknown
     if (Array.isArray(js)) {
       // JSON 6902: a list of operations, each with a JSON pointer.
-      for (const op of js as {path?: unknown}[]) if (typeof op?.path === 'string') check(op.path.replace(/^\//, '').split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).join('.'))
+      for (const op of js as {path?: unknown}[])
+        if (typeof op?.path === 'string')
+          check(
+            op.path
+              .replace(/^\//, '')
+              .split('/')
+              .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+              .join('.'),
+          )
       continue
     }
     if (!js || typeof js !== 'object') continue
     const obj = js as Record<string, unknown>
     if (typeof obj.kind === 'string') {
       if (OWNED_KINDS[obj.kind]) refuse(`kind ${obj.kind}`, OWNED_KINDS[obj.kind]!)
-      else if (obj.kind === 'KubeNodeConfig' && opts.noWorker && obj.taints !== undefined) refuse('KubeNodeConfig taints', 'ichor lets a cluster without workers schedule on its control planes')
+      else if (obj.kind === 'KubeNodeConfig' && opts.noWorker && obj.taints !== undefined)
+        refuse('KubeNodeConfig taints', 'ichor lets a cluster without workers schedule on its control planes')
       continue
     }
     for (const path of leafPaths(obj)) check(path)
@@ -187,7 +216,8 @@ export function storedMachineConfig(inputs: MachineConfigInputs): Partial<Machin
   const out: Partial<MachineConfigInputs> = {}
   if (inputs.installDisk !== undefined) out.installDisk = inputs.installDisk
   if (inputs.installImage !== undefined) out.installImage = inputs.installImage
-  for (const k of ['patches', 'controlPlanePatches', 'workerPatches'] as const) if (inputs[k].length > 0) out[k] = inputs[k].map(({source, yaml}) => ({source, yaml}))
+  for (const k of ['patches', 'controlPlanePatches', 'workerPatches'] as const)
+    if (inputs[k].length > 0) out[k] = inputs[k].map(({source, yaml}) => ({source, yaml}))
   if (inputs.nodePatches.length > 0) out.nodePatches = inputs.nodePatches.map(({node, source, yaml}) => ({node, source, yaml}))
   return Object.keys(out).length > 0 ? out : undefined
 }
@@ -222,7 +252,7 @@ export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 
     const found = diskInPatch(p.yaml)
     if (found) return {disk: found.disk, from: `${flag} ${p.source}`}
   }
-  return inputs.installDisk ? {disk: inputs.installDisk, from: '--install-disk'} : {disk: TALOS_DEFAULT_INSTALL_DISK, from: 'Talos\'s default (--install-disk)'}
+  return inputs.installDisk ? {disk: inputs.installDisk, from: '--install-disk'} : {disk: TALOS_DEFAULT_INSTALL_DISK, from: "Talos's default (--install-disk)"}
 }
 
 function diskInPatch(yaml: string): {disk?: string} | undefined {

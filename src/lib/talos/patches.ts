@@ -19,7 +19,6 @@ export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
 /** The taint Talos puts on control planes (pkg/machinery/constants LabelNodeRoleControlPlane). */
 const CONTROL_PLANE_TAINT = 'node-role.kubernetes.io/control-plane'
 
-
 export interface TalosPatchInput {
   talosVersion: TalosVersion | string
   kubeProxy: KubeProxyMode

@@ -165,13 +165,20 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
   // The patches carry the Cilium manifest: a 0700 folder removed on every exit path.
   await withPrivateTempDir('ichor-talos-patch-', async (dir) => {
     const args = [
-      'gen', 'config', opts.clusterName, opts.endpoint,
+      'gen',
+      'config',
+      opts.clusterName,
+      opts.endpoint,
       // Empty: a throwaway bundle (the dry run's configs, whose secrets are redacted anyway).
       ...(opts.secretsPath ? ['--with-secrets', opts.secretsPath] : []),
-      '--talos-version', opts.talosVersion,
-      '--kubernetes-version', opts.kubernetesVersion,
-      '--output', opts.outDir,
-      '--with-docs=false', '--with-examples=false',
+      '--talos-version',
+      opts.talosVersion,
+      '--kubernetes-version',
+      opts.kubernetesVersion,
+      '--output',
+      opts.outDir,
+      '--with-docs=false',
+      '--with-examples=false',
       '--force',
     ]
     if (opts.controlPlanePatch) {
@@ -187,7 +194,11 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
     if (opts.installDisk) args.push('--install-disk', opts.installDisk)
     if (opts.installImage) args.push('--install-image', opts.installImage)
     const user = opts.userPatches ?? {all: [], controlPlane: [], worker: []}
-    for (const [flag, list] of [['--config-patch', user.all], ['--config-patch-control-plane', user.controlPlane], ['--config-patch-worker', user.worker]] as const) {
+    for (const [flag, list] of [
+      ['--config-patch', user.all],
+      ['--config-patch-control-plane', user.controlPlane],
+      ['--config-patch-worker', user.worker],
+    ] as const) {
       for (const [n, text] of list.entries()) {
         const file = join(dir, `user${flag}-${n}.yaml`)
         await writeFile(file, text, {mode: 0o600})
@@ -295,9 +306,18 @@ export async function applyConfig(opts: ApplyConfigOptions): Promise<void> {
  * PrintApplyResults; v1alpha1_server.go ApplyConfiguration, Talos v1.13.0 and v1.14.0-rc.1).
  */
 export async function applyConfigDryRun(opts: {node: string; file: string; talosconfig: string}): Promise<{reboot: boolean; summary: string}> {
-  const out = await run(['apply-config', '--file', opts.file, '--mode', 'auto', '--dry-run', ...nodeFlags(opts.node, opts.talosconfig)], {node: opts.node, action: 'talosctl apply-config --dry-run', withStderr: true})
+  const out = await run(['apply-config', '--file', opts.file, '--mode', 'auto', '--dry-run', ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl apply-config --dry-run',
+    withStderr: true,
+  })
   const summary = /Applied configuration (with|without) a reboot/.exec(out)
-  if (!summary) throw new TalosctlError(opts.node, 'talosctl apply-config --dry-run', `its answer says neither "with a reboot" nor "without a reboot": ${firstLine(out.trim())}`)
+  if (!summary)
+    throw new TalosctlError(
+      opts.node,
+      'talosctl apply-config --dry-run',
+      `its answer says neither "with a reboot" nor "without a reboot": ${firstLine(out.trim())}`,
+    )
   return {reboot: summary[1] === 'with', summary: summary[0]}
 }
 
@@ -409,7 +429,12 @@ export interface UpgradeK8sOptions {
 export async function upgradeK8s(opts: UpgradeK8sOptions): Promise<string> {
   const args = ['upgrade-k8s', '--to', opts.to, ...nodeFlags(opts.node, opts.talosconfig)]
   if (opts.dryRun) args.push('--dry-run')
-  return run(args, {node: opts.node, action: `talosctl upgrade-k8s${opts.dryRun ? ' --dry-run' : ''} --to ${opts.to}`, timeoutMs: opts.timeoutMs, onLine: opts.onLine})
+  return run(args, {
+    node: opts.node,
+    action: `talosctl upgrade-k8s${opts.dryRun ? ' --dry-run' : ''} --to ${opts.to}`,
+    timeoutMs: opts.timeoutMs,
+    onLine: opts.onLine,
+  })
 }
 
 async function exists(path: string): Promise<boolean> {

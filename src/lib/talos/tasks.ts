@@ -16,13 +16,32 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {handOverCiliumFromTalos, talosHandoverPending, withoutInlineManifest} from './handover.js'
 import {inventoryKey, removeTalosInventoryKeys} from './inventory.js'
-import {KUBE_PROXY, KUBE_PROXY_MANIFEST_ID, kubeProxyLeftovers, kubeProxyNodes, nodesToSwitch, removeKubeProxyObjects, switchKubeProxyOnNodes} from './kube-proxy.js'
+import {
+  KUBE_PROXY,
+  KUBE_PROXY_MANIFEST_ID,
+  kubeProxyLeftovers,
+  kubeProxyNodes,
+  nodesToSwitch,
+  removeKubeProxyObjects,
+  switchKubeProxyOnNodes,
+} from './kube-proxy.js'
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
 import {allPatches, patchesForNode, storedMachineConfig} from './machine-config.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {join} from 'node:path'
 import {readFileSync, rmSync} from 'node:fs'
-import {TalosctlError, patchConfigFile, applyConfig, bootstrap, genConfig, genSecrets, isReachable, kubeconfig as fetchKubeconfig, validateConfig, type Reachability} from './talosctl.js'
+import {
+  TalosctlError,
+  patchConfigFile,
+  applyConfig,
+  bootstrap,
+  genConfig,
+  genSecrets,
+  isReachable,
+  kubeconfig as fetchKubeconfig,
+  validateConfig,
+  type Reachability,
+} from './talosctl.js'
 
 /**
  * The secrets bundle: reused when present and whole; else restored from the cluster when
@@ -59,7 +78,15 @@ export function talosSecretsTask(p: {state: LocalState; clusterBundle: TalosBund
 function configsInputHash(inputs: InitInputs, render: InitRender): string {
   const i = inputs
   // The operator's machine-config inputs are part of it: a changed one regenerates the configs.
-  const key = JSON.stringify([i.clusterName, i.endpoint, i.talosVersion.tag, i.kubernetesVersion.version, render.talos.controlPlane, render.talos.worker, ...(storedMachineConfig(i.machineConfig) ? [storedMachineConfig(i.machineConfig)] : [])])
+  const key = JSON.stringify([
+    i.clusterName,
+    i.endpoint,
+    i.talosVersion.tag,
+    i.kubernetesVersion.version,
+    render.talos.controlPlane,
+    render.talos.worker,
+    ...(storedMachineConfig(i.machineConfig) ? [storedMachineConfig(i.machineConfig)] : []),
+  ])
   return createHash('sha256').update(key).digest('hex')
 }
 
@@ -81,9 +108,15 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
       const render = await p.render()
       const m = i.machineConfig
       const base = {
-        clusterName: i.clusterName, endpoint: i.endpoint, secretsPath: p.state.secrets, talosVersion: i.talosVersion.tag,
-        kubernetesVersion: i.kubernetesVersion.version, controlPlanePatch: render.talos.controlPlane, workerPatch: render.talos.worker,
-        installDisk: m.installDisk, installImage: m.installImage,
+        clusterName: i.clusterName,
+        endpoint: i.endpoint,
+        secretsPath: p.state.secrets,
+        talosVersion: i.talosVersion.tag,
+        kubernetesVersion: i.kubernetesVersion.version,
+        controlPlanePatch: render.talos.controlPlane,
+        workerPatch: render.talos.worker,
+        installDisk: m.installDisk,
+        installImage: m.installImage,
       }
       const user = {all: m.patches.map((x) => x.yaml), controlPlane: m.controlPlanePatches.map((x) => x.yaml), worker: m.workerPatches.map((x) => x.yaml)}
       // Generated and validated in a private folder, then moved into the state folder: a patch
@@ -133,7 +166,11 @@ async function renderNodeConfig(state: LocalState, i: InitInputs, node: string, 
  * time: exit 2 naming the flag and the file with talosctl's message (which names the field).
  * Only on the failure path, so a valid set costs nothing extra.
  */
-async function invalidPatchError(error: TalosctlError, i: InitInputs, base: Omit<Parameters<typeof genConfig>[0], 'outDir' | 'userPatches'>): Promise<IchorError> {
+async function invalidPatchError(
+  error: TalosctlError,
+  i: InitInputs,
+  base: Omit<Parameters<typeof genConfig>[0], 'outDir' | 'userPatches'>,
+): Promise<IchorError> {
   const culprit = await withPrivateTempDir('ichor-patch-check-', async (dir) => {
     for (const {flag, patch} of allPatches(i.machineConfig)) {
       const only = {all: [] as string[], controlPlane: [] as string[], worker: [] as string[]}
@@ -159,7 +196,10 @@ async function invalidPatchError(error: TalosctlError, i: InitInputs, base: Omit
     return undefined
   })
   if (!culprit) return new IchorError(`the machine configs with your patches are invalid: ${error.talosctlMessage}`, {exitCode: EXIT.usage})
-  return new IchorError(`${culprit.flag} ${culprit.source}: Talos refuses the patch: ${culprit.message}`, {exitCode: EXIT.usage, hint: 'fix the patch (talosctl validate --mode metal names the field); no node was touched'})
+  return new IchorError(`${culprit.flag} ${culprit.source}: Talos refuses the patch: ${culprit.message}`, {
+    exitCode: EXIT.usage,
+    hint: 'fix the patch (talosctl validate --mode metal names the field); no node was touched',
+  })
 }
 
 /**
@@ -218,7 +258,10 @@ export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen
       const r = await reach(node)
       if (r.state === 'configured' && r.ours === true) return
       if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
-      if (Date.now() > deadline) throw new IchorError(`control plane ${node} did not answer with the talosconfig in ${p.state.dir} after its config was applied (${r.state}${r.message ? `: ${r.message}` : ''})`)
+      if (Date.now() > deadline)
+        throw new IchorError(
+          `control plane ${node} did not answer with the talosconfig in ${p.state.dir} after its config was applied (${r.state}${r.message ? `: ${r.message}` : ''})`,
+        )
       await sleep(2_000)
     }
   }
@@ -332,7 +375,13 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
     async probe() {
       const talos = await p.talos()
       const pending = await nodesToSwitch({talos, talosconfig: await p.talosconfig(), enabled: p.enabled})
-      return pending.length === 0 ? holds(`kube-proxy ${want} on ${kubeProxyNodes(talos).map((n) => n.node).join(', ')}`) : missing(`kube-proxy not ${want} on ${pending.map((n) => `${n.role} ${n.node}`).join(', ')}`)
+      return pending.length === 0
+        ? holds(
+            `kube-proxy ${want} on ${kubeProxyNodes(talos)
+              .map((n) => n.node)
+              .join(', ')}`,
+          )
+        : missing(`kube-proxy not ${want} on ${pending.map((n) => `${n.role} ${n.node}`).join(', ')}`)
     },
     async run(progress) {
       const kube = await p.session.kube()
@@ -340,7 +389,10 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
       if (p.enabled) {
         const left = await kubeProxyLeftovers(kube)
         const live = new Set(left.objects.map(inventoryKey))
-        await removeTalosInventoryKeys(kube, left.inventoryKeys.filter((k) => !live.has(k)))
+        await removeTalosInventoryKeys(
+          kube,
+          left.inventoryKeys.filter((k) => !live.has(k)),
+        )
       }
       await switchKubeProxyOnNodes({talos: await p.talos(), talosconfig: await p.talosconfig(), enabled: p.enabled, progress})
     },
@@ -378,13 +430,18 @@ export function removeKubeProxyTask(p: KubeProxyTalosInput): Task {
     id: 'remove-kube-proxy',
     title: 'Remove the kube-proxy DaemonSet Talos created, and its inventory entries',
     async probe() {
-      const [left, running] = await Promise.all([kubeProxyLeftovers(await p.session.kube()), access().then((a) => controlPlanesStillApplying(a, KUBE_PROXY_MANIFEST_ID))])
+      const [left, running] = await Promise.all([
+        kubeProxyLeftovers(await p.session.kube()),
+        access().then((a) => controlPlanesStillApplying(a, KUBE_PROXY_MANIFEST_ID)),
+      ])
       if (left.objects.length === 0 && left.inventoryKeys.length === 0 && running.length === 0) return holds('no kube-proxy objects left')
-      return missing([
-        ...left.objects.map((o) => `${o.kind} ${o.name}`),
-        ...(left.inventoryKeys.length ? [`${left.inventoryKeys.length} inventory entries`] : []),
-        ...(running.length ? [`Talos's manifest run on ${running.join(', ')} still lists kube-proxy`] : []),
-      ].join(', '))
+      return missing(
+        [
+          ...left.objects.map((o) => `${o.kind} ${o.name}`),
+          ...(left.inventoryKeys.length ? [`${left.inventoryKeys.length} inventory entries`] : []),
+          ...(running.length ? [`Talos's manifest run on ${running.join(', ')} still lists kube-proxy`] : []),
+        ].join(', '),
+      )
     },
     async run(progress) {
       await waitForManifestRunsWithout({...(await access()), id: KUBE_PROXY_MANIFEST_ID, removal: 'the kube-proxy removal', progress})

@@ -52,7 +52,9 @@ export function parseKubernetesVersion(input: string): KubernetesVersion {
 function parseReleaseVersion(input: string, flag: string, product: string, example: string): {major: number; minor: number; patch: number} {
   const m = SEMVER.exec(input.trim())
   if (!m) {
-    throw new IchorError(`${flag}: "${input}" is not a ${product} release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${example})`, {exitCode: EXIT.usage})
+    throw new IchorError(`${flag}: "${input}" is not a ${product} release version (accepted: vMAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH, e.g. ${example})`, {
+      exitCode: EXIT.usage,
+    })
   }
   return {major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3])}
 }
@@ -74,10 +76,9 @@ export function requireSupportedTalosVersion(v: TalosVersion | string): TalosVer
   const tooOld = compareVersions(version, oldest) < 0
   const tooNew = version.major > newest.major || (version.major === newest.major && version.minor > newest.minor)
   if (tooOld || tooNew) {
-    throw new IchorError(
-      `--talos-version: ${version.tag} is not supported (accepted: ${SUPPORTED_TALOS.oldest} to ${SUPPORTED_TALOS.newestMinor}.x)`,
-      {exitCode: EXIT.usage},
-    )
+    throw new IchorError(`--talos-version: ${version.tag} is not supported (accepted: ${SUPPORTED_TALOS.oldest} to ${SUPPORTED_TALOS.newestMinor}.x)`, {
+      exitCode: EXIT.usage,
+    })
   }
   return version
 }

@@ -32,7 +32,9 @@ function summarize(result: RunResult, error?: Error): string {
   }
   const done = count('done')
   const total = formatDuration(result.tasks.reduce((sum, t) => sum + t.ms, 0))
-  return done === 0 ? `Nothing to do: every step already holds (${total}).` : `Finished in ${total}: ${steps(done)} run, ${steps(count('skipped'))} already held.`
+  return done === 0
+    ? `Nothing to do: every step already holds (${total}).`
+    : `Finished in ${total}: ${steps(done)} run, ${steps(count('skipped'))} already held.`
 }
 
 /** `[3/10] Adopt Cilium into Helm release... done (1.2s)`, progress lines indented below. */

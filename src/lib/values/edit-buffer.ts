@@ -40,7 +40,11 @@ async function runEditor(file: string): Promise<void> {
 }
 
 function stripComments(text: string): string {
-  return text.split('\n').filter((l) => !l.startsWith('#')).join('\n').trim()
+  return text
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .join('\n')
+    .trim()
 }
 
 /** The accepted layer, or undefined when the buffer was left unchanged. */
@@ -52,19 +56,29 @@ export async function editValuesBuffer(o: EditBufferOptions): Promise<Values | u
     let body = original
     let problems: string[] = []
     for (;;) {
-      const text = [...o.header, ...(o.seeded ? SEEDED_HEADER : []), ...(problems.length ? ['#', '# The values were not accepted:', ...problems.map((l) => `#   ${l}`), '#'] : []), body, ''].join('\n')
+      const text = [
+        ...o.header,
+        ...(o.seeded ? SEEDED_HEADER : []),
+        ...(problems.length ? ['#', '# The values were not accepted:', ...problems.map((l) => `#   ${l}`), '#'] : []),
+        body,
+        '',
+      ].join('\n')
       await writeFile(file, text, {mode: 0o600})
       await runEditor(file)
       const edited = stripComments(await readFile(file, 'utf8'))
       if (edited === original.trim() && !o.seeded) return undefined
-      if (problems.length && edited === body.trim()) throw new IchorError('the values were left as they were refused; nothing was changed', {exitCode: EXIT.usage, hint: problems.join('\n')})
+      if (problems.length && edited === body.trim())
+        throw new IchorError('the values were left as they were refused; nothing was changed', {exitCode: EXIT.usage, hint: problems.join('\n')})
       body = edited
       try {
         const user = parseValuesText(edited, 'the edited values')
         await o.check(user)
         return user
       } catch (error) {
-        if (error instanceof ValidationError) problems = formatIssues(error.issues).split('\n').map((l) => l.trim())
+        if (error instanceof ValidationError)
+          problems = formatIssues(error.issues)
+            .split('\n')
+            .map((l) => l.trim())
         else if (error instanceof IchorError && error.exitCode === 2) problems = error.message.split('\n')
         else throw error
       }

@@ -24,7 +24,9 @@ export function readValuesFile(file: string, flag = '-f'): Values {
 }
 
 function tooLarge(label: string, size: number | string): IchorError {
-  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {exitCode: EXIT.usage})
+  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {
+    exitCode: EXIT.usage,
+  })
 }
 
 function cannotRead(label: string, error: unknown): IchorError {
@@ -119,7 +121,10 @@ export function parseValuesText(text: string, label: string): Values {
   } catch (error) {
     const message = (error as Error).message ?? String(error)
     if (/alias count/i.test(message)) {
-      throw new IchorError(`${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`, {exitCode: EXIT.usage})
+      throw new IchorError(
+        `${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`,
+        {exitCode: EXIT.usage},
+      )
     }
     if (error instanceof RangeError) throw new IchorError(`${label}: not valid YAML: it nests too deeply`, {exitCode: EXIT.usage})
     throw new IchorError(`${label}: not valid YAML: ${message}`, {exitCode: EXIT.usage})

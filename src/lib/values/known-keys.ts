@@ -22,10 +22,34 @@ export interface KeyNode {
 
 /** Names whose contents are Kubernetes maps or user-chosen keys. */
 const FREE_FORM_NAMES = new Set([
-  'annotations', 'labels', 'podAnnotations', 'podLabels', 'nodeSelector', 'extraArgs', 'extraEnv', 'extraConfig',
-  'tolerations', 'affinity', 'resources', 'extraVolumes', 'extraVolumeMounts', 'extraContainers', 'extraInitContainers',
-  'env', 'envFrom', 'podSecurityContext', 'topologySpreadConstraints', 'extraHostPathMounts', 'config', 'customConfig',
-  'commonLabels', 'commonAnnotations', 'deploymentAnnotations', 'serviceAnnotations', 'matchLabels', 'certManagerIssuerRef',
+  'annotations',
+  'labels',
+  'podAnnotations',
+  'podLabels',
+  'nodeSelector',
+  'extraArgs',
+  'extraEnv',
+  'extraConfig',
+  'tolerations',
+  'affinity',
+  'resources',
+  'extraVolumes',
+  'extraVolumeMounts',
+  'extraContainers',
+  'extraInitContainers',
+  'env',
+  'envFrom',
+  'podSecurityContext',
+  'topologySpreadConstraints',
+  'extraHostPathMounts',
+  'config',
+  'customConfig',
+  'commonLabels',
+  'commonAnnotations',
+  'deploymentAnnotations',
+  'serviceAnnotations',
+  'matchLabels',
+  'certManagerIssuerRef',
 ])
 const FREE_FORM_SUFFIX = /(Annotations|Labels|Selector|Env|ExtraArgs)$/
 
@@ -71,7 +95,10 @@ const MAX_VALUES_YAML_NODES = 200_000
 
 function addTree(node: KeyNode, value: unknown, budget: {left: number; chart: ChartArchive}): void {
   if (--budget.left < 0) {
-    throw new IchorError(`${budget.chart.path}: the chart's values.yaml expands to more than ${MAX_VALUES_YAML_NODES} values (aliases nested like a "billion laughs"?); not a chart ichor can read`, {exitCode: EXIT.usage})
+    throw new IchorError(
+      `${budget.chart.path}: the chart's values.yaml expands to more than ${MAX_VALUES_YAML_NODES} values (aliases nested like a "billion laughs"?); not a chart ichor can read`,
+      {exitCode: EXIT.usage},
+    )
   }
   if (!isMap(value)) {
     node.leaf = true
@@ -107,7 +134,11 @@ function addCommentedKeys(root: KeyNode, text: string): void {
 }
 
 function addTemplateRefs(root: KeyNode, text: string): void {
-  const nodeAt = (dotted: string) => dotted.slice(1).split('.').reduce((node, key) => child(node, key), root)
+  const nodeAt = (dotted: string) =>
+    dotted
+      .slice(1)
+      .split('.')
+      .reduce((node, key) => child(node, key), root)
   for (const match of text.matchAll(/\$?\.Values((?:\.[A-Za-z0-9_]+)+)/g)) nodeAt(match[1]!)
   // A value the chart hands on whole (`toYaml .Values.x`, or `with .Values.x` then
   // `toYaml .`) is a Kubernetes structure: any of its fields is real, not a typo.

@@ -15,9 +15,7 @@ export function isMap(v: unknown): v is Values {
 /** A path as typed with --set; a number is a list index. */
 export function formatPath(path: readonly (string | number)[]): string {
   if (path.length === 0) return '(root)'
-  return path
-    .map((k, i) => (typeof k === 'number' ? `[${k}]` : /^[A-Za-z0-9_-]+$/.test(k) ? (i === 0 ? k : `.${k}`) : `[${JSON.stringify(k)}]`))
-    .join('')
+  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : /^[A-Za-z0-9_-]+$/.test(k) ? (i === 0 ? k : `.${k}`) : `[${JSON.stringify(k)}]`)).join('')
 }
 
 export function getPath(values: unknown, path: Path): unknown {

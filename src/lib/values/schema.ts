@@ -90,7 +90,10 @@ export function validateAgainstSchema(chart: ChartArchive, values: Values): Issu
 }
 
 function toIssue(error: ErrorObject, data: unknown): Issue {
-  const path = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const path = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
   const got = path.reduce<unknown>((cur, k) => (cur as Record<string, unknown> | undefined)?.[k], data)
   const shown = got === undefined ? '' : ` (got ${describe(got)})`
   let message: string

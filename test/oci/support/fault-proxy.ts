@@ -5,12 +5,7 @@
 import {createServer, request, type IncomingMessage, type Server} from 'node:http'
 import type {AddressInfo} from 'node:net'
 
-export type Fault =
-  | {kind: 'forward'}
-  | {kind: 'answer'; status: number; body?: string}
-  | {kind: 'reset'}
-  | {kind: 'corrupt'}
-  | {kind: 'corruptRequest'}
+export type Fault = {kind: 'forward'} | {kind: 'answer'; status: number; body?: string} | {kind: 'reset'} | {kind: 'corrupt'} | {kind: 'corruptRequest'}
 
 export interface SeenRequest {
   method: string
@@ -51,15 +46,12 @@ export async function startFaultProxy(upstream: string): Promise<FaultProxy> {
     }
     if (fault.kind === 'corruptRequest' && body.length > 0) body[body.length - 1] ^= 0xff
     // The Host header is passed through, so the registry's Location headers point back at this proxy.
-    const upstreamReq = request(
-      {host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers},
-      async (up) => {
-        const data = await readAll(up)
-        if (fault.kind === 'corrupt' && data.length > 0) data[data.length - 1] ^= 0xff
-        res.writeHead(up.statusCode ?? 502, up.headers)
-        res.end(data)
-      },
-    )
+    const upstreamReq = request({host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers}, async (up) => {
+      const data = await readAll(up)
+      if (fault.kind === 'corrupt' && data.length > 0) data[data.length - 1] ^= 0xff
+      res.writeHead(up.statusCode ?? 502, up.headers)
+      res.end(data)
+    })
     upstreamReq.on('error', () => res.destroy())
     upstreamReq.end(body)
   })

@@ -4,7 +4,8 @@ import {runCniKubeProxy} from '../../../lib/plans/cni-kube-proxy.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniKubeProxyReplace extends IchorCommand {
-  static override summary = "Let Cilium replace kube-proxy: Cilium's kubeProxyReplacement on and verified first, then kube-proxy off in the Talos machine configs and its DaemonSet removed."
+  static override summary =
+    "Let Cilium replace kube-proxy: Cilium's kubeProxyReplacement on and verified first, then kube-proxy off in the Talos machine configs and its DaemonSet removed."
   static override description = `Runs under the ichor-system Lease and asks for confirmation unless --yes (without a terminal, --yes is required).
 The old side is turned off only after the new side is verified; a run stopped anywhere is finished by running the same command again,
 and \`ichor cni status\` shows a switch left half done. The mode is recorded in the IchorInstallation (spec.cni.kubeProxy).`
@@ -18,9 +19,20 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
     const {flags} = await this.parse(CniKubeProxyReplace)
     const json = this.jsonEnabled()
     const result = await runCniKubeProxy({
-      target: 'replaced', kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'], statePassphraseFile: flags['state-passphrase-file'],
-      chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
-      yes: flags.yes, json, output: outputModeFor({json}),
+      target: 'replaced',
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      talosconfig: flags.talosconfig,
+      stateDir: flags['state-dir'],
+      statePassphraseFile: flags['state-passphrase-file'],
+      chart: flags['cilium-chart'],
+      mirror: flags.mirror,
+      timeoutMs: flags.timeout,
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
+      output: outputModeFor({json}),
     })
     if (!json && result.leftover) this.warn(result.leftover.note)
     return result

@@ -7,7 +7,9 @@ import {openSession} from '../../../lib/session/session.js'
 
 export default class CniValuesDiff extends IchorCommand {
   static override summary = 'Show what a values change would do: the effective-values diff and the rendered-manifest diff against the live release.'
-  static override description = 'With no arguments, the stored user layer is compared with what the release runs (drift). Validates like `cni values set`; changes nothing.\n' + VALUES_SYNTAX_HELP
+  static override description =
+    'With no arguments, the stored user layer is compared with what the release runs (drift). Validates like `cni values set`; changes nothing.\n' +
+    VALUES_SYNTAX_HELP
   static override strict = false
   static override usage = valuesUsage('cni values diff')
   static override examples = [
@@ -23,9 +25,18 @@ export default class CniValuesDiff extends IchorCommand {
     checkCiliumValuesInput(input)
     const session = openSession({command: 'cni values diff', kubeconfig: flags.kubeconfig, context: flags.context})
     try {
-      const diff = await diffCiliumValues(await session.kube(), input, {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror})
+      const diff = await diffCiliumValues(await session.kube(), input, {
+        talosconfig: flags.talosconfig,
+        stateDir: flags['state-dir'],
+        chart: flags['cilium-chart'],
+        mirror: flags.mirror,
+      })
       if (!this.jsonEnabled()) {
-        this.log(diff.changed ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`)
+        this.log(
+          diff.changed
+            ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd()
+            : `No change: release revision ${diff.revision ?? '-'} already runs these values.`,
+        )
       }
       return diff
     } finally {

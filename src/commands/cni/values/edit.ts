@@ -6,7 +6,9 @@ import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniValuesEdit extends IchorCommand {
   static override summary = "Edit the user layer of Cilium's values in $VISUAL or $EDITOR, then apply it as `cni values set` does."
-  static override description = 'Values that do not validate reopen the editor with the problems as comments at the top; a buffer left unchanged changes nothing.\n-f, --set and KEY=VALUE are the starting change: the editor opens with them applied to the stored layer, and saving applies them.\nSaving the buffer is the confirmation (without a terminal, --yes is required).\n' + VALUES_SYNTAX_HELP
+  static override description =
+    'Values that do not validate reopen the editor with the problems as comments at the top; a buffer left unchanged changes nothing.\n-f, --set and KEY=VALUE are the starting change: the editor opens with them applied to the stored layer, and saving applies them.\nSaving the buffer is the confirmation (without a terminal, --yes is required).\n' +
+    VALUES_SYNTAX_HELP
   static override strict = false
   static override usage = valuesUsage('cni values edit')
   static override examples = [
@@ -30,8 +32,18 @@ export default class CniValuesEdit extends IchorCommand {
     const seed = valuesInputFrom(argv, flags)
     const json = this.jsonEnabled()
     const result = await runCniValuesEdit({
-      kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'], chart: flags['cilium-chart'], mirror: flags.mirror,
-      timeoutMs: flags.timeout, breakLock: flags['break-lock'], yes: flags.yes, json, output: outputModeFor({json}), seed,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      talosconfig: flags.talosconfig,
+      stateDir: flags['state-dir'],
+      chart: flags['cilium-chart'],
+      mirror: flags.mirror,
+      timeoutMs: flags.timeout,
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
+      output: outputModeFor({json}),
+      seed,
     })
     if (!('values' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
     return result

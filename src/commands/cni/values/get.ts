@@ -7,10 +7,7 @@ import {openSession} from '../../../lib/session/session.js'
 
 export default class CniValuesGet extends IchorCommand {
   static override summary = "Print the user layer of Cilium's values as the IchorInstallation stores it, or the effective values."
-  static override examples = [
-    '<%= config.bin %> cni values get --kubeconfig ./kubeconfig',
-    '<%= config.bin %> cni values get --effective -o json',
-  ]
+  static override examples = ['<%= config.bin %> cni values get --kubeconfig ./kubeconfig', '<%= config.bin %> cni values get --effective -o json']
   static override flags = {
     ...kubeFlags,
     effective: Flags.boolean({description: 'the effective values: ichor defaults, then the user layer, then the ichor-owned keys'}),

@@ -8,7 +8,8 @@ import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniValuesSet extends IchorCommand {
-  static override summary = "Change Cilium's values: validate with the live cluster's facts, helm upgrade (rollback on failure), wait, record in the IchorInstallation."
+  static override summary =
+    "Change Cilium's values: validate with the live cluster's facts, helm upgrade (rollback on failure), wait, record in the IchorInstallation."
   static override description = `-f files, --set and KEY=VALUE arguments (helm's --set syntax) are merged onto the stored user layer (with --replace they replace it).
 With no arguments the stored user layer is applied again: this recovers a release an interrupted run left pending and records the applied hash.
 The same values twice change nothing (no new Helm revision).
@@ -35,9 +36,19 @@ ${VALUES_SYNTAX_HELP}`
     const {argv, flags} = await this.parse(CniValuesSet)
     const json = this.jsonEnabled()
     const result = await runCniValuesSet({
-      input: valuesInputFrom(argv, flags), kubeconfig: flags.kubeconfig, context: flags.context, talosconfig: flags.talosconfig, stateDir: flags['state-dir'],
-      chart: flags['cilium-chart'], mirror: flags.mirror, timeoutMs: flags.timeout, dryRun: flags['dry-run'], breakLock: flags['break-lock'],
-      yes: flags.yes, json, output: outputModeFor({json}),
+      input: valuesInputFrom(argv, flags),
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      talosconfig: flags.talosconfig,
+      stateDir: flags['state-dir'],
+      chart: flags['cilium-chart'],
+      mirror: flags.mirror,
+      timeoutMs: flags.timeout,
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
+      output: outputModeFor({json}),
     })
     if (!json && flags['dry-run']) {
       this.log(`\nThe user layer would become:\n${stringify(result.values.user).trimEnd()}\n`)

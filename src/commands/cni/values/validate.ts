@@ -21,7 +21,10 @@ export default class CniValuesValidate extends IchorCommand {
   static override flags = {
     ...valuesFlags,
     ...ciliumModeFlags,
-    'forward-kube-dns-to-host': Flags.string({description: "Talos's hostDNS.forwardKubeDNSToHost (unknown when omitted: its guard passes with a note)", options: ['true', 'false']}),
+    'forward-kube-dns-to-host': Flags.string({
+      description: "Talos's hostDNS.forwardKubeDNSToHost (unknown when omitted: its guard passes with a note)",
+      options: ['true', 'false'],
+    }),
     'gateway-api-crds': Flags.string({description: 'whether the Gateway API CRDs are installed (unknown when omitted)', options: ['present', 'absent']}),
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,

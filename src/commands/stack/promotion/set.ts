@@ -8,17 +8,31 @@ import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class StackPromotionSet extends IchorCommand {
   static override summary = 'Switch how Kokumi promotes new bundles on an existing cluster: Automatic, or Manual (each waits for ichor stack promote).'
-  static override description = 'Stores the mode, moves both Orders and relabels their Preparations so Kokumi keeps to it after a restart. Manual keeps serving what is served now; Automatic serves each newest bundle and waits for Argo CD.'
+  static override description =
+    'Stores the mode, moves both Orders and relabels their Preparations so Kokumi keeps to it after a restart. Manual keeps serving what is served now; Automatic serves each newest bundle and waits for Argo CD.'
   static override examples = ['<%= config.bin %> stack promotion set Manual', '<%= config.bin %> stack promotion set Automatic --json']
   static override args = {mode: Args.string({description: 'the promotion mode', options: ['Automatic', 'Manual'], required: true})}
-  static override flags = {...kubeFlags, timeout: timeoutFlag(900), ...lockFlags, 'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}), ...yesFlag}
+  static override flags = {
+    ...kubeFlags,
+    timeout: timeoutFlag(900),
+    ...lockFlags,
+    'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}),
+    ...yesFlag,
+  }
 
   async run() {
     const {args, flags} = await this.parse(StackPromotionSet)
     const json = this.jsonEnabled()
     const result = await runStackPromotionSetPlan({
-      mode: args.mode as PromotionMode, kubeconfig: flags.kubeconfig, context: flags.context,
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
+      mode: args.mode as PromotionMode,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      timeoutMs: flags.timeout,
+      output: outputModeFor({json}),
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
     })
     if (!json) this.log(`\n${result.changed ? 'Promotion is now' : 'Promotion is already'} ${result.promotion}.${awaitingLines(result.awaitingApproval)}`)
     return result

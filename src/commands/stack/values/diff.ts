@@ -7,8 +7,11 @@ import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
 
 export default class StackValuesDiff extends IchorCommand {
-  static override summary = "Show what a values change of Argo CD or Kokumi would do: the effective-values diff and the bundle's objects against what ichor last published."
-  static override description = 'With no KEY=VALUE or -f, the stored user layer is compared with the published bundle (a change stored but not published shows). Validates like `stack values set`; changes nothing.\n' + VALUES_SYNTAX_HELP
+  static override summary =
+    "Show what a values change of Argo CD or Kokumi would do: the effective-values diff and the bundle's objects against what ichor last published."
+  static override description =
+    'With no KEY=VALUE or -f, the stored user layer is compared with the published bundle (a change stored but not published shows). Validates like `stack values set`; changes nothing.\n' +
+    VALUES_SYNTAX_HELP
   static override strict = false
   static override usage = valuesUsage('stack values diff', true)
   static override examples = [
@@ -16,18 +19,33 @@ export default class StackValuesDiff extends IchorCommand {
     '<%= config.bin %> stack values diff kokumi -f kokumi-values.yaml --replace',
   ]
   static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
-  static override flags = {...kubeFlags, ...registryEndpointFlag, ...valuesChangeFlags, 'argocd-chart': assetFlags['argocd-chart'], 'kokumi-manifest': assetFlags['kokumi-manifest'], mirror: assetFlags.mirror}
+  static override flags = {
+    ...kubeFlags,
+    ...registryEndpointFlag,
+    ...valuesChangeFlags,
+    'argocd-chart': assetFlags['argocd-chart'],
+    'kokumi-manifest': assetFlags['kokumi-manifest'],
+    mirror: assetFlags.mirror,
+  }
 
   async run() {
     const {args, argv, flags} = await this.parse(StackValuesDiff)
     const input = valuesInputFrom(argv.slice(1), flags)
     const diff = await runStackValuesDiff({
-      component: args.component as StackComponent, input, kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
+      component: args.component as StackComponent,
+      input,
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      registryEndpoint: flags['registry-endpoint'],
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
     })
     if (!this.jsonEnabled()) {
       const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
-      this.log(diff.changed ? paint(`${diff.values}${diff.manifest}`).trimEnd() : `No change: ${diff.component} ${diff.published?.tag ?? '-'} already holds these values.`)
+      this.log(
+        diff.changed
+          ? paint(`${diff.values}${diff.manifest}`).trimEnd()
+          : `No change: ${diff.component} ${diff.published?.tag ?? '-'} already holds these values.`,
+      )
     }
     return diff
   }

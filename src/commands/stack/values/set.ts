@@ -37,12 +37,30 @@ ${VALUES_SYNTAX_HELP}`
     const {args, argv, flags} = await this.parse(StackValuesSet)
     const json = this.jsonEnabled()
     const result = await runStackValuesSetPlan({
-      component: args.component as StackComponent, input: valuesInputFrom(argv.slice(1), flags),
-      kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint'],
-      sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror, pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']}},
-      timeoutMs: flags.timeout, output: outputModeFor({json}), dryRun: flags['dry-run'], breakLock: flags['break-lock'], yes: flags.yes, json,
+      component: args.component as StackComponent,
+      input: valuesInputFrom(argv.slice(1), flags),
+      kubeconfig: flags.kubeconfig,
+      context: flags.context,
+      registryEndpoint: flags['registry-endpoint'],
+      sources: {
+        argocdChart: flags['argocd-chart'],
+        kokumiManifest: flags['kokumi-manifest'],
+        mirror: flags.mirror,
+        pinning: {command: 'ichor stack values set', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']},
+      },
+      timeoutMs: flags.timeout,
+      output: outputModeFor({json}),
+      dryRun: flags['dry-run'],
+      breakLock: flags['break-lock'],
+      yes: flags.yes,
+      json,
     })
-    if (!json) this.log(result.changed ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}` : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`)
+    if (!json)
+      this.log(
+        result.changed
+          ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}`
+          : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`,
+      )
     return result
   }
 }
