@@ -85,7 +85,13 @@ async function expectManual(): Promise<void> {
  * Runs `args` (--yes --json added) once killed as each step of its --dry-run plan starts, in
  * step order, then once to the end: exit 0. Returns the step ids and the last run.
  */
-async function killedAtEveryStep(args: string[]): Promise<{ids: string[]; last: CliRun}> {
+async function killedAtEveryStep(args: string[], midStep?: (e: Record<string, unknown>) => boolean): Promise<{ids: string[]; last: CliRun}> {
+  // First, optionally, a kill inside a step (at one of its progress events): part of its work
+  // done. The CLI keeps going until the signal lands, so the run may also have ended first.
+  if (midStep) {
+    const r = await runIchor([...args, '--yes', '--json', ...day2.slice(0, 2)], h.env, {killOn: midStep})
+    expect(r.signal === 'SIGKILL' || r.code === 0, `mid-step: ${r.stderr.slice(-3000)}`).toBe(true)
+  }
   const plan = await kubeCli([...args, '--dry-run', '--json'])
   expect(plan.code, said(plan).slice(-3000)).toBe(0)
   const ids = taskIds(plan)
@@ -194,9 +200,10 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
   }, 900_000)
 
-  it('stack promotion set Automatic, then Manual, killed as each step starts: a rerun converges to the same state, and a further run changes nothing', async () => {
+  it('stack promotion set Automatic, then Manual, killed inside the relabelling and as each step starts: a rerun converges to the same state, and a further run changes nothing', async () => {
     for (const [mode, expectMode] of [['Automatic', expectAutomatic], ['Manual', expectManual]] as const) {
-      const {ids} = await killedAtEveryStep(['stack', 'promotion', 'set', mode])
+      // Also killed once after the first Order's Preparations are relabelled, before the second's.
+      const {ids} = await killedAtEveryStep(['stack', 'promotion', 'set', mode], (e) => e.event === 'progress' && e.id === 'relabel-preparations')
       expect(ids).toEqual(['lease', 'store-promotion', 'order-promotion', 'relabel-preparations', 'wait-applications'])
       await expectMode()
       for (const c of ['argocd', 'kokumi'] as const) await keepsServingLatest(c)
