@@ -9,7 +9,8 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
-import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -27,6 +28,7 @@ let assets: string[]
 let manualInit: string[]
 
 const said = (r: CliRun) => `${r.stdout}${r.stderr}`
+const endEvent = (r: CliRun) => jsonEvents(r).find((e) => e.event === 'end') as {ok: boolean; changed: boolean} | undefined
 const cli = (args: string[]) => runIchor([...args, ...day2], h.env)
 /** promote and promotion set reach no registry: the kubeconfig only. */
 const kubeCli = (args: string[]) => runIchor([...args, ...day2.slice(0, 2)], h.env)
@@ -50,6 +52,60 @@ async function servesLatest(c: Component): Promise<void> {
 async function keepsServingLatest(c: Component): Promise<void> {
   for (let i = 0; i < 4; i++) await h.stack.tick()
   await servesLatest(c)
+}
+
+/** The end state of `stack promotion set Automatic`: Orders, every Preparation's labels, the Serving. */
+async function expectAutomatic(): Promise<void> {
+  expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Automatic')
+  for (const c of ['argocd', 'kokumi'] as const) {
+    expect((await order(c))?.spec?.autoDeploy).toBe('Enabled')
+    // The latest alone Enabled and nothing approved: Kokumi re-points the Serving at every
+    // Enabled or approved Preparation on a resync, the last in name order winning.
+    const latest = (await order(c))?.status?.latestPreparationName
+    const preps = await preparations(c)
+    expect(preps.length, c).toBeGreaterThan(1)
+    expect(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.labels?.[AUTO]]))).toEqual(
+      Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.name === latest ? 'Enabled' : 'Disabled'])),
+    )
+    expect(await approved(c)).toEqual([])
+    await waitUntil(`${c} Serving Automatic`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Automatic')
+  }
+}
+
+/** The end state of `stack promotion set Manual`: all Disabled, the served Preparation the one approval. */
+async function expectManual(): Promise<void> {
+  expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
+  for (const c of ['argocd', 'kokumi'] as const) {
+    expect((await order(c))?.spec?.autoDeploy).toBe('Disabled')
+    expect(new Set((await preparations(c)).map((p) => p.metadata.labels?.[AUTO]))).toEqual(new Set(['Disabled']))
+    await waitUntil(`${c} Serving Manual`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Manual')
+    expect(await approved(c)).toEqual([(await serving(c))?.spec?.preparationName])
+  }
+}
+
+/**
+ * Runs `args` (--yes --json added) once killed as each step of its --dry-run plan starts, in
+ * step order, then once to the end: exit 0. Returns the step ids and the last run.
+ */
+async function killedAtEveryStep(args: string[], midStep?: (e: Record<string, unknown>) => boolean): Promise<{ids: string[]; last: CliRun}> {
+  // First, optionally, a kill inside a step (at one of its progress events): part of its work
+  // done. The CLI keeps going until the signal lands, so the run may also have ended first.
+  if (midStep) {
+    const r = await runIchor([...args, '--yes', '--json', ...day2.slice(0, 2)], h.env, {killOn: midStep})
+    expect(r.signal === 'SIGKILL' || r.code === 0, `mid-step: ${r.stderr.slice(-3000)}`).toBe(true)
+  }
+  const plan = await kubeCli([...args, '--dry-run', '--json'])
+  expect(plan.code, said(plan).slice(-3000)).toBe(0)
+  const ids = taskIds(plan)
+  const log: string[] = []
+  for (const [k, id] of ids.entries()) {
+    const r = await runIchor([...args, '--yes', '--json', ...day2.slice(0, 2)], h.env, {killOn: killBeforeTask(k)})
+    log.push(`kill before ${id}: ${r.signal ?? `exit ${r.code}`}`)
+    expect(r.signal, `before ${id}: ${r.stderr.slice(-3000)}`).toBe('SIGKILL')
+  }
+  const last = await kubeCli([...args, '--yes', '--json', '--timeout', '600'])
+  expect(last.code, `${log.join('\n')}\n${said(last).slice(-3000)}`).toBe(0)
+  return {ids, last}
 }
 
 beforeAll(async () => {
@@ -126,33 +182,14 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
   it('stack promotion set Automatic, then Manual: the Orders move, every Preparation is relabelled, the Serving follows and keeps it across a restart', async () => {
     const toAutomatic = await kubeCli(['stack', 'promotion', 'set', 'Automatic', '--yes', '--timeout', '600'])
     expect(toAutomatic.code, said(toAutomatic).slice(-3000)).toBe(0)
-    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Automatic')
-    for (const c of ['argocd', 'kokumi'] as const) {
-      expect((await order(c))?.spec?.autoDeploy).toBe('Enabled')
-      // The latest alone Enabled and nothing approved: Kokumi re-points the Serving at every
-      // Enabled or approved Preparation on a resync, the last in name order winning.
-      const latest = (await order(c))?.status?.latestPreparationName
-      const preps = await preparations(c)
-      expect(preps.length, c).toBeGreaterThan(1)
-      expect(Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.labels?.[AUTO]]))).toEqual(
-        Object.fromEntries(preps.map((p) => [p.metadata.name, p.metadata.name === latest ? 'Enabled' : 'Disabled'])),
-      )
-      expect(await approved(c)).toEqual([])
-      await waitUntil(`${c} Serving Automatic`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Automatic')
-    }
+    await expectAutomatic()
     await h.stack.restart()
     for (const c of ['argocd', 'kokumi'] as const) await keepsServingLatest(c)
 
     const toManual = await kubeCli(['stack', 'promotion', 'set', 'Manual', '--yes', '--timeout', '600'])
     expect(toManual.code, said(toManual).slice(-3000)).toBe(0)
     expect(toManual.ms).toBeLessThan(120_000)
-    expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
-    for (const c of ['argocd', 'kokumi'] as const) {
-      expect((await order(c))?.spec?.autoDeploy).toBe('Disabled')
-      expect(new Set((await preparations(c)).map((p) => p.metadata.labels?.[AUTO]))).toEqual(new Set(['Disabled']))
-      await waitUntil(`${c} Serving Manual`, async () => (await serving(c))?.spec?.preparationPolicy?.type === 'Manual')
-      expect(await approved(c)).toEqual([(await serving(c))?.spec?.preparationName])
-    }
+    await expectManual()
     await h.stack.restart()
     for (let i = 0; i < 4; i++) await h.stack.tick()
     for (const c of ['argocd', 'kokumi'] as const) {
@@ -164,4 +201,38 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     expect(rerun.code, said(rerun).slice(-3000)).toBe(0)
     expect((await readInstallation(kube))?.spec.stack.promotion).toBe('Manual')
   }, 900_000)
+
+  it('stack promotion set Automatic, then Manual, killed inside the relabelling and as each step starts: a rerun converges to the same state, and a further run changes nothing', async () => {
+    for (const [mode, expectMode] of [
+      ['Automatic', expectAutomatic],
+      ['Manual', expectManual],
+    ] as const) {
+      // Also killed once after the first Order's Preparations are relabelled, before the second's.
+      const {ids} = await killedAtEveryStep(['stack', 'promotion', 'set', mode], (e) => e.event === 'progress' && e.id === 'relabel-preparations')
+      expect(ids).toEqual(['lease', 'store-promotion', 'order-promotion', 'relabel-preparations', 'wait-applications'])
+      await expectMode()
+      for (const c of ['argocd', 'kokumi'] as const) await keepsServingLatest(c)
+      const again = await kubeCli(['stack', 'promotion', 'set', mode, '--yes', '--json', '--timeout', '600'])
+      expect(again.code, said(again).slice(-3000)).toBe(0)
+      expect(endEvent(again), mode).toMatchObject({ok: true, changed: false})
+    }
+  }, 1_200_000)
+
+  it('stack promote killed as each step starts: a rerun serves the waiting Preparation with the one approval, and a further run changes nothing', async () => {
+    const set = await cli(['stack', 'values', 'set', 'argocd', '--yes', '--set', 'server.replicas=4', '--timeout', '600', ...assets])
+    expect(set.code, said(set).slice(-3000)).toBe(0)
+    expect(said(set)).toMatch(/argocd: .*waits for approval.*ichor stack promote argocd/)
+    const waiting = (await order('argocd'))?.status?.latestPreparationName
+    expect((await serving('argocd'))?.spec?.preparationName).not.toBe(waiting)
+
+    const {ids} = await killedAtEveryStep(['stack', 'promote', 'argocd'])
+    expect(ids).toEqual(['lease', 'approve-preparation', 'wait-applications'])
+    await servesLatest('argocd')
+    expect((await serving('argocd'))?.spec?.preparationName).toBe(waiting)
+    expect(await approved('argocd')).toEqual([waiting])
+    await keepsServingLatest('argocd')
+    const again = await kubeCli(['stack', 'promote', 'argocd', '--yes', '--json', '--timeout', '600'])
+    expect(again.code, said(again).slice(-3000)).toBe(0)
+    expect(endEvent(again)).toMatchObject({ok: true, changed: false})
+  }, 1_200_000)
 })
