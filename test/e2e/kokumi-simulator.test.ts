@@ -296,16 +296,14 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     // Back to the early one by hand, then a roll-out of the controller Deployment (its pod template changes).
     await custom.patchNamespacedCustomObject({...SERVINGS, namespace: ns, name, body: {spec: {preparationName: early.preparation}}}, MERGE)
     await servedAt(name, early.digest)
-    await kc
-      .makeApiClient(AppsV1Api)
-      .patchNamespacedDeployment(
-        {
-          namespace: 'kokumi',
-          name: 'kokumi-controller-manager',
-          body: {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date(0).toISOString()}}}}},
-        },
-        MERGE,
-      )
+    await kc.makeApiClient(AppsV1Api).patchNamespacedDeployment(
+      {
+        namespace: 'kokumi',
+        name: 'kokumi-controller-manager',
+        body: {spec: {template: {metadata: {annotations: {'kubectl.kubernetes.io/restartedAt': new Date(0).toISOString()}}}}},
+      },
+      MERGE,
+    )
     await servedAt(name, late.digest)
   })
 
