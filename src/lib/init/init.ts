@@ -12,7 +12,7 @@ import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, shortStateKeyWarning, type StateKey} from '../state/state-key.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
 import {checkArtifactFlags} from '../plans/local-input.js'
@@ -191,7 +191,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       for (const line of installDiskLines(inputs)) req.note(line)
       await confirmOrAbort(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`)
     }
-    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun})
+    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun, note: req.note})
     const result = await runInitPlan({
       session,
       inputs,
@@ -228,10 +228,14 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
 async function unlockStoredBundle(
   stored: SecretWithData | undefined,
   given: StateKey | undefined,
-  o: {prompt: boolean},
+  o: {prompt: boolean; note: (line: string) => void},
 ): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
+  // A key that seals a new bundle must be long enough (refused before any step, a dry run
+  // too); one that opens a sealed bundle cannot be changed here, so it is only warned about.
+  const short = stateKey && (sealed ? shortStateKeyWarning(stateKey) : requireNewStateKey(stateKey) && undefined)
+  if (short) o.note(`warning: ${short}`)
   if (!stored || (sealed && !stateKey)) return {stateKey}
   const opened = await bundleOfSecret(stored, async () => stateKey!)
   return {stateKey, clusterBundle: opened?.bundle}
