@@ -46,7 +46,7 @@ describe('ichor init on a terminal', () => {
     expect(t.screen()).not.toMatch(/\n\s+at /)
   }, 300_000)
 
-  it('asks for the passphrase of the Talos bundle after the confirmation, twice for a new bundle, again when the two differ; never echoed', async () => {
+  it('asks for the passphrase of the Talos bundle after the confirmation, refuses one under 12 characters, twice for a new bundle, again when the two differ; never echoed', async () => {
     const t = terminal(
       [
         'init',
@@ -69,9 +69,11 @@ describe('ichor init on a terminal', () => {
     await t.expect('Configure 192.0.2.10 as cluster "homelab" (https://192.0.2.10:6443)?', 120_000)
     t.type(`y${ENTER}`)
     await t.expect('Passphrase for the Talos admin bundle kept in the cluster')
-    t.type(`first-try${ENTER}`)
+    t.type(`first${ENTER}`) // a new bundle's passphrase is refused under 12 characters, and asked again
+    await t.expect('at least 12 characters')
+    t.type(`-try-passphrase${ENTER}`)
     await t.expect('The same passphrase again')
-    t.type(`first-tyr${ENTER}`)
+    t.type(`first-tyr-passphrase${ENTER}`)
     await t.expect('The passphrases differ; try again.')
     await t.expect('Passphrase for the Talos admin bundle kept in the cluster')
     t.type(CTRL_C)

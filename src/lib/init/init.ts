@@ -12,7 +12,7 @@ import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, shortStateKeyWarning, type StateKey} from '../state/state-key.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
 import {checkArtifactFlags} from '../plans/local-input.js'
@@ -22,7 +22,7 @@ import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from './dry-run.js'
 import {renderNodeConfigViews} from './node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
-import {checkInitInputs, type InitFlags, type InitInputs} from './inputs.js'
+import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from './inputs.js'
 import {
   installDiskFor,
   NO_MACHINE_CONFIG_INPUTS,
@@ -73,10 +73,13 @@ export interface OfflineDryRunResult {
   redacted: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
+  /** Accepted but unwise inputs (initInputWarnings), also said on stderr. */
+  warnings: string[]
 }
 
 export type InitOutcome =
-  {kind: 'offline'; result: OfflineDryRunResult} | {kind: 'plan'; result: InitResult; render: InitRender; inputs: ReturnType<typeof checkInitInputs>}
+  | {kind: 'offline'; result: OfflineDryRunResult}
+  | {kind: 'plan'; result: InitResult & {warnings: string[]}; render: InitRender; inputs: ReturnType<typeof checkInitInputs>}
 
 export async function init(req: InitRequest): Promise<InitOutcome> {
   if (req.outputDir && !req.dryRun) throw new IchorError('--output-dir is only used with --dry-run', {exitCode: EXIT.usage})
@@ -128,6 +131,9 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     await session?.close()
     throw error
   }
+  // Warnings (not errors) about the inputs the run uses, said before any step.
+  const warnings = initInputWarnings(inputs)
+  for (const warning of warnings) req.note(`warning: ${warning}`)
   const generated = generateStackSecrets()
   const s = req.sources
   const rendering = renderInit(inputs, {
@@ -172,7 +178,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
         manifestDigest: c.bundle.artifact.manifestDigest,
       }))
       const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets}}
+      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets, warnings}}
     }
 
     // A live dry run names each node's install disk too (the plan then checks it exists on the node).
@@ -185,7 +191,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       for (const line of installDiskLines(inputs)) req.note(line)
       await confirmOrAbort(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`)
     }
-    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun})
+    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun, note: req.note})
     const result = await runInitPlan({
       session,
       inputs,
@@ -208,7 +214,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       dryRun: req.dryRun,
       note: req.note,
     })
-    return {kind: 'plan', result, render: await rendering, inputs}
+    return {kind: 'plan', result: {...result, warnings}, render: await rendering, inputs}
   } finally {
     await session?.close() // the plan closed it already; a refusal before the plan did not
   }
@@ -222,10 +228,14 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
 async function unlockStoredBundle(
   stored: SecretWithData | undefined,
   given: StateKey | undefined,
-  o: {prompt: boolean},
+  o: {prompt: boolean; note: (line: string) => void},
 ): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
+  // A key that seals a new bundle must be long enough (refused before any step, a dry run
+  // too); one that opens a sealed bundle cannot be changed here, so it is only warned about.
+  const short = stateKey && (sealed ? shortStateKeyWarning(stateKey) : requireNewStateKey(stateKey) && undefined)
+  if (short) o.note(`warning: ${short}`)
   if (!stored || (sealed && !stateKey)) return {stateKey}
   const opened = await bundleOfSecret(stored, async () => stateKey!)
   return {stateKey, clusterBundle: opened?.bundle}

@@ -107,6 +107,20 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
   }
 }
 
+/**
+ * What is accepted but unwise, said on stderr and in the --json result's `warnings`. An even
+ * number of control planes: etcd needs a majority, so n+1 members (n odd) tolerate no more
+ * failed members than n do (etcd-io/etcd Documentation/faq.md, "Why an odd number of cluster members?").
+ */
+export function initInputWarnings(inputs: Pick<InitInputs, 'controlPlanes'>): string[] {
+  const n = inputs.controlPlanes.length
+  if (n === 0 || n % 2 !== 0) return []
+  const tolerated = Math.floor((n - 1) / 2)
+  return [
+    `--control-plane: ${n} control planes tolerate ${tolerated} failed (etcd needs a majority), no more than ${n - 1} do; an odd number (${n - 1} or ${n + 1}) is advised`,
+  ]
+}
+
 // Per-field checks, shared by the flags (above) and the prompts (prompts.ts) so both accept
 // the same forms. Each returns what is wrong and what is accepted, or undefined.
 

@@ -97,6 +97,31 @@ export async function givenStateKey(flag: string | undefined, env: NodeJS.Proces
   return undefined
 }
 
+/**
+ * age's scrypt slows each guess but cannot save a guessable passphrase, and the sealed bundle
+ * sits in a Secret anyone with read access can copy and attack offline. An identity is 256 random bits.
+ */
+export const MIN_PASSPHRASE_LENGTH = 12
+
+function isShort(key: StateKey): boolean {
+  return key.kind === 'passphrase' && [...key.reveal()].length < MIN_PASSPHRASE_LENGTH // characters, not UTF-16 units
+}
+
+/** A key that SETS a new bundle: a short passphrase is refused (exit 2) before anything is written. */
+export function requireNewStateKey(key: StateKey): StateKey {
+  if (!isShort(key)) return key
+  throw new IchorError(`${key.origin}: the passphrase is shorter than ${MIN_PASSPHRASE_LENGTH} characters`, {
+    exitCode: EXIT.usage,
+    hint: `write a passphrase of at least ${MIN_PASSPHRASE_LENGTH} characters, or an age identity from age-keygen (AGE-SECRET-KEY-1…)`,
+  })
+}
+
+/** A key that OPENS an existing bundle: it cannot be changed there, so a short one is only warned about. */
+export function shortStateKeyWarning(key: StateKey): string | undefined {
+  if (!isShort(key)) return undefined
+  return `${key.origin}: the passphrase of the Talos admin bundle is shorter than ${MIN_PASSPHRASE_LENGTH} characters; whoever can read its Secret can try to guess it offline`
+}
+
 /** Exit 2 when no key is given and there is no terminal to ask on. */
 export function missingStateKeyError(why: string): IchorError {
   return new IchorError(`${why}: no passphrase for the Talos admin bundle, and no terminal to ask on`, {
@@ -108,7 +133,13 @@ export function missingStateKeyError(why: string): IchorError {
 /** Asks on the terminal; `confirm` asks twice (a new bundle), until both answers agree. */
 export async function promptStateKey(opts: {confirm: boolean}): Promise<StateKey> {
   const {password} = await import('@inquirer/prompts')
-  const validate = (v: string) => (v === '' ? 'the passphrase must not be empty' : true)
+  // A new bundle's passphrase must be long enough (requireNewStateKey); an existing one is what it is.
+  const validate = (v: string) =>
+    v === ''
+      ? 'the passphrase must not be empty'
+      : opts.confirm && [...v].length < MIN_PASSPHRASE_LENGTH
+        ? `at least ${MIN_PASSPHRASE_LENGTH} characters`
+        : true
   for (;;) {
     const first = await password({message: 'Passphrase for the Talos admin bundle kept in the cluster', mask: true, validate})
     if (!opts.confirm) return StateKey.passphrase(first, 'the terminal prompt')
