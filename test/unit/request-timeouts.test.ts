@@ -77,13 +77,16 @@ const REQUIRED: Record<string, string[]> = {
   'cni:kube-proxy:replace': ['--yes'],
   'cni:kube-proxy:restore': ['--yes'],
   'cni:values:set': ['--yes'],
+  'cni:values:edit': ['--yes'],
+  'stack:sync': ['--yes'],
+  'stack:repair-secrets': ['--yes'],
   'stack:password': ['kokumi'],
-  'stack:promote': ['argocd'],
-  'stack:promotion:set': ['Manual'],
+  'stack:promote': ['argocd', '--yes'],
+  'stack:promotion:set': ['Manual', '--yes'],
   'stack:values:diff': ['argocd'],
-  'stack:values:edit': ['argocd'],
+  'stack:values:edit': ['argocd', '--yes'],
   'stack:values:get': ['argocd'],
-  'stack:values:set': ['argocd'],
+  'stack:values:set': ['argocd', '--yes'],
 }
 
 const sockets = new Set<Socket>()
