@@ -358,7 +358,7 @@ describe('ichor cni status / values on the harness', () => {
     const editor = join(dir, 'editor.sh')
     writeFileSync(editor, `#!/bin/sh\ncp "$1" '${join(dir, 'seen.yaml')}'\n`, {mode: 0o700})
     const [r0, c0] = [await release(), await cr()]
-    const run = await runIchor(['cni', 'values', 'edit', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {
+    const run = await runIchor(['cni', 'values', 'edit', '--yes', '--set', 'podAnnotations.seeded=yes', '--cilium-chart', UPSTREAM.ciliumChart, ...common], {
       ...h.env,
       EDITOR: editor,
       VISUAL: '',
