@@ -114,7 +114,18 @@ export function waitForCrdEstablished(kube: Kube, name: string, options: WaitOpt
         throw new IchorError(`CustomResourceDefinition ${name} was refused: ${names.reason}: ${names.message}`)
       }
       const established = condition(crd, 'Established')
-      if (established?.status === 'True') return {done: true, state: 'Established'}
+      if (established?.status === 'True') {
+        // Discovery lists the kind a moment after Established: apiextensions-apiserver's
+        // DiscoveryController (pkg/apiserver/customresource_discovery_controller.go) syncs on its
+        // own queue. Objects of the kind are resolved through discovery, so wait for it too.
+        const spec = crd.spec as {group?: string; names?: {kind?: string}; versions?: Array<{name: string; served?: boolean}>} | undefined
+        for (const v of spec?.versions ?? []) {
+          if (v.served === false || !spec?.group || !spec.names?.kind) continue
+          if (!(await kube.resourceFor(`${spec.group}/${v.name}`, spec.names.kind)))
+            return {done: false, state: `Established; ${spec.group}/${v.name} not yet in discovery`}
+        }
+        return {done: true, state: 'Established'}
+      }
       return {done: false, state: established ? `Established=${established.status} (${established.reason ?? ''})` : 'no Established condition yet'}
     },
     {intervalMs: 250, timeoutMs: 60_000, ...options},
