@@ -9,6 +9,7 @@ import {join} from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
+import {requiredArgs} from '../support/required-args.js'
 
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
@@ -23,25 +24,7 @@ let port = 0
 let kubeconfig = ''
 const keyFile = join(work, 'state-key')
 
-/** What each command needs besides the cluster to get as far as connecting (required args and flags, no prompt). */
-const REQUIRED: Record<string, string[]> = {
-  init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', keyFile, '--yes'],
-  'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
-  'cni:upgrade': ['--yes'],
-  'cni:kube-proxy:replace': ['--yes'],
-  'cni:kube-proxy:restore': ['--yes'],
-  'cni:values:set': ['--yes'],
-  'cni:values:edit': ['--yes'],
-  'stack:sync': ['--yes'],
-  'stack:repair-secrets': ['--yes'],
-  'stack:password': ['kokumi'],
-  'stack:promote': ['argocd', '--yes'],
-  'stack:promotion:set': ['Manual', '--yes'],
-  'stack:values:diff': ['argocd'],
-  'stack:values:edit': ['argocd', '--yes'],
-  'stack:values:get': ['argocd'],
-  'stack:values:set': ['argocd', '--yes'],
-}
+const REQUIRED = requiredArgs(keyFile)
 
 function ichor(id: string, args: string[]): Promise<CliResult> {
   // A flag the case gives itself (a malformed --to) replaces the one REQUIRED has.

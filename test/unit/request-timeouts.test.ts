@@ -17,6 +17,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {BIN, runCli, type CliResult} from '../support/run-cli.js'
 import {terminal} from '../support/terminal.js'
+import {requiredArgs} from '../support/required-args.js'
 
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
@@ -69,25 +70,7 @@ function fromFirstRequest(args: string[], config = kubeconfig): Promise<CliResul
   })
 }
 
-/** What each command needs besides the cluster to get as far as connecting (as in cli-exit-codes.test.ts). */
-const REQUIRED: Record<string, string[]> = {
-  init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', keyFile, '--yes'],
-  'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
-  'cni:upgrade': ['--yes'],
-  'cni:kube-proxy:replace': ['--yes'],
-  'cni:kube-proxy:restore': ['--yes'],
-  'cni:values:set': ['--yes'],
-  'cni:values:edit': ['--yes'],
-  'stack:sync': ['--yes'],
-  'stack:repair-secrets': ['--yes'],
-  'stack:password': ['kokumi'],
-  'stack:promote': ['argocd', '--yes'],
-  'stack:promotion:set': ['Manual', '--yes'],
-  'stack:values:diff': ['argocd'],
-  'stack:values:edit': ['argocd', '--yes'],
-  'stack:values:get': ['argocd'],
-  'stack:values:set': ['argocd', '--yes'],
-}
+const REQUIRED = requiredArgs(keyFile)
 
 const sockets = new Set<Socket>()
 const servers: Array<Server | HttpServer> = []

@@ -1,0 +1,22 @@
+// What each command needs besides the cluster to get as far as connecting (required arguments
+// and flags, no prompt): one table for every test that walks the commands against a fake server.
+export function requiredArgs(stateKeyFile: string): Record<string, string[]> {
+  return {
+    init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', stateKeyFile, '--yes'],
+    'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
+    'cni:upgrade': ['--yes'],
+    'cni:kube-proxy:replace': ['--yes'],
+    'cni:kube-proxy:restore': ['--yes'],
+    'cni:values:set': ['--yes'],
+    'cni:values:edit': ['--yes'],
+    'stack:sync': ['--yes'],
+    'stack:repair-secrets': ['--yes'],
+    'stack:password': ['kokumi'],
+    'stack:promote': ['argocd', '--yes'],
+    'stack:promotion:set': ['Manual', '--yes'],
+    'stack:values:diff': ['argocd'],
+    'stack:values:edit': ['argocd', '--yes'],
+    'stack:values:get': ['argocd'],
+    'stack:values:set': ['argocd', '--yes'],
+  }
+}
