@@ -69,7 +69,8 @@ export function recordKubeProxyModeTask(p: {session: Session; target: KubeProxyM
       const kube = await p.session.kube()
       const cr = await readInstallation(kube)
       if (!cr) throw new IchorError('the IchorInstallation is gone')
-      await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, kubeProxy: p.target}}, {crd: false})
+      // Over the version just read: a change landing in between is a conflict (exit 3), not overwritten.
+      await writeInstallationSpec(kube, {...cr.spec, cni: {...cr.spec.cni, kubeProxy: p.target}}, {readAt: cr})
     },
   }
 }

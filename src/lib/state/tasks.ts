@@ -9,6 +9,7 @@ import {EXIT} from '../errors/exit-codes.js'
 import {isReachable} from '../talos/talosctl.js'
 import {otherBundleError} from '../talos/tasks.js'
 import {cniStatusOf, type CiliumReleaseView} from '../cilium/tasks.js'
+import type {Kube} from '../kube/client.js'
 import type {Session} from '../session/session.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -18,6 +19,7 @@ import {
   readTalosBundleSecret,
   writeInstallationSpec,
   writeInstallationStatus,
+  type Installation,
   type InstallationSpec,
   type InstallationStatus,
   type TalosBundle,
@@ -108,14 +110,13 @@ export function storeDesiredStateTask(p: {
 }
 
 async function observedStatus(
-  session: Session,
+  kube: Kube,
+  recorded: InstallationStatus | undefined,
   release: CiliumReleaseView,
   stack: PreparedStack,
   installed?: InstallationStatus['artifacts'],
 ): Promise<InstallationStatus> {
-  const kube = await session.kube()
   const record = await release.get()
-  const recorded = (await readInstallation(kube))?.status
   const shown = recorded?.kokumiAdminPasswordShown
   // What this command installed, over the record (a command that installs none keeps it).
   const artifacts = installed ? {...recorded?.artifacts, ...installed} : recorded?.artifacts
@@ -147,16 +148,22 @@ export function recordStatusTask(p: {
   stack: Later<PreparedStack>
   artifacts?: Later<InstallationStatus['artifacts']>
 }): Task {
-  const observed = async () => observedStatus(p.session, p.release, await p.stack(), await p.artifacts?.())
+  const observed = async (kube: Kube, cr: Installation | undefined) => observedStatus(kube, cr?.status, p.release, await p.stack(), await p.artifacts?.())
   return {
     id: 'record-status',
     title: 'Record what was applied in the IchorInstallation status',
     async probe() {
-      const cr = await readInstallation(await p.session.kube())
-      return isDeepStrictEqual(cr?.status, await observed()) ? holds('status is current') : missing('status is out of date')
+      const kube = await p.session.kube()
+      const cr = await readInstallation(kube)
+      return isDeepStrictEqual(cr?.status, await observed(kube, cr)) ? holds('status is current') : missing('status is out of date')
     },
     async run() {
-      await writeInstallationStatus(await p.session.kube(), await observed())
+      const kube = await p.session.kube()
+      const cr = await readInstallation(kube)
+      if (!cr) throw new IchorError('the IchorInstallation is gone')
+      // Over the version read: what another writer recorded meanwhile (the password shown, a
+      // Kubernetes version) is a conflict (exit 3), not dropped.
+      await writeInstallationStatus(kube, await observed(kube, cr), {readAt: cr})
     },
   }
 }
