@@ -149,6 +149,17 @@ describe('ichor cni status / values on the harness', () => {
     expect((await release()).revision).toBe(after.revision)
   })
 
+  // Issue 25: nothing changes, so there is no reason to ask the nodes anything.
+  it('a no-op cni values set makes no talosctl call (-v names each external command)', async () => {
+    const before = await release()
+    const run = await cli(['cni', 'values', 'set', '--yes', '--cilium-chart', UPSTREAM.ciliumChart, '--json', '-v'])
+    expect(run.code, run.stderr).toBe(0)
+    expect(end(run)?.changed).toBe(false)
+    const talosctl = jsonEvents(run).filter((e) => e.event === 'command' && /talosctl/.test(String((e.argv as string[] | undefined)?.[0] ?? '')))
+    expect(talosctl.map((e) => (e.argv as string[]).slice(1, 3).join(' '))).toEqual([])
+    expect((await release()).revision).toBe(before.revision)
+  })
+
   it('a change that reaches only cilium-config restarts every agent and the operator: each running pod started with the new config (real DaemonSet and Deployment controllers)', async () => {
     const before = await h.pods.ciliumConfigHash()
     const run = await cli(['cni', 'values', 'set', '--yes', 'debug.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart])

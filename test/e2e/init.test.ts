@@ -137,6 +137,19 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(again.ms).toBeLessThan(first.ms / 2)
   })
 
+  // Issue 25: a no-op rerun asks each node one thing (its machine config, shared by every step that reads it).
+  it('a no-op rerun makes at most one talosctl call per node (-v names each one)', async () => {
+    const again = await runIchor([...h.initArgs, '--json', '-v'], h.env)
+    expect(again.code, again.stderr).toBe(0)
+    expect(endEvent(again)).toMatchObject({ok: true, changed: false})
+    const calls = jsonEvents(again)
+      .filter((e) => e.event === 'command' && /talosctl/.test(String((e.argv as string[] | undefined)?.[0] ?? '')))
+      .map((e) => (e.argv as string[]).slice(1).join(' '))
+    const nodes = [CONTROL_PLANE, WORKER]
+    expect(calls.length, calls.join('\n')).toBeLessThanOrEqual(nodes.length)
+    for (const node of nodes) expect(calls.filter((c) => c.includes(`--nodes ${node} `)).length, calls.join('\n')).toBeLessThanOrEqual(1)
+  })
+
   // Issue 12 point 10: drift is said on every run (not once, then "converged"), with the command that restores it.
   it('after an out-of-band helm upgrade, every rerun reports the drift and `ichor cni values set`, and changes nothing back', async () => {
     const release = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!

@@ -13,7 +13,9 @@ import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type
 import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
+import {ciliumEffectiveValues} from './effective.js'
 import {validateCiliumValues} from './validate.js'
+import type {Values} from '../values/path.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export {newUserLayer, type ValuesInput} from '../values/layer.js'
@@ -36,15 +38,16 @@ export interface LiveFacts {
  * at hand. The talosctl calls start first and is not awaited here: pass `talos` as the
  * validation's laterFacts, so the chart's checks run while the node answers.
  */
-export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources): Promise<LiveFacts> {
+export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources, opts: {talos?: boolean} = {}): Promise<LiveFacts> {
   const access = talosAccess(ctx.installation, sources)
   // The agents on every node, workers included, reach the API server through KubePrism.
   const nodes = [...(ctx.installation.spec.talos.controlPlanes ?? []), ...(ctx.installation.spec.talos.workers ?? [])]
-  const read = access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig}) : undefined
+  const wanted = opts.talos !== false
+  const read = wanted && access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig}) : undefined
   read?.catch(() => {}) // awaited by the validation
   const groups = await readServedApiGroups(kube)
   return {
-    notes: read ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`],
+    notes: read || !wanted ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`],
     facts: {
       kubeProxy: ctx.modes.kubeProxy,
       nodeCount: ctx.modes.nodeCount,
@@ -109,6 +112,13 @@ export async function chartOfRelease(kube: Kube, ctx: CniContext, sources: Chart
   }
 }
 
+const TALOS_NOT_NEEDED = 'the release already runs these values, so the Talos side was not read (nothing is applied)'
+
+/** Whether the deployed release runs this chart version with exactly these values (helm-upgrade's probe would hold). */
+function releaseRuns(release: CniContext['release'], chartVersion: string, effective: Values): boolean {
+  return release?.status === 'deployed' && release.chartVersion === chartVersion && valuesHash(release.config) === valuesHash(effective)
+}
+
 /** Reads the cluster, builds the new user layer and validates it; invalid values are a ValidationError (exit 2). */
 export async function prepareValuesChange(
   kube: Kube,
@@ -124,11 +134,16 @@ export async function prepareValuesChange(
     })
   }
   const user = newUserLayer(ctx.user, input)
-  const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
+  // The Talos side (one talosctl call per node) guards a change before helm applies it. When the
+  // release already runs these exact values there is nothing to apply, so the nodes are not
+  // asked (issue 25). The effective values do not depend on the Talos facts (effective.ts).
+  const modes = {kubeProxy: ctx.modes.kubeProxy, nodeCount: ctx.modes.nodeCount, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility}
+  const applies = !releaseRuns(ctx.release, chart.version, ciliumEffectiveValues({chartPath: chart.path, user, facts: modes}))
+  const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources, {talos: applies})
   const report = await validateCiliumValues({
     chartPath: chart.path,
     user,
-    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility},
+    facts: {...facts, tunnel: ctx.modes.tunnel, upgradeCompatibility: ctx.modes.upgradeCompatibility, talosUnread: applies ? undefined : TALOS_NOT_NEEDED},
     laterFacts: talos,
   })
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)

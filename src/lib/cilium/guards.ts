@@ -18,6 +18,8 @@ export interface CiliumFacts {
   kubePrism?: {enabled: boolean; port: number; node?: string}
   /** The cluster's Talos node count: the defaults depend on it (one node, one operator). */
   nodeCount?: number
+  /** Why the Talos side was deliberately not read (nothing is applied): its guards are left out with this one note. */
+  talosUnread?: string
 }
 
 export interface GuardResult {
@@ -29,7 +31,10 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
   const issues: Issue[] = []
   const notes: string[] = []
 
-  if (getPath(effective, ['bpf', 'masquerade']) === true) {
+  // Talos's side deliberately unread (nothing is applied): its two guards give way to one note.
+  const talosUnread = facts.talosUnread !== undefined && (getPath(effective, ['bpf', 'masquerade']) === true || facts.kubeProxy === 'replaced')
+  if (talosUnread) notes.push(facts.talosUnread!)
+  if (getPath(effective, ['bpf', 'masquerade']) === true && !talosUnread) {
     if (facts.forwardKubeDNSToHost === undefined) {
       notes.push(
         'bpf.masquerade: whether Talos forwards kube-dns to the host DNS is unknown here, so the CoreDNS guard was not applied (pass --forward-kube-dns-to-host)',
@@ -59,7 +64,7 @@ export function checkCiliumGuards(effective: Values, facts: CiliumFacts): GuardR
     }
   }
 
-  if (facts.kubeProxy === 'replaced') {
+  if (facts.kubeProxy === 'replaced' && !talosUnread) {
     if (facts.kubePrism === undefined) {
       notes.push(`kube-proxy replacement: KubePrism on port ${KUBEPRISM_PORT} is assumed (the Talos side is not known here)`)
     } else if (!facts.kubePrism.enabled || facts.kubePrism.port !== KUBEPRISM_PORT) {

@@ -31,7 +31,8 @@ import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
 import {installDiskFor, storedMachineConfig, type MachineConfigInputs} from '../talos/machine-config.js'
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
-import {isReachable, listDisks, type Reachability} from '../talos/talosctl.js'
+import {listDisks, type Reachability} from '../talos/talosctl.js'
+import type {TalosNodeReads} from '../talos/node-reads.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import {runTasks, type RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -96,7 +97,7 @@ function initSteps(d: PlanData): Task[] {
     validateTask(d),
     talosSecretsTask({state, clusterBundle: o.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
-    applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs}),
+    applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: session.talosReads}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     cluster(leaseTask({session, breakLock: o.breakLock})),
     nodeConfigChangesTask({
@@ -110,6 +111,7 @@ function initSteps(d: PlanData): Task[] {
       kube: () => session.kube(),
       note: o.note,
       timeoutMs,
+      reads: session.talosReads,
     }),
     cluster(
       storeDesiredStateTask({
@@ -158,7 +160,7 @@ export async function runInitPlan(options: InitOptions): Promise<InitResult> {
     })
   // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
   const render = options.render
-  const nodes = checkNodesReachable(options.inputs, options.state)
+  const nodes = checkNodesReachable(options.inputs, options.state, session.talosReads)
   for (const p of [render, nodes]) p.catch(() => undefined) // awaited by the validate step
   const secrets: StackSecretsOutcome = {}
   let lock: StateLock | undefined
@@ -221,10 +223,12 @@ function validateTask(d: PlanData): Task {
 }
 
 /** Every node must answer (maintenance or configured) before any is touched. */
-async function checkNodesReachable(inputs: InitInputs, state: LocalState): Promise<Reachability[]> {
+async function checkNodesReachable(inputs: InitInputs, state: LocalState, reads: TalosNodeReads): Promise<Reachability[]> {
   const talosconfig = readStateFile(state, 'talosconfig').status === 'ok' ? state.talosconfig : undefined
   const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
-  const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await isReachable(node, {talosconfig, timeoutMs: 10_000})})))
+  // With this state folder's talosconfig (a rerun), each configured node answers with its machine
+  // config, which the later steps' probes reuse: one talosctl call per node in a no-op rerun.
+  const answers = await Promise.all(nodes.map(async ([flag, node]) => ({flag, r: await reads.reachable(node, {talosconfig, timeoutMs: 10_000})})))
   const issues: Issue[] = answers
     .filter(({r}) => r.state === 'unreachable')
     .map(({flag, r}) => ({

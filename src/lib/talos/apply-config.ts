@@ -23,7 +23,8 @@ import type {LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import {patchesForNode, storedMachineConfig, type MachineConfigInputs} from './machine-config.js'
-import {applyConfig, applyConfigDryRun, genConfig, genSecrets, getMachineConfig, isReachable, patchConfigFile} from './talosctl.js'
+import {applyConfig, applyConfigDryRun, genConfig, genSecrets, isReachable, patchConfigFile} from './talosctl.js'
+import {TalosNodeReads} from './node-reads.js'
 
 type Doc = Record<string, unknown>
 const isMap = (v: unknown): v is Doc => v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -166,15 +167,19 @@ async function planNodeConfigChanges(o: {
   inputs: InitInputs
   previous: MachineConfigInputs
   render: InitRender
+  reads: TalosNodeReads
 }): Promise<NodeConfigChange[]> {
   return withPrivateTempDir('ichor-config-change-', async (dir) => {
     const renders = await renderBoth(dir, o)
     const changes: NodeConfigChange[] = []
     for (const [node, {before, after}] of renders) {
       const role = o.inputs.workers.includes(node) ? 'worker' : 'controlplane'
-      const r = await isReachable(node, {talosconfig: o.state.talosconfig})
+      // Read now, under the Lease: the change is laid over what the node runs at this moment
+      // (the read that proves the node configured from this bundle is that config).
+      o.reads.forget(node)
+      const r = await o.reads.reachable(node, {talosconfig: o.state.talosconfig})
       if (r.state !== 'configured') continue // a node in maintenance mode gets the new config from apply-configs
-      const running = await getMachineConfig({node, talosconfig: o.state.talosconfig})
+      const running = await o.reads.machineConfig(node, o.state.talosconfig)
       const config = rebaseConfig(running, before, after)
       if (config === undefined) {
         changes.push({node, role, status: 'unchanged'})
@@ -206,6 +211,8 @@ export interface NodeConfigChangesOptions {
   kube?: () => Promise<Kube>
   note?: (line: string) => void
   timeoutMs: number
+  /** The run's reads of the nodes (shared with the other steps; every apply drops the node's). */
+  reads?: TalosNodeReads
 }
 
 /**
@@ -217,7 +224,8 @@ export interface NodeConfigChangesOptions {
  */
 export function nodeConfigChangesTask(p: NodeConfigChangesOptions): Task {
   let planned: NodeConfigChange[] | undefined
-  const plan = async () => (planned = await planNodeConfigChanges({state: p.state, inputs: p.inputs, previous: p.previous!, render: await p.render()}))
+  const reads = p.reads ?? new TalosNodeReads()
+  const plan = async () => (planned = await planNodeConfigChanges({state: p.state, inputs: p.inputs, previous: p.previous!, render: await p.render(), reads}))
   return {
     id: 'node-config-changes',
     title: 'Apply changed machine-config inputs to the running nodes',
@@ -253,7 +261,7 @@ export function nodeConfigChangesTask(p: NodeConfigChangesOptions): Task {
           await p.guard?.()
           const file = join(dir, `${c.node}.yaml`)
           await writeFile(file, c.config!, {mode: 0o600})
-          await applyConfig({node: c.node, file, insecure: false, talosconfig: p.state.talosconfig, mode})
+          await reads.write(c.node, () => applyConfig({node: c.node, file, insecure: false, talosconfig: p.state.talosconfig, mode}))
         }
         for (const c of changes.filter((x) => x.status === 'without-reboot')) {
           await apply(c, 'no-reboot')

@@ -21,6 +21,7 @@ import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type Inventory
 import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
 import {getMachineConfig, patchMachineConfig} from './talosctl.js'
+import type {TalosNodeReads} from './node-reads.js'
 
 export type InlineManifestForm = 'document' | 'legacy'
 
@@ -82,6 +83,8 @@ export interface ControlPlaneAccess {
   controlPlanes: string[]
   /** Inline manifest entry name (default `cilium`). */
   name?: string
+  /** The run's reads of the nodes: the probe reuses a config already read, a patch drops it. */
+  reads?: TalosNodeReads
 }
 
 /** Probe for one node: does its config still carry the entry? */
@@ -92,7 +95,13 @@ export async function controlPlaneHasInlineManifest(opts: {node: string; talosco
 
 /** Probe for the cluster: the control planes still carrying the entry. */
 async function controlPlanesWithInlineManifest(opts: ControlPlaneAccess): Promise<string[]> {
-  const carries = await Promise.all(opts.controlPlanes.map((node) => controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name})))
+  const carries = await Promise.all(
+    opts.controlPlanes.map(async (node) =>
+      opts.reads
+        ? inlineManifestForms(await opts.reads.machineConfig(node, opts.talosconfig), opts.name).length > 0
+        : controlPlaneHasInlineManifest({node, talosconfig: opts.talosconfig, name: opts.name}),
+    ),
+  )
   return opts.controlPlanes.filter((_, i) => carries[i])
 }
 
@@ -101,10 +110,12 @@ export async function removeInlineManifestFromControlPlanes(opts: ControlPlaneAc
   // Every control plane at once (each patch is one round trip and a manifest run on that node).
   const done = await Promise.all(
     opts.controlPlanes.map(async (node) => {
-      const config = await getMachineConfig({node, talosconfig: opts.talosconfig})
+      // The patch follows what the node runs now: read again, never from an earlier step.
+      const config = opts.reads ? await opts.reads.freshMachineConfig(node, opts.talosconfig) : await getMachineConfig({node, talosconfig: opts.talosconfig})
       const patch = inlineManifestRemovalPatch(config, opts.name)
       if (!patch) return false
-      await patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
+      const write = () => patchMachineConfig({node, talosconfig: opts.talosconfig, patch, mode: 'no-reboot'})
+      await (opts.reads ? opts.reads.write(node, write) : write())
       return true
     }),
   )
@@ -182,12 +193,18 @@ async function releaseObjects(kube: Kube): Promise<ObjectRef[]> {
 
 /** Is anything of the hand-over left to do? (read-only; for --dry-run and task probes) */
 export async function talosHandoverPending(kube: Kube, opts: ControlPlaneAccess): Promise<HandoverPending> {
-  const [inlineManifestOn, manifestRunOn, inInventory, managedByTalos] = await Promise.all([
+  const [inlineManifestOn, inInventory, managedByTalos] = await Promise.all([
     controlPlanesWithInlineManifest(opts),
-    controlPlanesStillApplyingInlineManifest(opts),
     isCiliumInTalosInventory(kube),
     releaseObjects(kube).then((refs) => objectsManagedByTalos(kube, refs)),
   ])
+  // The manifest runs matter only while the hand-over is under way. Once no control plane
+  // carries the entry and the inventory holds no Cilium, a run still listing the entry cannot
+  // be pending: the hand-over edits the inventory only after every control plane's run stopped
+  // listing it (handOverCiliumFromTalos), and the run a removal starts reads the config without
+  // it. So a finished hand-over (every later rerun) asks the nodes nothing more here.
+  const underWay = inlineManifestOn.length > 0 || inInventory || managedByTalos.length > 0
+  const manifestRunOn = underWay ? await controlPlanesStillApplyingInlineManifest(opts) : []
   return {inlineManifestOn, manifestRunOn, inInventory, managedByTalos}
 }
 

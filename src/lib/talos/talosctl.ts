@@ -82,11 +82,39 @@ export async function talosctlVersionOf(path: string): Promise<string> {
   return result.stdout
 }
 
-function exec(bin: string, args: string[], timeoutMs: number, onLine?: (line: string) => void): Promise<RunResult> {
-  return runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024, onLine}).catch((error: unknown) => {
+/**
+ * How many talosctl processes run at once. Each call is its own Go process (tens of MB and a
+ * TLS handshake with the node); the nodes answer in parallel, so a few at once hide their
+ * latency, while 33 at once on a 3+30 cluster would only crowd the operator's laptop (2 cores
+ * here) and slow every call. 8 covers a homelab of up to 8 nodes in one wave.
+ */
+export const TALOSCTL_PARALLELISM = 8
+
+let running = 0
+const queued: (() => void)[] = []
+
+/** Waits for one of the TALOSCTL_PARALLELISM places; the returned function frees it. */
+async function place(): Promise<() => void> {
+  if (running >= TALOSCTL_PARALLELISM) await new Promise<void>((resolve) => queued.push(resolve))
+  else running++
+  // A freed place passes straight to the next waiter: `running` stays counted for it.
+  return () => {
+    const next = queued.shift()
+    if (next) next()
+    else running--
+  }
+}
+
+async function exec(bin: string, args: string[], timeoutMs: number, onLine?: (line: string) => void): Promise<RunResult> {
+  const free = await place()
+  try {
+    return await runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024, onLine})
+  } catch (error: unknown) {
     if (checked?.path === bin) checked = undefined
     throw startError('talosctl', bin, error, HINT)
-  })
+  } finally {
+    free()
+  }
 }
 
 interface RunOptions {
@@ -259,7 +287,9 @@ const OTHER_BUNDLE = /x509|certificate signed by unknown authority|bad certifica
  * it is up. With a talosconfig, a configured node is confirmed with an authenticated call.
  */
 export async function isReachable(node: string, opts: {talosconfig?: string; timeoutMs?: number} = {}): Promise<Reachability> {
-  const bin = await findTalosctl()
+  // Resolved on disk only: whether talosctl runs at all is asked when no node answered (below),
+  // so a reachable node costs its own calls and no `version --client` besides.
+  const bin = talosctlPath()
   const timeout = opts.timeoutMs ?? 10_000
   const insecure = await exec(bin, ['version', '--insecure', '--nodes', node, '--endpoints', node], timeout)
   if (insecure.exitCode === 0 && !insecure.timedOut) return {node, state: 'maintenance'}
@@ -275,6 +305,7 @@ export async function isReachable(node: string, opts: {talosconfig?: string; tim
   if (/certificate required|PermissionDenied|Unauthenticated|not authorized/i.test(insecureMessage)) {
     return refused ? {node, state: 'configured', ours: false, message: refused} : {node, state: 'configured'}
   }
+  await findTalosctl() // a talosctl that does not run is said so, not blamed on the node
   return {node, state: 'unreachable', message: insecureMessage}
 }
 
@@ -345,10 +376,11 @@ export async function kubeconfig(opts: {node: string; talosconfig: string; outPa
  * The node's active machine config as raw YAML (possibly several documents).
  * `get machineconfig -o yaml` prints the resource with the config as a string in `spec`.
  */
-export async function getMachineConfig(opts: {node: string; talosconfig: string}): Promise<string> {
+export async function getMachineConfig(opts: {node: string; talosconfig: string; timeoutMs?: number}): Promise<string> {
   const out = await run(['get', 'machineconfig', '--output', 'yaml', ...nodeFlags(opts.node, opts.talosconfig)], {
     node: opts.node,
     action: 'talosctl get machineconfig',
+    timeoutMs: opts.timeoutMs,
   })
   const resources = parseAllDocuments(out)
     .map((doc) => doc.toJS() as {metadata?: {id?: string}; spec?: unknown} | null)

@@ -28,6 +28,7 @@ import {
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
 import {allPatches, patchesForNode, storedMachineConfig} from './machine-config.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
+import type {TalosNodeReads} from './node-reads.js'
 import {join} from 'node:path'
 import {readFileSync, rmSync} from 'node:fs'
 import {
@@ -227,10 +228,18 @@ export function otherBundleError(state: LocalState, r: Reachability): IchorError
  * first config it is given, so the run that wins the first control plane is the one that goes
  * on, and the other stops there without having configured any node (no split cluster).
  */
-export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen?: Later<Reachability[]>; timeoutMs?: number}): Task {
+export function applyConfigsTask(p: {
+  state: LocalState
+  inputs: InitInputs
+  seen?: Later<Reachability[]>
+  timeoutMs?: number
+  /** The run's reads of the nodes (a configured node's answer is its config, reused by later steps). */
+  reads?: TalosNodeReads
+}): Task {
   let seen = p.seen
   const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers]
-  const ask = () => Promise.all(nodes.map((n) => isReachable(n, {talosconfig: p.state.talosconfig})))
+  const ask = () =>
+    Promise.all(nodes.map((n) => (p.reads ? p.reads.reachable(n, {talosconfig: p.state.talosconfig}) : isReachable(n, {talosconfig: p.state.talosconfig}))))
   const reach = (node: string) => isReachable(node, {talosconfig: p.state.talosconfig})
   /** Applies one node's config when it is in maintenance mode; a node another bundle configured is exit 3. */
   const applyTo = async (role: string, node: string, file: string, progress: (line: string) => void) => {
@@ -241,7 +250,9 @@ export function applyConfigsTask(p: {state: LocalState; inputs: InitInputs; seen
     try {
       // A node with its own patches gets its role's config with them applied (rendered here, kept nowhere).
       await withPrivateTempDir('ichor-node-config-', async (dir) => {
-        await applyConfig({node, file: await renderNodeConfig(p.state, p.inputs, node, join(dir, 'config.yaml'), file), insecure: true})
+        const config = await renderNodeConfig(p.state, p.inputs, node, join(dir, 'config.yaml'), file)
+        const apply = () => applyConfig({node, file: config, insecure: true})
+        await (p.reads ? p.reads.write(node, apply) : apply())
       })
     } catch (error) {
       // Refused because another machine's config got there first: say so, as the probe would.
@@ -326,12 +337,13 @@ function localConfigWithInline(state: LocalState): string | undefined {
  * bring the entry back).
  */
 export function talosHandoverTask(p: {session: Session; state: LocalState; controlPlanes: string[]}): Task {
-  const access = {talosconfig: p.state.talosconfig, controlPlanes: p.controlPlanes}
+  // The run's reads: the control planes' configs init's pre-check read serve the probe.
+  const access = () => ({talosconfig: p.state.talosconfig, controlPlanes: p.controlPlanes, reads: p.session.talosReads})
   return {
     id: 'talos-handover',
     title: 'Take Cilium out of Talos: inventory, inline-manifest entry on the nodes and in the local controlplane.yaml',
     async probe() {
-      const pending = await talosHandoverPending(await p.session.kube(), access)
+      const pending = await talosHandoverPending(await p.session.kube(), access())
       const local = localConfigWithInline(p.state) !== undefined
       const left = [
         pending.inlineManifestOn.length ? `inline manifest on ${pending.inlineManifestOn.join(', ')}` : '',
@@ -343,7 +355,7 @@ export function talosHandoverTask(p: {session: Session; state: LocalState; contr
       return left.length === 0 ? holds('Helm alone owns Cilium; the local controlplane.yaml has no inline entry') : missing(left.join('; '))
     },
     async run(progress) {
-      const r = await handOverCiliumFromTalos(await p.session.kube(), {...access, progress})
+      const r = await handOverCiliumFromTalos(await p.session.kube(), {...access(), progress})
       progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
       if (r.inventory.removedEntries.length) progress(`${r.inventory.removedEntries.length} entries taken out of Talos's inventory`)
       if (r.strippedTalosManager.length) progress(`field manager talos removed from ${r.strippedTalosManager.length} object(s)`)
