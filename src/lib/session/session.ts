@@ -110,6 +110,11 @@ export class Session {
     return new OciClient(endpoint.endpoint, {fetch: endpoint.fetch})
   }
 
+  /** Whether a tunnel (or the --registry-endpoint client) is open or opening. */
+  get registryOpen(): boolean {
+    return this.registryEndpoint !== undefined
+  }
+
   async closeRegistry(): Promise<void> {
     const endpoint = this.registryEndpoint
     this.registryEndpoint = undefined
