@@ -3,7 +3,10 @@
 // the cluster never answers, so a probe that reads it stops there, and what is left to observe
 // is what a probe does to the session itself (close the registry tunnel, take the Lease).
 import {afterEach, describe, expect, it} from 'vitest'
+import type {InitInputs} from '../../src/lib/init/inputs.js'
+import {initSteps} from '../../src/lib/plans/init.js'
 import {stackSyncPlan} from '../../src/lib/plans/stack-sync.js'
+import {localState} from '../../src/lib/state/local.js'
 import {stackValuesSetPlan} from '../../src/lib/plans/stack-values.js'
 import type {PlanContext} from '../../src/lib/plans/run.js'
 import {Session} from '../../src/lib/session/session.js'
@@ -64,6 +67,25 @@ describe('no probe of a built plan has an effect on the session', () => {
     const {session, ctx} = recording()
     const plan = stackValuesSetPlan({...common, component: 'argocd', input: {files: [], sets: []} as never})
     await probeAll(plan.steps({prepared: never, later: never}, ctx))
+    expect(session.effects).toEqual([])
+  })
+
+  it('init', async () => {
+    const {session} = recording()
+    const inputs = {clusterName: 'homelab', controlPlanes: ['192.0.2.10'], workers: []} as unknown as InitInputs
+    const steps = initSteps({
+      session,
+      inputs,
+      state: localState('homelab', '/nonexistent'),
+      render: never,
+      nodes: never,
+      generated: {} as never,
+      userValues: {cilium: {}, argocd: {}, kokumi: {}},
+      allowReboot: false,
+      timeoutMs: 1000,
+      secrets: {},
+    })
+    await probeAll(steps)
     expect(session.effects).toEqual([])
   })
 })

@@ -28,6 +28,8 @@ export interface SessionOptions {
   ownKubeconfig?: string
   /** --registry-endpoint: reach Kokumi's registry here instead of through a tunnel. */
   registryEndpoint?: string
+  /** init --dry-run --output-dir: a plan is built on it, nothing may be contacted (the client is refused). */
+  offline?: boolean
 }
 
 export class Session {
@@ -58,6 +60,7 @@ export class Session {
 
   /** The client, connected (the server answered /version) on first use. */
   kube(): Promise<Kube> {
+    if (this.options.offline) return Promise.reject(new Error('the offline dry run contacts no cluster'))
     this.client ??= connectKube({kubeconfig: this.kubeconfigPath, context: this.options.context}).catch((error: unknown) => {
       this.client = undefined
       throw this.named ? namedClusterError(this.describe(), error) : error
