@@ -8,7 +8,7 @@ import type {Session} from '../../src/lib/session/session.js'
 import {holds, missing} from '../../src/lib/tasks/probe.js'
 import type {Task} from '../../src/lib/tasks/types.js'
 
-function fakeSession() {
+function fakeSession(o: {answers?: () => boolean} = {}) {
   const calls: string[] = []
   let held: {holder: string; lost: boolean} | undefined
   const session = {
@@ -18,7 +18,7 @@ function fakeSession() {
     },
     async clusterAnswers() {
       calls.push('clusterAnswers')
-      return true
+      return o.answers ? o.answers() : true
     },
     async takeLease() {
       calls.push('takeLease')
@@ -134,5 +134,59 @@ describe('runPlan', () => {
     expect(r.ids).toEqual(['lease', 'a', 'b'])
     expect(s.calls).not.toContain('run a')
     expect(s.close).toHaveBeenCalledTimes(1)
+  })
+
+  // init: no API server before Talos bootstrap, so its Lease cannot be the first step (issue 20 point 1).
+  describe('a plan whose cluster comes up during its steps (lease: {after})', () => {
+    const makes = (calls: string[]): Plan<void, string[]> => ({
+      command: 'test init',
+      lease: {after: 'a'},
+      consent: () => 'go?',
+      steps: () => [step('a', calls), step('b', calls)],
+      result: (run) => run.tasks.map((t) => `${t.id}:${t.status}`),
+    })
+
+    it('given no cluster at the start, then the Lease is the step right after the named one, taken by that step once', async () => {
+      let up = false
+      const s = fakeSession({answers: () => up})
+      const p = makes(s.calls)
+      const first = p.steps
+      p.steps = (prepared, ctx) => first(prepared, ctx).map((t) => (t.id === 'a' ? {...t, run: async (pr) => (await t.run(pr), (up = true), undefined)} : t))
+      const r = await runPlan(p, opts(), {open: () => s as unknown as Session, tty: false})
+      expect(r).toEqual(['a:done', 'lease:done', 'b:done'])
+      expect(s.calls.filter((c) => c === 'takeLease')).toHaveLength(1)
+      expect(s.calls.indexOf('takeLease')).toBeGreaterThan(s.calls.indexOf('run a'))
+      expect(s.calls.indexOf('takeLease')).toBeLessThan(s.calls.indexOf('run b'))
+    })
+
+    it('given the cluster answers at the start (a rerun), then the Lease is taken once before any step and its step shows it held', async () => {
+      const s = fakeSession()
+      const r = await runPlan(makes(s.calls), opts(), {open: () => s as unknown as Session, tty: false})
+      expect(r).toEqual(['a:done', 'lease:skipped', 'b:done'])
+      expect(s.calls.filter((c) => c === 'takeLease')).toHaveLength(1)
+      expect(s.calls.indexOf('takeLease')).toBeLessThan(s.calls.indexOf('run a'))
+      expect(s.close).toHaveBeenCalledTimes(1)
+    })
+
+    it('given --dry-run on a cluster that answers, then no Lease is taken and its step would run', async () => {
+      const s = fakeSession()
+      const r = await runPlan(makes(s.calls), opts({dryRun: true}), {open: () => s as unknown as Session, tty: false})
+      expect(r).toEqual(['a:would-run', 'lease:would-run', 'b:would-run'])
+      expect(s.calls).not.toContain('takeLease')
+    })
+
+    it('given a local resource the plan holds (a state-folder lock), then it is released on every path before the session closes', async () => {
+      const s = fakeSession()
+      const p: Plan<void, void> = {
+        command: 'test init',
+        lease: {after: 'a'},
+        consent: () => 'go?',
+        afterConsent: async (_, ctx) => ctx.onClose(() => s.calls.push('unlock')),
+        steps: () => [step('a', s.calls, true)],
+        result: () => undefined,
+      }
+      await rejection(runPlan(p, opts(), {open: () => s as unknown as Session, tty: false}))
+      expect(s.calls.slice(-2)).toEqual(['unlock', 'close'])
+    })
   })
 })

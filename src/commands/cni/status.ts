@@ -4,7 +4,7 @@ import {kubeFlags, outputFormatFlag, talosAccessFlags} from '../../lib/cli/flags
 import {readCniStatus} from '../../lib/cilium/status.js'
 import {formatCniStatus} from '../../lib/cilium/status-text.js'
 import {EXIT} from '../../lib/errors/exit-codes.js'
-import {openSession} from '../../lib/session/session.js'
+import {withSession} from '../../lib/session/session.js'
 
 export default class CniStatus extends IchorCommand {
   static override summary = 'Show the Cilium release against the desired state: values, chart, kube-proxy mode, readiness and the Talos hand-over.'
@@ -14,16 +14,13 @@ export default class CniStatus extends IchorCommand {
 
   async run() {
     const {flags} = await this.parse(CniStatus)
-    const session = openSession({command: 'cni status', kubeconfig: flags.kubeconfig, context: flags.context})
-    try {
-      const report = await readCniStatus(await session.kube(), {talosconfig: flags.talosconfig, stateDir: flags['state-dir']})
-      if (!this.jsonEnabled()) {
-        this.log(flags.output === 'json' ? JSON.stringify(report, null, 2) : flags.output === 'yaml' ? stringify(report).trimEnd() : formatCniStatus(report))
-      }
-      if (!report.healthy) process.exitCode = EXIT.failed
-      return report
-    } finally {
-      await session.close()
+    const report = await withSession({command: 'cni status', kubeconfig: flags.kubeconfig, context: flags.context}, async (session) =>
+      readCniStatus(await session.kube(), {talosconfig: flags.talosconfig, stateDir: flags['state-dir']}),
+    )
+    if (!this.jsonEnabled()) {
+      this.log(flags.output === 'json' ? JSON.stringify(report, null, 2) : flags.output === 'yaml' ? stringify(report).trimEnd() : formatCniStatus(report))
     }
+    if (!report.healthy) process.exitCode = EXIT.failed
+    return report
   }
 }

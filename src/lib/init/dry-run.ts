@@ -11,7 +11,6 @@ import {holdsSecretData} from '../helm/render-cache.js'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
-import {initPlanSteps} from '../plans/init.js'
 import type {NodeConfigView} from './node-configs.js'
 
 export interface DryRunOutput {
@@ -22,7 +21,13 @@ export interface DryRunOutput {
   redacted: string[]
 }
 
-export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRender, nodes: NodeConfigView[] = []): DryRunOutput {
+export function writeInitDryRun(
+  dir: string,
+  inputs: InitInputs,
+  render: InitRender,
+  plan: {id: string; title: string}[],
+  nodes: NodeConfigView[] = [],
+): DryRunOutput {
   const files: string[] = []
   const redacted: string[] = []
   ensurePrivateDir(dir, {label: '--output-dir', createParents: true, loose: 'keep'})
@@ -68,7 +73,6 @@ export function writeInitDryRun(dir: string, inputs: InitInputs, render: InitRen
       `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`,
     )
   }
-  const plan = initPlanSteps()
   write('plan.txt', renderPlanText(inputs, render, plan))
   return {dir, files, plan, redacted}
 }

@@ -6,15 +6,18 @@ import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {runInitPlan, type InitResult} from '../plans/init.js'
-import {generateStackSecrets} from '../stack/prepare.js'
+import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps, type InitResult} from '../plans/init.js'
+import {runPlan, type Plan} from '../plans/run.js'
+import {generateStackSecrets, type GeneratedStackSecrets} from '../stack/prepare.js'
+import type {StackSecretsOutcome} from '../stack/tasks.js'
+import type {Kube} from '../kube/client.js'
+import type {Reachability} from '../talos/talosctl.js'
 import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, shortStateKeyWarning, type StateKey} from '../state/state-key.js'
-import {localState} from '../state/local.js'
-import {openSession} from '../session/session.js'
+import {localState, type LocalState} from '../state/local.js'
 import {checkArtifactFlags} from '../plans/local-input.js'
 import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/engine.js'
@@ -31,7 +34,7 @@ import {
   type MachineConfigInputs,
   type NodeConfigPatch,
 } from '../talos/machine-config.js'
-import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
+import {confirm, consentNeeded} from '../cli/consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from './prompts.js'
 import {renderInit, type InitRender} from './render.js'
 
@@ -88,7 +91,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   // Prerequisites before questions: what `ichor doctor` checks, before the first prompt.
   if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
-  let inputs = checkInitInputs(flags, {requireNodes: !req.dryRun})
+  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = await givenStateKey(req.statePassphraseFile)
@@ -99,37 +102,49 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     kokumi: req.values.kokumi ? readValuesFile(req.values.kokumi, '--kokumi-values') : undefined,
   }
   checkArtifactFlags(req.sources) // a bad file is named before the cluster is asked anything
-  const offline = req.dryRun && req.outputDir !== undefined
-  const state = localState(inputs.clusterName, req.stateDir)
-  // An existing cluster's stored user layers are the values: a day-2 change made with
-  // `cni values set` or `stack values set` is never undone by a rerun of init.
-  const session = offline
-    ? undefined
-    : openSession({command: 'init', kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint})
-  let userValues: {cilium: Values; argocd: Values; kokumi: Values}
-  let servedApiGroups: Set<string> | undefined
-  let storedBundle: SecretWithData | undefined
-  let promotion: PromotionMode = req.promotion ?? 'Automatic'
-  let previousMachineConfig: MachineConfigInputs | undefined
-  try {
-    const live = session && (await session.clusterAnswers()) ? await session.kube() : undefined
-    const stored = live ? (await readInstallation(live))?.spec : undefined
-    // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
-    const settings = keepStoredSettings({flags, promotion: req.promotion}, inputs, stored)
-    userValues = keepStoredLayers(given, stored, settings.issues)
-    inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
-    promotion = settings.promotion
-    previousMachineConfig = settings.previousMachineConfig
-    servedApiGroups = live ? await readServedApiGroups(live) : undefined
-    storedBundle = live ? await readTalosBundleSecret(live) : undefined
-    if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
-      req.note(
-        `${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`,
-      )
-    }
-  } catch (error) {
-    await session?.close()
-    throw error
+  const state = localState(checked.clusterName, req.stateDir)
+  const local: LocalInit = {req, flags, checked, given, state}
+  if (req.dryRun && req.outputDir !== undefined) return {kind: 'offline', result: await offlineDryRun(local, await decide(local, undefined))}
+  return runPlan(initPlan(local, {givenKey, interactive}), {output: req.output, dryRun: req.dryRun, yes: req.yes, json: req.json, breakLock: req.breakLock})
+}
+
+/** What init checked on this machine before any connection. */
+interface LocalInit {
+  req: InitRequest
+  flags: InitFlags
+  checked: InitInputs
+  given: {cilium?: Values; argocd?: Values; kokumi?: Values}
+  state: LocalState
+}
+
+/** The inputs a run uses once the cluster's stored state (if any) is read, and the render started with them. */
+interface Decided {
+  inputs: InitInputs
+  userValues: {cilium: Values; argocd: Values; kokumi: Values}
+  previousMachineConfig?: MachineConfigInputs
+  storedBundle?: SecretWithData
+  warnings: string[]
+  generated: GeneratedStackSecrets
+  rendering: Promise<InitRender>
+}
+
+/**
+ * An existing cluster's stored settings and user layers are the run's: a day-2 change made
+ * with `cni values set` or `stack values set` is never undone by a rerun of init.
+ */
+async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
+  const {req} = l
+  const stored = live ? (await readInstallation(live))?.spec : undefined
+  // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
+  const settings = keepStoredSettings({flags: l.flags, promotion: req.promotion}, l.checked, stored)
+  const userValues = keepStoredLayers(l.given, stored, settings.issues)
+  const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
+  const servedApiGroups = live ? await readServedApiGroups(live) : undefined
+  const storedBundle = live ? await readTalosBundleSecret(live) : undefined
+  if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
+    req.note(
+      `${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`,
+    )
   }
   // Warnings (not errors) about the inputs the run uses, said before any step.
   const warnings = initInputWarnings(inputs)
@@ -145,7 +160,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     userCiliumValues: userValues.cilium,
     argocdValues: userValues.argocd,
     kokumiValues: userValues.kokumi,
-    promotion,
+    promotion: settings.promotion,
     generated,
     onAsset: req.note,
     servedApiGroups,
@@ -163,60 +178,78 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   if (inputs.workers.length === 0) {
     req.note('no worker: the control planes run workloads too (their NoSchedule taint is not set), or Kokumi and Argo CD would never be scheduled')
   }
+  return {inputs, userValues, previousMachineConfig: settings.previousMachineConfig, storedBundle, warnings, generated, rendering}
+}
 
-  try {
-    if (offline) {
-      const render = await rendering
-      const nodes = await renderNodeConfigViews(inputs, render, talosctlFound())
-      if (nodes.some((n) => n.config === undefined))
-        req.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
-      const out = writeInitDryRun(req.outputDir!, inputs, render, nodes)
-      const bundles = Object.values(render.stack.components).map((c) => ({
-        component: c.component,
-        repository: c.bundle.repository,
-        tag: c.bundle.tag,
-        manifestDigest: c.bundle.artifact.manifestDigest,
-      }))
-      const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets, warnings}}
-    }
+/** --dry-run --output-dir: everything rendered into a folder; nothing is contacted. */
+async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunResult> {
+  const {req} = l
+  const render = await d.rendering
+  const nodes = await renderNodeConfigViews(d.inputs, render, talosctlFound())
+  if (nodes.some((n) => n.config === undefined))
+    req.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
+  const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs})
+  const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes)
+  const bundles = Object.values(render.stack.components).map((c) => ({
+    component: c.component,
+    repository: c.bundle.repository,
+    tag: c.bundle.tag,
+    manifestDigest: c.bundle.artifact.manifestDigest,
+  }))
+  const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
+  return {dryRun: true, output: out.dir, files: out.files, plan, redacted: out.redacted, bundles, assets, warnings: d.warnings}
+}
 
-    // A live dry run names each node's install disk too (the plan then checks it exists on the node).
-    if (req.dryRun) for (const line of installDiskLines(inputs)) req.note(line)
-    if (interactive) {
+type InitPrepared = Decided & {stateKey?: StateKey; clusterBundle?: TalosBundle; nodes?: Promise<Reachability[]>; secrets: StackSecretsOutcome}
+
+/** `ichor init` on the plan runner: the session on ichor's own kubeconfig (or --kubeconfig), the Lease after bootstrap. */
+function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}): Plan<InitPrepared, InitOutcome> {
+  const {req, state} = l
+  return {
+    command: 'init',
+    session: {kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint},
+    lease: INIT_LEASE,
+    async prepare({session}) {
+      const live = (await session.clusterAnswers()) ? await session.kube() : undefined
+      const decided = await decide(l, live)
+      // A live dry run names each node's install disk too (the plan then checks it exists on the node).
+      if (req.dryRun) for (const line of installDiskLines(decided.inputs)) req.note(line)
+      return {...decided, secrets: {}}
+    },
+    async consent(p) {
       req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
-      await rendering // a confirmation is asked only for inputs that render
-      const nodes = [...inputs.controlPlanes, ...inputs.workers].join(', ')
+      await p.rendering // a confirmation is asked only for inputs that render
+      const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers].join(', ')
       // Installing erases the disk: each node's is named before the operator agrees.
-      for (const line of installDiskLines(inputs)) req.note(line)
-      await confirmOrAbort(`Configure ${nodes} as cluster "${inputs.clusterName}" (${inputs.endpoint})?`)
-    }
-    const {stateKey, clusterBundle} = await unlockStoredBundle(storedBundle, givenKey, {prompt: !req.dryRun, note: req.note})
-    const result = await runInitPlan({
-      session,
-      inputs,
-      render: rendering,
-      state,
-      stateKey,
-      clusterBundle,
-      generated,
-      userValues,
-      previousMachineConfig,
-      allowReboot: req.allowReboot ?? false,
-      // On a terminal, a reboot Talos needs for a changed config is asked for (--allow-reboot skips the question).
-      confirmReboot: interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
-      registryEndpoint: req.registryEndpoint,
-      breakLock: req.breakLock,
-      kubeconfig: req.kubeconfig,
-      context: req.context,
-      timeoutMs: req.timeoutMs,
-      output: req.output,
-      dryRun: req.dryRun,
-      note: req.note,
-    })
-    return {kind: 'plan', result: {...result, warnings}, render: await rendering, inputs}
-  } finally {
-    await session?.close() // the plan closed it already; a refusal before the plan did not
+      for (const line of installDiskLines(p.inputs)) req.note(line)
+      return `Configure ${nodes} as cluster "${p.inputs.clusterName}" (${p.inputs.endpoint})?`
+    },
+    async afterConsent(p, ctx) {
+      Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, note: req.note}))
+      // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
+      p.nodes = checkNodesReachable(p.inputs, state, ctx.session.talosReads)
+      p.nodes.catch(() => undefined) // awaited by the validate step
+      const release = claimStateDir(state, {dryRun: req.dryRun, note: req.note})
+      if (release) ctx.onClose(release)
+    },
+    steps: (p, {session}) =>
+      initSteps({
+        ...p,
+        session,
+        state,
+        render: () => p.rendering,
+        nodes: () => p.nodes!,
+        allowReboot: req.allowReboot ?? false,
+        // On a terminal, a reboot Talos needs for a changed config is asked for (--allow-reboot skips the question).
+        confirmReboot: o.interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
+        note: req.note,
+        timeoutMs: req.timeoutMs,
+      }),
+    async result(run, p, {session}) {
+      const render = await p.rendering
+      const result = await initResult(run, {session, state, render, secrets: p.secrets})
+      return {kind: 'plan', result: {...result, warnings: p.warnings}, render, inputs: p.inputs}
+    },
   }
 }
 

@@ -26,7 +26,7 @@ import {
 import type {InstallationSpec, InstallationStatus, TalosBundle} from '../state/installation.js'
 import type {StateKey} from '../state/state-key.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
-import {lockStateDir, type StateLock} from '../state/lock.js'
+import {lockStateDir} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from '../state/tasks.js'
 import {inlineManifestForms} from '../talos/handover.js'
 import {installDiskFor, storedMachineConfig, type MachineConfigInputs} from '../talos/machine-config.js'
@@ -34,18 +34,20 @@ import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {listDisks, type Reachability} from '../talos/talosctl.js'
 import type {TalosNodeReads} from '../talos/node-reads.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
-import {runTasks, type RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/engine.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
-import type {PlanOptions} from './options.js'
+import {withLease} from './run.js'
 
-export interface InitOptions extends PlanOptions {
-  /** The session the command opened (it read the stored state); closed by the plan. */
-  session?: Session
+/** What init's steps are built from: the checked inputs and what the run read before them. */
+export interface InitStepsInput {
+  session: Session
   inputs: InitInputs
   /** May still be rendering: the nodes are probed meanwhile (read-only). */
-  render: Promise<InitRender>
+  render: Later<InitRender>
+  /** Every node's answer, checked by the validate step. */
+  nodes: Later<Reachability[]>
   state: LocalState
   /** The key the Talos bundle is sealed with in the cluster (absent only in a dry run without one). */
   stateKey?: StateKey
@@ -54,14 +56,15 @@ export interface InitOptions extends PlanOptions {
   userValues: {cilium: Values; argocd: Values; kokumi: Values}
   /** Fresh values, used only where the cluster holds none yet. */
   generated: GeneratedStackSecrets
-  /** --registry-endpoint: reach the registry here instead of a port-forward. */
-  registryEndpoint?: string
-  /** Notes for the operator (what was fixed in the state folder). */
+  /** Notes for the operator. */
   note?: (line: string) => void
   /** The machine-config inputs the cluster stores (its nodes run them); a changed one is applied to the nodes. */
   previousMachineConfig?: MachineConfigInputs
-  allowReboot?: boolean
+  allowReboot: boolean
   confirmReboot?: (question: string) => Promise<boolean>
+  timeoutMs: number
+  /** Filled by the stack-secrets step: the Kokumi password to show once. */
+  secrets: StackSecretsOutcome
 }
 
 export interface InitResult extends RunResult {
@@ -77,39 +80,35 @@ export interface InitResult extends RunResult {
   promotion: PromotionMode
 }
 
-/** Everything a step may need, resolved before the plan is built or resolved by its first step. */
-interface PlanData {
-  session: Session
-  options: InitOptions
-  render: Later<InitRender>
-  nodes: Later<Reachability[]>
-  secrets: StackSecretsOutcome
-}
+/**
+ * There is no API server before Talos bootstrap: the runner puts the Lease step right after
+ * it, or takes the Lease before the first step when the cluster already answers (a rerun),
+ * so on an existing cluster every step, node steps included, runs under the Lease.
+ */
+export const INIT_LEASE = {after: 'bootstrap-etcd'}
 
-/** The steps of `ichor init`, in order. */
-function initSteps(d: PlanData): Task[] {
-  const {session, options: o, render} = d
+/** The steps of `ichor init`, in order (the runner adds the Lease step, INIT_LEASE). */
+export function initSteps(d: InitStepsInput): Task[] {
+  const {session, render, state, inputs, timeoutMs} = d
   const stack = async () => (await render()).stack
   const release = ciliumReleaseView(session)
-  const {state, inputs, timeoutMs} = o
   const cluster = (task: Task) => onCluster(session, task)
   return [
     validateTask(d),
-    talosSecretsTask({state, clusterBundle: o.clusterBundle}),
+    talosSecretsTask({state, clusterBundle: d.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: session.talosReads}),
     bootstrapTask({state, inputs, session, timeoutMs}),
-    cluster(leaseTask({session, breakLock: o.breakLock})),
     nodeConfigChangesTask({
       state,
       inputs,
-      previous: o.previousMachineConfig,
+      previous: d.previousMachineConfig,
       render,
-      allowReboot: o.allowReboot ?? false,
-      confirmReboot: o.confirmReboot,
+      allowReboot: d.allowReboot,
+      confirmReboot: d.confirmReboot,
       guard: () => session.guard(),
       kube: () => session.kube(),
-      note: o.note,
+      note: d.note,
       timeoutMs,
       reads: session.talosReads,
     }),
@@ -118,9 +117,9 @@ function initSteps(d: PlanData): Task[] {
         session,
         state,
         timeoutMs,
-        stateKey: o.stateKey,
-        clusterBundle: o.clusterBundle,
-        spec: async () => desiredSpec(o, await render()),
+        stateKey: d.stateKey,
+        clusterBundle: d.clusterBundle,
+        spec: async () => desiredSpec(d, await render()),
       }),
     ),
     cluster(waitCiliumTask({session, timeoutMs})),
@@ -134,7 +133,7 @@ function initSteps(d: PlanData): Task[] {
       }),
     ),
     cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),
-    cluster(stackSecretsTask({session, stack, generated: o.generated})),
+    cluster(stackSecretsTask({session, stack, generated: d.generated})),
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
     cluster(publishBundlesTask({session, stack})),
@@ -148,66 +147,59 @@ function initSteps(d: PlanData): Task[] {
   ]
 }
 
-export async function runInitPlan(options: InitOptions): Promise<InitResult> {
-  const session =
-    options.session ??
-    openSession({
-      command: 'init',
-      kubeconfig: options.kubeconfig,
-      context: options.context,
-      ownKubeconfig: options.state.kubeconfig,
-      registryEndpoint: options.registryEndpoint,
-    })
-  // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
-  const render = options.render
-  const nodes = checkNodesReachable(options.inputs, options.state, session.talosReads)
-  for (const p of [render, nodes]) p.catch(() => undefined) // awaited by the validate step
-  const secrets: StackSecretsOutcome = {}
-  let lock: StateLock | undefined
-  try {
-    // A cluster named with --kubeconfig must answer (else exit 2, nothing written); on an
-    // existing cluster every step, node steps included, runs under the Lease.
-    const answers = await session.clusterAnswers()
-    // The state folder is made private (or refused, exit 2) before anything is written into
-    // it; a dry run creates nothing but still closes a folder others can read.
-    if (!options.dryRun || existsSync(options.state.dir)) for (const line of prepareStateDir(options.state).fixed) options.note?.(line)
-    // Two runs on one state folder would both generate Talos secrets before the cluster (and its Lease) exists.
-    if (!options.dryRun) lock = lockStateDir(options.state.dir, 'init')
-    if (!options.dryRun && answers) await session.takeLease({breakLock: options.breakLock})
-    const steps = initSteps({session, options, render: () => render, nodes: () => nodes, secrets})
-    const result = await runTasks(steps, {output: options.output, dryRun: options.dryRun, stream: options.stream, guard: () => session.guard()})
-    const {stack, cilium} = await render
-    const drift = (await session.clusterAnswers()) ? await ciliumReleaseDrift(await session.kube(), cilium.effective) : []
-    return {
-      ...result,
-      kokumiAdminPassword: secrets.kokumiAdminPassword,
-      kubeconfig: session.kubeconfigPath ?? options.state.kubeconfig,
-      bundles: Object.values(stack.components).map((c) => ({
-        component: c.component,
-        repository: c.bundle.repository,
-        tag: c.bundle.tag,
-        digest: c.bundle.artifact.manifestDigest,
-      })),
-      drift,
-      promotion: stack.promotion,
-      controlPlaneConfig: {path: options.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(options.state)},
-    }
-  } finally {
-    lock?.release()
-    await session.close()
+/**
+ * Before the steps of a real run: the state folder made private (or refused, exit 2) before
+ * anything is written into it, and locked, since two runs on one folder would both generate
+ * Talos secrets before the cluster (and its Lease) exists. A dry run creates nothing but
+ * still closes a folder others can read. Returns the lock's release.
+ */
+export function claimStateDir(state: LocalState, o: {dryRun: boolean; note?: (line: string) => void}): (() => void) | undefined {
+  if (!o.dryRun || existsSync(state.dir)) for (const line of prepareStateDir(state).fixed) o.note?.(line)
+  if (o.dryRun) return undefined
+  const lock = lockStateDir(state.dir, 'init')
+  return () => lock.release()
+}
+
+/** The result of a run: what was published, the drift said on every run, where the kubeconfig is. */
+export async function initResult(
+  run: RunResult,
+  d: {session: Session; state: LocalState; render: InitRender; secrets: StackSecretsOutcome},
+): Promise<InitResult> {
+  const {stack, cilium} = d.render
+  const drift = (await d.session.clusterAnswers()) ? await ciliumReleaseDrift(await d.session.kube(), cilium.effective) : []
+  return {
+    ...run,
+    kokumiAdminPassword: d.secrets.kokumiAdminPassword,
+    kubeconfig: d.session.kubeconfigPath ?? d.state.kubeconfig,
+    bundles: Object.values(stack.components).map((c) => ({
+      component: c.component,
+      repository: c.bundle.repository,
+      tag: c.bundle.tag,
+      digest: c.bundle.artifact.manifestDigest,
+    })),
+    drift,
+    promotion: stack.promotion,
+    controlPlaneConfig: {path: d.state.controlPlaneConfig, inlineManifest: localConfigCarriesInline(d.state)},
   }
 }
 
-/** The steps of a real run, for the offline dry run's plan: built, never run. */
-export function initPlanSteps(): {id: string; title: string}[] {
-  const never = () => Promise.reject(new Error('the offline plan is never run'))
-  const stub = {inputs: {controlPlanes: [], workers: []}, state: {}} as unknown as InitOptions
-  const session = {} as Session
-  return initSteps({session, options: stub, render: never, nodes: never, secrets: {}}).map(({id, title}) => ({id, title}))
+/**
+ * The steps of a real run, for the offline dry run's plan: built on a session that contacts
+ * nothing (any use is refused), never run; the Lease where the runner puts it.
+ */
+export function initPlanSteps(d: Omit<InitStepsInput, 'session' | 'render' | 'nodes' | 'secrets'>): {id: string; title: string}[] {
+  const session = openSession({command: 'init', offline: true})
+  try {
+    const never = () => Promise.reject(new Error('the offline plan is never run'))
+    const steps = initSteps({...d, session, render: never, nodes: never, secrets: {}})
+    return withLease(steps, leaseTask({session}), INIT_LEASE).map(({id, title}) => ({id, title}))
+  } finally {
+    void session.close()
+  }
 }
 
 /** Inputs, artifacts and values were checked by the render; every node must answer before any is touched. */
-function validateTask(d: PlanData): Task {
+function validateTask(d: InitStepsInput): Task {
   return {
     id: 'validate',
     title: 'Validate inputs, artifacts and Cilium values; probe the nodes (read-only)',
@@ -223,7 +215,7 @@ function validateTask(d: PlanData): Task {
 }
 
 /** Every node must answer (maintenance or configured) before any is touched. */
-async function checkNodesReachable(inputs: InitInputs, state: LocalState, reads: TalosNodeReads): Promise<Reachability[]> {
+export async function checkNodesReachable(inputs: InitInputs, state: LocalState, reads: TalosNodeReads): Promise<Reachability[]> {
   const talosconfig = readStateFile(state, 'talosconfig').status === 'ok' ? state.talosconfig : undefined
   const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
   // With this state folder's talosconfig (a rerun), each configured node answers with its machine
@@ -279,7 +271,7 @@ function onCluster(session: Session, task: Task): Task {
   }
 }
 
-function desiredSpec(o: InitOptions, render: InitRender): InstallationSpec {
+function desiredSpec(o: InitStepsInput, render: InitRender): InstallationSpec {
   const i = o.inputs
   return {
     talos: {

@@ -6,7 +6,8 @@
 //   2. the confirmation rule (cli/consent.ts): refused without a terminal before any connection,
 //   3. the session: the named cluster must answer,
 //   4. prepare (read-only, no Lease yet), then the question on a terminal, never after a change,
-//   5. the steps, the Lease first and visible, every mutating step guarded by it,
+//   5. the steps, the Lease first and visible (or, for a plan that makes its cluster, right after
+//      the step that brings the API server up), every mutating step guarded by it,
 //   6. the result; the session (Lease, tunnel, temp files) is closed on every path, and on
 //      SIGINT/SIGTERM by the session's own interrupt handler.
 import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
@@ -22,6 +23,8 @@ export interface PlanContext {
   session: Session
   /** A private (0700) folder removed when the run ends; only when the plan asks for one (`tempDir`). */
   tempDir: string
+  /** Frees a local resource (a state-folder lock) when the run ends, on every path, before the session closes. */
+  onClose(release: () => void): void
 }
 
 export interface Plan<P, R> {
@@ -41,7 +44,14 @@ export interface Plan<P, R> {
   consent(prepared: P, ctx: PlanContext): string | undefined | Promise<string | undefined>
   /** After the answer, before the steps: what may prompt for a secret (a state key). */
   afterConsent?(prepared: P, ctx: PlanContext): Promise<void>
-  /** The steps after the Lease, in order. */
+  /**
+   * A plan whose cluster does not exist before some of its steps (init: no API server before
+   * Talos bootstrap): the Lease step goes right after step `after`. When the cluster already
+   * answers before the steps (a rerun, another machine), the Lease step's action runs before
+   * the first step, so no step runs unlocked; the step then shows it held.
+   */
+  lease?: {after: string}
+  /** The steps, in order; the runner adds the Lease step. */
   steps(prepared: P, ctx: PlanContext): Task[]
   result(run: RunResult, prepared: P, ctx: PlanContext): R | Promise<R>
 }
@@ -76,23 +86,39 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
   const session = (deps.open ?? openSession)({...plan.session, command: plan.command})
   const temp = plan.tempDir ? openPrivateTempDir(plan.tempDir) : undefined
+  const releases: (() => void)[] = []
   try {
     await session.clusterAnswers()
-    const ctx: PlanContext = {session, tempDir: temp?.dir ?? ''}
+    const ctx: PlanContext = {session, tempDir: temp?.dir ?? '', onClose: (release) => releases.push(release)}
     const prepared = (plan.prepare ? await plan.prepare(ctx) : undefined) as P
     if (ask) {
       const question = await plan.consent(prepared, ctx)
       if (question !== undefined) await confirmOrAbort(question, deps.ask ?? confirm)
     }
     await plan.afterConsent?.(prepared, ctx)
-    const steps = [leaseTask({session, breakLock: o.breakLock}), ...plan.steps(prepared, ctx)]
+    const lease = leaseTask({session, breakLock: o.breakLock})
+    // The one place the Lease is taken: its step's action, early when the cluster is already there.
+    if (plan.lease && !o.dryRun && (await session.clusterAnswers())) await lease.run(() => undefined)
+    const steps = withLease(plan.steps(prepared, ctx), lease, plan.lease)
     const run = await runTasks(steps, {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     return await plan.result(run, prepared, ctx)
   } finally {
     try {
-      await session.close()
+      for (const release of releases.reverse()) release()
     } finally {
-      temp?.remove()
+      try {
+        await session.close()
+      } finally {
+        temp?.remove()
+      }
     }
   }
+}
+
+/** The plan's steps with the Lease step first, or right after the step the plan names. */
+export function withLease(steps: Task[], lease: Task, at?: {after: string}): Task[] {
+  if (!at) return [lease, ...steps]
+  const i = steps.findIndex((s) => s.id === at.after)
+  if (i < 0) throw new Error(`the Lease goes after step "${at.after}", which the plan does not have`)
+  return [...steps.slice(0, i + 1), lease, ...steps.slice(i + 1)]
 }

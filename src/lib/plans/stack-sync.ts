@@ -41,7 +41,7 @@ function stackSyncSteps(session: Session, o: StackSyncOptions, awaiting: Map<Sta
   ]
 }
 
-function stackSyncPlan(o: StackSyncOptions): Plan<void, StackSyncResult> {
+export function stackSyncPlan(o: StackSyncOptions): Plan<void, StackSyncResult> {
   const awaiting = new Map<StackComponent, string>()
   return {
     command: 'stack sync',

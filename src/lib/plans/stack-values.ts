@@ -112,7 +112,7 @@ interface SetPreparation {
   later: Later<StackRender>
 }
 
-function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
+export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
   const awaiting = new Map<StackComponent, string>()
   return {
     command: o.layer ? 'stack values edit' : 'stack values set',

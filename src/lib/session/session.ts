@@ -29,6 +29,8 @@ export interface SessionOptions {
   ownKubeconfig?: string
   /** --registry-endpoint: reach Kokumi's registry here instead of through a tunnel. */
   registryEndpoint?: string
+  /** init --dry-run --output-dir: a plan is built on it, nothing may be contacted (the client is refused). */
+  offline?: boolean
 }
 
 export class Session {
@@ -61,6 +63,7 @@ export class Session {
 
   /** The client, connected (the server answered /version) on first use. */
   kube(): Promise<Kube> {
+    if (this.options.offline) return Promise.reject(new Error('the offline dry run contacts no cluster'))
     this.client ??= connectKube({kubeconfig: this.kubeconfigPath, context: this.options.context}).catch((error: unknown) => {
       this.client = undefined
       throw this.named ? namedClusterError(this.describe(), error) : error
@@ -111,6 +114,11 @@ export class Session {
     this.registryEndpoint.catch(() => (this.registryEndpoint = undefined))
     const endpoint = await this.registryEndpoint
     return new OciClient(endpoint.endpoint, {fetch: endpoint.fetch})
+  }
+
+  /** Whether a tunnel (or the --registry-endpoint client) is open or opening. */
+  get registryOpen(): boolean {
+    return this.registryEndpoint !== undefined
   }
 
   async closeRegistry(): Promise<void> {

@@ -22,17 +22,22 @@ export function leaseTask(p: {session: Session; breakLock?: boolean}): Task {
 /**
  * Closes the registry tunnel as soon as publishing is done: no later step needs the
  * registry, so the operator's credentials are not left reachable for the long wait on Argo CD.
+ * The closing is the step's `enter` (dry run included: a local listener, nothing in the
+ * cluster), so its probe only reads whether a tunnel is open and a rerun reports it as holding.
  */
 export function closeRegistryTunnelTask(p: {session: Session}): Task {
   return {
     id: 'close-registry-tunnel',
     title: 'Close the registry tunnel (publishing is done)',
     mutating: false,
-    async probe() {
-      // Local only: closing a listener of this process changes nothing in the cluster.
+    async enter() {
       await p.session.closeRegistry()
-      return holds('no registry tunnel open')
     },
-    async run() {},
+    async probe() {
+      return p.session.registryOpen ? missing('the registry tunnel is open') : holds('no registry tunnel open')
+    },
+    async run() {
+      await p.session.closeRegistry()
+    },
   }
 }

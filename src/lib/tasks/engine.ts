@@ -99,6 +99,7 @@ interface Outcome {
 async function runOne(task: Task, info: TaskInfo, index: number, opts: RunOptions, renderer: TaskRenderer): Promise<Outcome> {
   let probe
   try {
+    await task.enter?.()
     probe = await task.probe()
   } catch (error) {
     return failed(task.check ? '' : 'checking whether it is needed failed: ', error)

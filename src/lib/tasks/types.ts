@@ -21,6 +21,12 @@ export interface Task {
   check?: boolean
   /** What the operator should do when this step fails; overrides the generic advice. */
   hint?: string
+  /**
+   * Run once as the step starts, before its probe and in a dry run too: frees or opens what
+   * this process holds (the registry tunnel), never a change to the cluster. It keeps such
+   * effects out of the probe, which runs twice and must only read.
+   */
+  enter?(): Promise<void>
   /** Read-only: must not change anything, and is run again after `run` to confirm it. */
   probe(): Promise<ProbeResult>
   run(progress: (msg: string) => void): Promise<void>

@@ -3,7 +3,7 @@ import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {diffCiliumValues, paintDiff} from '../../../lib/cilium/diff.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from '../../../lib/plans/local-input.js'
-import {openSession} from '../../../lib/session/session.js'
+import {withSession} from '../../../lib/session/session.js'
 
 export default class CniValuesDiff extends IchorCommand {
   static override summary = 'Show what a values change would do: the effective-values diff and the rendered-manifest diff against the live release.'
@@ -23,24 +23,19 @@ export default class CniValuesDiff extends IchorCommand {
     const input = valuesInputFrom(argv, flags)
     checkCiliumChartFlag(flags['cilium-chart'])
     checkCiliumValuesInput(input)
-    const session = openSession({command: 'cni values diff', kubeconfig: flags.kubeconfig, context: flags.context})
-    try {
-      const diff = await diffCiliumValues(await session.kube(), input, {
+    const diff = await withSession({command: 'cni values diff', kubeconfig: flags.kubeconfig, context: flags.context}, async (session) =>
+      diffCiliumValues(await session.kube(), input, {
         talosconfig: flags.talosconfig,
         stateDir: flags['state-dir'],
         chart: flags['cilium-chart'],
         mirror: flags.mirror,
-      })
-      if (!this.jsonEnabled()) {
-        this.log(
-          diff.changed
-            ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd()
-            : `No change: release revision ${diff.revision ?? '-'} already runs these values.`,
-        )
-      }
-      return diff
-    } finally {
-      await session.close()
+      }),
+    )
+    if (!this.jsonEnabled()) {
+      this.log(
+        diff.changed ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`,
+      )
     }
+    return diff
   }
 }

@@ -3,7 +3,7 @@ import {stringify} from 'yaml'
 import {IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag} from '../../../lib/cli/flags.js'
 import {getCiliumValues} from '../../../lib/cilium/values-get.js'
-import {openSession} from '../../../lib/session/session.js'
+import {withSession} from '../../../lib/session/session.js'
 
 export default class CniValuesGet extends IchorCommand {
   static override summary = "Print the user layer of Cilium's values as the IchorInstallation stores it, or the effective values."
@@ -16,13 +16,10 @@ export default class CniValuesGet extends IchorCommand {
 
   async run() {
     const {flags} = await this.parse(CniValuesGet)
-    const session = openSession({command: 'cni values get', kubeconfig: flags.kubeconfig, context: flags.context})
-    try {
-      const values = await getCiliumValues(await session.kube(), {effective: flags.effective})
-      if (!this.jsonEnabled()) this.log(flags.output === 'json' ? JSON.stringify(values, null, 2) : stringify(values, {sortMapEntries: true}).trimEnd())
-      return values
-    } finally {
-      await session.close()
-    }
+    const values = await withSession({command: 'cni values get', kubeconfig: flags.kubeconfig, context: flags.context}, async (session) =>
+      getCiliumValues(await session.kube(), {effective: flags.effective}),
+    )
+    if (!this.jsonEnabled()) this.log(flags.output === 'json' ? JSON.stringify(values, null, 2) : stringify(values, {sortMapEntries: true}).trimEnd())
+    return values
   }
 }
