@@ -2,6 +2,8 @@
 // `npm run bench`: prints numbers (it asserts nothing but the cni section's "no Helm revision"). Sections:
 //   cli     start-up: `ichor --help` and `ichor version` medians
 //   binary  the single binary's `--help` start-up against `node bin/run.js --help`, and its size
+//   fixed   the fixed costs of every run (issue 25): binary vs npm build, --help vs `node -e 0`,
+//           cold validate vs `helm template`, medians of interleaved runs with the load average
 //   values  warm per-call Cilium validation (no helm render) and its heap growth,
 //           cold `ichor cni values validate` wall time, `ichor --help` wall time
 //   input   verdict time for a 64 KiB values file, a 10 MB one, a file full of keys, an alias bomb
@@ -22,7 +24,7 @@ process.env.ICHOR_HELM ??= ensureHelm().path
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes']
+const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'fixed', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

@@ -16,23 +16,29 @@
 const {dirname} = require('node:path')
 const sea = require('node:sea')
 const v8 = require('node:v8')
-const vm = require('node:vm')
 const oclif = require('@oclif/core')
 const {manifest, pjson, plugins} = require('ichor:bundle')
 const {entryArgv} = require('../dist/lib/cli/entry-argv.js')
 
-const COMMAND_MODULE_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname']
-let commandModules
+const {commandsScript, evaluate} = require('./code-cache.cjs')
 
-/** The commands bundle's exports: `commands` (plugin name -> command id -> class) and `handleTopLevelError`. */
+let commandModules
+let debug
+
+/** The binary's own debug lines (DEBUG=ichor:binary), through oclif's debug package. */
+function trace(...args) {
+  debug ??= require('debug')('ichor:binary')
+  debug(...args)
+}
+
+/** The commands bundle's exports: `commands` (plugin name -> command id -> loader), `handleTopLevelError`, `afterAutocomplete`. */
 function commands() {
   if (!commandModules) {
-    const code = sea.getAsset('commands.cjs', 'utf8')
-    const fn = vm.compileFunction(code, COMMAND_MODULE_PARAMS, {filename: 'ichor/commands.cjs'})
-    const module = {exports: {}}
-    const requireShared = (id) => (id === '@oclif/core' ? oclif : require(id))
-    fn.call(module.exports, module.exports, requireShared, module, process.execPath, dirname(process.execPath))
-    commandModules = module.exports
+    // Compiled from the code cache made at build time (build/code-cache.cjs), not parsed again.
+    const cache = sea.getAsset('commands.cache')
+    const script = commandsScript(sea.getAsset('commands.cjs', 'utf8'), Buffer.from(cache))
+    trace(`commands compiled, code cache ${script.cachedDataRejected ? 'REJECTED' : 'accepted'}`)
+    commandModules = evaluate(script, oclif, require, process.execPath, dirname(process.execPath))
   }
   return commandModules
 }
@@ -84,7 +90,9 @@ class BundledPlugin {
   async load() {}
 
   async findCommand(id, opts = {}) {
-    const cmd = commands().commands[this.name]?.[id]
+    const loaders = commands().commands[this.name] ?? {}
+    const cmd = loaders[id]?.()
+    if (cmd) trace(`evaluated command ${id} (1 of ${Object.keys(loaders).length})`)
     if (!cmd) {
       if (opts.must) throw new Error(`command ${id} not found`)
       return undefined

@@ -133,22 +133,19 @@ const plugins = (pjson.oclif.plugins ?? []).map((name) => {
   return {root: pluginRoot, pjson: {name: p.name, version: p.version, type: 'commonjs', oclif: {commands: p.oclif?.commands}}, manifest: m}
 })
 const commandSources = [{name: pjson.name, root, manifest}, ...plugins.map((p) => ({name: p.pjson.name, root: p.root, manifest: p.manifest}))]
-let nextImport = 0
-const commandImports = []
+// Each command is a loader: esbuild wraps a module reached by require() in a lazy
+// initialiser, so running one command evaluates only that command's modules, not all of them.
 const commandMap = commandSources.map(({name, root: from, manifest: m}) => {
-  const entries = Object.entries(m.commands).map(([id, c]) => {
-    const local = `c${nextImport++}`
-    commandImports.push(`import ${local} from ${JSON.stringify(join(from, ...c.relativePath))}`)
-    return `${JSON.stringify(id)}: ${local}`
-  })
+  const entries = Object.entries(m.commands).map(([id, c]) => `${JSON.stringify(id)}: () => require(${JSON.stringify(join(from, ...c.relativePath))}).default`)
   return `${JSON.stringify(name)}: {${entries.join(', ')}}`
 })
-// Per plugin name: command id -> command class; and the entry point's error handling and completion step.
+const lazyExport = (name, file) =>
+  `export function ${name}(...args) { return require(${JSON.stringify(join(root, 'dist', 'lib', 'cli', file))}).${name}(...args) }`
+// Per plugin name: command id -> loader of the command class; and the entry point's error handling and completion step.
 const commandExports = [
-  ...commandImports,
   `export const commands = {${commandMap.join(', ')}}`,
-  `export {handleTopLevelError} from ${JSON.stringify(join(root, 'dist', 'lib', 'cli', 'top-level.js'))}`,
-  `export {afterAutocomplete} from ${JSON.stringify(join(root, 'dist', 'lib', 'cli', 'completion.js'))}`,
+  lazyExport('handleTopLevelError', 'top-level.js'),
+  lazyExport('afterAutocomplete', 'completion.js'),
 ].join('\n')
 const bundledPlugins = plugins.map(({pjson: p, manifest: m}) => ({pjson: p, manifest: m}))
 /** The two generated modules: package.json + manifest for the main script, and the command map. */
@@ -242,8 +239,16 @@ const built = await Promise.all([
 ])
 if (process.env.ICHOR_SEA_METAFILE) writeFileSync(process.env.ICHOR_SEA_METAFILE, JSON.stringify(built.map((r) => r.metafile)))
 seaAssets['commands.cjs'] = commandsBundle
+// The V8 code cache of the commands bundle, made by this node (the one the binary is a copy of).
+const codeCache = join(work, 'commands.cache')
+execFileSync(process.execPath, [join(root, 'build', 'code-cache.cjs'), commandsBundle, codeCache], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+  cwd: root,
+  env: {...process.env, NODE_OPTIONS: ''},
+})
+seaAssets['commands.cache'] = codeCache
 const mb = (f) => `${(statSync(f).size / 1e6).toFixed(1)} MB`
-console.error(`build-binary: bundled in ${Date.now() - started} ms: main script ${mb(main)}, commands ${mb(commandsBundle)}`)
+console.error(`build-binary: bundled in ${Date.now() - started} ms: main script ${mb(main)}, commands ${mb(commandsBundle)}, their code cache ${mb(codeCache)}`)
 
 // --- the SEA blob, injected into a copy of this node --------------------------------
 const blob = join(work, 'sea-prep.blob')

@@ -192,6 +192,15 @@ describe('the binary, alone in an empty directory, without Node', () => {
     expect(json.pinned).toEqual(JSON.parse((await npmBuild(['--version', '--json'])).stdout).pinned)
   })
 
+  it('compiles its commands from the V8 code cache built with it, and evaluates only the command it runs', async () => {
+    // DEBUG=ichor:binary is the binary's own debug line (oclif's logger, the debug package).
+    const r = await binary(['version'], {DEBUG: 'ichor:binary'})
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toMatch(/ichor:binary commands compiled, code cache accepted/)
+    expect(r.stderr).toMatch(/ichor:binary evaluated command version \(1 of \d+\)/)
+    expect(r.stdout).toBe((await binary(['version'])).stdout)
+  })
+
   it('a mistyped command on a terminal is not run: the suggestion and exit 2, as the npm build does', async () => {
     const session = terminal(['verison'], {executable: join(binDir, 'ichor')})
     await session.expect('did you mean ichor version?')

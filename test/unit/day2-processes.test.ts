@@ -47,10 +47,37 @@ describe('helm processes of a cached render', () => {
     const render = async () =>
       (await import('../../src/lib/helm/template.js')).helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})
     const first = await render()
-    expect(calls(log).map((c) => c.split(' ')[0])).toEqual(['version', 'template'])
+    expect(
+      calls(log)
+        .map((c) => c.split(' ')[0])
+        .sort(),
+    ).toEqual(['template', 'version'])
     vi.resetModules() // a new CLI run: nothing remembered in memory
     expect(await render()).toBe(first)
     expect(calls(log)).toHaveLength(2)
+  })
+
+  // Issue 25: a cold `cni values validate` waited for `helm version` before it started the render.
+  it('Given no cached render, When it renders, Then `helm template` starts without waiting for `helm version`', async () => {
+    const real = (await import('../../src/lib/helm/binary.js')).helmPath()
+    const log = join(work, 'helm-slow-version.log')
+    // `helm version` answers after 1 s, as a cold Go binary on a loaded laptop can.
+    process.env.ICHOR_HELM = logging('helm-slow-version', log, `if [ "$1" = version ]; then sleep 1; echo "version done" >> '${log}'; fi\nexec '${real}' "$@"`)
+    process.env.ICHOR_RENDER_CACHE = 'off'
+    const {helmTemplate} = await import('../../src/lib/helm/template.js')
+    await helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})
+    expect(calls(log).map((c) => c.split(' ').slice(0, 2).join(' '))).toEqual(['version --template', 'template argocd', 'version done'])
+  })
+
+  it('Given a helm too old for ichor, When it renders, Then the version error wins over the render', async () => {
+    const real = (await import('../../src/lib/helm/binary.js')).helmPath()
+    const log = join(work, 'helm-old.log')
+    process.env.ICHOR_HELM = logging('helm-old', log, `if [ "$1" = version ]; then echo v3.17.3; exit 0; fi\nexec '${real}' "$@"`)
+    process.env.ICHOR_RENDER_CACHE = 'off'
+    const {helmTemplate} = await import('../../src/lib/helm/template.js')
+    await expect(helmTemplate({chartPath: UPSTREAM.argocdChart, releaseName: 'argocd', namespace: 'argocd', values: {}})).rejects.toThrow(
+      /ichor needs Helm 3\.18 or newer/,
+    )
   })
 })
 

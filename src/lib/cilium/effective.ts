@@ -2,9 +2,9 @@
 // check: what `cni status` and `cni values get --effective` compare and show. Apart from
 // validate.ts, so those commands load neither the schema validator nor helm's runner.
 import {readChartArchive, type ChartArchive} from '../chart/archive.js'
+import {chartValuesYaml} from '../chart/values-yaml.js'
 import {layeredValues} from '../values/merge.js'
 import type {Values} from '../values/path.js'
-import jsyaml from 'js-yaml'
 import {ciliumDefaults, ciliumOwnedValues, ownedCapabilitiesOf} from './defaults.js'
 import type {CiliumValuesInput} from './validate.js'
 import {minorOf} from './versions.js'
@@ -26,7 +26,7 @@ const chartDefaults = new Map<string, Values>()
 export function chartDefaultValues(chart: ChartArchive): Values {
   let v = chartDefaults.get(chart.sha256)
   if (!v) {
-    const loaded = jsyaml.load(chart.files.get('values.yaml')?.toString('utf8') ?? '')
+    const loaded = chartValuesYaml(chart)
     v = loaded && typeof loaded === 'object' && !Array.isArray(loaded) ? (loaded as Values) : {}
     chartDefaults.set(chart.sha256, v)
   }

@@ -45,12 +45,30 @@ export async function helmTemplate(opts: TemplateOptions): Promise<string> {
   const cache = renderCache(helmCacheIdentity(helmPath()), opts.chartPath, args, input)
   const hit = cache?.read()
   if (hit !== undefined) return hit
-  const helm = await findHelm()
-  const result = await runProcess(helm.path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: opts.signal}).catch(
+  // The version check and the render run side by side (a cold `cni values validate` waited
+  // for `helm version` first); the render counts only once the check passed, else it is stopped.
+  const path = helmPath()
+  const checked = findHelm()
+  const stop = new AbortController()
+  const forward = () => stop.abort()
+  if (opts.signal?.aborted) stop.abort()
+  opts.signal?.addEventListener('abort', forward, {once: true})
+  const rendering = runProcess(path, args, {input, env: helmEnv(), maxBuffer: 64 * 1024 * 1024, timeoutMs: 120_000, signal: stop.signal}).catch(
     (error: unknown) => {
-      throw startError('helm', helm.path, error)
+      throw startError('helm', path, error)
     },
   )
+  let result
+  try {
+    await checked.catch((error: unknown) => {
+      stop.abort()
+      rendering.catch(() => {}) // the version error is the one to report
+      throw error
+    })
+    result = await rendering
+  } finally {
+    opts.signal?.removeEventListener('abort', forward)
+  }
   if (result.canceled) throw new HelmRenderError('the render was cancelled', opts.chartPath)
   if (result.timedOut) throw new HelmRenderError('helm did not finish within 120s', opts.chartPath)
   if (result.overflowed) throw new HelmRenderError('the rendered output is larger than 64 MiB', opts.chartPath)

@@ -6,8 +6,8 @@
 //  3. every `.Values.a.b.c` the templates read.
 // A map whose default is `{}`, or whose name says it is free-form (annotations,
 // labels, nodeSelector, extraArgs, ...), accepts any key below it.
-import jsyaml from 'js-yaml'
 import type {ChartArchive} from '../chart/archive.js'
+import {chartValuesYaml} from '../chart/values-yaml.js'
 import {IchorError} from '../errors/errors.js'
 import {isMap} from './path.js'
 import {EXIT} from '../errors/exit-codes.js'
@@ -81,7 +81,7 @@ export function knownKeys(chart: ChartArchive): KeyNode {
   // js-yaml: only the structure is needed here, and it parses Cilium's 170 KB values.yaml several times faster
   // js-yaml shares an aliased node instead of copying it, so a "billion laughs" values.yaml parses
   // small and would explode only in this walk: it is bounded.
-  addTree(root, jsyaml.load(valuesYaml) ?? {}, {left: MAX_VALUES_YAML_NODES, chart})
+  addTree(root, chartValuesYaml(chart) ?? {}, {left: MAX_VALUES_YAML_NODES, chart})
   addCommentedKeys(root, valuesYaml)
   for (const [name, data] of chart.files) {
     if (name.startsWith('templates/')) addTemplateRefs(root, data.toString('utf8'))

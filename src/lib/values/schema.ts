@@ -10,8 +10,9 @@ type Schema = Record<string, unknown>
 /**
  * A chart schema, compiled lazily. Compiling Cilium's whole 147 KB schema costs about
  * 1.5 s; when the root is a plain `type: object` with `properties` and no references,
- * validating each top-level key against its own sub-schema is the same check, so only
- * the keys a call actually carries are compiled (once per chart digest, then reused).
+ * validating each key against its own sub-schema is the same check, so only the paths a
+ * call actually carries are compiled, down through every such plain object node (see
+ * `splittable`; once per chart digest, then reused).
  */
 interface ChartSchema {
   root: Schema
@@ -27,6 +28,17 @@ function compile(schema: Schema): ValidateFunction {
   return ajv.compile(schema)
 }
 
+/**
+ * A node that says only "an object with these properties" (plus title/description): checking
+ * a map against it is checking each key the map carries against that key's own sub-schema,
+ * so it is split, at the root and below, down to the nodes that say more (a leaf's type, a
+ * list, an enum, required, additionalProperties...).
+ */
+function splittable(node: unknown): node is Schema & {properties: Schema} {
+  if (!isMap(node) || node.type !== 'object' || !isMap(node.properties)) return false
+  return Object.keys(node).every((k) => ['type', 'properties', 'title', 'description'].includes(k))
+}
+
 function chartSchema(chart: ChartArchive): ChartSchema | null {
   if (schemas.has(chart.sha256)) return schemas.get(chart.sha256)!
   const raw = chart.files.get('values.schema.json')
@@ -36,38 +48,45 @@ function chartSchema(chart: ChartArchive): ChartSchema | null {
     const root = JSON.parse(text) as Schema
     delete root.$schema // draft-07 is ajv's default; the meta-schema URL need not resolve
     delete root.$id
-    const rootKeys = Object.keys(root).filter((k) => !['type', 'properties', 'title', 'description'].includes(k))
-    const splittable = root.type === 'object' && isMap(root.properties) && rootKeys.length === 0 && !text.includes('"$ref"')
-    entry = {root, splittable, compiled: new Map()}
+    // A reference may point anywhere in the document: such a schema is compiled whole.
+    entry = {root, splittable: splittable(root) && !text.includes('"$ref"'), compiled: new Map()}
   }
   schemas.set(chart.sha256, entry)
   return entry
 }
 
-function validatorFor(schema: ChartSchema, key: string | null): ValidateFunction {
-  const id = key ?? '\u0000root'
+function validatorFor(schema: ChartSchema, path: string[], node: Schema): ValidateFunction {
+  const id = path.length === 0 ? '\u0000root' : path.join('\u0000')
   let fn = schema.compiled.get(id)
   if (!fn) {
-    fn = compile(key === null ? schema.root : ((schema.root.properties as Schema)[key] as Schema))
+    fn = compile(node)
     schema.compiled.set(id, fn)
   }
   return fn
 }
 
+const pointer = (path: string[]) => path.map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')
+
+function runNode(schema: ChartSchema, node: Schema, path: string[], data: unknown, errors: ErrorObject[]): void {
+  if (splittable(node) && isMap(data)) {
+    for (const [key, value] of Object.entries(data)) {
+      if (Object.prototype.hasOwnProperty.call(node.properties, key)) runNode(schema, node.properties[key] as Schema, [...path, key], value, errors)
+    }
+    return
+  }
+  const fn = validatorFor(schema, path, node)
+  if (fn(data)) return
+  const prefix = pointer(path)
+  for (const e of fn.errors ?? []) errors.push({...e, instancePath: prefix + e.instancePath})
+}
+
 function runSchema(schema: ChartSchema, data: Values): ErrorObject[] {
+  const errors: ErrorObject[] = []
   if (!schema.splittable) {
-    const fn = validatorFor(schema, null)
+    const fn = validatorFor(schema, [], schema.root)
     return fn(data) ? [] : [...(fn.errors ?? [])]
   }
-  const props = schema.root.properties as Schema
-  const errors: ErrorObject[] = []
-  for (const [key, value] of Object.entries(data)) {
-    if (!Object.prototype.hasOwnProperty.call(props, key)) continue
-    const fn = validatorFor(schema, key)
-    if (fn(value)) continue
-    const prefix = `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`
-    for (const e of fn.errors ?? []) errors.push({...e, instancePath: prefix + e.instancePath})
-  }
+  runNode(schema, schema.root, [], data, errors)
   return errors
 }
 
@@ -78,6 +97,11 @@ function withoutNulls(values: unknown): unknown {
   const out: Values = {}
   for (const [k, v] of Object.entries(values)) if (v !== null) out[k] = withoutNulls(v)
   return out
+}
+
+/** The schema paths compiled so far for `chart` ("(root)" for the whole schema): what a check has cost. */
+export function compiledSchemaPaths(chart: ChartArchive): string[] {
+  return [...(schemas.get(chart.sha256)?.compiled.keys() ?? [])].map((id) => (id === '\u0000root' ? '(root)' : id.split('\u0000').join('.')))
 }
 
 export function validateAgainstSchema(chart: ChartArchive, values: Values): Issue[] {
