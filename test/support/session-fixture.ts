@@ -17,6 +17,8 @@ import {openSession, type Session} from '../../src/lib/session/session.js'
 
 export interface SessionFixture {
   session: Session
+  /** The kubeconfig file that names the server, for a test that runs the built CLI against it. */
+  kubeconfig: string
   /** `METHOD path?query` of every request the session made, /version included. */
   requests: string[]
   /** Requests other than GET: a probe must make none. */
@@ -133,7 +135,7 @@ current-context: fixture
     await new Promise((resolve) => server.close(resolve))
     rmSync(dir, {recursive: true, force: true})
   })
-  return {session, requests, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
+  return {session, kubeconfig, requests, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
 }
 
 function collectionPath(apiVersion: string, resource: Resource, namespace?: string): string {

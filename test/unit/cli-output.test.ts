@@ -9,6 +9,12 @@ import {afterEach, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 import {printResult} from '../../src/lib/cli/output.js'
 import {EXIT} from '../../src/lib/errors/exit-codes.js'
+import {INSTALLATION} from '../../src/lib/constants.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
+import {installationCrd} from '../../src/lib/state/installation.js'
+import {runCli} from '../support/run-cli.js'
+import {requiredArgs} from '../support/required-args.js'
+import {sessionFixture} from '../support/session-fixture.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
 
 function sink(): Writable & {text: () => string} {
@@ -89,5 +95,40 @@ describe('every command with -o prints through the one helper', () => {
     expect(source).toMatch(/\bprintResult\(/)
     // No hand-written JSON or YAML printing, and no exit code set beside the helper.
     expect(source).not.toMatch(/JSON\.stringify|stringify\(|process\.exitCode/)
+  })
+})
+
+// A cluster with an IchorInstallation and nothing installed yet: every read command has a
+// document to print (the status commands a degraded one, exit 1).
+const installation = {
+  apiVersion: INSTALLATION.apiVersion,
+  kind: INSTALLATION.kind,
+  metadata: {name: INSTALLATION.name},
+  spec: {
+    talos: {
+      clusterName: 'homelab',
+      endpoint: 'https://192.0.2.10:6443',
+      talosVersion: 'v1.13.4',
+      kubernetesVersion: '1.36.0',
+      controlPlanes: ['192.0.2.10'],
+      workers: [],
+    },
+    cni: {kubeProxy: 'kube-proxy', tunnel: 'vxlan', cilium: {values: {hubble: {relay: {enabled: true}}}}},
+    stack: {promotion: 'Manual', argocd: {values: {server: {replicas: 2}}}, kokumi: {values: {}}},
+  },
+} as unknown as KubeObject
+
+describe('every command with -o prints a parseable document for -o json and -o yaml, against a fake API server', () => {
+  it.each(WITH_OUTPUT)('%s', async (id) => {
+    const {kubeconfig} = await sessionFixture([installationCrd(), installation])
+    const args = [...id.split(':'), ...(requiredArgs('unused')[id] ?? []), '--kubeconfig', kubeconfig]
+    const env = {...process.env, ICHOR_MIRROR: '', XDG_STATE_HOME: join(PROJECT_ROOT, 'no-such-state-dir')}
+    const json = await runCli([...args, '-o', 'json'], {env})
+    expect([0, 1], json.stderr).toContain(json.code)
+    expect(json.stdout, json.stderr).not.toBe('')
+    const doc = JSON.parse(json.stdout) as unknown
+    const yaml = await runCli([...args, '-o', 'yaml'], {env})
+    expect(yaml.code, yaml.stderr).toBe(json.code)
+    expect(parseYaml(yaml.stdout)).toEqual(doc)
   })
 })
