@@ -2,7 +2,8 @@
 // values and the rendered manifest, and colour only where a terminal wants it.
 import {describe, expect, it} from 'vitest'
 import {stringify} from 'yaml'
-import {colourDiff, effectiveValuesDiff, paintDiff, unifiedDiff, wantsColour} from '../../src/lib/cilium/diff.js'
+import {colourDiff, effectiveValuesDiff, paintDiff, unifiedDiff} from '../../src/lib/cilium/diff.js'
+import {wantsColour} from '../../src/lib/log/colour.js'
 import type {ReleaseRecord} from '../../src/lib/helm/release.js'
 
 const release = (config: Record<string, unknown>): ReleaseRecord => ({

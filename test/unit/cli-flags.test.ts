@@ -10,7 +10,8 @@ import {fileURLToPath} from 'node:url'
 import {Parser} from '@oclif/core'
 import {describe, expect, it} from 'vitest'
 import {closest, errorJson, errorText, reportOf} from '../../src/lib/cli/error-report.js'
-import {kubeFlags, outputFormatFlag, parseDuration, printResult, timeoutFlag, verbosityFlags} from '../../src/lib/cli/flags.js'
+import {kubeFlags, outputFormatFlag, parseDuration, timeoutFlag, verbosityFlags} from '../../src/lib/cli/flags.js'
+import {printResult} from '../../src/lib/cli/output.js'
 import {IchorError, ValidationError} from '../../src/lib/errors/errors.js'
 import {configureLog, log, redactArgv} from '../../src/lib/log/log.js'
 
@@ -74,10 +75,11 @@ describe('kube, output and verbosity flags', () => {
   it('printResult prints YAML, JSON or the table', async () => {
     const result = {release: 'cilium', revision: 3}
     const table = (r: typeof result) => `RELEASE  REVISION\n${r.release}   ${r.revision}`
-    expect(await printResult('json', result, table, sink())).toBe('{\n  "release": "cilium",\n  "revision": 3\n}\n')
-    expect(await printResult('yaml', result, table, sink())).toBe('release: cilium\nrevision: 3\n')
+    const print = (format: string | undefined, out = sink()) => printResult(result, {format, json: false, human: table, out})
+    expect(await print('json')).toBe('{\n  "release": "cilium",\n  "revision": 3\n}\n')
+    expect(await print('yaml')).toBe('release: cilium\nrevision: 3\n')
     const out = sink()
-    await printResult(undefined, result, table, out)
+    await print(undefined, out)
     expect(out.text()).toBe('RELEASE  REVISION\ncilium   3\n')
   })
 })

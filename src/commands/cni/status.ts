@@ -1,9 +1,8 @@
-import {stringify} from 'yaml'
 import {IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag, talosAccessFlags} from '../../lib/cli/flags.js'
+import {printResult} from '../../lib/cli/output.js'
 import {readCniStatus} from '../../lib/cilium/status.js'
 import {formatCniStatus} from '../../lib/cilium/status-text.js'
-import {EXIT} from '../../lib/errors/exit-codes.js'
 import {withSession} from '../../lib/session/session.js'
 
 export default class CniStatus extends IchorCommand {
@@ -17,10 +16,7 @@ export default class CniStatus extends IchorCommand {
     const report = await withSession({command: 'cni status', kubeconfig: flags.kubeconfig, context: flags.context}, async (session) =>
       readCniStatus(await session.kube(), {talosconfig: flags.talosconfig, stateDir: flags['state-dir']}),
     )
-    if (!this.jsonEnabled()) {
-      this.log(flags.output === 'json' ? JSON.stringify(report, null, 2) : flags.output === 'yaml' ? stringify(report).trimEnd() : formatCniStatus(report))
-    }
-    if (!report.healthy) process.exitCode = EXIT.failed
+    await printResult(report, {format: flags.output, json: this.jsonEnabled(), human: formatCniStatus, failed: (r) => !r.healthy})
     return report
   }
 }

@@ -1,5 +1,6 @@
 import {IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag, registryEndpointFlag} from '../../lib/cli/flags.js'
+import {printResult} from '../../lib/cli/output.js'
 import {renderStackStatus, stackStatus} from '../../lib/stack/status.js'
 
 export default class StackStatus extends IchorCommand {
@@ -15,11 +16,7 @@ export default class StackStatus extends IchorCommand {
     const {flags} = await this.parse(StackStatus)
     const status = await stackStatus({kubeconfig: flags.kubeconfig, context: flags.context, registryEndpoint: flags['registry-endpoint']})
     // Scripts gate on it: 0 healthy, 1 degraded.
-    if (!status.healthy) process.exitCode = 1
-    if (this.jsonEnabled()) return status
-    if (flags.output === 'json') this.log(JSON.stringify(status, null, 2))
-    else if (flags.output === 'yaml') this.log((await import('yaml')).stringify(status))
-    else this.log(renderStackStatus(status))
+    await printResult(status, {format: flags.output, json: this.jsonEnabled(), human: renderStackStatus, failed: (s) => !s.healthy})
     return status
   }
 }

@@ -5,6 +5,7 @@ import {createTwoFilesPatch, FILE_HEADERS_ONLY} from 'diff'
 import {stringify} from 'yaml'
 import type {ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
+import {wantsColour} from '../log/colour.js'
 import type {Values} from '../values/path.js'
 import {prepareValuesChange, type ChangeSources, type ValuesInput} from './change.js'
 import {renderCiliumChart} from './validate.js'
@@ -22,11 +23,6 @@ export interface CniValuesDiff {
 export function unifiedDiff(before: string, after: string, labels: [string, string]): string {
   if (before === after) return ''
   return createTwoFilesPatch(labels[0], labels[1], before, after, undefined, undefined, {context: 3, headerOptions: FILE_HEADERS_ONLY})
-}
-
-/** Colour only for a terminal, and never when NO_COLOR is set to anything but '' (no-color.org). */
-export function wantsColour(stream: {isTTY?: boolean}, env: NodeJS.ProcessEnv = process.env): boolean {
-  return stream.isTTY === true && !env.NO_COLOR
 }
 
 /** Red removals, green additions, cyan hunk headers, bold file labels (for a terminal). */
@@ -47,7 +43,7 @@ export function colourDiff(text: string): string {
     .join('\n')
 }
 
-/** The diff as it should reach `stream`: coloured when `wantsColour`, untouched otherwise. */
+/** The diff as it should reach `stream`: coloured when `wantsColour` (log/colour.ts), untouched otherwise; every diff printer uses it. */
 export function paintDiff(text: string, stream: {isTTY?: boolean} = process.stdout, env: NodeJS.ProcessEnv = process.env): string {
   return wantsColour(stream, env) ? colourDiff(text) : text
 }

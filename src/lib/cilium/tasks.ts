@@ -24,6 +24,7 @@ import {installationChanged, readInstallation, writeInstallationSpec, writeInsta
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
+import {once} from '../tasks/memo.js'
 
 /** The release record, read once per run (it carries the whole chart) until a step changes the release. */
 export interface CiliumReleaseView {
@@ -32,15 +33,11 @@ export interface CiliumReleaseView {
 }
 
 export function ciliumReleaseView(session: Session): CiliumReleaseView {
-  let record: Promise<ReleaseRecord | undefined> | undefined
+  const record = once(() => session.kube().then(readCiliumRelease))
   return {
-    get() {
-      record ??= session.kube().then(readCiliumRelease)
-      record.catch(() => (record = undefined))
-      return record
-    },
+    get: record,
     forget() {
-      record = undefined
+      record.forget()
     },
   }
 }

@@ -114,35 +114,12 @@ function formatSeconds(seconds: number): string {
   return `${h ? `${h}h` : ''}${m ? `${m}m` : ''}${s || (!h && !m) ? `${s}s` : ''}`
 }
 
-const OUTPUT_FORMATS = ['yaml', 'json'] as const
+export const OUTPUT_FORMATS = ['yaml', 'json'] as const
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number]
 
 /** `-o/--output yaml|json` on read commands, as in kubectl; a human table when omitted. */
 export const outputFormatFlag = {
   output: Flags.string({char: 'o', description: 'print the result as yaml or json instead of a table', options: [...OUTPUT_FORMATS]}),
-}
-
-/**
- * Prints a read command's result: the object as YAML or JSON with `-o`, else the table
- * the command draws. Returns the text printed, for tests.
- */
-export async function printResult<T>(
-  format: string | undefined,
-  result: T,
-  table: (result: T) => string,
-  out: NodeJS.WritableStream = process.stdout,
-): Promise<string> {
-  let text: string
-  if (format === 'json') text = `${JSON.stringify(result, null, 2)}\n`
-  else if (format === 'yaml') text = (await import('yaml')).stringify(result)
-  else if (format === undefined) text = ensureNewline(table(result))
-  else throw new IchorError(`--output: "${format}" is not a format (accepted: ${OUTPUT_FORMATS.join(', ')})`, {exitCode: EXIT.usage})
-  out.write(text)
-  return text
-}
-
-function ensureNewline(text: string): string {
-  return text.endsWith('\n') || text === '' ? text : `${text}\n`
 }
 
 /** On every command (the base class adds them): -v/--verbose and --debug. */

@@ -27,24 +27,6 @@ export interface AcquireOptions extends LeaseRef {
   onLost?: (error: IchorError) => void
 }
 
-export interface HeldLease {
-  holder: string
-  namespace: string
-  name: string
-  /** True once the lease was found taken by someone else or deleted. */
-  readonly lost: boolean
-  /** Throws if the lease was lost; call between steps that must not run unlocked. */
-  assertHeld(): void
-  /**
-   * Asks the API server whether the lease is still this command's (not deleted by
-   * --break-lock, not taken over after this process was paused past its TTL), renewing
-   * it; throws LeaseLostError naming the new holder otherwise. Call before each change.
-   */
-  verify(): Promise<void>
-  /** Stops renewing and frees the lease. Never throws: an unreleased lease expires after its TTL. */
-  release(): Promise<void>
-}
-
 interface LeaseSpec {
   holderIdentity?: string
   leaseDurationSeconds?: number
@@ -193,32 +175,33 @@ export class ServerClock {
   }
 }
 
-export async function acquireLease(kube: Kube, options: AcquireOptions): Promise<HeldLease> {
-  const ref = withDefaults(options)
-  const ttlSeconds = options.ttlSeconds ?? LEASE_TTL_SECONDS
-  const holder = holderIdentity(options.command)
-  const clock = new ServerClock()
+const DELETED = 'it was deleted (broken with --break-lock?)'
 
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const sentAt = Date.now()
-    const res = await kube.requestRaw<T>(method, path, body === undefined ? {} : {body})
-    clock.observe(res.headers.date, sentAt, Date.now())
-    return res.body
-  }
+/** One request to the Lease API, its answer's Date header fed to the server clock. */
+async function call<T>(kube: Kube, clock: ServerClock, method: string, path: string, body?: unknown): Promise<T> {
+  const sentAt = Date.now()
+  const res = await kube.requestRaw<T>(method, path, body === undefined ? {} : {body})
+  clock.observe(res.headers.date, sentAt, Date.now())
+  return res.body
+}
 
-  let lease: LeaseObject | undefined
-  // Each lost race re-reads the lease: the winner is then seen as its live holder.
-  for (let attempt = 0; attempt < 5 && !lease; attempt++) {
+/**
+ * Takes the lease: created when there is none (its namespace too), written over the version
+ * just read when it is free, expired or its holder on this machine is dead. Each lost race
+ * re-reads the lease: the winner is then seen as its live holder.
+ */
+async function take(kube: Kube, clock: ServerClock, ref: Required<LeaseRef>, holder: string, ttlSeconds: number): Promise<LeaseObject> {
+  for (let attempt = 0; attempt < 5; attempt++) {
     let current: LeaseObject | undefined
     try {
-      current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
+      current = await call<LeaseObject>(kube, clock, 'GET', leasePath(ref.namespace, ref.name))
     } catch (error) {
       if (!isNotFound(error)) throw error
     }
     const now = clock.now()
     if (!current) {
       try {
-        lease = await call<LeaseObject>('POST', leasePath(ref.namespace), {
+        return await call<LeaseObject>(kube, clock, 'POST', leasePath(ref.namespace), {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: {name: ref.name, namespace: ref.namespace, labels: {'app.kubernetes.io/managed-by': 'ichor'}},
@@ -235,7 +218,7 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
     const live = state.holder && state.expiresAt && state.expiresAt.getTime() > now && !isDeadLocalHolder(state.holder)
     if (live) throw new LeaseHeldError(ref, {...state, holder: state.holder!}, now)
     try {
-      lease = await call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {
+      return await call<LeaseObject>(kube, clock, 'PUT', leasePath(ref.namespace, ref.name), {
         ...current,
         spec: {
           holderIdentity: holder,
@@ -249,38 +232,137 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
       if (!isConflict(error)) throw error
     }
   }
-  if (!lease) throw new IchorError(`could not take Lease ${ref.namespace}/${ref.name}: it kept changing while being taken`)
+  throw new IchorError(`could not take Lease ${ref.namespace}/${ref.name}: it kept changing while being taken`)
+}
 
-  let lostError: LeaseLostError | undefined
-  let inflight: Promise<void> = Promise.resolve()
-  let released = false
+/**
+ * The lock while this command holds it, as a type with methods the way k0sctl holds its
+ * lock (k0sproject/k0sctl phase/lock.go: take it, keep it alive in the background, give it
+ * back, and stop when it is lost): `acquire`, the renewal timer, `release`, and the lost
+ * signal (`onLost`, `lost`, `assertHeld`, `verify`).
+ */
+export class HeldLease {
+  readonly namespace: string
+  readonly name: string
+  private lostError?: LeaseLostError
+  private inflight: Promise<void> = Promise.resolve()
+  private released = false
+  private readonly timer: NodeJS.Timeout
 
-  const markLost = (why: string, newHolder?: string): void => {
-    if (lostError) return
-    lostError = new LeaseLostError(ref, why, newHolder)
-    clearInterval(timer)
-    options.onLost?.(lostError)
+  private constructor(
+    private readonly kube: Kube,
+    private readonly clock: ServerClock,
+    private readonly ref: Required<LeaseRef>,
+    readonly holder: string,
+    private lease: LeaseObject,
+    ttlSeconds: number,
+    private readonly onLost?: (error: IchorError) => void,
+  ) {
+    this.namespace = ref.namespace
+    this.name = ref.name
+    this.timer = setInterval(
+      () => {
+        void this.serially(() => this.renew()).catch(() => undefined)
+      },
+      Math.max(1000, (ttlSeconds * 1000) / 3),
+    )
+    // Renewal must not keep a finished command alive.
+    this.timer.unref()
+  }
+
+  /** Takes the lease (LeaseHeldError when another live holder has it) and starts renewing it. */
+  static async acquire(kube: Kube, options: AcquireOptions): Promise<HeldLease> {
+    const ref = withDefaults(options)
+    const ttlSeconds = options.ttlSeconds ?? LEASE_TTL_SECONDS
+    const holder = holderIdentity(options.command)
+    const clock = new ServerClock()
+    const lease = await take(kube, clock, ref, holder, ttlSeconds)
+    return new HeldLease(kube, clock, ref, holder, lease, ttlSeconds, options.onLost)
+  }
+
+  /** True once the lease was found taken by someone else or deleted. */
+  get lost(): boolean {
+    return this.lostError !== undefined
+  }
+
+  /** Throws if the lease was lost; call between steps that must not run unlocked. */
+  assertHeld(): void {
+    if (this.lostError) throw this.lostError
+  }
+
+  /**
+   * Asks the API server whether the lease is still this command's (not deleted by
+   * --break-lock, not taken over after this process was paused past its TTL), renewing
+   * it; throws LeaseLostError naming the new holder otherwise. Call before each change.
+   */
+  verify(): Promise<void> {
+    return this.serially(() => this.verifyNow())
+  }
+
+  /** Stops renewing and frees the lease. Never throws: an unreleased lease expires after its TTL. */
+  async release(): Promise<void> {
+    if (this.released) return
+    this.released = true
+    clearInterval(this.timer)
+    await this.inflight
+    if (this.lostError) return
+    // Free it in place (holder cleared) rather than delete, keeping leaseTransitions.
+    const free = (base: LeaseObject): Promise<LeaseObject> => {
+      const {holderIdentity: _, acquireTime: __, ...rest} = base.spec ?? {}
+      return this.put({...base, spec: {...rest, renewTime: microTime(this.clock.now())}})
+    }
+    try {
+      await free(this.lease)
+    } catch (error) {
+      if (!isConflict(error)) return
+      try {
+        const current = await this.get()
+        if (current.spec?.holderIdentity === this.holder) await free(current)
+      } catch {
+        // Nothing left to do: an unreleased lease expires after its TTL.
+      }
+    }
+  }
+
+  private get(): Promise<LeaseObject> {
+    return call<LeaseObject>(this.kube, this.clock, 'GET', leasePath(this.ref.namespace, this.ref.name))
+  }
+
+  private put(body: LeaseObject): Promise<LeaseObject> {
+    return call<LeaseObject>(this.kube, this.clock, 'PUT', leasePath(this.ref.namespace, this.ref.name), body)
+  }
+
+  /** `base` with renewTime now, written over its resourceVersion. */
+  private renewed(base: LeaseObject): Promise<LeaseObject> {
+    return this.put({...base, spec: {...base.spec, renewTime: microTime(this.clock.now())}})
+  }
+
+  private markLost(why: string, newHolder?: string): LeaseLostError {
+    if (!this.lostError) {
+      this.lostError = new LeaseLostError(this.ref, why, newHolder)
+      clearInterval(this.timer)
+      this.onLost?.(this.lostError)
+    }
+    return this.lostError
   }
 
   // Renew by writing renewTime over the version last seen; a 409 means someone else wrote.
   // The body keeps metadata.uid: Leases allow create-on-update, and the uid precondition is
   // what stops a renewal from recreating a lease that was broken (deleted) meanwhile.
-  const renew = async (): Promise<void> => {
-    if (!lease || lostError || released) return
-    const write = (base: LeaseObject): Promise<LeaseObject> =>
-      call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {...base, spec: {...base.spec, renewTime: microTime(clock.now())}})
+  private async renew(): Promise<void> {
+    if (this.lostError || this.released) return
     try {
-      lease = await write(lease)
+      this.lease = await this.renewed(this.lease)
     } catch (error) {
-      if (isNotFound(error)) return markLost('it was deleted (broken with --break-lock?)')
+      if (isNotFound(error)) return void this.markLost(DELETED)
       if (!isConflict(error)) return // transient: try again next tick, the TTL leaves room
       try {
-        const current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
-        if (current.spec?.holderIdentity !== holder)
-          return markLost(`it is now held by ${current.spec?.holderIdentity || 'nobody'}`, current.spec?.holderIdentity)
-        lease = await write(current)
+        const current = await this.get()
+        const holder = current.spec?.holderIdentity
+        if (holder !== this.holder) return void this.markLost(`it is now held by ${holder || 'nobody'}`, holder)
+        this.lease = await this.renewed(current)
       } catch (inner) {
-        if (isNotFound(inner)) markLost('it was deleted (broken with --break-lock?)')
+        if (isNotFound(inner)) this.markLost(DELETED)
       }
     }
   }
@@ -288,31 +370,26 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
   // Asks the server who holds the lease, then renews over what it read. A 409 from a write
   // that is not this process's (a label edit, say) is read again: only another holder,
   // or no lease, is a loss.
-  const verifyNow = async (): Promise<void> => {
-    if (lostError) throw lostError
+  private async verifyNow(): Promise<void> {
+    if (this.lostError) throw this.lostError
     for (let attempt = 0; ; attempt++) {
       let current: LeaseObject
       try {
-        current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
+        current = await this.get()
       } catch (error) {
         if (!isNotFound(error)) throw error
-        markLost('it was deleted (broken with --break-lock?)')
-        throw lostError!
+        throw this.markLost(DELETED)
       }
-      const now = current.spec?.holderIdentity
-      if (now !== holder) {
-        markLost(`it is now held by ${now || 'nobody'}`, now)
-        throw lostError!
-      }
+      const holder = current.spec?.holderIdentity
+      if (holder !== this.holder) throw this.markLost(`it is now held by ${holder || 'nobody'}`, holder)
       try {
-        lease = await call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {...current, spec: {...current.spec, renewTime: microTime(clock.now())}})
+        this.lease = await this.renewed(current)
         return
       } catch (error) {
         if (isConflict(error) && attempt < 3) continue
         if (!isConflict(error) && !isNotFound(error)) throw error
-        const after = await readLease(kube, ref)
-        markLost(`it is now held by ${after?.holder || 'nobody'}`, after?.holder)
-        throw lostError!
+        const after = await readLease(this.kube, this.ref)
+        throw this.markLost(`it is now held by ${after?.holder || 'nobody'}`, after?.holder)
       }
     }
   }
@@ -320,61 +397,19 @@ export async function acquireLease(kube: Kube, options: AcquireOptions): Promise
   // Every write to the lease (renewal, verify, release) runs one at a time: two of this
   // process's own writes over the same resourceVersion would otherwise conflict, and the
   // loser would take its own holder's 409 for a takeover.
-  const serially = <T>(work: () => Promise<T>): Promise<T> => {
-    const run = inflight.then(work)
-    inflight = run.then(
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.inflight.then(work)
+    this.inflight = run.then(
       () => undefined,
       () => undefined,
     )
     return run
   }
+}
 
-  const timer = setInterval(
-    () => {
-      void serially(renew).catch(() => undefined)
-    },
-    Math.max(1000, (ttlSeconds * 1000) / 3),
-  )
-  // Renewal must not keep a finished command alive.
-  timer.unref()
-
-  return {
-    holder,
-    namespace: ref.namespace,
-    name: ref.name,
-    get lost() {
-      return lostError !== undefined
-    },
-    assertHeld() {
-      if (lostError) throw lostError
-    },
-    verify() {
-      return serially(verifyNow)
-    },
-    async release() {
-      if (released) return
-      released = true
-      clearInterval(timer)
-      await inflight
-      if (lostError || !lease) return
-      // Free it in place (holder cleared) rather than delete, keeping leaseTransitions.
-      const free = (base: LeaseObject): Promise<LeaseObject> => {
-        const {holderIdentity: _, acquireTime: __, ...rest} = base.spec ?? {}
-        return call<LeaseObject>('PUT', leasePath(ref.namespace, ref.name), {...base, spec: {...rest, renewTime: microTime(clock.now())}})
-      }
-      try {
-        await free(lease)
-      } catch (error) {
-        if (!isConflict(error)) return
-        try {
-          const current = await call<LeaseObject>('GET', leasePath(ref.namespace, ref.name))
-          if (current.spec?.holderIdentity === holder) await free(current)
-        } catch {
-          // Nothing left to do: an unreleased lease expires after its TTL.
-        }
-      }
-    },
-  }
+/** Takes the lock for `options.command`: `HeldLease.acquire`. */
+export function acquireLease(kube: Kube, options: AcquireOptions): Promise<HeldLease> {
+  return HeldLease.acquire(kube, options)
 }
 
 /** Deletes the lock whoever holds it (`--break-lock`); returns what it held, undefined if there was none. */

@@ -23,6 +23,7 @@ import type {RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface CniKubeProxyOptions extends ChangeSources, PlanOptions {
   target: KubeProxyMode
@@ -93,16 +94,14 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
           exitCode: EXIT.usage,
           hint: 'run `ichor init` first',
         })
-      let prepared: Change | undefined
-      let talosconfig: Promise<string> | undefined
       return {
         from: cr.spec.cni.kubeProxy,
         cr,
         nodes: kubeProxyNodes(cr.spec.talos)
           .map((n) => n.node)
           .join(', '),
-        change: () => (prepared ??= prepareKubeProxySwitch(kube, o.target, o)),
-        talos: {session, talos: async () => cr.spec.talos, talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey))},
+        change: once(() => prepareKubeProxySwitch(kube, o.target, o)),
+        talos: {session, talos: async () => cr.spec.talos, talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey))},
       }
     },
     consent({from, nodes}) {

@@ -16,6 +16,7 @@ import type {RunResult} from '../tasks/engine.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface CniUpgradeOptions extends UpgradeSources, PlanOptions {
   yes: boolean
@@ -73,8 +74,7 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, 
       // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
       await readUpgradePlan(kube, o)
       // Read again under the Lease (the first step): the release and stored layer cannot move under us.
-      let prepared: Promise<CiliumUpgradeChange> | undefined
-      return () => (prepared ??= prepareCiliumUpgrade(kube, o))
+      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, o))
     },
     // The question comes with the plan: the target, its warnings and the values diff.
     async consent(_, {session}) {

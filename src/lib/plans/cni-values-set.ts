@@ -13,6 +13,7 @@ import type {RunResult} from '../tasks/engine.js'
 import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
   input: ValuesInput
@@ -44,8 +45,7 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
     },
     async prepare({session}) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      let prepared: Promise<Change> | undefined
-      return () => (prepared ??= session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
     },
     // `cni values edit`: saving the buffer was the confirmation.
     consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),

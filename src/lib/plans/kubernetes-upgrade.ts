@@ -28,6 +28,7 @@ import type {RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface KubernetesUpgradeOptions extends PlanOptions {
   to: string
@@ -89,14 +90,13 @@ function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, Kube
           exitCode: EXIT.usage,
           hint: 'run `ichor init` first',
         })
-      let talosconfig: Promise<string> | undefined
       const input: KubernetesUpgradeInput = {
         session,
         to: o.to,
         allowUntested: o.allowUntested,
         timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
-        talosconfig: () => (talosconfig ??= resolveTalosconfig(kube, cr, o, tempDir, stateKey)),
+        talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey)),
       }
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
       return {input, verdict: await judgeUpgrade(input)}

@@ -14,6 +14,7 @@ import type {RunResult} from '../tasks/engine.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface StackSyncOptions extends PlanOptions {
   registryEndpoint?: string
@@ -61,13 +62,4 @@ async function readPublished(session: Session): Promise<PublishedBundles> {
   const out: PublishedBundles = {}
   for (const [c, s] of Object.entries(cr?.status?.stack ?? {})) if (s) out[c as keyof PublishedBundles] = {tag: s.publishedTag, digest: s.digest}
   return out
-}
-
-function once<T>(f: () => Promise<T>): () => Promise<T> {
-  let p: Promise<T> | undefined
-  return () => {
-    p ??= f()
-    p.catch(() => (p = undefined))
-    return p
-  }
 }

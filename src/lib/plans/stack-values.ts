@@ -25,6 +25,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {once} from '../tasks/memo.js'
 
 export interface StackValuesSetOptions {
   component: StackComponent
@@ -131,12 +132,12 @@ export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparatio
       // What is stored is read again once the Lease is held (its first step): a change another
       // command stored after the read above is merged, not overwritten. The render is reused
       // when the stored desired state did not move.
-      let underLease: Promise<Prepared> | undefined
-      const prepared = () =>
-        (underLease ??= read().then(async (now) => ({
+      const prepared = once((): Promise<Prepared> =>
+        read().then(async (now) => ({
           ...now,
           stack: isDeepStrictEqual(now.cr.spec, first.cr.spec) ? firstStack : await renderWithValues(session, o.sources, o.component, now.values),
-        })))
+        })),
+      )
       return {prepared, later: async () => (await prepared()).stack}
     },
     // `stack values edit`: saving the buffer was the confirmation.

@@ -14,6 +14,7 @@ import {openPrivateTempDir, writePrivateFileAtomic} from '../fs/private-files.js
 import {toYaml} from '../yaml/emit.js'
 import {onInterrupt} from './interrupt.js'
 import {TalosNodeReads} from '../talos/node-reads.js'
+import {once, type Once} from '../tasks/memo.js'
 
 export interface SessionOptions {
   /** The command, as the Lease names its holder (`init`, `cni values set`). */
@@ -34,8 +35,16 @@ export interface SessionOptions {
 }
 
 export class Session {
-  private client?: Promise<Kube>
-  private registryEndpoint?: Promise<RegistryEndpoint>
+  /** Connected on first use; a failed connection is tried again by the next call. */
+  private readonly client: Once<Kube> = once(() => {
+    if (this.options.offline) return Promise.reject(new Error('the offline dry run contacts no cluster'))
+    return connectKube({kubeconfig: this.kubeconfigPath, context: this.options.context}).catch((error: unknown) => {
+      throw this.named ? namedClusterError(this.describe(), error) : error
+    })
+  })
+  private readonly registryEndpoint: Once<RegistryEndpoint> = once(() =>
+    this.kube().then((kube) => openRegistryEndpoint(kube, {override: this.options.registryEndpoint})),
+  )
   private held?: HeldLease
   private readonly removeInterruptHandler: () => void
   private closed = false
@@ -63,12 +72,7 @@ export class Session {
 
   /** The client, connected (the server answered /version) on first use. */
   kube(): Promise<Kube> {
-    if (this.options.offline) return Promise.reject(new Error('the offline dry run contacts no cluster'))
-    this.client ??= connectKube({kubeconfig: this.kubeconfigPath, context: this.options.context}).catch((error: unknown) => {
-      this.client = undefined
-      throw this.named ? namedClusterError(this.describe(), error) : error
-    })
-    return this.client
+    return this.client()
   }
 
   /**
@@ -105,26 +109,22 @@ export class Session {
 
   /** Forget the client, e.g. once bootstrap wrote the kubeconfig the next call must read. */
   reconnect(): void {
-    this.client = undefined
+    this.client.forget()
   }
 
   /** An OCI client for Kokumi's registry; the tunnel stays open until closeRegistry() or close(). */
   async registry(): Promise<OciClient> {
-    this.registryEndpoint ??= this.kube().then((kube) => openRegistryEndpoint(kube, {override: this.options.registryEndpoint}))
-    this.registryEndpoint.catch(() => (this.registryEndpoint = undefined))
-    const endpoint = await this.registryEndpoint
+    const endpoint = await this.registryEndpoint()
     return new OciClient(endpoint.endpoint, {fetch: endpoint.fetch})
   }
 
   /** Whether a tunnel (or the --registry-endpoint client) is open or opening. */
   get registryOpen(): boolean {
-    return this.registryEndpoint !== undefined
+    return this.registryEndpoint.held()
   }
 
   async closeRegistry(): Promise<void> {
-    const endpoint = this.registryEndpoint
-    this.registryEndpoint = undefined
-    await endpoint?.then(
+    await this.registryEndpoint.forget()?.then(
       (e) => e.close(),
       () => undefined,
     )

@@ -15,6 +15,7 @@ import {driftCache, driftCacheDir, indexedObject, objectHash, type IndexedObject
 import {parseObjects} from './objects.js'
 import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE} from './orders.js'
 import type {StackComponent} from './policies.js'
+import {once, type Once} from '../tasks/memo.js'
 
 export interface DriftedObject {
   /** `Deployment argocd/argocd-server` */
@@ -67,9 +68,7 @@ export async function readBundleDrift(
   const round = opts.round ?? newDriftRound()
   const digest = opts.digest ?? (await client.headManifest(repo, tag))?.digest
   if (!digest) return undefined
-  let objects: Promise<KubeObject[] | undefined> | undefined
-  const load = () =>
-    (objects ??= readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))
+  const load = once(() => readManifestAt(client, repo, digest).then((text) => (text === undefined ? undefined : parseObjects(text, `${component} ${tag}`))))
   const cache = driftCache(kube.server, component)
   const fromBundle = async () => {
     const loaded = await load()
@@ -115,7 +114,7 @@ type Version = {uid: string; resourceVersion: string}
 export interface DriftRound {
   listings: Map<string, Promise<Map<string, Version>>>
   /** The API server's version and admission configuration, read once per round. */
-  server?: Promise<string>
+  server?: Once<string>
 }
 
 export function newDriftRound(): DriftRound {
@@ -136,8 +135,8 @@ const ADMISSION_KINDS = ['MutatingWebhookConfiguration', 'ValidatingWebhookConfi
  * right sees a verdict kept across an admission change; it still sees every object change).
  */
 async function verdictBasis(kube: Kube, round: DriftRound, entry: IndexedObject): Promise<string | undefined> {
-  round.server ??= serverBasis(kube, round)
-  const server = await round.server
+  round.server ??= once(() => serverBasis(kube, round))
+  const server = await round.server()
   const group = entry.apiVersion.includes('/') ? entry.apiVersion.split('/')[0]! : ''
   // A CRD's group has a dot and is not one of Kubernetes' own (*.k8s.io needs an approval annotation).
   if (!group.includes('.') || group.endsWith('.k8s.io')) return server

@@ -31,6 +31,7 @@ import {
   type PreparedComponent,
   type PreparedStack,
 } from './prepare.js'
+import {once} from '../tasks/memo.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 
@@ -216,11 +217,9 @@ export function publishBundlesTask(p: {session: Session; stack: Later<PreparedSt
 
 export function ordersTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   // The installed Kokumi decides the Order's shape (read once per run, after Kokumi is applied).
-  let api: Promise<KokumiOrderApi> | undefined
+  const api = once((): Promise<KokumiOrderApi> => p.session.kube().then(readKokumiOrderApi))
   const desired = async (): Promise<KubeObject[]> => {
-    api ??= p.session.kube().then(readKokumiOrderApi)
-    api.catch(() => (api = undefined))
-    const shape = await api
+    const shape = await api()
     return (await components(p.stack)).map((c) => shapeOrder(c.order, shape))
   }
   return {

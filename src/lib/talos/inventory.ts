@@ -9,6 +9,7 @@ import {type KubeObject, resolvePath} from '../kube/objects.js'
 import {CILIUM_RELEASE as CILIUM, FIELD_MANAGER} from '../constants.js'
 import {TALOS_FIELD_MANAGER} from './field-manager.js'
 import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from './ownership.js'
+import {once} from '../tasks/memo.js'
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
@@ -148,7 +149,12 @@ async function removeInventoryKeys(kube: Kube, keys: string[]): Promise<void> {
 
 /** Reads objects named only by group/kind (the inventory has no version), via discovery. */
 class LiveObjects {
-  private versions?: Promise<Map<string, string>>
+  // The served groups' preferred versions, read once per hand-over.
+  private readonly versions = once(() =>
+    this.kube
+      .request<{groups: Array<{name: string; preferredVersion?: {groupVersion: string}; versions: Array<{groupVersion: string}>}>}>('GET', '/apis')
+      .then((list) => new Map(list.groups.map((g) => [g.name, g.preferredVersion?.groupVersion ?? g.versions[0]!.groupVersion]))),
+  )
   constructor(private readonly kube: Kube) {}
 
   async read(ref: InventoryRef): Promise<LiveObject | undefined> {
@@ -198,10 +204,7 @@ class LiveObjects {
 
   private async apiVersion(group: string): Promise<string | undefined> {
     if (group === '') return 'v1'
-    this.versions ??= this.kube
-      .request<{groups: Array<{name: string; preferredVersion?: {groupVersion: string}; versions: Array<{groupVersion: string}>}>}>('GET', '/apis')
-      .then((list) => new Map(list.groups.map((g) => [g.name, g.preferredVersion?.groupVersion ?? g.versions[0]!.groupVersion])))
-    return (await this.versions).get(group)
+    return (await this.versions()).get(group)
   }
 }
 

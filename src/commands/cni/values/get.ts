@@ -1,9 +1,10 @@
 import {Flags} from '@oclif/core'
-import {stringify} from 'yaml'
 import {IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag} from '../../../lib/cli/flags.js'
+import {printResult} from '../../../lib/cli/output.js'
 import {getCiliumValues} from '../../../lib/cilium/values-get.js'
 import {withSession} from '../../../lib/session/session.js'
+import {toYaml} from '../../../lib/yaml/emit.js'
 
 export default class CniValuesGet extends IchorCommand {
   static override summary = "Print the user layer of Cilium's values as the IchorInstallation stores it, or the effective values."
@@ -19,7 +20,7 @@ export default class CniValuesGet extends IchorCommand {
     const values = await withSession({command: 'cni values get', kubeconfig: flags.kubeconfig, context: flags.context}, async (session) =>
       getCiliumValues(await session.kube(), {effective: flags.effective}),
     )
-    if (!this.jsonEnabled()) this.log(flags.output === 'json' ? JSON.stringify(values, null, 2) : stringify(values, {sortMapEntries: true}).trimEnd())
+    await printResult(values, {format: flags.output, json: this.jsonEnabled(), human: (v) => toYaml(v)})
     return values
   }
 }

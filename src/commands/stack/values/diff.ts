@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, registryEndpointFlag} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
-import {colourDiff} from '../../../lib/cilium/diff.js'
+import {paintDiff} from '../../../lib/cilium/diff.js'
 import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
 
@@ -40,10 +40,9 @@ export default class StackValuesDiff extends IchorCommand {
       sources: {argocdChart: flags['argocd-chart'], kokumiManifest: flags['kokumi-manifest'], mirror: flags.mirror},
     })
     if (!this.jsonEnabled()) {
-      const paint = process.stdout.isTTY ? colourDiff : (t: string) => t
       this.log(
         diff.changed
-          ? paint(`${diff.values}${diff.manifest}`).trimEnd()
+          ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd()
           : `No change: ${diff.component} ${diff.published?.tag ?? '-'} already holds these values.`,
       )
     }

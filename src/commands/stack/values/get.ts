@@ -1,8 +1,10 @@
 import {Args} from '@oclif/core'
 import {IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag} from '../../../lib/cli/flags.js'
+import {printResult} from '../../../lib/cli/output.js'
 import {getStackValues} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
+import {toYaml} from '../../../lib/yaml/emit.js'
 
 export default class StackValuesGet extends IchorCommand {
   static override summary = "Print the user layer of Argo CD's or Kokumi's values stored in the IchorInstallation."
@@ -13,7 +15,7 @@ export default class StackValuesGet extends IchorCommand {
   async run() {
     const {args, flags} = await this.parse(StackValuesGet)
     const values = await getStackValues({component: args.component as StackComponent, kubeconfig: flags.kubeconfig, context: flags.context})
-    if (!this.jsonEnabled()) this.log(flags.output === 'json' ? JSON.stringify(values, null, 2) : (await import('yaml')).stringify(values))
+    await printResult(values, {format: flags.output, json: this.jsonEnabled(), human: (v) => toYaml(v)})
     return values
   }
 }

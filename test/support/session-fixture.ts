@@ -1,0 +1,197 @@
+// A Session over a tiny in-process API server, for unit tests of probes and plans, as Helm's
+// pkg/action/action_test.go actionConfigFixture gives each action test a configuration over
+// fake storage. `await sessionFixture([objects])` is one line: the server answers the reads a
+// probe makes (discovery, GET of an object, LIST with a label selector) from the objects
+// given, and refuses every write (405) while recording it, since a probe is read-only. It is a
+// fake, not a simulator: no admission, no defaulting, no watch; what a test needs beyond GET
+// and LIST belongs on the harness (test/harness/cluster.ts).
+import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
+import type {AddressInfo} from 'node:net'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {gzipSync} from 'node:zlib'
+import {onTestFinished} from 'vitest'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
+import {openSession, type Session} from '../../src/lib/session/session.js'
+
+export interface SessionFixture {
+  session: Session
+  /** The kubeconfig file that names the server, for a test that runs the built CLI against it. */
+  kubeconfig: string
+  /** `METHOD path?query` of every request the session made, /version included. */
+  requests: string[]
+  /** Requests other than GET: a probe must make none. */
+  writes(): string[]
+  /** Adds or replaces an object (same apiVersion, kind, namespace and name). */
+  put(object: KubeObject): void
+}
+
+interface Resource {
+  plural: string
+  kind: string
+  namespaced: boolean
+}
+
+// What the real API server serves for the kinds ichor's probes read (k8s.io/api v0.33).
+const BUILT_IN: Record<string, Resource[]> = {
+  v1: [
+    {plural: 'secrets', kind: 'Secret', namespaced: true},
+    {plural: 'configmaps', kind: 'ConfigMap', namespaced: true},
+    {plural: 'namespaces', kind: 'Namespace', namespaced: false},
+    {plural: 'nodes', kind: 'Node', namespaced: false},
+    {plural: 'pods', kind: 'Pod', namespaced: true},
+    {plural: 'services', kind: 'Service', namespaced: true},
+  ],
+  'apps/v1': [
+    {plural: 'deployments', kind: 'Deployment', namespaced: true},
+    {plural: 'daemonsets', kind: 'DaemonSet', namespaced: true},
+  ],
+  'apiextensions.k8s.io/v1': [{plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false}],
+  'coordination.k8s.io/v1': [{plural: 'leases', kind: 'Lease', namespaced: true}],
+}
+
+interface Crd {
+  spec: {group: string; scope: string; names: {kind: string; plural: string}; versions: {name: string; served?: boolean}[]}
+}
+
+/** The Session, over a server holding `objects`; the server, the kubeconfig and the session go when the test ends. */
+export async function sessionFixture(objects: KubeObject[] = []): Promise<SessionFixture> {
+  const store = new Map<string, KubeObject>()
+  const requests: string[] = []
+  const resources = (): Record<string, Resource[]> => {
+    const out: Record<string, Resource[]> = {...BUILT_IN}
+    // A custom resource is served once its CRD exists, as the API server does.
+    for (const o of store.values()) {
+      if (o.kind !== 'CustomResourceDefinition') continue
+      const {spec} = o as unknown as Crd
+      for (const v of spec.versions.filter((x) => x.served !== false)) {
+        const gv = `${spec.group}/${v.name}`
+        out[gv] = [...(out[gv] ?? []), {plural: spec.names.plural, kind: spec.names.kind, namespaced: spec.scope === 'Namespaced'}]
+      }
+    }
+    return out
+  }
+  const itemPath = (o: KubeObject): string => {
+    const resource = resources()[o.apiVersion]?.find((r) => r.kind === o.kind)
+    if (!resource) throw new Error(`sessionFixture: ${o.kind} ${o.apiVersion} is not served (give its CRD first)`)
+    return `${collectionPath(o.apiVersion, resource, o.metadata.namespace)}/${o.metadata.name}`
+  }
+  const put = (o: KubeObject): void => void store.set(itemPath(o), structuredClone(o))
+  // CRDs first: the kinds they define are then served for the other objects.
+  for (const o of [...objects].sort((a, b) => Number(b.kind === 'CustomResourceDefinition') - Number(a.kind === 'CustomResourceDefinition'))) put(o)
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    requests.push(`${req.method} ${req.url}`)
+    const url = new URL(req.url ?? '/', 'http://fixture')
+    const send = (code: number, body: unknown) => {
+      res.writeHead(code, {'content-type': 'application/json'})
+      res.end(JSON.stringify(body))
+    }
+    if (req.method !== 'GET') return send(405, status(405, 'MethodNotAllowed', `${req.method} is refused: a probe reads only`))
+    if (url.pathname === '/version') return send(200, {major: '1', minor: '33', gitVersion: 'v1.33.0'})
+    const served = resources()
+    const discovery = /^\/(?:api\/(v1)|apis\/([^/]+\/[^/]+))$/.exec(url.pathname)
+    if (discovery) {
+      const gv = discovery[1] ?? discovery[2]!
+      const list = served[gv]
+      if (!list) return send(404, status(404, 'NotFound', 'the server could not find the requested resource'))
+      return send(200, {kind: 'APIResourceList', groupVersion: gv, resources: list.map((r) => ({name: r.plural, kind: r.kind, namespaced: r.namespaced}))})
+    }
+    const item = store.get(url.pathname)
+    if (item) return send(200, item)
+    // A collection: the objects directly below the path, filtered by an equality label selector.
+    const selector = (url.searchParams.get('labelSelector') ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((term) => term.split('=') as [string, string])
+    const items = [...store.entries()]
+      .filter(([path]) => path.startsWith(`${url.pathname}/`) && !path.slice(url.pathname.length + 1).includes('/'))
+      .map(([, o]) => o)
+      .filter((o) => selector.every(([k, v]) => o.metadata.labels?.[k] === v))
+    if (items.length > 0 || isCollection(url.pathname, served)) return send(200, {kind: 'List', apiVersion: 'v1', metadata: {}, items})
+    return send(404, status(404, 'NotFound', `${url.pathname} not found`))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const {port} = server.address() as AddressInfo
+
+  const dir = mkdtempSync(join(tmpdir(), 'ichor-session-fixture-'))
+  const kubeconfig = join(dir, 'kubeconfig')
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
+kind: Config
+clusters: [{name: fixture, cluster: {server: "http://127.0.0.1:${port}"}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: fixture, context: {cluster: fixture, user: u}}]
+current-context: fixture
+`,
+    {mode: 0o600},
+  )
+  const session = openSession({command: 'unit test', kubeconfig})
+  onTestFinished(async () => {
+    await session.close()
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+    rmSync(dir, {recursive: true, force: true})
+  })
+  return {session, kubeconfig, requests, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
+}
+
+function collectionPath(apiVersion: string, resource: Resource, namespace?: string): string {
+  const root = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`
+  return resource.namespaced ? `${root}/namespaces/${namespace}/${resource.plural}` : `${root}/${resource.plural}`
+}
+
+function isCollection(path: string, served: Record<string, Resource[]>): boolean {
+  return Object.entries(served).some(([gv, list]) =>
+    list.some((r) => {
+      const root = gv.includes('/') ? `/apis/${gv}` : `/api/${gv}`
+      return r.namespaced ? new RegExp(`^${root}/namespaces/[^/]+/${r.plural}$`).test(path) : path === `${root}/${r.plural}`
+    }),
+  )
+}
+
+function status(code: number, reason: string, message: string) {
+  return {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, message, code}
+}
+
+export interface HelmReleaseInput {
+  name: string
+  namespace: string
+  revision: number
+  status: 'deployed' | 'failed' | 'superseded' | 'pending-install' | 'pending-upgrade'
+  chart: {name: string; version: string}
+  config?: Record<string, unknown>
+  manifest?: string
+}
+
+/**
+ * A release record as Helm v3's Secret driver stores it (helm/helm v3.18 pkg/storage/driver/
+ * secrets.go newSecretsObject and util.go encodeRelease): Secret `sh.helm.release.v1.<name>.v<n>`
+ * of type helm.sh/release.v1, labels owner/name/status/version, data.release = base64 of
+ * gzip(JSON), which the API then serves base64-encoded once more.
+ */
+export function helmReleaseSecret(r: HelmReleaseInput): KubeObject {
+  const record = {
+    name: r.name,
+    namespace: r.namespace,
+    version: r.revision,
+    info: {status: r.status},
+    chart: {metadata: {name: r.chart.name, version: r.chart.version}},
+    config: r.config ?? {},
+    manifest: r.manifest ?? '',
+  }
+  const stored = gzipSync(Buffer.from(JSON.stringify(record))).toString('base64')
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'helm.sh/release.v1',
+    metadata: {
+      name: `sh.helm.release.v1.${r.name}.v${r.revision}`,
+      namespace: r.namespace,
+      labels: {owner: 'helm', name: r.name, status: r.status, version: String(r.revision)},
+    },
+    data: {release: Buffer.from(stored).toString('base64')},
+  } as KubeObject
+}
