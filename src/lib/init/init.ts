@@ -73,7 +73,7 @@ export interface OfflineDryRunResult {
   redacted: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
-  /** Accepted but unwise inputs (initInputWarnings), also said on stderr. */
+  /** Accepted but unwise inputs (initInputWarnings) and the Cilium/Kubernetes compatibility warning, also said on stderr. */
   warnings: string[]
 }
 
@@ -152,11 +152,15 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
     pinning: {dryRun: req.dryRun, allowUnpinned: req.allowUnpinned ?? false},
   })
   rendering.catch(() => undefined) // awaited below or by the plan's validate step
+  // The chart's tested Kubernetes range, said on stderr and kept in the --json result's warnings.
+  const compatibilityWarnings = (r: InitRender) => {
+    const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion, inputs.talosVersion)
+    return warning ? [warning] : []
+  }
   // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
   rendering.then(
     (r) => {
-      const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
-      if (warning) req.note(warning)
+      for (const warning of compatibilityWarnings(r)) req.note(`warning: ${warning}`)
     },
     () => undefined,
   )
@@ -178,7 +182,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
         manifestDigest: c.bundle.artifact.manifestDigest,
       }))
       const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets, warnings}}
+      return {kind: 'offline', result: {dryRun: true, output: out.dir, files: out.files, plan: out.plan, redacted: out.redacted, bundles, assets, warnings: [...warnings, ...compatibilityWarnings(render)]}}
     }
 
     // A live dry run names each node's install disk too (the plan then checks it exists on the node).
@@ -214,7 +218,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
       dryRun: req.dryRun,
       note: req.note,
     })
-    return {kind: 'plan', result: {...result, warnings}, render: await rendering, inputs}
+    const render = await rendering
+    return {kind: 'plan', result: {...result, warnings: [...warnings, ...compatibilityWarnings(render)]}, render, inputs}
   } finally {
     await session?.close() // the plan closed it already; a refusal before the plan did not
   }
