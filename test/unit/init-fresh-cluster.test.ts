@@ -84,11 +84,11 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
   })
 
   it('names what to do: a tested minor the Talos version runs, or none when their ranges do not meet', () => {
-    const talos = {major: 1, minor: 14, patch: 1}
+    const talos = {major: 1, minor: 14}
     expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 37}, talos)).toMatch(/--kubernetes-version 1\.33\.N/)
     expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 37}, talos)).toMatch(/--kubernetes-version 1\.35\.N/)
     // Talos v1.10 runs 1.28 to 1.33; Cilium 1.19 is tested on 1.32 to 1.35: 1.33.
-    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 29}, {major: 1, minor: 10, patch: 0})).toMatch(/--kubernetes-version 1\.33\.N/)
+    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 29}, {major: 1, minor: 10})).toMatch(/--kubernetes-version 1\.33\.N/)
   })
 
   it('warns below and above the range, not inside it, and not for a Cilium minor with no recorded table', () => {
