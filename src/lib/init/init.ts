@@ -12,7 +12,7 @@ import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, shortStateKeyWarning, type StateKey} from '../state/state-key.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState} from '../state/local.js'
 import {openSession} from '../session/session.js'
 import {checkArtifactFlags} from '../plans/local-input.js'
@@ -238,11 +238,10 @@ async function unlockStoredBundle(
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
   // A key that seals a new bundle must be long enough (refused before any step, a dry run
-  // too); one that opens a sealed bundle cannot be changed here, so it is only warned about.
-  const short = stateKey && (sealed ? shortStateKeyWarning(stateKey) : requireNewStateKey(stateKey) && undefined)
-  if (short) o.note(`warning: ${short}`)
+  // too); one that opens a sealed bundle cannot be changed here: bundleOfSecret warns.
+  if (stateKey && !sealed) requireNewStateKey(stateKey)
   if (!stored || (sealed && !stateKey)) return {stateKey}
-  const opened = await bundleOfSecret(stored, async () => stateKey!)
+  const opened = await bundleOfSecret(stored, async () => stateKey!, (w) => o.note(`warning: ${w}`))
   return {stateKey, clusterBundle: opened?.bundle}
 }
 
