@@ -172,7 +172,6 @@ describe('every `ichor ...` line in README.md and docs/', () => {
 
 describe('README and the guide document', () => {
   const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8')
-  const docs = readme + readFileSync(join(PROJECT_ROOT, 'docs', 'guide.md'), 'utf8')
   // Continued lines (`\` at the end) joined.
   const commandsBlock = (/## Commands\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '').replace(/\\\n\s*/g, ' ')
   // Aliases (k8s) and the plugin commands are documented in prose.
