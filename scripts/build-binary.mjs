@@ -12,23 +12,30 @@
 //
 // A binary built from artifacts that are not the pinned ones says so (embeddedAssets(),
 // printed by `ichor version`).
-import {execFileSync} from 'node:child_process'
+import {spawnSync} from 'node:child_process'
 import {chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join, relative, resolve} from 'node:path'
 import {fileURLToPath, pathToFileURL} from 'node:url'
 import {parseArgs} from 'node:util'
-import {build} from 'esbuild'
+import {build, formatMessages} from 'esbuild'
+import {binarySummary, countWarnings} from './binary-summary.mjs'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 // The fuse Node's SEA support looks for in the node binary (Node's documentation, "Single executable applications").
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2'
 
-function fail(message) {
+// What the build says besides its summary (artifacts, timings, the tools' own output): kept
+// for the log beside the binary, and shown in full only when the build fails.
+const log = []
+const say = (line) => log.push(line)
+
+function fail(message, code = 2) {
+  if (log.length > 0) process.stderr.write(`${log.join('\n')}\n`)
   console.error(`build-binary: ${message}`)
-  process.exit(2)
+  process.exit(code)
 }
 
 let flags
@@ -73,7 +80,7 @@ for (const id of ASSET_IDS) {
   }
   const size = statSync(found.path).size
   const matchesPin = found.matchesPin && size === pin.size
-  console.error(`build-binary: ${describeAsset(found)}`)
+  say(`build-binary: ${describeAsset(found)}`)
   if (!matchesPin && flags['pinned-only']) fail(`--pinned-only: ${found.path} is not the pinned ${pin.description} ${pin.version}`)
   const key = `artifacts/${id}/${basename(found.path)}`
   seaAssets[key] = found.path
@@ -215,7 +222,7 @@ const common = {
   minify: true,
   keepNames: true,
   legalComments: 'none',
-  logLevel: 'warning',
+  logLevel: 'silent', // its warnings go to the log (below)
   metafile: true,
   plugins: [virtualModules, neverLoaded],
   // ESM code reads import.meta.url; in a CommonJS bundle it is the executable's URL. oclif's
@@ -238,39 +245,66 @@ const built = await Promise.all([
   }),
 ])
 if (process.env.ICHOR_SEA_METAFILE) writeFileSync(process.env.ICHOR_SEA_METAFILE, JSON.stringify(built.map((r) => r.metafile)))
+const bundlerWarnings = built.flatMap((r) => r.warnings)
+if (bundlerWarnings.length > 0) say((await formatMessages(bundlerWarnings, {kind: 'warning', color: false})).join('').trimEnd())
 seaAssets['commands.cjs'] = commandsBundle
 // The V8 code cache of the commands bundle, made by this node (the one the binary is a copy of).
 const codeCache = join(work, 'commands.cache')
-execFileSync(process.execPath, [join(root, 'build', 'code-cache.cjs'), commandsBundle, codeCache], {
-  stdio: ['ignore', 'ignore', 'inherit'],
+const cached = spawnSync(process.execPath, [join(root, 'build', 'code-cache.cjs'), commandsBundle, codeCache], {
+  stdio: ['ignore', 'pipe', 'pipe'],
   cwd: root,
   env: {...process.env, NODE_OPTIONS: ''},
+  encoding: 'utf8',
 })
+if (cached.status !== 0)
+  fail(`the code cache of the commands bundle could not be made (${cached.status ?? cached.signal}):\n${cached.stdout}${cached.stderr}`, 1)
+if (`${cached.stdout}${cached.stderr}`.trim()) say(`${cached.stdout}${cached.stderr}`.trimEnd())
 seaAssets['commands.cache'] = codeCache
 const mb = (f) => `${(statSync(f).size / 1e6).toFixed(1)} MB`
-console.error(`build-binary: bundled in ${Date.now() - started} ms: main script ${mb(main)}, commands ${mb(commandsBundle)}, their code cache ${mb(codeCache)}`)
+say(`build-binary: bundled in ${Date.now() - started} ms: main script ${mb(main)}, commands ${mb(commandsBundle)}, their code cache ${mb(codeCache)}`)
 
 // --- the SEA blob, injected into a copy of this node --------------------------------
 const blob = join(work, 'sea-prep.blob')
 const seaConfig = join(work, 'sea-config.json')
 // useSnapshot: the main script's heap after loading (build/sea-entry.cjs) is stored in the blob.
 writeFileSync(seaConfig, JSON.stringify({main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: true, assets: seaAssets}, null, 2))
-execFileSync(process.execPath, ['--experimental-sea-config', seaConfig], {stdio: ['ignore', 'ignore', 'inherit']})
+const sea = spawnSync(process.execPath, ['--experimental-sea-config', seaConfig], {stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8'})
+const captured = [sea.stdout, sea.stderr]
+if (sea.status !== 0) fail(`node --experimental-sea-config failed (${sea.status ?? sea.signal}):\n${captured.join('')}`, 1)
 const out = resolve(flags.out)
 mkdirSync(dirname(out), {recursive: true})
 rmSync(out, {force: true})
 copyFileSync(process.execPath, out)
 chmodSync(out, 0o755)
 const {inject} = require('postject')
-await inject(out, 'NODE_SEA_BLOB', readFileSync(blob), {sentinelFuse: SEA_FUSE})
-const pinned = embedded.every((a) => a.matchesPin)
-console.error(
-  `build-binary: ${relative(process.cwd(), out) || out}: ${(statSync(out).size / 1e6).toFixed(1)} MB, node ${process.version}, ` +
-    (pinned
-      ? 'all artifacts pinned'
-      : `NOT all pinned: ${embedded
-          .filter((a) => !a.matchesPin)
-          .map((a) => `${a.id} ${a.version}`)
-          .join(', ')}`),
-)
+// postject writes its ELF warnings to this process's stdout and stderr: captured for the log.
+const writes = {stdout: process.stdout.write, stderr: process.stderr.write}
+const capture = (chunk, encoding, done) => {
+  captured.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'))
+  if (typeof encoding === 'function') encoding()
+  else if (typeof done === 'function') done()
+  return true
+}
+process.stdout.write = capture
+process.stderr.write = capture
+try {
+  await inject(out, 'NODE_SEA_BLOB', readFileSync(blob), {sentinelFuse: SEA_FUSE})
+} finally {
+  process.stdout.write = writes.stdout
+  process.stderr.write = writes.stderr
+}
+const tools = captured.join('')
+say(tools.trimEnd())
+const logFile = `${out}.build.log`
+writeFileSync(logFile, `${log.join('\n')}\n`)
+const shown = (p) => relative(process.cwd(), p) || p
+const summary = binarySummary({
+  out: shown(out),
+  bytes: statSync(out).size,
+  node: process.version,
+  notPinned: embedded.filter((a) => !a.matchesPin).map((a) => `${a.id} ${a.version}`),
+  warnings: countWarnings(tools, bundlerWarnings.length),
+  log: shown(logFile),
+})
+for (const line of summary) console.error(line)
 console.log(out)

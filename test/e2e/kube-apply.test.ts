@@ -285,7 +285,7 @@ describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () =>
 
   it('the real 0.14.0 CRD has spec.autoDeploy; the 0.17 fixture spec.promotion.mode; an Order of each shape is accepted', async () => {
     await applyCrd(crdOf(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`))
-    expect(await readKokumiOrderApi(kube)).toEqual({field: 'autoDeploy'})
+    expect(await readKokumiOrderApi(kube)).toEqual({field: 'autoDeploy', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
     const ns = await namespace('argocd')
     const order = buildOrder({
       component: 'argocd',
@@ -295,15 +295,15 @@ describe('readKokumiOrderApi: the live Order CRD decides the Order shape', () =>
     })
     // The ADR's shape is refused by the real 0.14.0 API (strict validation names the field).
     await expect(serverSideApply(kube, [order])).rejects.toThrow(/\.spec\.promotion: field not declared in schema/)
-    await serverSideApply(kube, [shapeOrder(order, {field: 'autoDeploy'})])
+    await serverSideApply(kube, [shapeOrder(order, {field: 'autoDeploy', apiVersion: 'delivery.kokumi.dev/v1alpha1'})])
     expect(
       (await getObject<KubeObject & {spec: unknown}>(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'}))!.spec,
     ).toMatchObject({autoDeploy: 'Enabled'})
     await deleteObject(kube, {apiVersion: 'delivery.kokumi.dev/v1alpha1', kind: 'Order', namespace: ns, name: 'argocd'})
 
     await applyCrd(crdOf(KOKUMI_017_ORDER_CRD_FIXTURE))
-    expect(await readKokumiOrderApi(kube)).toEqual({field: 'promotion.mode'})
-    await serverSideApply(kube, [shapeOrder(order, {field: 'promotion.mode'})])
+    expect(await readKokumiOrderApi(kube)).toEqual({field: 'promotion.mode', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
+    await serverSideApply(kube, [shapeOrder(order, {field: 'promotion.mode', apiVersion: 'delivery.kokumi.dev/v1alpha1'})])
   })
 
   it('a CRD with neither field is an error naming the installed Kokumi version and what ichor supports', async () => {

@@ -16,6 +16,8 @@ import {publishBundle} from '../../src/lib/oci/publish.js'
 import {policiesFor} from '../../src/lib/stack/policies.js'
 import {jsonEvents, jsonResult, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
+import {bundleOfSecret, sealedBundleSecret} from '../../src/lib/state/sealed-bundle.js'
+import {readStateKeyFile, StateKey} from '../../src/lib/state/state-key.js'
 
 type Obj = KubeObject & {data?: Record<string, string>; status?: Record<string, unknown>}
 
@@ -199,6 +201,42 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     )
     for (const run of [none, wrong]) expect(jsonEvents(run).filter((e) => e.event === 'task' && e.status !== 'checking')).toEqual([])
   })
+
+  it('kubernetes upgrade and cni kube-proxy opening a copy sealed with a passphrase under 12 characters warn, in the --json warnings too', async () => {
+    type Cr = Obj & {spec: {talos: {kubernetesVersion: string}}}
+    // Given the cluster's copy sealed with a short passphrase (an older ichor did not refuse one)
+    const original = (await talosSecret())!
+    const harnessKey = await readStateKeyFile(h.stateKeyFile, 'the harness key')
+    const opened = (await bundleOfSecret(original, async () => harnessKey, () => undefined))!.bundle
+    const shortFile = join(dirname(h.stateDir), 'short-passphrase')
+    writeFileSync(shortFile, 'pw-11-chars\n', {mode: 0o600})
+    const resealed = await sealedBundleSecret(opened, StateKey.passphrase('pw-11-chars', 'test'))
+    const put = (data: Record<string, string>, annotations: Record<string, string> | undefined, resourceVersion: string | undefined) =>
+      kube.request('PUT', '/api/v1/namespaces/ichor-system/secrets/ichor-talos', {
+        body: {...original, metadata: {...original.metadata, annotations, resourceVersion}, data},
+      })
+    await put(resealed.data!, resealed.metadata.annotations, original.metadata.resourceVersion)
+    try {
+      // When each command opens it from a machine with no talosconfig (a dry run: nothing changes)
+      const cr = (await getObject<Cr>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'}))!
+      const common = ['--dry-run', '--json', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', join(dirname(h.stateDir), 'laptop-4')]
+      const runs = [
+        await runIchor(['cni', 'kube-proxy', 'restore', ...common, '--state-passphrase-file', shortFile], h.env),
+        await runIchor(['kubernetes', 'upgrade', '--to', cr.spec.talos.kubernetesVersion, ...common, '--state-passphrase-file', shortFile], h.env),
+      ]
+      // Then each warns in its result, naming where the key came from, never the key
+      for (const run of runs) {
+        expect(run.code, run.stderr).toBe(0)
+        expect(jsonResult<{warnings: string[]}>(run).warnings).toEqual([
+          `--state-passphrase-file ${shortFile}: the passphrase of the Talos admin bundle is shorter than 12 characters; whoever can read its Secret can try to guess it offline`,
+        ])
+        expect(`${run.stdout}${run.stderr}`).not.toContain('pw-11-chars')
+      }
+    } finally {
+      const now = (await talosSecret())!
+      await put(original.data!, original.metadata.annotations, now.metadata.resourceVersion)
+    }
+  }, 300_000)
 
   it('a tag moved in the registry after ichor pushed is detected, never reported as delivered', async () => {
     type Order = Obj & {spec: {source: {oci: string; version: string}}; status?: {latestArtifactDigest?: string}}

@@ -1,11 +1,14 @@
-import {readFileSync} from 'node:fs'
+import {spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {Ajv} from 'ajv'
 import {describe, expect, it} from 'vitest'
-import {parse} from 'yaml'
+import {parse, parseAllDocuments} from 'yaml'
 import {ValidationError} from '../../src/lib/errors/errors.js'
-import {orderPromotion, shapeOrder} from '../../src/lib/stack/kokumi-api.js'
+import {orderApiOfCrd, orderPromotion, shapeOrder} from '../../src/lib/stack/kokumi-api.js'
 import {buildOrder, defaultAppProject, MANAGED_LABEL, repoCredsSecret} from '../../src/lib/stack/orders.js'
-import {UPSTREAM} from '../support/upstream.js'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 const fixtureUrl = new URL('../fixtures/kokumi-0.17-order-crd.fixture.yaml', import.meta.url)
 
@@ -24,8 +27,11 @@ function structural(schema: any): any {
 }
 
 function orderValidator(crdPath: string | URL) {
-  const crd = parse(readFileSync(crdPath, 'utf8'))
-  const schema = structural(crd.spec.versions.find((v: any) => v.name === 'v1alpha1').schema.openAPIV3Schema)
+  return crdValidator(parse(readFileSync(crdPath, 'utf8')), 'v1alpha1')
+}
+
+function crdValidator(crd: any, version: string) {
+  const schema = structural(crd.spec.versions.find((v: any) => v.name === version).schema.openAPIV3Schema)
   // metadata is `type: object` in the CRD; the apiserver validates it itself.
   schema.properties.metadata = {type: 'object'}
   const ajv = new Ajv({strict: false, allErrors: true, validateFormats: false})
@@ -94,7 +100,7 @@ describe('buildOrder', () => {
     ['Manual', 'Disabled'],
   ] as const)('shaped for the real 0.14.0 Order CRD (autoDeploy): promotion %s becomes autoDeploy %s and validates', (promotion, autoDeploy) => {
     const validate = orderValidator(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`)
-    const order: any = shapeOrder(buildOrder({component: 'argocd', repository, tag: '10.11.6-0123456789ab', promotion}), {field: 'autoDeploy'})
+    const order: any = shapeOrder(buildOrder({component: 'argocd', repository, tag: '10.11.6-0123456789ab', promotion}), {field: 'autoDeploy', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
     expect(order.spec).toEqual({source: {oci: repository, version: '10.11.6-0123456789ab'}, autoDeploy})
     expect(validate(order), JSON.stringify(validate.errors)).toBe(true)
     expect(celRules(order)).toEqual([])
@@ -103,7 +109,7 @@ describe('buildOrder', () => {
 
   it('shaped for the 0.17 fixture (promotion.mode) it is unchanged', () => {
     const order = buildOrder({component: 'kokumi', repository, tag: 't', promotion: 'Manual'})
-    expect(shapeOrder(order, {field: 'promotion.mode'})).toBe(order)
+    expect(shapeOrder(order, {field: 'promotion.mode', apiVersion: 'delivery.kokumi.dev/v1alpha1'})).toBe(order)
     expect(orderPromotion(order.spec)).toBe('Manual')
   })
 
@@ -129,5 +135,52 @@ describe('repoCredsSecret and defaultAppProject', () => {
       metadata: {name: 'default', namespace: 'argocd'},
       spec: {sourceRepos: ['*'], destinations: [{server: '*', namespace: '*'}], clusterResourceWhitelist: [{group: '*', kind: '*'}]},
     })
+  })
+})
+
+describe('the offline dry run writes Orders in the shape of the Kokumi manifest it used', () => {
+  it('Given the mirror (Kokumi 0.14.0), When init --dry-run --output-dir runs, Then every Order written has the served version of that CRD and validates against it', () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'ichor-orders-')), 'out')
+    try {
+      const r = spawnSync(
+        process.execPath,
+        [join(PROJECT_ROOT, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443',
+          '--control-plane', '192.0.2.10', '--mirror', UPSTREAM.dir, '--json'],
+        {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
+      )
+      expect(r.status, r.stderr).toBe(0)
+      // The CRD comes from the artifact the run names as used, not from a path this test assumes.
+      const kokumi = (JSON.parse(r.stdout) as {assets: {id: string; path: string}[]}).assets.find((a) => a.id === 'kokumi')!
+      const crd = parseAllDocuments(readFileSync(kokumi.path, 'utf8'))
+        .map((d) => d.toJS() as any)
+        .find((o) => o?.kind === 'CustomResourceDefinition' && o.metadata.name === 'orders.delivery.kokumi.dev')
+      const served = crd.spec.versions.find((v: any) => v.served && v.storage)
+      const validate = crdValidator(crd, served.name)
+      for (const component of ['argocd', 'kokumi']) {
+        const order: any = parse(readFileSync(join(out, 'orders', `${component}.yaml`), 'utf8'))
+        expect(order.apiVersion).toBe(`${crd.spec.group}/${served.name}`)
+        expect(order.kind).toBe(crd.spec.names.kind)
+        expect(validate(order), `${component}: ${JSON.stringify(validate.errors)}`).toBe(true)
+        expect(celRules(order)).toEqual([])
+        expect(orderPromotion(order.spec)).toBe('Automatic')
+      }
+    } finally {
+      rmSync(join(out, '..'), {recursive: true, force: true})
+    }
+  }, 120_000)
+
+  it('the shape comes from the CRD: its served storage version and promotion field (0.14.0 upstream, 0.17 fixture)', () => {
+    expect(orderApiOfCrd(parse(readFileSync(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`, 'utf8')))).toEqual({
+      field: 'autoDeploy',
+      apiVersion: 'delivery.kokumi.dev/v1alpha1',
+    })
+    const fixture = parse(readFileSync(fixtureUrl, 'utf8'))
+    expect(orderApiOfCrd(fixture)).toEqual({field: 'promotion.mode', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
+    // A later version served and stored: the Orders follow it
+    const v1beta1 = {...fixture, spec: {...fixture.spec, versions: [{...fixture.spec.versions[0], storage: false}, {...fixture.spec.versions[0], name: 'v1beta1'}]}}
+    expect(orderApiOfCrd(v1beta1)?.apiVersion).toBe('delivery.kokumi.dev/v1beta1')
+    // Neither field: none ichor supports
+    const bare = {...fixture, spec: {...fixture.spec, versions: [{name: 'v1alpha1', served: true, storage: true, schema: {openAPIV3Schema: {properties: {spec: {properties: {}}}}}}]}}
+    expect(orderApiOfCrd(bare)).toBeUndefined()
   })
 })

@@ -141,6 +141,17 @@ describe('ichor cni values validate', () => {
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/Cilium values are valid for cilium 1\.18\.0/)
   })
+  it('--show-effective: stdout holds only the effective values document, every status line is on stderr', async () => {
+    const r = await ichor(['cni', 'values', 'validate', '--set', 'hubble.relay.enabled=true', '--cilium-chart', UPSTREAM.ciliumChart, '--show-effective'])
+    expect(r.code, r.stderr).toBe(0)
+    const docs = parseAllDocuments(r.stdout)
+    expect(docs.map((d) => d.errors)).toEqual([[]])
+    const effective = docs[0]!.toJS() as {hubble: {relay: {enabled: boolean}}; kubeProxyReplacement: unknown}
+    expect(effective.hubble.relay.enabled).toBe(true)
+    expect(effective.kubeProxyReplacement).toBeDefined()
+    expect(r.stderr).toMatch(/Cilium values are valid for cilium 1\.18\.0/)
+    expect(r.stderr).toMatch(/cilium-1\.18\.0\.tgz/)
+  })
   it('--json: invalid values are the documented error document carrying every issue with its path, exit 2', async () => {
     const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
     expect(r.code).toBe(2)

@@ -68,6 +68,29 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain('CronJob/hubble-generate-certs') // the chart's non-hook renewal stays
   })
 
+  it("Given the default combination and --json, When the offline dry run ends, Then the result's warnings hold the compatibility warning and what to do", () => {
+    const out = join(work, 'out-k8s-json')
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--json'], {
+      encoding: 'utf8',
+      env: {...process.env, ICHOR_MIRROR: ''},
+    })
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+    const result = JSON.parse(r.stdout) as {warnings: string[]}
+    const warning = result.warnings.find((w) => w.includes('Cilium 1.18 is tested on'))
+    expect(warning, JSON.stringify(result.warnings)).toMatch(/Kubernetes 1\.37 is outside/)
+    // What to do: the newest tested minor that the Talos version also runs.
+    expect(warning).toMatch(/--kubernetes-version 1\.33\.N/)
+    expect(warning).not.toMatch(/^warning: /) // the array's entries carry no prefix, as initInputWarnings' do
+  })
+
+  it('names what to do: a tested minor the Talos version runs, or none when their ranges do not meet', () => {
+    const talos = {major: 1, minor: 14}
+    expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 37}, talos)).toMatch(/--kubernetes-version 1\.33\.N/)
+    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 37}, talos)).toMatch(/--kubernetes-version 1\.35\.N/)
+    // Talos v1.10 runs 1.28 to 1.33; Cilium 1.19 is tested on 1.32 to 1.35: 1.33.
+    expect(kubernetesCompatibilityWarning('1.19.6', {major: 1, minor: 29}, {major: 1, minor: 10})).toMatch(/--kubernetes-version 1\.33\.N/)
+  })
+
   it('warns below and above the range, not inside it, and not for a Cilium minor with no recorded table', () => {
     expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 30})).toBeUndefined()
     expect(kubernetesCompatibilityWarning('1.18.0', {major: 1, minor: 33})).toBeUndefined()

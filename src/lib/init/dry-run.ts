@@ -3,6 +3,7 @@
 // hubble.tls.auto.method=helm, in the manifest and inside the Talos patch) is replaced
 // by a placeholder and listed in redacted.txt. Files are 0600 and the folders ichor
 // creates 0700: the effective values may carry what a user put in a values file.
+import {orderApiOfManifest, shapeOrder} from '../stack/kokumi-api.js'
 import {dirname, join} from 'node:path'
 import {parseDocument, visit, isScalar} from 'yaml'
 import {toYaml} from '../yaml/emit.js'
@@ -56,13 +57,17 @@ export function writeInitDryRun(
   writeManifest('cilium/manifest.yaml', render.cilium.manifest)
   write('cilium/values.effective.yaml', toYaml(render.cilium.effective))
   write('cilium/values.effective.json', `${JSON.stringify(render.cilium.effective, null, 2)}\n`)
+  // The Orders in the shape of the Order CRD in the Kokumi manifest this run rendered, as a
+  // real run shapes them after the live CRD (stack/kokumi-api.ts).
+  const kokumi = render.stack.components.kokumi.rendered
+  const orderApi = orderApiOfManifest(kokumi.objects, kokumi.version)
   for (const c of Object.values(render.stack.components)) {
     write(`bundles/${c.component}.tar.gz`, c.bundle.layer)
     write(
       `bundles/${c.component}.json`,
       `${JSON.stringify({component: c.component, repository: c.bundle.repository, tag: c.bundle.tag, layerDigest: c.bundle.layerDigest, manifestDigest: c.bundle.artifact.manifestDigest, version: c.rendered.version}, null, 2)}\n`,
     )
-    write(`orders/${c.component}.yaml`, serializeObjects([c.order]))
+    write(`orders/${c.component}.yaml`, serializeObjects([shapeOrder(c.order, orderApi)]))
     writeManifest(`stack/${c.component}/manifest.yaml`, c.rendered.manifest)
   }
   // Names only: the values are generated in the cluster and never written out.

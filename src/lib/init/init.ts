@@ -16,7 +16,7 @@ import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../health/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec, type TalosBundle} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from '../state/sealed-bundle.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, shortStateKeyWarning, type StateKey} from '../state/state-key.js'
+import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
 import {checkArtifactFlags} from '../plans/local-input.js'
 import type {Values} from '../values/path.js'
@@ -76,7 +76,7 @@ export interface OfflineDryRunResult {
   redacted: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
-  /** Accepted but unwise inputs (initInputWarnings), also said on stderr. */
+  /** Accepted but unwise inputs (initInputWarnings) and the Cilium/Kubernetes compatibility warning, also said on stderr. */
   warnings: string[]
 }
 
@@ -118,6 +118,12 @@ interface LocalInit {
 }
 
 /** The inputs a run uses once the cluster's stored state (if any) is read, and the render started with them. */
+/** The chart's tested Kubernetes range, said on stderr and kept in the --json result's warnings. */
+function compatibilityWarnings(r: InitRender, inputs: InitInputs): string[] {
+  const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion, inputs.talosVersion)
+  return warning ? [warning] : []
+}
+
 interface Decided {
   inputs: InitInputs
   userValues: {cilium: Values; argocd: Values; kokumi: Values}
@@ -170,8 +176,7 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
   rendering.then(
     (r) => {
-      const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion)
-      if (warning) req.note(warning)
+      for (const warning of compatibilityWarnings(r, inputs)) req.note(`warning: ${warning}`)
     },
     () => undefined,
   )
@@ -197,7 +202,16 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
     manifestDigest: c.bundle.artifact.manifestDigest,
   }))
   const assets = Object.values(render.assets).map(({id, path, version, sha256, matchesPin}) => ({id, path, version, sha256, matchesPin}))
-  return {dryRun: true, output: out.dir, files: out.files, plan, redacted: out.redacted, bundles, assets, warnings: d.warnings}
+  return {
+    dryRun: true,
+    output: out.dir,
+    files: out.files,
+    plan,
+    redacted: out.redacted,
+    bundles,
+    assets,
+    warnings: [...d.warnings, ...compatibilityWarnings(render, d.inputs)],
+  }
 }
 
 type InitPrepared = Decided & {stateKey?: StateKey; clusterBundle?: TalosBundle; nodes?: Promise<Reachability[]>; secrets: StackSecretsOutcome}
@@ -248,7 +262,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
     async result(run, p, {session}) {
       const render = await p.rendering
       const result = await initResult(run, {session, state, render, secrets: p.secrets})
-      return {kind: 'plan', result: {...result, warnings: p.warnings}, render, inputs: p.inputs}
+      return {kind: 'plan', result: {...result, warnings: [...p.warnings, ...compatibilityWarnings(render, p.inputs)]}, render, inputs: p.inputs}
     },
   }
 }
@@ -266,11 +280,14 @@ async function unlockStoredBundle(
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
   // A key that seals a new bundle must be long enough (refused before any step, a dry run
-  // too); one that opens a sealed bundle cannot be changed here, so it is only warned about.
-  const short = stateKey && (sealed ? shortStateKeyWarning(stateKey) : requireNewStateKey(stateKey) && undefined)
-  if (short) o.note(`warning: ${short}`)
+  // too); one that opens a sealed bundle cannot be changed here: bundleOfSecret warns.
+  if (stateKey && !sealed) requireNewStateKey(stateKey)
   if (!stored || (sealed && !stateKey)) return {stateKey}
-  const opened = await bundleOfSecret(stored, async () => stateKey!)
+  const opened = await bundleOfSecret(
+    stored,
+    async () => stateKey!,
+    (w) => o.note(`warning: ${w}`),
+  )
   return {stateKey, clusterBundle: opened?.bundle}
 }
 

@@ -43,6 +43,8 @@ export interface CniKubeProxyResult extends RunResult {
   hash: string
   /** replace: what the removed kube-proxy left on the nodes (its nftables tables until a reboot). */
   leftover?: KubeProxyLeftover
+  /** Accepted but unwise: a passphrase under 12 characters opened the sealed Talos bundle. */
+  warnings: string[]
 }
 
 type Change = ReturnType<typeof prepareKubeProxySwitch>
@@ -73,6 +75,8 @@ interface Prepared {
 
 function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
   let givenKey: StateKey | undefined
+  // A short passphrase, said when the sealed copy is opened (bundleOfSecret); in the result's warnings.
+  const keyWarnings: string[] = []
   const stateKey = async () => {
     if (givenKey) return givenKey
     if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
@@ -101,7 +105,11 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
           .map((n) => n.node)
           .join(', '),
         change: once(() => prepareKubeProxySwitch(kube, o.target, o)),
-        talos: {session, talos: async () => cr.spec.talos, talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey))},
+        talos: {
+          session,
+          talos: async () => cr.spec.talos,
+          talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
+        },
       }
     },
     consent({from, nodes}) {
@@ -117,7 +125,7 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
     async result(run, {from, cr, change}) {
       // A run that turned kube-proxy off says what it could not remove from the nodes.
       const leftover = o.target === 'replaced' && !o.dryRun && run.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
-      return {...run, from, to: o.target, hash: (await change()).hash, ...(leftover ? {leftover} : {})}
+      return {...run, from, to: o.target, hash: (await change()).hash, warnings: keyWarnings, ...(leftover ? {leftover} : {})}
     },
   }
 }

@@ -69,6 +69,8 @@ interface Prepared {
 
 function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
   let givenKey: StateKey | undefined
+  // A short passphrase, said when the sealed copy is opened (bundleOfSecret); in the result's warnings.
+  const keyWarnings: string[] = []
   const stateKey = async () => {
     if (givenKey) return givenKey
     if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
@@ -96,14 +98,14 @@ function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, Kube
         allowUntested: o.allowUntested,
         timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
-        talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey)),
+        talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
       }
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
       return {input, verdict: await judgeUpgrade(input)}
     },
     consent: ({verdict}) => `Upgrade Kubernetes from ${verdict.from} to ${verdict.to} with talosctl upgrade-k8s, then verify Cilium and the stack?`,
     steps: ({input}) => kubernetesUpgradeSteps(input),
-    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: verdict.warnings}),
+    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: [...verdict.warnings, ...keyWarnings]}),
   }
 }
 

@@ -10,20 +10,54 @@ import {getObject, type KubeObject} from '../kube/objects.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
 import {COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
 
-const ORDER_CRD = 'orders.delivery.kokumi.dev'
-const ORDER_VERSION = 'v1alpha1'
+export const ORDER_CRD = 'orders.delivery.kokumi.dev'
 
 /** Where an Order says how a new Preparation is served. */
 export type OrderPromotionField = 'promotion.mode' | 'autoDeploy'
 
 export interface KokumiOrderApi {
   field: OrderPromotionField
+  /** group/version of the CRD's served storage version: what an Order is written as. */
+  apiVersion: string
 }
 
 const SUPPORTED_ORDER_APIS = 'spec.autoDeploy (Kokumi 0.14.0 and later main) or spec.promotion.mode (Kokumi 0.17)'
 
 type SchemaNode = {properties?: Record<string, SchemaNode>}
-type Crd = KubeObject & {spec?: {versions?: {name: string; schema?: {openAPIV3Schema?: SchemaNode}}[]}}
+type CrdVersion = {name: string; served?: boolean; storage?: boolean; schema?: {openAPIV3Schema?: SchemaNode}}
+export type Crd = KubeObject & {spec?: {group?: string; versions?: CrdVersion[]}}
+
+/**
+ * The Order shape a CRD asks for (the live one, or the one in the install manifest an offline
+ * dry run renders): the served storage version (else the first served one) and the field that
+ * says how a Preparation is promoted; undefined when that version has neither field.
+ */
+export function orderApiOfCrd(crd: Crd): KokumiOrderApi | undefined {
+  const versions = crd.spec?.versions ?? []
+  const version = versions.find((v) => v.served && v.storage) ?? versions.find((v) => v.served)
+  if (!version || !crd.spec?.group) return undefined
+  const apiVersion = `${crd.spec.group}/${version.name}`
+  const spec = version.schema?.openAPIV3Schema?.properties?.spec?.properties ?? {}
+  if (spec.promotion?.properties?.mode) return {field: 'promotion.mode', apiVersion}
+  if (spec.autoDeploy) return {field: 'autoDeploy', apiVersion}
+  return undefined
+}
+
+function unsupportedOrderApi(kokumiVersion: string | undefined): IchorError {
+  return new IchorError(
+    `the installed Kokumi (${kokumiVersion ?? 'version unknown'}) has an Order API ichor does not support: ${ORDER_CRD} has neither spec.autoDeploy nor spec.promotion.mode in its served version`,
+    {hint: `ichor supports ${SUPPORTED_ORDER_APIS}; install a supported Kokumi (--kokumi-manifest) or an ichor that knows this one`},
+  )
+}
+
+/** The Order shape of the Order CRD in an install manifest's objects (the offline dry run's Kokumi). */
+export function orderApiOfManifest(objects: readonly KubeObject[], kokumiVersion: string): KokumiOrderApi {
+  const crd = objects.find((o) => o.kind === 'CustomResourceDefinition' && o.metadata.name === ORDER_CRD) as Crd | undefined
+  if (!crd) throw new IchorError(`the Kokumi install manifest (${kokumiVersion}) has no ${ORDER_CRD}`, {hint: 'pass a Kokumi install.yaml (--kokumi-manifest)'})
+  const api = orderApiOfCrd(crd)
+  if (!api) throw unsupportedOrderApi(kokumiVersion)
+  return api
+}
 
 /** Reads the served Order schema; an Order CRD with neither field is an error naming the installed Kokumi. */
 export async function readKokumiOrderApi(kube: Kube): Promise<KokumiOrderApi> {
@@ -31,14 +65,9 @@ export async function readKokumiOrderApi(kube: Kube): Promise<KokumiOrderApi> {
   if (!crd) {
     throw new IchorError(`Kokumi's Order CRD ${ORDER_CRD} is not installed`, {hint: 'run ichor init first: it installs Kokumi before it creates the Orders'})
   }
-  const spec = crd.spec?.versions?.find((v) => v.name === ORDER_VERSION)?.schema?.openAPIV3Schema?.properties?.spec?.properties ?? {}
-  if (spec.promotion?.properties?.mode) return {field: 'promotion.mode'}
-  if (spec.autoDeploy) return {field: 'autoDeploy'}
-  const version = await installedKokumiVersion(kube)
-  throw new IchorError(
-    `the installed Kokumi (${version ?? 'version unknown'}) has an Order API ichor does not support: ${ORDER_CRD} ${ORDER_VERSION} has neither spec.autoDeploy nor spec.promotion.mode`,
-    {hint: `ichor supports ${SUPPORTED_ORDER_APIS}; install a supported Kokumi (--kokumi-manifest) or an ichor that knows this one`},
-  )
+  const api = orderApiOfCrd(crd)
+  if (api) return api
+  throw unsupportedOrderApi(await installedKokumiVersion(kube))
 }
 
 /** The tag of the running controller's image (`0.14.0`), or undefined when it cannot be read. */
@@ -61,9 +90,10 @@ export async function installedKokumiVersion(kube: Kube): Promise<string | undef
  */
 export function shapeOrder(order: KubeObject, api: KokumiOrderApi): KubeObject {
   const spec = order.spec as {promotion?: {mode?: PromotionMode}} & Record<string, unknown>
-  if (api.field === 'promotion.mode') return order
+  const versioned = order.apiVersion === api.apiVersion ? order : {...order, apiVersion: api.apiVersion}
+  if (api.field === 'promotion.mode') return versioned
   const {promotion, ...rest} = spec
-  return {...order, spec: {...rest, autoDeploy: promotion?.mode === 'Automatic' ? 'Enabled' : 'Disabled'}}
+  return {...versioned, spec: {...rest, autoDeploy: promotion?.mode === 'Automatic' ? 'Enabled' : 'Disabled'}}
 }
 
 /** How an Order in either shape promotes: Automatic or Manual. */

@@ -212,10 +212,14 @@ export async function readTalosBundleSecret(kube: Kube): Promise<SecretWithData 
 }
 
 /** The bundle the cluster keeps; `key` is asked for only when it is sealed. Undefined when there is none. */
-export async function readTalosBundle(kube: Kube, key: () => Promise<StateKey>): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
+export async function readTalosBundle(
+  kube: Kube,
+  key: () => Promise<StateKey>,
+  warn: (warning: string) => void,
+): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
   const secret = await readTalosBundleSecret(kube)
   if (!secret) return undefined
   // Loaded here: age (and its post-quantum crypto) is for the commands that open the bundle, not every reader of the CR.
   const {bundleOfSecret} = await import('./sealed-bundle.js')
-  return bundleOfSecret(secret, key)
+  return bundleOfSecret(secret, key, warn)
 }

@@ -9,7 +9,7 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {KubeObject} from '../kube/objects.js'
 import type {TalosBundle} from './installation.js'
-import type {StateKey} from './state-key.js'
+import {shortStateKeyWarning, type StateKey} from './state-key.js'
 
 export const BUNDLE_FORMAT_ANNOTATION = 'ichor.maesh.dev/bundle-format'
 /** ASCII-armored age file in data key `bundle.age`; its plaintext is SealedPayload as JSON. */
@@ -109,14 +109,24 @@ export function storedFormatOf(secret: SecretWithData): StoredFormat {
 /**
  * The bundle a Secret holds. A sealed one needs the key (asked for only then); a plaintext
  * one from an older ichor is read without it. Undefined when the Secret holds no whole bundle.
+ * Every command opens it here, so every one warns (`warn`, the bare text) about a passphrase
+ * under MIN_PASSPHRASE_LENGTH: it cannot be changed by opening, only by re-sealing.
  */
-export async function bundleOfSecret(secret: SecretWithData, key: () => Promise<StateKey>): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
+export async function bundleOfSecret(
+  secret: SecretWithData,
+  key: () => Promise<StateKey>,
+  warn: (warning: string) => void,
+): Promise<{bundle: TalosBundle; format: StoredFormat} | undefined> {
   const format = storedFormatOf(secret)
   const data = secret.data ?? {}
   if (format === 'sealed') {
     const armored = data[SEALED_KEY]
     if (!armored) return undefined
-    return {format, bundle: await openBundle(Buffer.from(armored, 'base64').toString('utf8'), await key())}
+    const k = await key()
+    const opened = await openBundle(Buffer.from(armored, 'base64').toString('utf8'), k)
+    const short = shortStateKeyWarning(k)
+    if (short) warn(short)
+    return {format, bundle: opened}
   }
   if (!data['secrets.yaml'] || !data.talosconfig) return undefined
   return {format, bundle: {secretsYaml: Buffer.from(data['secrets.yaml'], 'base64'), talosconfig: Buffer.from(data.talosconfig, 'base64')}}

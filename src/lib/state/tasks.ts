@@ -41,7 +41,8 @@ function otherStoredBundleError(state: LocalState): IchorError {
  * opened before its steps: opening a sealed one again costs a scrypt run (seconds).
  */
 async function requireSameBundle(stored: SecretWithData, local: Buffer, key: StateKey, state: LocalState, opened?: TalosBundle): Promise<void> {
-  const bundle = opened ?? (await bundleOfSecret(stored, async () => key))?.bundle
+  // The key is init's, already refused when short for a new bundle or warned about when it opened this one.
+  const bundle = opened ?? (await bundleOfSecret(stored, async () => key, () => undefined))?.bundle
   if (bundle && !bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
 }
 

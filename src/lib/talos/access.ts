@@ -18,10 +18,12 @@ export async function resolveTalosconfig(
   privateDir: string,
   /** The key of the sealed cluster copy, asked for only when that copy is needed. */
   key: () => Promise<StateKey>,
+  /** A short passphrase's warning when the sealed copy is opened (bundleOfSecret). */
+  warn: (warning: string) => void,
 ): Promise<string> {
   const access = talosAccess(installation, flags)
   if (access.talosconfig) return access.talosconfig
-  const bundle = (await readTalosBundle(kube, key))?.bundle
+  const bundle = (await readTalosBundle(kube, key, warn))?.bundle
   if (!bundle) {
     throw new IchorError(`no talosconfig: none in ${access.stateDir}, and the cluster holds no copy`, {
       exitCode: EXIT.usage,

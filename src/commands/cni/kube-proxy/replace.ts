@@ -35,6 +35,7 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
       output: outputModeFor({json}),
     })
     if (!json && result.leftover) this.warn(result.leftover.note)
+    if (!json) for (const w of result.warnings) this.warn(w)
     return result
   }
 }

@@ -18,7 +18,7 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
   async run() {
     const {flags} = await this.parse(CniKubeProxyRestore)
     const json = this.jsonEnabled()
-    return runCniKubeProxy({
+    const result = await runCniKubeProxy({
       target: 'kube-proxy',
       kubeconfig: flags.kubeconfig,
       context: flags.context,
@@ -34,5 +34,7 @@ and \`ichor cni status\` shows a switch left half done. The mode is recorded in 
       json,
       output: outputModeFor({json}),
     })
+    if (!json) for (const w of result.warnings) this.warn(w)
+    return result
   }
 }

@@ -29,7 +29,7 @@ export default class CniValuesValidate extends IchorCommand {
     'cilium-chart': assetFlags['cilium-chart'],
     mirror: assetFlags.mirror,
     'assets-dir': assetFlags['assets-dir'],
-    'show-effective': Flags.boolean({description: 'print the effective values (YAML) when valid'}),
+    'show-effective': Flags.boolean({description: 'print the effective values (YAML) on stdout when valid; the verdict goes to stderr'}),
   }
 
   async run() {
@@ -53,11 +53,15 @@ export default class CniValuesValidate extends IchorCommand {
     // Invalid values are bad input: the one error shape (README, "JSON output"), with and without --json.
     if (!report.valid) throw new ValidationError('Cilium values are invalid', report.issues)
     if (this.jsonEnabled()) return result
-    this.log(`Cilium values are valid for ${report.chart.name} ${report.chart.version} (${flags['kube-proxy']}, ${flags.tunnel}).`)
-    if (flags['show-effective']) {
-      const {stringify} = await import('yaml')
-      this.log(stringify(report.effective))
+    const verdict = `Cilium values are valid for ${report.chart.name} ${report.chart.version} (${flags['kube-proxy']}, ${flags.tunnel}).`
+    if (!flags['show-effective']) {
+      this.log(verdict)
+      return result
     }
+    // stdout holds only the effective values, so `> effective.yaml` or a pipe gets one document.
+    this.note(verdict)
+    const {stringify} = await import('yaml')
+    process.stdout.write(stringify(report.effective))
     return result
   }
 }
