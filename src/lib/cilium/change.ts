@@ -3,7 +3,7 @@
 // guards need read from the cluster and a control plane, and the values engine's verdict.
 import {isDeepStrictEqual} from 'node:util'
 import {ValidationError, IchorError} from '../errors/errors.js'
-import {readServedApiGroups} from '../health/reads.js'
+import {readServedApiGroups} from '../kube/reads.js'
 import {chartFromReleaseRecord} from '../helm/record-chart.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'

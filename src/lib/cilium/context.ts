@@ -3,7 +3,7 @@
 import {existsSync} from 'node:fs'
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError} from '../errors/errors.js'
-import {readCiliumRelease} from '../health/reads.js'
+import {readCiliumRelease} from './reads.js'
 import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release.js'
 import {CILIUM_RELEASE} from '../constants.js'
 import type {Kube} from '../kube/client.js'

@@ -5,7 +5,7 @@
 // intent, so a run stopped half-way is visible to `cni status` with the command that finishes it.
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
-import {readConfigMapKey} from '../health/reads.js'
+import {readConfigMapKey} from '../kube/reads.js'
 import {valuesHash} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {waitFor} from '../kube/wait.js'

@@ -5,7 +5,8 @@ import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {CniContext} from './context.js'
-import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
+import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness} from './reads.js'
+import {readWorkloadRollout} from '../kube/reads.js'
 import {
   isInterruptedInstall,
   isPending,

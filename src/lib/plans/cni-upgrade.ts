@@ -9,7 +9,7 @@ import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTas
 import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type CiliumUpgradePlan, type UpgradeSources} from '../cilium/upgrade.js'
 import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflightTask} from '../cilium/upgrade-tasks.js'
 import {upgradeWaitSeconds} from '../cilium/versions.js'
-import {readWorkloadRollout} from '../health/reads.js'
+import {readWorkloadRollout} from '../kube/reads.js'
 import {checkCiliumChartFlag, checkCiliumVersionFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
 import type {RunResult} from '../tasks/engine.js'

@@ -15,7 +15,7 @@ import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type 
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
 import {ordersTask, publishBundlesTask, rerenderTask, waitApplicationsTask} from '../stack/tasks.js'
-import {readOrder} from '../health/reads.js'
+import {readOrder} from '../stack/delivery.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {installationChanged, writeInstallationSpec, type Installation} from '../state/installation.js'

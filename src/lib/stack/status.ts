@@ -3,7 +3,7 @@
 // Application Kokumi made. Read-only: the same reads serve `stack sync`'s probes.
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
-import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from '../health/reads.js'
+import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from './delivery.js'
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'

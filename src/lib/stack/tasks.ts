@@ -3,7 +3,7 @@
 // wait for Argo CD to deliver both.
 import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
-import {readApplication, readDelivery, readOrder} from '../health/reads.js'
+import {readApplication, readDelivery, readOrder} from './delivery.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'

@@ -2,7 +2,7 @@
 // bundle (so another machine can continue), and at the end the status of what was applied.
 import {isDeepStrictEqual} from 'node:util'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
-import {readApplication, readOrder} from '../health/reads.js'
+import {readApplication, readOrder} from '../stack/delivery.js'
 import {createIfAbsent} from '../kube/apply.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
