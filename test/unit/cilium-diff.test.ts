@@ -2,7 +2,8 @@
 // values and the rendered manifest, and colour only where a terminal wants it.
 import {describe, expect, it} from 'vitest'
 import {stringify} from 'yaml'
-import {colourDiff, effectiveValuesDiff, paintDiff, unifiedDiff, wantsColour} from '../../src/lib/cilium/diff.js'
+import {colourDiff, paintDiff, unifiedDiff, wantsColour} from '../../src/lib/text/diff.js'
+import {effectiveValuesDiff} from '../../src/lib/cilium/diff.js'
 import type {ReleaseRecord} from '../../src/lib/helm/release.js'
 
 const release = (config: Record<string, unknown>): ReleaseRecord => ({
