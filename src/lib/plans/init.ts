@@ -23,7 +23,8 @@ import {
   waitApplicationsTask,
   type StackSecretsOutcome,
 } from '../stack/tasks.js'
-import type {InstallationSpec, InstallationStatus, TalosBundle} from '../state/installation.js'
+import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
+import type {TalosBundle} from '../state/sealed-bundle.js'
 import type {StateKey} from '../state/state-key.js'
 import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js'
 import {lockStateDir, type StateLock} from '../state/lock.js'

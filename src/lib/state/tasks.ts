@@ -20,10 +20,9 @@ import {
   writeInstallationStatus,
   type InstallationSpec,
   type InstallationStatus,
-  type TalosBundle,
 } from './installation.js'
 import {readStateFile, requireStateFile, type LocalState} from './local.js'
-import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from './sealed-bundle.js'
+import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from './sealed-bundle.js'
 import type {StateKey} from './state-key.js'
 
 /** The cluster holds a bundle other than this state folder's: the nodes run that one, never overwrite it. */
