@@ -17,8 +17,6 @@ import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 import {EXIT} from '../errors/exit-codes.js'
 
-export {newUserLayer, type ValuesInput} from '../values/layer.js'
-
 export interface ChangeSources extends ChartSources {
   talosconfig?: string
   stateDir?: string

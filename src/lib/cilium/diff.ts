@@ -6,7 +6,8 @@ import type {ReleaseRecord} from '../helm/release.js'
 import type {Kube} from '../kube/client.js'
 import {unifiedDiff} from '../text/diff.js'
 import type {Values} from '../values/path.js'
-import {prepareValuesChange, type ChangeSources, type ValuesInput} from './change.js'
+import {prepareValuesChange, type ChangeSources} from './change.js'
+import type {ValuesInput} from '../values/layer.js'
 import {renderCiliumChart} from './validate.js'
 
 export interface CniValuesDiff {

@@ -13,8 +13,7 @@ import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
-import type {ChangeSources} from './change.js'
-import {chartOfRelease, readLiveFacts} from './change.js'
+import {type ChangeSources, chartOfRelease, readLiveFacts} from './change.js'
 import {readCniContext, type CniContext} from './context.js'
 import type {KubeProxyMode} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -26,8 +25,6 @@ const CILIUM_CONFIG = {namespace: CILIUM_RELEASE.namespace, name: 'cilium-config
 function kubeProxyReplacementValue(mode: KubeProxyMode): string {
   return String(mode === 'replaced')
 }
-
-export {switchCommand} from './defaults.js'
 
 /** The stored user layer under the target mode, validated with the live cluster's facts; invalid is exit 2. */
 export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext}> {

@@ -5,11 +5,10 @@ import type {Issue} from '../errors/errors.js'
 import {helmTemplate, HelmRenderError} from '../helm/template.js'
 import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {CILIUM_OWNED_KEYS, CILIUM_RELEASE} from './defaults.js'
+import {CILIUM_OWNED_KEYS} from './defaults.js'
+import {CILIUM_RELEASE} from '../constants.js'
 import {ciliumEffectiveValues, ciliumLayers, type EffectiveInput} from './effective.js'
 import {checkCiliumGuards, type CiliumFacts} from './guards.js'
-
-export {chartDefaultValues, ciliumEffectiveValues} from './effective.js'
 
 export interface CiliumValuesInput extends EffectiveInput {
   /** Kubernetes version the offline render targets. */

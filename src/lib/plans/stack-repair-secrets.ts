@@ -6,7 +6,7 @@
 import {repairSecretTask, waitSecretConsumersTask, type RepairOutcome} from '../stack/generated-secrets.js'
 import {STACK_COMPONENTS} from '../stack/status.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
-import type {RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 

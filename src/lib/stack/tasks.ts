@@ -20,17 +20,10 @@ import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, approvePreparation, listPreparations, readAwaitingApproval, readFirstPromotion} from './promote.js'
 import {orderPromotion} from './kokumi-api.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
-import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
+import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, BUNDLE_REPOSITORY_PREFIX} from './orders.js'
 import type {StackComponent} from './policies.js'
 import {kokumiPasswordHash} from './kokumi.js'
-import {
-  BUNDLE_REPOSITORY_PREFIX,
-  generatedSecretObjects,
-  stackSecretsWith,
-  type GeneratedStackSecrets,
-  type PreparedComponent,
-  type PreparedStack,
-} from './prepare.js'
+import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)
 

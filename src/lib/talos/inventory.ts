@@ -12,7 +12,6 @@ import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from '.
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
-export {TALOS_FIELD_MANAGER} from './field-manager.js'
 const RBAC_GROUP = 'rbac.authorization.k8s.io'
 
 /** One inventory entry: group and kind, never a version. */
