@@ -19,7 +19,7 @@ import {
   type KubernetesUpgradeInput,
 } from '../kubernetes/upgrade.js'
 import {checkKubernetesVersionFlag} from './local-input.js'
-import {STACK_COMPONENTS} from '../stack/status.js'
+import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/tasks.js'
 import {readInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'

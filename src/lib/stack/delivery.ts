@@ -4,7 +4,8 @@
 import type {Kube} from '../kube/client.js'
 import {IchorError} from '../errors/errors.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
-import {APPLICATION_API_VERSION, APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
+import {APPLICATION_API_VERSION, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
+import {ARGOCD_NAMESPACE} from '../constants.js'
 import type {StackComponent} from './policies.js'
 
 export interface OrderState {
@@ -74,7 +75,7 @@ export interface ApplicationState {
 /** The Application Kokumi made for the component, or undefined (or Argo CD's CRD) when absent. */
 export async function readApplication(kube: Kube, component: StackComponent): Promise<ApplicationState | undefined> {
   type App = KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}; resources?: ApplicationResource[]}}
-  const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: APPLICATION_NAMESPACE})
+  const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: ARGOCD_NAMESPACE})
   if (!app) return undefined
   const resources = app.status?.resources?.map(({group, kind, namespace, name}) => ({...(group ? {group} : {}), kind, ...(namespace ? {namespace} : {}), name}))
   return {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision, ...(resources ? {resources} : {})}
@@ -197,12 +198,12 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     return {done: false, state: `Order ${ns}/${component} asks for ${asked ?? 'no version'}, not ${options.pushedTag} yet`, order}
   if (!order.ready || !order.current) return {done: false, state: `Order ${ns}/${component} not Ready for its current version yet`, order}
   const application = await readApplication(kube, component)
-  if (!application) return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} not created yet`, order}
+  if (!application) return {done: false, state: `Application ${ARGOCD_NAMESPACE}/${component} not created yet`, order}
   const wanted = order.latestArtifactDigest
   if (wanted && application.revision !== wanted) {
     return {
       done: false,
-      state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`,
+      state: `Application ${ARGOCD_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`,
       order,
       application,
     }
@@ -212,7 +213,7 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     if (source === 'none') return {done: false, state: `no Preparation in ${ns} for ${application.revision} yet`, order, application}
     if (source !== 'unserved' && source !== options.pushedDigest) {
       throw new IchorError(
-        `Application ${APPLICATION_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
+        `Application ${ARGOCD_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
         {
           hint: "treat the cluster as compromised: Argo CD applied those manifests with its rights; find what could write to Kokumi's registry (its network policies) before anything else",
         },
@@ -224,7 +225,7 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
   const why = done || application.health === undefined ? [] : await explainApplicationHealth(kube, application)
   return {
     done,
-    state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
+    state: `Application ${ARGOCD_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
     order,
     application,
   }

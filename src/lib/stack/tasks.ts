@@ -1,7 +1,7 @@
 // Steps that install and hand over the stack: the generated Secrets, the first apply of
 // Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
 // wait for Argo CD to deliver both.
-import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM, STATE_SECRETS, ARGOCD_NAMESPACE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readApplication, readDelivery, readOrder} from './delivery.js'
 import {createIfAbsent, serverSideApply} from '../kube/apply.js'
@@ -20,7 +20,7 @@ import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, approvePreparation, listPreparations, readAwaitingApproval, readFirstPromotion} from './promote.js'
 import {orderPromotion} from './kokumi-api.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
-import {APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION, BUNDLE_REPOSITORY_PREFIX} from './orders.js'
+import {COMPONENT_NAMESPACE, ORDER_API_VERSION, BUNDLE_REPOSITORY_PREFIX} from './orders.js'
 import type {StackComponent} from './policies.js'
 import {kokumiPasswordHash} from './kokumi.js'
 import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
@@ -608,10 +608,10 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
       for (const {component} of await drifted()) {
         const revision = (await readApplication(kube, component))?.revision
         if (!revision)
-          throw new IchorError(`Application ${APPLICATION_NAMESPACE}/${component} has no synced revision to sync again`, {
+          throw new IchorError(`Application ${ARGOCD_NAMESPACE}/${component} has no synced revision to sync again`, {
             hint: 'wait for Kokumi to serve the Order, then rerun ichor stack sync',
           })
-        await kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${APPLICATION_NAMESPACE}/applications/${component}`, {
+        await kube.request('PATCH', `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD_NAMESPACE}/applications/${component}`, {
           body: {operation: {initiatedBy: {username: FIELD_MANAGER}, sync: {revision, syncOptions: ['ServerSideApply=true']}}},
           contentType: 'application/merge-patch+json',
           query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
