@@ -22,7 +22,7 @@ import {
   stackSecretsTask,
   waitApplicationsTask,
   type StackSecretsOutcome,
-} from '../stack/tasks.js'
+} from '../stack/install-tasks.js'
 import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
 import type {TalosBundle} from '../state/sealed-bundle.js'
 import type {StateKey} from '../state/state-key.js'

@@ -20,7 +20,7 @@ import {
 } from '../kubernetes/upgrade.js'
 import {checkKubernetesVersionFlag} from './local-input.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
-import {waitApplicationsTask} from '../stack/tasks.js'
+import {waitApplicationsTask} from '../stack/install-tasks.js'
 import {readInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'

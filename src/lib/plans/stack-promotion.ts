@@ -13,7 +13,7 @@ import {COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from '../sta
 import type {StackComponent} from '../stack/policies.js'
 import {relabelPreparations, relabelState} from '../stack/promote.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
-import {waitApplicationsTask} from '../stack/tasks.js'
+import {waitApplicationsTask} from '../stack/install-tasks.js'
 import {readOrder} from '../stack/delivery.js'
 import {writeInstallationSpec} from '../state/installation.js'
 import {IchorError} from '../errors/errors.js'

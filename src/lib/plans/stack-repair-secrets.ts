@@ -5,7 +5,7 @@
 // agree.
 import {repairSecretTask, waitSecretConsumersTask, type RepairOutcome} from '../stack/generated-secrets.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
-import {waitApplicationsTask} from '../stack/tasks.js'
+import {waitApplicationsTask} from '../stack/install-tasks.js'
 import type {RunResult} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
