@@ -4,7 +4,7 @@ import {describe, expect, it} from 'vitest'
 import {stringify} from 'yaml'
 import {colourDiff, paintDiff, unifiedDiff, wantsColour} from '../../src/lib/text/diff.js'
 import {effectiveValuesDiff} from '../../src/lib/cilium/diff.js'
-import type {ReleaseRecord} from '../../src/lib/helm/release.js'
+import type {ReleaseRecord} from '../../src/lib/helm/release-record.js'
 
 const release = (config: Record<string, unknown>): ReleaseRecord => ({
   secretName: 'sh.helm.release.v1.cilium.v3',

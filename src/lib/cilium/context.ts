@@ -3,7 +3,7 @@
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError} from '../errors/errors.js'
 import {readCiliumRelease} from './reads.js'
-import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release.js'
+import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release-record.js'
 import {CILIUM_RELEASE} from '../constants.js'
 import type {Kube} from '../kube/client.js'
 import {readInstallation, type Installation} from '../state/installation.js'

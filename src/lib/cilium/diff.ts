@@ -2,7 +2,7 @@
 // apply, each against what the live release holds. Both are made by `unifiedDiff`
 // (text/diff.ts) so they have the same shape.
 import {stringify} from 'yaml'
-import type {ReleaseRecord} from '../helm/release.js'
+import type {ReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {unifiedDiff} from '../text/diff.js'
 import type {Values} from '../values/path.js'

@@ -6,7 +6,7 @@
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {readConfigMapKey} from '../kube/reads.js'
-import {valuesHash} from '../helm/release.js'
+import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {waitFor} from '../kube/wait.js'
 import type {Session} from '../session/session.js'

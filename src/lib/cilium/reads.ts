@@ -1,6 +1,6 @@
 // Read-only reads of the Cilium release ichor owns, shared by the cni steps and their probes.
 import {CILIUM_RELEASE} from '../constants.js'
-import {readReleaseRecord, type ReleaseRecord} from '../helm/release.js'
+import {readReleaseRecord, type ReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 

@@ -16,7 +16,8 @@ import {
   settlePendingRelease,
   waitForSettledRelease,
 } from '../helm/pending.js'
-import {helmInstall, helmUpgrade, HelmReleaseError, valuesHash, type ReleaseRecord} from '../helm/release.js'
+import {helmInstall, helmUpgrade, HelmReleaseError} from '../helm/release.js'
+import {valuesHash, type ReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject} from '../kube/objects.js'
 import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'
