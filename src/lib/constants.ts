@@ -10,6 +10,9 @@ export const FIELD_MANAGER = 'ichor-bootstrap'
 /** `app.kubernetes.io/managed-by` value on objects ichor creates itself. */
 export const MANAGED_BY = {'app.kubernetes.io/managed-by': 'ichor'} as const
 
+/** Argo CD's namespace: its release, its repo-creds and AppProject, and every Application Kokumi creates. */
+export const ARGOCD_NAMESPACE = 'argocd'
+
 /** The Helm release ichor adopts Cilium into and upgrades. */
 export const CILIUM_RELEASE = {name: 'cilium', namespace: 'kube-system'} as const
 

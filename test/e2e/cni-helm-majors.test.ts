@@ -3,7 +3,7 @@
 // 4.3.2 (built from Go modules) on the harness cluster.
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {readReleaseRecord} from '../../src/lib/helm/release.js'
+import {readReleaseRecord} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {runIchor, startHarnessCluster, type HarnessCluster} from '../harness/cluster.js'
 import {testHelmPath} from '../harness/helm.js'

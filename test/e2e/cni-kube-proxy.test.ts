@@ -5,10 +5,10 @@
 // each rerun compared with an uninterrupted run by state and canonical dump.
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {readReleaseRecord, valuesHash} from '../../src/lib/helm/release.js'
+import {readReleaseRecord, valuesHash} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
-import {readWorkloadRollout} from '../../src/lib/health/reads.js'
+import {readWorkloadRollout} from '../../src/lib/kube/reads.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {kubeProxyEnabledIn} from '../../src/lib/talos/kube-proxy.js'
 import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'

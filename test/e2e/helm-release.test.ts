@@ -10,7 +10,8 @@ import {afterAll, beforeAll, describe, expect, it, vi} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {AppsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject} from '@kubernetes/client-node'
 import {isDeepStrictEqual} from 'node:util'
-import {canonicalJson, HELM_TIMEOUT_LABEL, helmInvocationPath, installArgs, upgradeArgs, valuesHash, type HelmReleaseError} from '../../src/lib/helm/release.js'
+import {canonicalJson, valuesHash} from '../../src/lib/helm/release-record.js'
+import {HELM_TIMEOUT_LABEL, helmInvocationPath, installArgs, upgradeArgs, type HelmReleaseError} from '../../src/lib/helm/release.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {testHelms} from '../harness/helm.js'
@@ -76,9 +77,10 @@ async function loadHelmModules(path: string) {
   process.env.ICHOR_HELM = path
   vi.resetModules()
   const release = await import('../../src/lib/helm/release.js')
+  const {readReleaseRecord} = await import('../../src/lib/helm/release-record.js')
   const {helmTemplate} = await import('../../src/lib/helm/template.js')
   const {findHelm} = await import('../../src/lib/helm/binary.js')
-  return {...release, helmTemplate, findHelm}
+  return {...release, readReleaseRecord, helmTemplate, findHelm}
 }
 
 let h: Awaited<ReturnType<typeof loadHelmModules>>

@@ -93,7 +93,13 @@ describe('ichor init on 3 control planes + 2 workers with --promotion Manual', (
     expect(said).toMatch(/node 127\.0\.0\.11 is already configured from another Talos secrets bundle: it refuses the talosconfig in \S*second-laptop/)
     expect(said).toMatch(/another machine ran ichor init against these nodes.*--state-dir/s)
     expect(said).toMatch(/talosctl reset/)
-    const stored = (await readTalosBundle(kube, () => readStateKeyFile(reference.stateKeyFile, 'the harness key'), () => undefined))?.bundle
+    const stored = (
+      await readTalosBundle(
+        kube,
+        () => readStateKeyFile(reference.stateKeyFile, 'the harness key'),
+        () => undefined,
+      )
+    )?.bundle
     expect(stored?.secretsYaml.toString('utf8')).toBe(readFileSync(join(reference.stateDir, 'secrets.yaml'), 'utf8'))
     expect(readFileSync(join(other, 'secrets.yaml'), 'utf8')).not.toBe(stored?.secretsYaml.toString('utf8'))
     // The first laptop still converges with nothing to do.

@@ -10,7 +10,7 @@ import {EXIT} from '../../src/lib/errors/exit-codes.js'
 import type {Session} from '../../src/lib/session/session.js'
 import {readInstallation, writeInstallationSpec, writeInstallationStatus, type InstallationSpec} from '../../src/lib/state/installation.js'
 import {recordKubeProxyModeTask} from '../../src/lib/cilium/kube-proxy.js'
-import {recordStatusTask} from '../../src/lib/state/tasks.js'
+import {recordStatusTask} from '../../src/lib/plans/steps/state.js'
 import type {CiliumReleaseView} from '../../src/lib/cilium/tasks.js'
 import type {PreparedStack} from '../../src/lib/stack/prepare.js'
 

@@ -207,7 +207,11 @@ describe('issue 13 on one harness: the admin password shown once, policies befor
     // Given the cluster's copy sealed with a short passphrase (an older ichor did not refuse one)
     const original = (await talosSecret())!
     const harnessKey = await readStateKeyFile(h.stateKeyFile, 'the harness key')
-    const opened = (await bundleOfSecret(original, async () => harnessKey, () => undefined))!.bundle
+    const opened = (await bundleOfSecret(
+      original,
+      async () => harnessKey,
+      () => undefined,
+    ))!.bundle
     const shortFile = join(dirname(h.stateDir), 'short-passphrase')
     writeFileSync(shortFile, 'pw-11-chars\n', {mode: 0o600})
     const resealed = await sealedBundleSecret(opened, StateKey.passphrase('pw-11-chars', 'test'))

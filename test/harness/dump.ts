@@ -2,7 +2,7 @@
 // (generated passwords, uids, times), so two clusters' end states compare with toEqual.
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {readReleaseRecord} from '../../src/lib/helm/release.js'
+import {readReleaseRecord} from '../../src/lib/helm/release-record.js'
 import type {Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import type {HarnessCluster} from './cluster.js'

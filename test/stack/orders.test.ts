@@ -100,7 +100,10 @@ describe('buildOrder', () => {
     ['Manual', 'Disabled'],
   ] as const)('shaped for the real 0.14.0 Order CRD (autoDeploy): promotion %s becomes autoDeploy %s and validates', (promotion, autoDeploy) => {
     const validate = orderValidator(`${UPSTREAM.kokumiCrdDir}/delivery.kokumi.dev_orders.yaml`)
-    const order: any = shapeOrder(buildOrder({component: 'argocd', repository, tag: '10.11.6-0123456789ab', promotion}), {field: 'autoDeploy', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
+    const order: any = shapeOrder(buildOrder({component: 'argocd', repository, tag: '10.11.6-0123456789ab', promotion}), {
+      field: 'autoDeploy',
+      apiVersion: 'delivery.kokumi.dev/v1alpha1',
+    })
     expect(order.spec).toEqual({source: {oci: repository, version: '10.11.6-0123456789ab'}, autoDeploy})
     expect(validate(order), JSON.stringify(validate.errors)).toBe(true)
     expect(celRules(order)).toEqual([])
@@ -144,8 +147,22 @@ describe('the offline dry run writes Orders in the shape of the Kokumi manifest 
     try {
       const r = spawnSync(
         process.execPath,
-        [join(PROJECT_ROOT, 'bin', 'run.js'), 'init', '--dry-run', '--output-dir', out, '--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443',
-          '--control-plane', '192.0.2.10', '--mirror', UPSTREAM.dir, '--json'],
+        [
+          join(PROJECT_ROOT, 'bin', 'run.js'),
+          'init',
+          '--dry-run',
+          '--output-dir',
+          out,
+          '--cluster-name',
+          'homelab',
+          '--endpoint',
+          'https://192.0.2.10:6443',
+          '--control-plane',
+          '192.0.2.10',
+          '--mirror',
+          UPSTREAM.dir,
+          '--json',
+        ],
         {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
       )
       expect(r.status, r.stderr).toBe(0)
@@ -177,10 +194,22 @@ describe('the offline dry run writes Orders in the shape of the Kokumi manifest 
     const fixture = parse(readFileSync(fixtureUrl, 'utf8'))
     expect(orderApiOfCrd(fixture)).toEqual({field: 'promotion.mode', apiVersion: 'delivery.kokumi.dev/v1alpha1'})
     // A later version served and stored: the Orders follow it
-    const v1beta1 = {...fixture, spec: {...fixture.spec, versions: [{...fixture.spec.versions[0], storage: false}, {...fixture.spec.versions[0], name: 'v1beta1'}]}}
+    const v1beta1 = {
+      ...fixture,
+      spec: {
+        ...fixture.spec,
+        versions: [
+          {...fixture.spec.versions[0], storage: false},
+          {...fixture.spec.versions[0], name: 'v1beta1'},
+        ],
+      },
+    }
     expect(orderApiOfCrd(v1beta1)?.apiVersion).toBe('delivery.kokumi.dev/v1beta1')
     // Neither field: none ichor supports
-    const bare = {...fixture, spec: {...fixture.spec, versions: [{name: 'v1alpha1', served: true, storage: true, schema: {openAPIV3Schema: {properties: {spec: {properties: {}}}}}}]}}
+    const bare = {
+      ...fixture,
+      spec: {...fixture.spec, versions: [{name: 'v1alpha1', served: true, storage: true, schema: {openAPIV3Schema: {properties: {spec: {properties: {}}}}}}]},
+    }
     expect(orderApiOfCrd(bare)).toBeUndefined()
   })
 })

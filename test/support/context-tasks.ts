@@ -1,6 +1,6 @@
 // Engine tests describe steps over a toy world passed in; the engine's tasks close over
 // their data. `bindTasks` closes the tests' steps over the world they run against.
-import type {ProbeResult, Task} from '../../src/lib/tasks/engine.js'
+import type {ProbeResult, Task} from '../../src/lib/tasks/types.js'
 
 export interface WorldTask<C> extends Omit<Task, 'probe' | 'run'> {
   probe(ctx: C): Promise<ProbeResult>

@@ -2,9 +2,10 @@
 // values and the rendered manifest, and colour only where a terminal wants it.
 import {describe, expect, it} from 'vitest'
 import {stringify} from 'yaml'
-import {colourDiff, effectiveValuesDiff, paintDiff, unifiedDiff} from '../../src/lib/cilium/diff.js'
+import {colourDiff, paintDiff, unifiedDiff} from '../../src/lib/text/diff.js'
 import {wantsColour} from '../../src/lib/log/colour.js'
-import type {ReleaseRecord} from '../../src/lib/helm/release.js'
+import {effectiveValuesDiff} from '../../src/lib/cilium/diff.js'
+import type {ReleaseRecord} from '../../src/lib/helm/release-record.js'
 
 const release = (config: Record<string, unknown>): ReleaseRecord => ({
   secretName: 'sh.helm.release.v1.cilium.v3',

@@ -6,7 +6,8 @@ import {Config} from '@oclif/core'
 import {afterAll, afterEach, beforeAll, describe, expect, it, vi} from 'vitest'
 import {IchorCommand} from '../../src/lib/cli/base.js'
 import {removeInterruptHandlers} from '../../src/lib/session/interrupt.js'
-import {runTasks, type Task} from '../../src/lib/tasks/engine.js'
+import {runTasks} from '../../src/lib/tasks/engine.js'
+import type {Task} from '../../src/lib/tasks/types.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 let config: Config

@@ -192,7 +192,10 @@ describe('README and the guide document', () => {
       const named = [...text.matchAll(/autocomplete (?:script )?((?:[a-z]+\|)*[a-z]+)/g)].flatMap((m) => m[1]!.split('|'))
       expect(named.length, name).toBeGreaterThan(0)
       for (const shell of named) expect(shells, `${name}: ${shell}`).toContain(shell)
-      expect(named.filter((shell) => shell !== 'bash'), name).toEqual([])
+      expect(
+        named.filter((shell) => shell !== 'bash'),
+        name,
+      ).toEqual([])
       expect(text, name).toMatch(/zsh is not supported yet/)
     }
   })

@@ -6,7 +6,7 @@ import {adoptCiliumTask, ciliumReleaseView} from '../../src/lib/cilium/tasks.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {buildOrder, type PromotionMode} from '../../src/lib/stack/orders.js'
 import type {PreparedStack} from '../../src/lib/stack/prepare.js'
-import {ordersTask} from '../../src/lib/stack/tasks.js'
+import {ordersTask} from '../../src/lib/stack/install-tasks.js'
 import {helmReleaseSecret, sessionFixture} from '../support/session-fixture.js'
 
 const VALUES = {ipam: {mode: 'kubernetes'}, kubeProxyReplacement: true}

@@ -59,9 +59,21 @@ describe('the sealed Talos bundle', () => {
     for (const needle of ['abcdef.0123456789abcdef', 'key:', 'c2VjcmV0LWNsdXN0ZXI', 'LS0tLS1CRUdJTi', 'BEGIN ED25519']) expect(text).not.toContain(needle)
     expect(Buffer.from(armor.decode(text)).toString('latin1')).toContain('-> scrypt ')
     // And the same passphrase from elsewhere opens it
-    expect(await bundleOfSecret(secret, async () => StateKey.passphrase('correct horse battery staple', 'another laptop'), () => undefined)).toEqual({format: 'sealed', bundle})
+    expect(
+      await bundleOfSecret(
+        secret,
+        async () => StateKey.passphrase('correct horse battery staple', 'another laptop'),
+        () => undefined,
+      ),
+    ).toEqual({format: 'sealed', bundle})
     // And a wrong one is a usage error naming the Secret and where the key came from
-    const wrong = await caught(() => bundleOfSecret(secret, async () => StateKey.passphrase('wrong', '--state-passphrase-file ./wrong'), () => undefined))
+    const wrong = await caught(() =>
+      bundleOfSecret(
+        secret,
+        async () => StateKey.passphrase('wrong', '--state-passphrase-file ./wrong'),
+        () => undefined,
+      ),
+    )
     expect(wrong).toBeInstanceOf(WrongStateKeyError)
     expect(reportOf(wrong)).toMatchObject({
       exitCode: 2,
@@ -76,9 +88,27 @@ describe('the sealed Talos bundle', () => {
     expect(key.recipient).toMatch(/^age1/)
     const secret = await sealedBundleSecret(bundle, key)
     expect(Buffer.from(armor.decode(decoded(secret))).toString('latin1')).toContain('-> X25519 ')
-    expect((await bundleOfSecret(secret, async () => key, () => undefined))?.bundle).toEqual(bundle)
+    expect(
+      (
+        await bundleOfSecret(
+          secret,
+          async () => key,
+          () => undefined,
+        )
+      )?.bundle,
+    ).toEqual(bundle)
     const other = await StateKey.identity(await generateX25519Identity(), 'other')
-    expect(reportOf(await caught(() => bundleOfSecret(secret, async () => other, () => undefined)))).toMatchObject({exitCode: 2})
+    expect(
+      reportOf(
+        await caught(() =>
+          bundleOfSecret(
+            secret,
+            async () => other,
+            () => undefined,
+          ),
+        ),
+      ),
+    ).toMatchObject({exitCode: 2})
   })
 
   it('opened with a passphrase under 12 characters: the one place that opens it warns (every command that opens it says so), naming where the key came from', async () => {
@@ -87,7 +117,15 @@ describe('the sealed Talos bundle', () => {
     const secret = await sealedBundleSecret(bundle, short)
     // When it is opened, Then the warning is given once, without the secret
     const warnings: string[] = []
-    expect((await bundleOfSecret(secret, async () => short, (w) => warnings.push(w)))?.bundle).toEqual(bundle)
+    expect(
+      (
+        await bundleOfSecret(
+          secret,
+          async () => short,
+          (w) => warnings.push(w),
+        )
+      )?.bundle,
+    ).toEqual(bundle)
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toContain('--state-passphrase-file ./short')
     expect(warnings[0]).toContain('shorter than 12 characters')
@@ -95,7 +133,11 @@ describe('the sealed Talos bundle', () => {
     // And a long one, or a plaintext copy that needs no key, says nothing
     const long = StateKey.passphrase('correct horse battery staple', 'test')
     const quiet: string[] = []
-    await bundleOfSecret(await sealedBundleSecret(bundle, long), async () => long, (w) => quiet.push(w))
+    await bundleOfSecret(
+      await sealedBundleSecret(bundle, long),
+      async () => long,
+      (w) => quiet.push(w),
+    )
     expect(quiet).toEqual([])
   })
 
@@ -107,7 +149,13 @@ describe('the sealed Talos bundle', () => {
       data: {'secrets.yaml': bundle.secretsYaml.toString('base64'), talosconfig: bundle.talosconfig.toString('base64')},
     }
     expect(storedFormatOf(plaintext)).toBe('plaintext')
-    expect(await bundleOfSecret(plaintext, () => Promise.reject(new Error('the key is not needed')), () => undefined)).toEqual({format: 'plaintext', bundle})
+    expect(
+      await bundleOfSecret(
+        plaintext,
+        () => Promise.reject(new Error('the key is not needed')),
+        () => undefined,
+      ),
+    ).toEqual({format: 'plaintext', bundle})
     const future = {...plaintext, metadata: {...plaintext.metadata, annotations: {[BUNDLE_FORMAT_ANNOTATION]: 'age-armor-v9'}}}
     expect(reportOf(await caught(() => storedFormatOf(future)))).toMatchObject({exitCode: 2, message: expect.stringContaining('age-armor-v9')})
   })

@@ -2,7 +2,8 @@
 // scripts, and listr2 on a terminal. Output is captured from a stream.
 import {PassThrough} from 'node:stream'
 import {describe, expect, it} from 'vitest'
-import {outputModeFor, runTasks, type OutputMode} from '../../src/lib/tasks/engine.js'
+import {outputModeFor, runTasks} from '../../src/lib/tasks/engine.js'
+import type {OutputMode} from '../../src/lib/tasks/types.js'
 import {bindTasks, type WorldTask} from '../support/context-tasks.js'
 import {formatDuration} from '../../src/lib/tasks/renderers.js'
 

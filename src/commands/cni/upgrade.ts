@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../lib/cli/flags.js'
-import {paintDiff} from '../../lib/cilium/diff.js'
+import {paintDiff} from '../../lib/text/diff.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
 import {outputModeFor} from '../../lib/tasks/engine.js'
 

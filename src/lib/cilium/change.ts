@@ -3,13 +3,14 @@
 // guards need read from the cluster and a control plane, and the values engine's verdict.
 import {isDeepStrictEqual} from 'node:util'
 import {ValidationError, IchorError} from '../errors/errors.js'
-import {readServedApiGroups} from '../health/reads.js'
+import {readServedApiGroups} from '../kube/reads.js'
 import {chartFromReleaseRecord} from '../helm/record-chart.js'
-import {valuesHash} from '../helm/release.js'
+import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
-import {readCniContext, resolveCiliumChart, talosAccess, type ChartSources, type CniContext} from './context.js'
+import {readCniContext, resolveCiliumChart, type ChartSources, type CniContext} from './context.js'
+import {talosAccess} from '../talos/access.js'
 import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -17,8 +18,6 @@ import {ciliumEffectiveValues} from './effective.js'
 import {validateCiliumValues} from './validate.js'
 import type {Values} from '../values/path.js'
 import {EXIT} from '../errors/exit-codes.js'
-
-export {newUserLayer, type ValuesInput} from '../values/layer.js'
 
 export interface ChangeSources extends ChartSources {
   talosconfig?: string

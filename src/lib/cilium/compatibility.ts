@@ -52,7 +52,8 @@ function whatToDo(tested: TestedKubernetes, talos: Pick<SemVer, 'major' | 'minor
   }
   const newest = range ? Math.min(asMinor(tested.newest), asMinor(range.max)) : asMinor(tested.newest)
   const oldest = range ? Math.max(asMinor(tested.oldest), asMinor(range.min)) : asMinor(tested.oldest)
-  if (newest < oldest) return `no Kubernetes minor is both tested by this Cilium and run by Talos v${talos!.major}.${talos!.minor}; go on knowingly, or pick a Cilium chart tested on your Kubernetes (--cilium-chart)`
+  if (newest < oldest)
+    return `no Kubernetes minor is both tested by this Cilium and run by Talos v${talos!.major}.${talos!.minor}; go on knowingly, or pick a Cilium chart tested on your Kubernetes (--cilium-chart)`
   const flag = `--kubernetes-version ${Math.floor(newest / 1000)}.${newest % 1000}.N`
   return `to stay on a tested combination pass ${flag} (the newest tested minor${talos ? ` that Talos v${talos.major}.${talos.minor} runs` : ''}), or go on knowingly`
 }

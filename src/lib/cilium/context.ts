@@ -1,19 +1,16 @@
 // What every Cilium day-2 command starts from: the IchorInstallation (desired state), the
-// chart this CLI uses, the release record, and where the Talos side can be reached.
-import {existsSync} from 'node:fs'
+// chart this CLI uses and the release record.
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError} from '../errors/errors.js'
-import {readCiliumRelease} from '../health/reads.js'
-import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release.js'
+import {readCiliumRelease} from './reads.js'
+import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release-record.js'
 import {CILIUM_RELEASE} from '../constants.js'
 import type {Kube} from '../kube/client.js'
 import {readInstallation, type Installation} from '../state/installation.js'
-import {localState} from '../state/local.js'
 import type {Values} from '../values/path.js'
 import {nodeCountOf, ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
 import {minorOf} from './versions.js'
 import {ciliumEffectiveValues} from './effective.js'
-import {EXIT} from '../errors/exit-codes.js'
 
 export interface CniContext {
   installation: Installation
@@ -81,21 +78,4 @@ export interface ChartSources {
 
 export function resolveCiliumChart(sources: ChartSources): ResolvedAsset {
   return resolveAsset('cilium', {override: sources.chart, mirror: sources.mirror})
-}
-
-export interface TalosAccess {
-  /** An existing talosconfig, when one was named or the state directory holds one. */
-  talosconfig?: string
-  /** Local machine configs of the control planes init rendered (they carry the bootstrap Cilium). */
-  localConfigs: string[]
-  /** Where they were looked for, for messages. */
-  stateDir: string
-}
-
-/** --talosconfig, else the state directory (--state-dir, else init's default for the CR's cluster name). */
-export function talosAccess(installation: Installation, flags: {talosconfig?: string; stateDir?: string}): TalosAccess {
-  const state = localState(installation.spec.talos.clusterName, flags.stateDir)
-  if (flags.talosconfig && !existsSync(flags.talosconfig)) throw new IchorError(`--talosconfig: no such file ${flags.talosconfig}`, {exitCode: EXIT.usage})
-  const talosconfig = flags.talosconfig ?? (existsSync(state.talosconfig) ? state.talosconfig : undefined)
-  return {talosconfig, localConfigs: [state.controlPlaneConfig].filter((f) => existsSync(f)), stateDir: state.dir}
 }

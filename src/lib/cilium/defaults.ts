@@ -16,7 +16,6 @@ export const TUNNEL_PROTOCOLS: readonly TunnelProtocol[] = ['vxlan', 'geneve']
 
 export const KUBEPRISM_PORT = 7445
 const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
-export {CILIUM_RELEASE} from '../constants.js'
 
 /**
  * The Talos guide's capability sets: the chart's own defaults without SYS_MODULE (Talos

@@ -1,13 +1,13 @@
 // `ichor cni values diff`: the effective values and the rendered manifest a change would
-// apply, each against what the live release holds. Both are unified diffs from jsdiff (the
-// `diff` package), made by the one function below so they have the same shape.
-import {createTwoFilesPatch, FILE_HEADERS_ONLY} from 'diff'
+// apply, each against what the live release holds. Both are made by `unifiedDiff`
+// (text/diff.ts) so they have the same shape.
 import {stringify} from 'yaml'
-import type {ReleaseRecord} from '../helm/release.js'
+import type {ReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
-import {wantsColour} from '../log/colour.js'
+import {unifiedDiff} from '../text/diff.js'
 import type {Values} from '../values/path.js'
-import {prepareValuesChange, type ChangeSources, type ValuesInput} from './change.js'
+import {prepareValuesChange, type ChangeSources} from './change.js'
+import type {ValuesInput} from '../values/layer.js'
 import {renderCiliumChart} from './validate.js'
 
 export interface CniValuesDiff {
@@ -17,35 +17,6 @@ export interface CniValuesDiff {
   manifest: string
   changed: boolean
   revision?: number
-}
-
-/** `---`/`+++` labels, then hunks with three lines of context, as `diff -u` prints them; '' when equal. */
-export function unifiedDiff(before: string, after: string, labels: [string, string]): string {
-  if (before === after) return ''
-  return createTwoFilesPatch(labels[0], labels[1], before, after, undefined, undefined, {context: 3, headerOptions: FILE_HEADERS_ONLY})
-}
-
-/** Red removals, green additions, cyan hunk headers, bold file labels (for a terminal). */
-export function colourDiff(text: string): string {
-  return text
-    .split('\n')
-    .map((l) =>
-      l.startsWith('+++') || l.startsWith('---')
-        ? `\u001B[1m${l}\u001B[0m`
-        : l.startsWith('+')
-          ? `\u001B[32m${l}\u001B[0m`
-          : l.startsWith('-')
-            ? `\u001B[31m${l}\u001B[0m`
-            : l.startsWith('@@')
-              ? `\u001B[36m${l}\u001B[0m`
-              : l,
-    )
-    .join('\n')
-}
-
-/** The diff as it should reach `stream`: coloured when `wantsColour` (log/colour.ts), untouched otherwise; every diff printer uses it. */
-export function paintDiff(text: string, stream: {isTTY?: boolean} = process.stdout, env: NodeJS.ProcessEnv = process.env): string {
-  return wantsColour(stream, env) ? colourDiff(text) : text
 }
 
 const yaml = (v: unknown) => stringify(v, {sortMapEntries: true})

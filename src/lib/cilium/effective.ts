@@ -5,11 +5,20 @@ import {readChartArchive, type ChartArchive} from '../chart/archive.js'
 import {chartValuesYaml} from '../chart/values-yaml.js'
 import {layeredValues} from '../values/merge.js'
 import type {Values} from '../values/path.js'
-import {ciliumDefaults, ciliumOwnedValues, ownedCapabilitiesOf} from './defaults.js'
-import type {CiliumValuesInput} from './validate.js'
+import {ciliumDefaults, ciliumOwnedValues, ownedCapabilitiesOf, type OwnedCapabilities, type TunnelProtocol} from './defaults.js'
+import type {CiliumFacts} from './guards.js'
 import {minorOf} from './versions.js'
 
-export type EffectiveInput = Pick<CiliumValuesInput, 'chartPath' | 'user' | 'facts'>
+/** What the effective values are made of; validate.ts's input adds what the checks need. */
+export interface EffectiveInput {
+  chartPath: string
+  user: Values
+  /**
+   * upgradeCompatibility: the minor first installed (absent with a chart at hand: that
+   * chart's minor, as at init). capabilities: derived from the chart at hand, else these.
+   */
+  facts: CiliumFacts & {tunnel: TunnelProtocol; upgradeCompatibility?: string; capabilities?: OwnedCapabilities}
+}
 
 /** The defaults and owned layers; a chart at hand gives upgradeCompatibility's default and the capabilities. */
 export function ciliumLayers(input: EffectiveInput) {

@@ -5,16 +5,15 @@
 // intent, so a run stopped half-way is visible to `cni status` with the command that finishes it.
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
-import {readConfigMapKey} from '../health/reads.js'
-import {valuesHash} from '../helm/release.js'
+import {readConfigMapKey} from '../kube/reads.js'
+import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {waitFor} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
-import type {ChangeSources} from './change.js'
-import {chartOfRelease, readLiveFacts} from './change.js'
+import {type ChangeSources, chartOfRelease, readLiveFacts} from './change.js'
 import {readCniContext, type CniContext} from './context.js'
 import type {KubeProxyMode} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -26,8 +25,6 @@ const CILIUM_CONFIG = {namespace: CILIUM_RELEASE.namespace, name: 'cilium-config
 function kubeProxyReplacementValue(mode: KubeProxyMode): string {
   return String(mode === 'replaced')
 }
-
-export {switchCommand} from './defaults.js'
 
 /** The stored user layer under the target mode, validated with the live cluster's facts; invalid is exit 2. */
 export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, sources: ChangeSources): Promise<CiliumValuesChange & {context: CniContext}> {

@@ -5,7 +5,8 @@ import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {CniContext} from './context.js'
-import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness, readWorkloadRollout} from '../health/reads.js'
+import {daemonSetReady, readCiliumRelease, readDaemonSetReadiness} from './reads.js'
+import {readWorkloadRollout} from '../kube/reads.js'
 import {
   isInterruptedInstall,
   isPending,
@@ -15,7 +16,8 @@ import {
   settlePendingRelease,
   waitForSettledRelease,
 } from '../helm/pending.js'
-import {helmInstall, helmUpgrade, HelmReleaseError, valuesHash, type ReleaseRecord} from '../helm/release.js'
+import {helmInstall, helmUpgrade, HelmReleaseError} from '../helm/release.js'
+import {valuesHash, type ReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject} from '../kube/objects.js'
 import {waitForDaemonSetReady, waitForDeploymentRollout} from '../kube/wait.js'

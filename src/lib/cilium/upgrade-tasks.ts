@@ -3,9 +3,11 @@
 // DaemonSet pulls the new image on every node, checked ready against cilium's own
 // DaemonSet, then removed. Once the release runs the target, the pre-flight is not needed.
 import {CILIUM_RELEASE} from '../constants.js'
-import {readCiliumRelease, readWorkloadRollout} from '../health/reads.js'
+import {readCiliumRelease} from './reads.js'
+import {readWorkloadRollout} from '../kube/reads.js'
 import {settlePendingRelease} from '../helm/pending.js'
-import {helmInstall, helmUninstall, helmUpgrade, readReleaseRecord, valuesHash} from '../helm/release.js'
+import {helmInstall, helmUninstall, helmUpgrade} from '../helm/release.js'
+import {readReleaseRecord, valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {waitFor, type Observation} from '../kube/wait.js'
 import type {Session} from '../session/session.js'

@@ -3,7 +3,7 @@
 // live cluster's facts. Read-only: the plan's steps act on what this returns.
 import {resolveAssetVersion, type ResolvedAsset} from '../assets/resolve.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
-import {valuesHash} from '../helm/release.js'
+import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {getPath, setPath, type Values} from '../values/path.js'
 import {readLiveFacts, refuseHalfDoneSwitch, type ChangeSources} from './change.js'

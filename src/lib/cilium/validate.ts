@@ -5,20 +5,12 @@ import type {Issue} from '../errors/errors.js'
 import {helmTemplate, HelmRenderError} from '../helm/template.js'
 import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {CILIUM_OWNED_KEYS, CILIUM_RELEASE, type OwnedCapabilities, type TunnelProtocol} from './defaults.js'
-import {ciliumEffectiveValues, ciliumLayers} from './effective.js'
+import {CILIUM_OWNED_KEYS} from './defaults.js'
+import {CILIUM_RELEASE} from '../constants.js'
+import {ciliumEffectiveValues, ciliumLayers, type EffectiveInput} from './effective.js'
 import {checkCiliumGuards, type CiliumFacts} from './guards.js'
 
-export {chartDefaultValues, ciliumEffectiveValues} from './effective.js'
-
-export interface CiliumValuesInput {
-  chartPath: string
-  user: Values
-  /**
-   * upgradeCompatibility: the minor first installed (absent with a chart at hand: that
-   * chart's minor, as at init). capabilities: derived from the chart at hand, else these.
-   */
-  facts: CiliumFacts & {tunnel: TunnelProtocol; upgradeCompatibility?: string; capabilities?: OwnedCapabilities}
+export interface CiliumValuesInput extends EffectiveInput {
   /** Kubernetes version the offline render targets. */
   kubeVersion?: string
   /**

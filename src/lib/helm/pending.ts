@@ -9,7 +9,8 @@ import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
 import {ServerClock} from '../kube/lease.js'
 import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from './local-helms.js'
-import {HELM_TIMEOUT_LABEL, readReleaseRecord, type ReleaseRecord} from './release.js'
+import {HELM_TIMEOUT_LABEL} from './release.js'
+import {readReleaseRecord, type ReleaseRecord} from './release-record.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
 const PENDING_STATUSES = ['pending-install', 'pending-upgrade', 'pending-rollback'] as const

@@ -11,7 +11,7 @@ import {openPrivateTempDir, writePrivateFileAtomic} from '../fs/private-files.js
 import type {Kube} from '../kube/client.js'
 import {buildBundle} from '../oci/bundle.js'
 import {toYaml} from '../yaml/emit.js'
-import {releaseRecordJson, type ReleaseSecret} from './release.js'
+import {releaseRecordJson, type ReleaseSecret} from './release-record.js'
 
 interface ChartFile {
   name: string

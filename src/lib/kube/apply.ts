@@ -6,8 +6,6 @@ import {isAlreadyExists, isConflict, isNotFound, KubeApiError, type Kube} from '
 import {describeObject, KindNotServedError, PARTIAL_OBJECT_METADATA, type KubeObject, refOf, resolvePath} from './objects.js'
 import {waitForCrdEstablished, type WaitOptions} from './wait.js'
 
-export {FIELD_MANAGER}
-
 export type ApplyOutcome = 'created' | 'configured' | 'unchanged'
 
 export interface ApplyResult {

@@ -4,7 +4,7 @@
 import {parseAllDocuments} from 'yaml'
 import {CILIUM_RELEASE, ICHOR_SYSTEM, INSTALLATION} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
-import {readReleaseRecord} from '../helm/release.js'
+import {readReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {describeObject, getObject, KindNotServedError, resolvePath, type KubeObject} from '../kube/objects.js'
 import type {Session} from '../session/session.js'

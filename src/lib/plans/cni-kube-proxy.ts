@@ -19,7 +19,7 @@ import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from
 import {resolveTalosconfig} from '../talos/access.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
-import type {RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'

@@ -2,14 +2,15 @@
 // cluster's facts, helm upgrade with the full effective values (rollback on failure),
 // wait for the operator then the agents, and only then record the user layer and the
 // applied hash in the IchorInstallation. Same values twice: every step holds, no revision.
-import {prepareValuesChange, type ChangeSources, type ValuesInput} from '../cilium/change.js'
+import {prepareValuesChange, type ChangeSources} from '../cilium/change.js'
+import type {ValuesInput} from '../values/layer.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
 import {editCiliumValues} from '../cilium/edit.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
 import {consentNeeded} from '../cli/consent.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from './local-input.js'
 import {withSession} from '../session/session.js'
-import type {RunResult} from '../tasks/engine.js'
+import type {RunResult} from '../tasks/types.js'
 import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'

@@ -1,5 +1,5 @@
 // What every plan that talks to a cluster takes from its command's flags.
-import type {OutputMode} from '../tasks/engine.js'
+import type {OutputMode} from '../tasks/types.js'
 
 export interface PlanOptions {
   /** --kubeconfig: the cluster the operator named. */

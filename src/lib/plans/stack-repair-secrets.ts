@@ -4,9 +4,9 @@
 // not read them Progressing), and show the Kokumi admin password once. A no-op when both sides
 // agree.
 import {repairSecretTask, waitSecretConsumersTask, type RepairOutcome} from '../stack/generated-secrets.js'
-import {STACK_COMPONENTS} from '../stack/status.js'
-import {waitApplicationsTask} from '../stack/tasks.js'
-import type {RunResult} from '../tasks/engine.js'
+import {STACK_COMPONENTS} from '../stack/policies.js'
+import {waitApplicationsTask} from '../stack/install-tasks.js'
+import type {RunResult} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 

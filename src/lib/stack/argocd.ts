@@ -5,12 +5,12 @@ import {join} from 'node:path'
 import type {OwnedKey} from '../values/engine.js'
 import {parse as parseYaml} from 'yaml'
 import {readChartArchive} from '../chart/archive.js'
+import {ARGOCD_NAMESPACE} from '../constants.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {helmTemplate} from '../helm/template.js'
 import {cloneObjects, objectId, parseObjects, requireObject} from './objects.js'
 import type {KubeObject} from '../kube/objects.js'
 
-export const ARGOCD_NAMESPACE = 'argocd'
 export const ARGOCD_RELEASE = 'argocd'
 
 /**

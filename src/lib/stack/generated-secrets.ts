@@ -5,7 +5,7 @@
 // does not accept: the mismatch is found here, reported, and repaired by one command that
 // writes a new password to both sides.
 import {randomBytes} from 'node:crypto'
-import {FIELD_MANAGER, ICHOR_SYSTEM, MANAGED_BY, STATE_SECRETS} from '../constants.js'
+import {FIELD_MANAGER, ICHOR_SYSTEM, MANAGED_BY, STATE_SECRETS, ARGOCD_NAMESPACE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {serverSideApply} from '../kube/apply.js'
 import type {Kube} from '../kube/client.js'
@@ -14,7 +14,6 @@ import {deploymentRolloutState, statefulSetRolloutState, waitForDeploymentRollou
 import type {Session} from '../session/session.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
-import {ARGOCD_NAMESPACE} from './argocd.js'
 import {bcryptHash, bcryptVerify, bindingHolds, deriveSalt, hashBinding} from './bcrypt.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
 import type {StackComponent} from './policies.js'

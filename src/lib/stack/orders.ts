@@ -1,6 +1,7 @@
 // The objects that connect the stack (ADR-0099 decisions 5 and 7), as unstructured data:
 // one Kokumi Order per component, Argo CD's repo-creds Secret for Kokumi's registry, and
 // the default AppProject every Kokumi-made Application uses.
+import {ARGOCD_NAMESPACE} from '../constants.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
 import type {KubeObject} from '../kube/objects.js'
 import type {StackComponent} from './policies.js'
@@ -8,8 +9,6 @@ import type {StackComponent} from './policies.js'
 export const MANAGED_LABEL = 'ichor.maesh.dev/managed'
 export const ORDER_API_VERSION = 'delivery.kokumi.dev/v1alpha1'
 export const APPLICATION_API_VERSION = 'argoproj.io/v1alpha1'
-/** Kokumi creates each Order's Application in Argo CD's namespace, named after the Order. */
-export const APPLICATION_NAMESPACE = 'argocd'
 export type PromotionMode = 'Automatic' | 'Manual'
 
 /** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
@@ -17,7 +16,7 @@ export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:500
 /** Where ichor publishes the bundles in it: `ichor/<component>`. */
 export const BUNDLE_REPOSITORY_PREFIX = 'ichor'
 
-export const COMPONENT_NAMESPACE: Readonly<Record<StackComponent, string>> = {argocd: 'argocd', kokumi: 'kokumi'}
+export const COMPONENT_NAMESPACE: Readonly<Record<StackComponent, string>> = {argocd: ARGOCD_NAMESPACE, kokumi: 'kokumi'}
 
 /** `oci://host[:port]/path`; a reference without a scheme gets `oci://` (Kokumi requires it). */
 function ociUrl(reference: string, field: string): string {
@@ -78,7 +77,7 @@ export function repoCredsSecret(registryUrl: string): KubeObject {
     kind: 'Secret',
     metadata: {
       name: REPO_CREDS_SECRET_NAME,
-      namespace: 'argocd',
+      namespace: ARGOCD_NAMESPACE,
       labels: {'argocd.argoproj.io/secret-type': 'repo-creds', [MANAGED_LABEL]: 'true'},
     },
     type: 'Opaque',
@@ -91,7 +90,7 @@ export function defaultAppProject(): KubeObject {
   return {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'AppProject',
-    metadata: {name: 'default', namespace: 'argocd', labels: {[MANAGED_LABEL]: 'true'}},
+    metadata: {name: 'default', namespace: ARGOCD_NAMESPACE, labels: {[MANAGED_LABEL]: 'true'}},
     spec: {
       sourceRepos: ['*'],
       destinations: [{server: '*', namespace: '*'}],

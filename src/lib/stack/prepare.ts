@@ -19,8 +19,6 @@ import type {KubeObject} from '../kube/objects.js'
 import {buildOrder, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, type PromotionMode} from './orders.js'
 import type {StackComponent} from './policies.js'
 
-export {BUNDLE_REPOSITORY_PREFIX, IN_CLUSTER_REGISTRY} from './orders.js'
-
 /** Values generated once and kept in ichor-system; never in a bundle, never printed but once. */
 export interface GeneratedStackSecrets {
   kokumiAdminPassword: string

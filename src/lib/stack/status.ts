@@ -3,17 +3,16 @@
 // Application Kokumi made. Read-only: the same reads serve `stack sync`'s probes.
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
-import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from '../health/reads.js'
+import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from './delivery.js'
 import type {OciClient} from '../oci/client.js'
 import type {Session} from '../session/session.js'
 import {readInstallation} from '../state/installation.js'
 import {newDriftRound, readBundleDrift, type DriftedObject, type DriftRound} from './drift.js'
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
-import {APPLICATION_NAMESPACE, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION, type PromotionMode} from './orders.js'
-import type {StackComponent} from './policies.js'
-
-export const STACK_COMPONENTS: readonly StackComponent[] = ['kokumi', 'argocd']
+import {ARGOCD_NAMESPACE} from '../constants.js'
+import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION, type PromotionMode} from './orders.js'
+import {STACK_COMPONENTS, type StackComponent} from './policies.js'
 
 export interface PublishedBundle {
   /** As Kokumi and Argo CD address it, `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd`. */
@@ -155,11 +154,11 @@ async function readComponentStatus(
   if (!published) problems.push('ichor has recorded no published bundle (run ichor init)')
   if (!order.exists) problems.push(`no Order ${namespace}/${component}`)
   else if (!order.ready) problems.push(`Order ${namespace}/${component} is not Ready${order.message ? `: ${order.message}` : ''}`)
-  if (!app) problems.push(`no Application ${APPLICATION_NAMESPACE}/${component}`)
+  if (!app) problems.push(`no Application ${ARGOCD_NAMESPACE}/${component}`)
   else if (app.sync !== 'Synced' || app.health !== 'Healthy') {
     const why = app.health === 'Healthy' ? [] : await explainApplicationHealth(kube, app)
     problems.push(
-      `Application ${APPLICATION_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
+      `Application ${ARGOCD_NAMESPACE}/${component} is ${app.sync ?? 'Unknown'}/${app.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
     )
   }
 

@@ -18,7 +18,7 @@ import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
 import type {GeneratedStackSecrets} from '../stack/prepare.js'
-import type {SecretWithData, StoredFormat} from './sealed-bundle.js'
+import type {SecretWithData, StoredFormat, TalosBundle} from './sealed-bundle.js'
 import type {StateKey} from './state-key.js'
 import type {Values} from '../values/path.js'
 
@@ -198,12 +198,6 @@ export async function readGeneratedSecrets(kube: Kube): Promise<Partial<Generate
   const kokumi = (await secretStrings(kube, STATE_SECRETS.kokumiAdmin)) ?? {}
   const redis = (await secretStrings(kube, STATE_SECRETS.argocdRedis)) ?? {}
   return {kokumiAdminPassword: kokumi.password, kokumiSigningKey: kokumi['signing-key'], argocdRedisPassword: redis.password}
-}
-
-/** The Talos secrets bundle and talosconfig another machine continues with. */
-export interface TalosBundle {
-  secretsYaml: Buffer
-  talosconfig: Buffer
 }
 
 /** The Secret holding the Talos bundle (sealed, or plaintext from an older ichor), or undefined. */

@@ -10,8 +10,6 @@ import {IchorError} from '../errors/errors.js'
 import {homeDir} from '../fs/home.js'
 import {describeModeFix, ensurePrivateDir, readCheckedFile, securePrivateFiles, writePrivateFileAtomic} from '../fs/private-files.js'
 
-export {securePrivateFiles} from '../fs/private-files.js'
-
 export interface LocalState {
   dir: string
   secrets: string

@@ -8,7 +8,6 @@ import {ICHOR_SYSTEM, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {KubeObject} from '../kube/objects.js'
-import type {TalosBundle} from './installation.js'
 import {shortStateKeyWarning, type StateKey} from './state-key.js'
 
 export const BUNDLE_FORMAT_ANNOTATION = 'ichor.maesh.dev/bundle-format'
@@ -22,6 +21,12 @@ interface SealedPayload {
   /** base64, so any bytes survive the JSON. */
   'secrets.yaml': string
   talosconfig: string
+}
+
+/** The Talos secrets bundle and talosconfig another machine continues with. */
+export interface TalosBundle {
+  secretsYaml: Buffer
+  talosconfig: Buffer
 }
 
 export type SecretWithData = KubeObject & {data?: Record<string, string>}

@@ -2,14 +2,32 @@
 // this machine, else the copy init stored in the cluster (ichor-system), so another
 // machine with only the kubeconfig can reach the nodes. The cluster copy is written into a
 // private folder the caller owns (0600 in 0700) and never outlives the command.
+import {existsSync} from 'node:fs'
 import {join} from 'node:path'
-import {talosAccess} from '../cilium/context.js'
 import {IchorError} from '../errors/errors.js'
 import {writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Kube} from '../kube/client.js'
 import {readTalosBundle, type Installation} from '../state/installation.js'
+import {localState} from '../state/local.js'
 import type {StateKey} from '../state/state-key.js'
 import {EXIT} from '../errors/exit-codes.js'
+
+export interface TalosAccess {
+  /** An existing talosconfig, when one was named or the state directory holds one. */
+  talosconfig?: string
+  /** Local machine configs of the control planes init rendered (they carry the bootstrap Cilium). */
+  localConfigs: string[]
+  /** Where they were looked for, for messages. */
+  stateDir: string
+}
+
+/** --talosconfig, else the state directory (--state-dir, else init's default for the CR's cluster name). */
+export function talosAccess(installation: Installation, flags: {talosconfig?: string; stateDir?: string}): TalosAccess {
+  const state = localState(installation.spec.talos.clusterName, flags.stateDir)
+  if (flags.talosconfig && !existsSync(flags.talosconfig)) throw new IchorError(`--talosconfig: no such file ${flags.talosconfig}`, {exitCode: EXIT.usage})
+  const talosconfig = flags.talosconfig ?? (existsSync(state.talosconfig) ? state.talosconfig : undefined)
+  return {talosconfig, localConfigs: [state.controlPlaneConfig].filter((f) => existsSync(f)), stateDir: state.dir}
+}
 
 export async function resolveTalosconfig(
   kube: Kube,

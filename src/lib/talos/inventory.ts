@@ -13,7 +13,6 @@ import {once} from '../tasks/memo.js'
 
 export const TALOS_INVENTORY = {namespace: 'kube-system', name: 'talos-bootstrap-manifests-inventory'} as const
 export const OWNING_INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
-export {TALOS_FIELD_MANAGER} from './field-manager.js'
 const RBAC_GROUP = 'rbac.authorization.k8s.io'
 
 /** One inventory entry: group and kind, never a version. */

@@ -46,9 +46,6 @@ type Doc = Record<string, unknown>
 // (meta.Meta MetaAPIVersion in each New...V1Alpha1 constructor).
 const API_VERSION = 'v1alpha1'
 
-// KubePrism's port and the kube-proxy modes are the values engine's (Cilium's k8sServicePort points there).
-export {KUBEPRISM_PORT, type KubeProxyMode}
-
 export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
   const version = requireSupportedTalosVersion(input.talosVersion)
   const name = inlineManifestName(input.inlineManifestName)

@@ -8,8 +8,6 @@ import {log} from '../log/log.js'
 import {createRenderer} from './renderers.js'
 import type {OutputMode, RunResult, Task, TaskInfo, TaskRenderer, TaskReport} from './types.js'
 
-export type {Later, OutputMode, ProbeResult, RunResult, Task, TaskInfo, TaskRenderer, TaskReport, TaskStatus} from './types.js'
-
 export interface RunOptions {
   output: OutputMode
   /** Run only the probes and report `would-run` for what is missing; nothing is changed. */

@@ -6,7 +6,6 @@ import type {Issue} from '../errors/errors.js'
 import {knownKeys, suggestKeys, type KeyNode} from './known-keys.js'
 import {layeredValues} from './merge.js'
 
-export {layeredValues} from './merge.js'
 import {formatPath, hasPath, getPath, isMap, type Path, type Values} from './path.js'
 import {validateAgainstSchema} from './schema.js'
 

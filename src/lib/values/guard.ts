@@ -3,18 +3,12 @@
 // no integer JavaScript cannot hold exactly (it would be rounded, e.g. to 1e26, and helm
 // would then render something else than the user wrote).
 import type {Issue} from '../errors/errors.js'
-import {formatPath, isMap} from './path.js'
+import {FORBIDDEN_KEYS, forbiddenKeyMessage, formatPath, isMap} from './path.js'
 
-/** Keys that name an object's prototype machinery instead of data. */
-export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype'])
 /** Deepest nesting accepted in values; Cilium's own values go about 8 levels deep. */
 export const MAX_VALUES_DEPTH = 64
 /** Refused issues reported at once; more only repeat the point. */
 const MAX_ISSUES = 20
-
-export function forbiddenKeyMessage(key: string): string {
-  return `the key ${JSON.stringify(key)} is not accepted (${[...FORBIDDEN_KEYS].join(', ')} name JavaScript's object machinery, not values)`
-}
 
 export function unsafeIntegerMessage(shown: string): string {
   return `${shown} is an integer beyond ±${Number.MAX_SAFE_INTEGER} (2^53-1), which ichor cannot carry exactly; quote it if it is meant as a string`

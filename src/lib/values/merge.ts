@@ -2,8 +2,7 @@
 // replaces. A null from the overlay is kept, so helm removes that chart default.
 // A key such as __proto__ in the overlay would set the merged object's prototype: refused.
 import {IchorError} from '../errors/errors.js'
-import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
-import {formatPath, isMap, type Values} from './path.js'
+import {formatPath, isMap, type Values, FORBIDDEN_KEYS, forbiddenKeyMessage} from './path.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export function deepMerge(base: Values, overlay: Values, at: string[] = []): Values {

@@ -2,11 +2,17 @@
 // (dots between keys, a key that itself holds a dot or slash quoted in brackets).
 
 import {IchorError} from '../errors/errors.js'
-import {FORBIDDEN_KEYS, forbiddenKeyMessage} from './guard.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export type Values = {[key: string]: unknown}
 export type Path = readonly string[]
+
+/** Keys that name an object's prototype machinery instead of data. */
+export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype'])
+
+export function forbiddenKeyMessage(key: string): string {
+  return `the key ${JSON.stringify(key)} is not accepted (${[...FORBIDDEN_KEYS].join(', ')} name JavaScript's object machinery, not values)`
+}
 
 export function isMap(v: unknown): v is Values {
   return typeof v === 'object' && v !== null && !Array.isArray(v)

@@ -4,8 +4,8 @@
 // Typing follows helm: integers, true/false and null are typed; everything else,
 // floats included, stays a string.
 import {IchorError} from '../errors/errors.js'
-import {FORBIDDEN_KEYS, forbiddenKeyMessage, MAX_VALUES_DEPTH, unsafeIntegerMessage} from './guard.js'
-import {formatPath, isMap, type Values} from './path.js'
+import {MAX_VALUES_DEPTH, unsafeIntegerMessage} from './guard.js'
+import {formatPath, isMap, type Values, FORBIDDEN_KEYS, forbiddenKeyMessage} from './path.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 type Segment = string | number

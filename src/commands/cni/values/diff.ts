@@ -1,7 +1,8 @@
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
-import {diffCiliumValues, paintDiff} from '../../../lib/cilium/diff.js'
+import {diffCiliumValues} from '../../../lib/cilium/diff.js'
+import {paintDiff} from '../../../lib/text/diff.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from '../../../lib/plans/local-input.js'
 import {withSession} from '../../../lib/session/session.js'
 

@@ -3,7 +3,7 @@ import {stringify} from 'yaml'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
-import {paintDiff} from '../../../lib/cilium/diff.js'
+import {paintDiff} from '../../../lib/text/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 import {outputModeFor} from '../../../lib/tasks/engine.js'
 

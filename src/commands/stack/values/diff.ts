@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, registryEndpointFlag} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
-import {paintDiff} from '../../../lib/cilium/diff.js'
+import {paintDiff} from '../../../lib/text/diff.js'
 import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
 

@@ -1,39 +1,12 @@
-// Read-only health reads shared by the probes of every plan and by the status commands:
-// the Cilium release record, a component's Order and Application, a workload's readiness,
-// the API groups served and a ConfigMap key.
-// Nothing here writes; each read is one or two GETs.
-import {CILIUM_RELEASE} from '../constants.js'
-import {readReleaseRecord, type ReleaseRecord} from '../helm/release.js'
+// Read-only reads of a stack component's delivery, shared by the stack steps and `stack status`:
+// its Order, its Application, why that Application is not Healthy, and whether the component is
+// delivered. Nothing here writes; each read is one or two GETs.
 import type {Kube} from '../kube/client.js'
 import {IchorError} from '../errors/errors.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
-import {daemonSetRolloutState, deploymentRolloutState} from '../kube/wait.js'
-import {APPLICATION_API_VERSION, APPLICATION_NAMESPACE, COMPONENT_NAMESPACE, ORDER_API_VERSION} from '../stack/orders.js'
-import type {StackComponent} from '../stack/policies.js'
-
-export function readCiliumRelease(kube: Kube): Promise<ReleaseRecord | undefined> {
-  return readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
-}
-
-export interface DaemonSetReadiness {
-  desired: number
-  ready: number
-}
-
-/** Undefined when the DaemonSet does not exist. */
-export async function readDaemonSetReadiness(kube: Kube, namespace: string, name: string): Promise<DaemonSetReadiness | undefined> {
-  const ds = await getObject<KubeObject & {status?: {numberReady?: number; desiredNumberScheduled?: number}}>(kube, {
-    apiVersion: 'apps/v1',
-    kind: 'DaemonSet',
-    name,
-    namespace,
-  })
-  return ds && {desired: ds.status?.desiredNumberScheduled ?? 0, ready: ds.status?.numberReady ?? 0}
-}
-
-export function daemonSetReady(r: DaemonSetReadiness | undefined): r is DaemonSetReadiness {
-  return r !== undefined && r.desired > 0 && r.ready === r.desired
-}
+import {APPLICATION_API_VERSION, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
+import {ARGOCD_NAMESPACE} from '../constants.js'
+import type {StackComponent} from './policies.js'
 
 export interface OrderState {
   generation?: number
@@ -102,7 +75,7 @@ export interface ApplicationState {
 /** The Application Kokumi made for the component, or undefined (or Argo CD's CRD) when absent. */
 export async function readApplication(kube: Kube, component: StackComponent): Promise<ApplicationState | undefined> {
   type App = KubeObject & {status?: {sync?: {status?: string; revision?: string}; health?: {status?: string}; resources?: ApplicationResource[]}}
-  const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: APPLICATION_NAMESPACE})
+  const app = await getObject<App>(kube, {apiVersion: APPLICATION_API_VERSION, kind: 'Application', name: component, namespace: ARGOCD_NAMESPACE})
   if (!app) return undefined
   const resources = app.status?.resources?.map(({group, kind, namespace, name}) => ({...(group ? {group} : {}), kind, ...(namespace ? {namespace} : {}), name}))
   return {sync: app.status?.sync?.status, health: app.status?.health?.status, revision: app.status?.sync?.revision, ...(resources ? {resources} : {})}
@@ -225,12 +198,12 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     return {done: false, state: `Order ${ns}/${component} asks for ${asked ?? 'no version'}, not ${options.pushedTag} yet`, order}
   if (!order.ready || !order.current) return {done: false, state: `Order ${ns}/${component} not Ready for its current version yet`, order}
   const application = await readApplication(kube, component)
-  if (!application) return {done: false, state: `Application ${APPLICATION_NAMESPACE}/${component} not created yet`, order}
+  if (!application) return {done: false, state: `Application ${ARGOCD_NAMESPACE}/${component} not created yet`, order}
   const wanted = order.latestArtifactDigest
   if (wanted && application.revision !== wanted) {
     return {
       done: false,
-      state: `Application ${APPLICATION_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`,
+      state: `Application ${ARGOCD_NAMESPACE}/${component} at ${application.revision ?? 'no revision'}, Order serves ${wanted}`,
       order,
       application,
     }
@@ -240,7 +213,7 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
     if (source === 'none') return {done: false, state: `no Preparation in ${ns} for ${application.revision} yet`, order, application}
     if (source !== 'unserved' && source !== options.pushedDigest) {
       throw new IchorError(
-        `Application ${APPLICATION_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
+        `Application ${ARGOCD_NAMESPACE}/${component} serves ${application.revision}, which Kokumi rendered from ${source}, not from the bundle ichor pushed (${options.pushedDigest}): the tag was moved in the registry`,
         {
           hint: "treat the cluster as compromised: Argo CD applied those manifests with its rights; find what could write to Kokumi's registry (its network policies) before anything else",
         },
@@ -252,48 +225,8 @@ export async function readDelivery(kube: Kube, component: StackComponent, option
   const why = done || application.health === undefined ? [] : await explainApplicationHealth(kube, application)
   return {
     done,
-    state: `Application ${APPLICATION_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
+    state: `Application ${ARGOCD_NAMESPACE}/${component} ${application.sync ?? 'Unknown'}/${application.health ?? 'Unknown'}${why.length > 0 ? `: ${why.join('; ')}` : ''}`,
     order,
     application,
   }
-}
-
-export interface WorkloadRollout {
-  desired: number
-  ready: number
-  /** `kubectl rollout status` would say it is rolled out at its current generation. */
-  rolledOut: boolean
-  /** What the rollout rule saw, in words. */
-  state: string
-}
-
-/** A Deployment's or DaemonSet's rollout, read once; undefined when it does not exist. */
-export async function readWorkloadRollout(kube: Kube, kind: 'Deployment' | 'DaemonSet', namespace: string, name: string): Promise<WorkloadRollout | undefined> {
-  type W = Parameters<typeof deploymentRolloutState>[0] & {
-    spec?: {replicas?: number}
-    status?: {replicas?: number; readyReplicas?: number; numberReady?: number; desiredNumberScheduled?: number}
-  }
-  const w = await getObject<W>(kube, {apiVersion: 'apps/v1', kind, name, namespace})
-  if (!w) return undefined
-  let observation
-  try {
-    observation = kind === 'Deployment' ? deploymentRolloutState(w) : daemonSetRolloutState(w)
-  } catch (error) {
-    observation = {done: false, state: error instanceof Error ? error.message : String(error)}
-  }
-  const desired = kind === 'Deployment' ? (w.spec?.replicas ?? 1) : (w.status?.desiredNumberScheduled ?? 0)
-  const ready = kind === 'Deployment' ? (w.status?.readyReplicas ?? 0) : (w.status?.numberReady ?? 0)
-  return {desired, ready, rolledOut: observation.done && desired > 0, state: observation.state}
-}
-
-/** The API groups the server serves (one discovery GET), e.g. gateway.networking.k8s.io. */
-export async function readServedApiGroups(kube: Kube): Promise<Set<string>> {
-  const list = await kube.request<{groups?: {name: string}[]}>('GET', '/apis')
-  return new Set((list.groups ?? []).map((g) => g.name))
-}
-
-/** One key of a ConfigMap; undefined when the ConfigMap or the key is absent. */
-export async function readConfigMapKey(kube: Kube, namespace: string, name: string, key: string): Promise<string | undefined> {
-  const cm = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'ConfigMap', name, namespace})
-  return cm?.data?.[key]
 }

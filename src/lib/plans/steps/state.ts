@@ -1,19 +1,20 @@
 // Steps that write ichor's own state into the cluster: the desired state with the Talos
 // bundle (so another machine can continue), and at the end the status of what was applied.
+// They read every concern (talos, cilium, stack, state), so they live next to the plans.
 import {isDeepStrictEqual} from 'node:util'
-import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
-import {readApplication, readOrder} from '../health/reads.js'
-import {createIfAbsent} from '../kube/apply.js'
-import {IchorError} from '../errors/errors.js'
-import {EXIT} from '../errors/exit-codes.js'
-import {isReachable} from '../talos/talosctl.js'
-import {otherBundleError} from '../talos/tasks.js'
-import {cniStatusOf, type CiliumReleaseView} from '../cilium/tasks.js'
-import type {Kube} from '../kube/client.js'
-import type {Session} from '../session/session.js'
-import type {PreparedStack} from '../stack/prepare.js'
-import {holds, missing} from '../tasks/probe.js'
-import type {Later, Task} from '../tasks/types.js'
+import {ICHOR_SYSTEM, STATE_SECRETS} from '../../constants.js'
+import {readApplication, readOrder} from '../../stack/delivery.js'
+import {createIfAbsent} from '../../kube/apply.js'
+import {IchorError} from '../../errors/errors.js'
+import {EXIT} from '../../errors/exit-codes.js'
+import {isReachable} from '../../talos/talosctl.js'
+import {otherBundleError} from '../../talos/tasks.js'
+import {cniStatusOf, type CiliumReleaseView} from '../../cilium/tasks.js'
+import type {Kube} from '../../kube/client.js'
+import type {Session} from '../../session/session.js'
+import type {PreparedStack} from '../../stack/prepare.js'
+import {holds, missing} from '../../tasks/probe.js'
+import type {Later, Task} from '../../tasks/types.js'
 import {
   readInstallation,
   readTalosBundleSecret,
@@ -22,11 +23,10 @@ import {
   type Installation,
   type InstallationSpec,
   type InstallationStatus,
-  type TalosBundle,
-} from './installation.js'
-import {readStateFile, requireStateFile, type LocalState} from './local.js'
-import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData} from './sealed-bundle.js'
-import type {StateKey} from './state-key.js'
+} from '../../state/installation.js'
+import {readStateFile, requireStateFile, type LocalState} from '../../state/local.js'
+import {bundleOfSecret, sealedBundleSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../../state/sealed-bundle.js'
+import type {StateKey} from '../../state/state-key.js'
 
 /** The cluster holds a bundle other than this state folder's: the nodes run that one, never overwrite it. */
 function otherStoredBundleError(state: LocalState): IchorError {
@@ -42,7 +42,15 @@ function otherStoredBundleError(state: LocalState): IchorError {
  */
 async function requireSameBundle(stored: SecretWithData, local: Buffer, key: StateKey, state: LocalState, opened?: TalosBundle): Promise<void> {
   // The key is init's, already refused when short for a new bundle or warned about when it opened this one.
-  const bundle = opened ?? (await bundleOfSecret(stored, async () => key, () => undefined))?.bundle
+  const bundle =
+    opened ??
+    (
+      await bundleOfSecret(
+        stored,
+        async () => key,
+        () => undefined,
+      )
+    )?.bundle
   if (bundle && !bundle.secretsYaml.equals(local)) throw otherStoredBundleError(state)
 }
 
