@@ -1,7 +1,7 @@
 // Cilium day-2 on one harness cluster after a full `ichor init`: `cni status`, `cni values
 // get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
 // rolled back, SIGKILL at every step boundary of `cni values set` and inside its helm, each compared with an
-// uninterrupted run by a canonical dump, and two concurrent sets.
+// uninterrupted run by a canonical dump (on a second cluster, beside the rest), and two concurrent sets.
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -15,10 +15,12 @@ import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEve
 import {CILIUM_CONFIG_ANNOTATION, ownedBy} from '../harness/pod-start-simulator.js'
 import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {cniDump} from '../harness/dump.js'
-import {killTree, pausedWhile, waitUntil} from '../harness/kill.js'
+import {inBackground, killTree, pausedWhile, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
+/** A converged cluster as the SIGKILL test drives it. */
+type OnCluster = {h: HarnessCluster; kube: Kube; cli: (args: string[], opts?: Parameters<typeof runIchor>[2]) => Promise<CliRun>; release: () => Promise<ReleaseRecord>}
 
 describe('ichor cni status / values on the harness', () => {
   let h: HarnessCluster
@@ -42,14 +44,38 @@ describe('ichor cni status / values on the harness', () => {
       facts: {kubeProxy: c.spec.cni.kubeProxy, tunnel: c.spec.cni.tunnel, upgradeCompatibility: c.status?.cni?.upgradeCompatibility},
     })
 
+  // The SIGKILL test needs nothing the other tests leave: it runs on a second cluster of its own,
+  // in the background beside them (set up alongside the first one), and its test awaits it.
+  let second: HarnessCluster | undefined
+  let secondReady: Promise<OnCluster>
+  let killCases: Promise<void>
+  const startSecond = async (): Promise<OnCluster> => {
+    const s = (second = await startHarnessCluster())
+    const init = await runIchor(s.initArgs, s.env)
+    if (init.code !== 0) throw new Error(`init of the second cluster failed: ${init.stderr}`)
+    const k = await connectKube({kubeconfig: s.cp.kubeconfigPath})
+    const args = ['--kubeconfig', join(s.stateDir, 'kubeconfig'), '--state-dir', s.stateDir]
+    return {
+      h: s,
+      kube: k,
+      cli: (a, opts) => runIchor([...a, ...args], s.env, opts),
+      release: async () => (await readReleaseRecord(k, 'cilium', 'kube-system'))!,
+    }
+  }
+
   beforeAll(async () => {
+    secondReady = inBackground(startSecond)
     h = await startHarnessCluster()
     const init = await runIchor(h.initArgs, h.env)
     if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
+    killCases = inBackground(async () => sigkillAtEveryBoundary(await secondReady))
   }, 600_000)
-  afterAll(async () => h?.stop())
+  afterAll(async () => {
+    await Promise.allSettled([secondReady, killCases])
+    await Promise.all([h?.stop(), second?.stop()])
+  })
 
   it('cni status after init: healthy, values in sync, hand-over done (exit 0)', async () => {
     const run = await cli(['cni', 'status', '-o', 'json'])
@@ -234,7 +260,7 @@ describe('ichor cni status / values on the harness', () => {
     expect(status.code, status.stdout).toBe(0)
   }, 180_000)
 
-  it('SIGKILL at every step boundary and inside helm (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals an uninterrupted run', async () => {
+  const sigkillAtEveryBoundary = async ({cli, release, kube, h}: OnCluster) => {
     // Two targets the cases alternate between, each first reached uninterrupted: its dump is the reference.
     // `debug.enabled` shows in cilium-config, the pod annotation in the DaemonSet (a rollout).
     const target = (t: 'x' | 'y') => [`podAnnotations.kill=${t}`, `debug.enabled=${t === 'x'}`]
@@ -291,6 +317,10 @@ describe('ichor cni status / values on the harness', () => {
       expect(rerun.code, `${kase.name}: ${rerun.stderr}${rerun.stdout.slice(-1500)}`).toBe(0)
       expect(await cniDump(kube, base), kase.name).toEqual(reference[t])
     }
+  }
+
+  it('SIGKILL at every step boundary and inside helm (helm killed with it: release left pending-upgrade), then a rerun: the canonical dump equals an uninterrupted run', async () => {
+    await killCases
   }, 900_000)
 
   it('two concurrent sets: one is refused naming the holder (exit 3); run again, neither change is lost', async () => {

@@ -10,7 +10,7 @@ import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/object
 import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
-import {killBeforeTask, taskIds} from '../harness/kill.js'
+import {inBackground, killBeforeTask, runWithStepIds, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 
 type Obj = KubeObject & {spec?: any; status?: any}
@@ -41,6 +41,7 @@ describe('ichor init rerun with one more control plane and one more worker', () 
   let killed: HarnessCluster
   let kube: Kube
   let grow: CliRun
+  let killLoop: Promise<{ids: string[]; log: string[]; last: CliRun}>
 
   beforeAll(async () => {
     ;[grown, killed] = await Promise.all([startHarnessCluster({controlPlanes: 2, workers: 2}), startHarnessCluster({controlPlanes: 2, workers: 2})])
@@ -48,7 +49,11 @@ describe('ichor init rerun with one more control plane and one more worker', () 
     expect(a.code, failure(a)).toBe(0)
     expect(b.code, failure(b)).toBe(0)
     kube = await connectKube({kubeconfig: grown.cp.kubeconfigPath})
-    grow = await runIchor([...grown.initArgs, '--json'], grown.env)
+    // The kill loop on the second cluster needs only the growth run's step ids: it runs in the
+    // background from that run's start event on, beside the tests on the grown cluster.
+    const {ids, run} = await runWithStepIds((onEvent) => runIchor([...grown.initArgs, '--json'], grown.env, {onEvent}))
+    killLoop = inBackground(() => killAtEveryBoundary(ids))
+    grow = await run
   }, 900_000)
   afterAll(async () => Promise.all([grown?.stop(), killed?.stop()]))
 
@@ -86,9 +91,8 @@ describe('ichor init rerun with one more control plane and one more worker', () 
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})
   })
 
-  it('the growth rerun killed at every task boundary converges to the uninterrupted end state', async () => {
+  async function killAtEveryBoundary(ids: string[]) {
     const killArgs = [...killed.initArgs, '--json']
-    const ids = taskIds(grow)
     const log: string[] = []
     for (let k = 0; k < ids.length; k++) {
       const run = await runIchor(killArgs, killed.env, {killOn: killBeforeTask(k)})
@@ -96,6 +100,13 @@ describe('ichor init rerun with one more control plane and one more worker', () 
       expect(run.code === 0 || run.signal === 'SIGKILL', `${ids[k]}: ${failure(run)}`).toBe(true)
     }
     const last = await runIchor(killArgs, killed.env)
+    return {ids, log, last}
+  }
+
+  it('the growth rerun killed at every task boundary converges to the uninterrupted end state', async () => {
+    const killArgs = [...killed.initArgs, '--json']
+    const {ids, log, last} = await killLoop
+    expect(ids).toEqual(taskIds(grow))
     expect(last.code, `${log.join('\n')}\n${failure(last)}`).toBe(0)
     expect(log.filter((l) => l.endsWith('SIGKILL')).length, log.join('\n')).toBeGreaterThan(ids.length / 2)
     for (const ip of killed.controlPlanes) expect(inlineManifestForms(nodeConfig(killed, ip)), ip).toEqual([])

@@ -94,3 +94,31 @@ export async function pausedWhile<T>(
   }
   return {resumed: await run, meanwhile: result}
 }
+
+/**
+ * Work started now and awaited later (by a later test): a file that drives two harness clusters
+ * lets the second one's long run (a kill loop) go on while the tests on the first one run. A
+ * failure surfaces where the promise is awaited, never as an unhandled rejection before that.
+ */
+export function inBackground<T>(work: () => Promise<T>): Promise<T> {
+  const running = work()
+  running.catch(() => undefined)
+  return running
+}
+
+/**
+ * Starts a --json run and resolves, with the run still going, once its start event names the
+ * plan's steps (so work that needs only the step ids can begin beside it).
+ */
+export async function runWithStepIds(start: (onEvent: OnEvent) => Promise<CliRun>): Promise<{ids: string[]; run: Promise<CliRun>}> {
+  let announced!: (ids: string[]) => void
+  const ids = new Promise<string[]>((r) => (announced = r))
+  const run = start((e) => {
+    if (e.event === 'start') announced(((e as {tasks?: {id: string}[]}).tasks ?? []).map((t) => t.id))
+  })
+  const stepIds = await Promise.race([
+    ids,
+    run.then((r) => Promise.reject(new Error(`the run ended (exit ${r.code}) before its start event:\n${r.stderr.slice(-2000)}`))),
+  ])
+  return {ids: stepIds, run}
+}
