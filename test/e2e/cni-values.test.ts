@@ -20,7 +20,12 @@ import {UPSTREAM} from '../support/upstream.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; tasks?: {id: string}[]}
 /** A converged cluster as the SIGKILL test drives it. */
-type OnCluster = {h: HarnessCluster; kube: Kube; cli: (args: string[], opts?: Parameters<typeof runIchor>[2]) => Promise<CliRun>; release: () => Promise<ReleaseRecord>}
+type OnCluster = {
+  h: HarnessCluster
+  kube: Kube
+  cli: (args: string[], opts?: Parameters<typeof runIchor>[2]) => Promise<CliRun>
+  release: () => Promise<ReleaseRecord>
+}
 
 describe('ichor cni status / values on the harness', () => {
   let h: HarnessCluster
