@@ -1,6 +1,5 @@
 // `ichor init` inputs: every flag checked before anything touches a node, all problems
 // reported together, each naming its flag and what is accepted.
-import {isIP} from 'node:net'
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
 import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
 import {
@@ -14,7 +13,8 @@ import {
   type KubernetesVersion,
   type TalosVersion,
 } from '../talos/versions.js'
-import {readMachineConfigFlags, type MachineConfigFlags, type MachineConfigInputs} from '../talos/machine-config.js'
+import {readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
+import {nodeProblem} from '../talos/node-address.js'
 
 export interface InitFlags {
   clusterName?: string
@@ -29,21 +29,13 @@ export interface InitFlags {
   machineConfig?: MachineConfigFlags
 }
 
-export interface InitInputs {
-  clusterName: string
-  endpoint: string
-  controlPlanes: string[]
-  workers: string[]
-  talosVersion: TalosVersion
-  kubernetesVersion: KubernetesVersion
+/** The cluster's Talos side (machine-config inputs included), and the CNI modes. */
+export interface InitInputs extends TalosClusterSpec {
   kubeProxy: KubeProxyMode
   tunnel: TunnelProtocol
-  /** The operator's install disk, installer image and patches (stored in the IchorInstallation). */
-  machineConfig: MachineConfigInputs
 }
 
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
-const HOSTNAME = /^(?=.{1,253}$)[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?)*$/
 
 export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean}): InitInputs {
   const issues: Issue[] = []
@@ -142,11 +134,6 @@ export function checkEndpoint(input: string | undefined): {endpoint: string} | {
   } catch {
     return {problem: `"${input}" is not a URL (expected https://HOST:PORT, e.g. https://192.0.2.10:6443)`}
   }
-}
-
-export function nodeProblem(node: string): string | undefined {
-  if (!isIP(node) && (!HOSTNAME.test(node) || /^[\d.]+$/.test(node))) return `"${node}" is not an IP address or host name`
-  return undefined
 }
 
 /** Node lists as flags (repeated, or comma lists) and prompts (commas or spaces) give them. */

@@ -6,7 +6,8 @@ import {checkAssets} from '../doctor/assets.js'
 import {checkHelm, checkTalosctl} from '../doctor/binaries.js'
 import {IchorError} from '../errors/errors.js'
 import {DEFAULT_TALOS_VERSION, parseTalosVersion, requireSupportedTalosVersion} from '../talos/versions.js'
-import {checkEndpoint, clusterNameProblem, nodeProblem, splitNodeList, type InitFlags} from './inputs.js'
+import {checkEndpoint, clusterNameProblem, splitNodeList, type InitFlags} from './inputs.js'
+import {nodeProblem} from '../talos/node-address.js'
 
 /** A node list answer: every entry an IP or host name, none given twice (also not in `taken`). */
 export function nodeListProblem(answer: string, opts: {required: boolean; taken?: readonly string[]}): string | undefined {

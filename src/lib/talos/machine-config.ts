@@ -7,7 +7,9 @@
 import {readFileSync} from 'node:fs'
 import {parseAllDocuments} from 'yaml'
 import type {Issue} from '../errors/errors.js'
-import {nodeProblem} from '../init/inputs.js'
+import {nodeProblem} from './node-address.js'
+import type {TalosPatches} from './patches.js'
+import type {KubernetesVersion, TalosVersion} from './versions.js'
 
 /** One patch: where it came from (a file name or `inline`) and its YAML text. */
 export interface ConfigPatch {
@@ -17,6 +19,22 @@ export interface ConfigPatch {
 
 export interface NodeConfigPatch extends ConfigPatch {
   node: string
+}
+
+/** What the Talos steps need of the cluster: the narrow part of init's inputs they read. */
+export interface TalosClusterSpec {
+  clusterName: string
+  endpoint: string
+  controlPlanes: string[]
+  workers: string[]
+  talosVersion: TalosVersion
+  kubernetesVersion: KubernetesVersion
+  machineConfig: MachineConfigInputs
+}
+
+/** What the Talos steps need of a render: the patches each role's config carries. */
+export interface TalosRender {
+  talos: TalosPatches
 }
 
 export interface MachineConfigInputs {
