@@ -3,10 +3,11 @@
 // redacted anyway, and a per-node summary (role, install disk, installer image, patches, hostname).
 import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
-import {isScalar, parseAllDocuments, visit} from 'yaml'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {IchorError} from '../errors/errors.js'
 import {allPatches, installDiskFor, patchesForNode} from '../talos/machine-config.js'
+import {redactMachineConfig} from '../talos/redact.js'
+import {parseAllDocuments} from 'yaml'
 import {genConfig, patchConfigFile, TalosctlError, validateConfig} from '../talos/talosctl.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
@@ -18,37 +19,6 @@ export interface NodeConfigView {
   /** The full machine config with every secret value replaced; undefined when talosctl was not available. */
   config?: string
   summary: string
-}
-
-// Fields of a Talos config that hold key material or tokens (v1alpha1 and the multi-document
-// kinds of pkg/machinery/config/types, v1.14.1): their values never reach the dry run's folder.
-const SECRET_KEYS = new Set([
-  'key',
-  'token',
-  'secret',
-  'clusterSecret',
-  'secretboxEncryptionSecret',
-  'aescbcEncryptionSecret',
-  'bootstraptoken',
-  'id',
-  'clusterID',
-])
-
-/** A machine config with every secret value replaced by a placeholder. */
-export function redactMachineConfig(text: string): string {
-  return parseAllDocuments(text)
-    .map((doc) => {
-      visit(doc, {
-        Pair(_, pair) {
-          if (!isScalar(pair.key) || !isScalar(pair.value)) return
-          const name = String(pair.key.value)
-          const value = String(pair.value.value ?? '')
-          if (SECRET_KEYS.has(name) || /PRIVATE KEY-----/.test(value)) pair.value.value = `<left out by ichor --dry-run: ${value.length} bytes>`
-        },
-      })
-      return doc.toString({lineWidth: 0})
-    })
-    .join('---\n')
 }
 
 /**

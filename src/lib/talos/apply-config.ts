@@ -16,13 +16,11 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {Kube} from '../kube/client.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
-import type {InitInputs} from '../init/inputs.js'
-import {redactMachineConfig} from '../init/node-configs.js'
-import type {InitRender} from '../init/render.js'
+import {redactMachineConfig} from './redact.js'
 import type {LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
-import {patchesForNode, storedMachineConfig, type MachineConfigInputs} from './machine-config.js'
+import {patchesForNode, storedMachineConfig, type MachineConfigInputs, type TalosClusterSpec, type TalosRender} from './machine-config.js'
 import {applyConfig, applyConfigDryRun, genConfig, genSecrets, isReachable, patchConfigFile} from './talosctl.js'
 import {TalosNodeReads} from './node-reads.js'
 
@@ -105,7 +103,7 @@ function describeChange(c: NodeConfigChange): string {
 /** Both renders of every node's config (the stored inputs', the new ones'), with one secrets bundle. */
 async function renderBoth(
   dir: string,
-  o: {state: LocalState; inputs: InitInputs; previous: MachineConfigInputs; render: InitRender},
+  o: {state: LocalState; inputs: TalosClusterSpec; previous: MachineConfigInputs; render: TalosRender},
 ): Promise<Map<string, {before: string; after: string}>> {
   const i = o.inputs
   // Secrets are the same in both renders, so they are never part of the change; a dry run on a
@@ -164,9 +162,9 @@ function inputsChanged(previous: MachineConfigInputs | undefined, now: MachineCo
 /** What each configured node gets from the changed inputs (read-only: the node's config, Talos's own dry run). */
 async function planNodeConfigChanges(o: {
   state: LocalState
-  inputs: InitInputs
+  inputs: TalosClusterSpec
   previous: MachineConfigInputs
-  render: InitRender
+  render: TalosRender
   reads: TalosNodeReads
 }): Promise<NodeConfigChange[]> {
   return withPrivateTempDir('ichor-config-change-', async (dir) => {
@@ -197,10 +195,10 @@ async function planNodeConfigChanges(o: {
 
 export interface NodeConfigChangesOptions {
   state: LocalState
-  inputs: InitInputs
+  inputs: TalosClusterSpec
   /** The machine-config inputs the cluster stores (the nodes were configured with them); undefined on a new cluster. */
   previous: MachineConfigInputs | undefined
-  render: Later<InitRender>
+  render: Later<TalosRender>
   /** --allow-reboot: a node Talos must reboot for the change is rebooted without asking. */
   allowReboot: boolean
   /** On a terminal: asks whether to reboot (undefined: no terminal, refuse without allowReboot). */

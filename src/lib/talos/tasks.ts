@@ -2,8 +2,6 @@
 // hand-over of Cilium from Talos to Helm. Each factory closes over what it needs.
 import {createHash} from 'node:crypto'
 import {setTimeout as sleep} from 'node:timers/promises'
-import type {InitInputs} from '../init/inputs.js'
-import type {InitRender} from '../init/render.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {connectKube} from '../kube/client.js'
@@ -27,7 +25,7 @@ import {
   switchKubeProxyOnNodes,
 } from './kube-proxy.js'
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
-import {allPatches, patchesForNode, storedMachineConfig} from './machine-config.js'
+import {allPatches, patchesForNode, storedMachineConfig, type TalosClusterSpec, type TalosRender} from './machine-config.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import type {TalosNodeReads} from './node-reads.js'
 import {join} from 'node:path'
@@ -77,7 +75,7 @@ export function talosSecretsTask(p: {state: LocalState; clusterBundle: TalosBund
   }
 }
 
-function configsInputHash(inputs: InitInputs, render: InitRender): string {
+function configsInputHash(inputs: TalosClusterSpec, render: TalosRender): string {
   const i = inputs
   // The operator's machine-config inputs are part of it: a changed one regenerates the configs.
   const key = JSON.stringify([
@@ -93,7 +91,7 @@ function configsInputHash(inputs: InitInputs, render: InitRender): string {
 }
 
 /** talosctl gen config with the patches, checked by talosctl validate; regenerated when its inputs change. */
-export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; render: Later<InitRender>}): Task {
+export function machineConfigsTask(p: {state: LocalState; inputs: TalosClusterSpec; render: Later<TalosRender>}): Task {
   return {
     id: 'talos-configs',
     title: 'Render machine configs with the Cilium inline manifest',
@@ -150,12 +148,12 @@ export function machineConfigsTask(p: {state: LocalState; inputs: InitInputs; re
 }
 
 /** Nodes that get a config of their own (their --node-patch entries applied to their role's). */
-function nodesWithPatches(i: InitInputs): string[] {
+function nodesWithPatches(i: TalosClusterSpec): string[] {
   return [...new Set(i.machineConfig.nodePatches.map((p) => p.node))]
 }
 
 /** A node's config file: its role's, with that node's own patches applied when it has any. */
-async function renderNodeConfig(state: LocalState, i: InitInputs, node: string, outPath: string, roleFile?: string): Promise<string> {
+async function renderNodeConfig(state: LocalState, i: TalosClusterSpec, node: string, outPath: string, roleFile?: string): Promise<string> {
   const base = roleFile ?? (i.workers.includes(node) ? state.workerConfig : state.controlPlaneConfig)
   const patches = patchesForNode(i.machineConfig, node).map((x) => x.yaml)
   if (patches.length === 0) return base
@@ -170,7 +168,7 @@ async function renderNodeConfig(state: LocalState, i: InitInputs, node: string, 
  */
 async function invalidPatchError(
   error: TalosctlError,
-  i: InitInputs,
+  i: TalosClusterSpec,
   base: Omit<Parameters<typeof genConfig>[0], 'outDir' | 'userPatches'>,
 ): Promise<IchorError> {
   const culprit = await withPrivateTempDir('ichor-patch-check-', async (dir) => {
@@ -231,7 +229,7 @@ export function otherBundleError(state: LocalState, r: Reachability): IchorError
  */
 export function applyConfigsTask(p: {
   state: LocalState
-  inputs: InitInputs
+  inputs: TalosClusterSpec
   seen?: Later<Reachability[]>
   timeoutMs?: number
   /** The run's reads of the nodes (a configured node's answer is its config, reused by later steps). */
@@ -304,7 +302,7 @@ export function applyConfigsTask(p: {
 }
 
 /** Bootstraps etcd once (AlreadyExists is success), fetches the kubeconfig, waits for the API server. */
-export function bootstrapTask(p: {state: LocalState; inputs: InitInputs; session: Session; timeoutMs: number}): Task {
+export function bootstrapTask(p: {state: LocalState; inputs: TalosClusterSpec; session: Session; timeoutMs: number}): Task {
   const node = p.inputs.controlPlanes[0]!
   return {
     id: 'bootstrap-etcd',
