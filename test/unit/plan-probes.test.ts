@@ -20,12 +20,19 @@ class RecordingSession extends Session {
   override kube(): Promise<Kube> {
     return Promise.reject(new Error('no cluster in this test'))
   }
-  /** Opening the tunnel is how a probe reads the registry (as kube() is for the API server): not an effect here. */
+  private tunnelOpen = false
+  /** Reading through an open tunnel is a read; opening it is an effect, for a step's enter hook. */
   override registry(): Promise<OciClient> {
+    if (!this.tunnelOpen) this.effects.push('open the registry tunnel')
     return Promise.reject(new Error('no registry in this test'))
+  }
+  override async openRegistry(): Promise<void> {
+    this.effects.push('open the registry tunnel')
+    this.tunnelOpen = true
   }
   override async closeRegistry(): Promise<void> {
     this.effects.push('close the registry tunnel')
+    this.tunnelOpen = false
   }
   override takeLease(): Promise<HeldLease> {
     this.effects.push('take the Lease')
@@ -47,9 +54,20 @@ function recording(): {session: RecordingSession; ctx: PlanContext} {
   return {session, ctx: {session, tempDir: '', onClose: () => undefined}}
 }
 
-/** Every probe, run twice as the engine does (before and after the action); errors are the cluster not answering. */
-async function probeAll(steps: Task[]): Promise<void> {
-  for (const step of steps) for (let i = 0; i < 2; i++) await step.probe().catch(() => undefined)
+/**
+ * Every step as the engine starts it: its enter hook (which may open or close what this process
+ * holds), then its probe twice (before and after the action). Returns what the probes alone did;
+ * errors are the cluster not answering.
+ */
+async function probeAll(session: RecordingSession, steps: Task[]): Promise<string[]> {
+  const byProbes: string[] = []
+  for (const step of steps) {
+    await step.enter?.().catch(() => undefined)
+    const before = session.effects.length
+    for (let i = 0; i < 2; i++) await step.probe().catch(() => undefined)
+    byProbes.push(...session.effects.slice(before).map((e) => `${step.id}: ${e}`))
+  }
+  return byProbes
 }
 
 const never = () => Promise.reject(new Error('not resolved in this test'))
@@ -59,15 +77,13 @@ describe('no probe of a built plan has an effect on the session', () => {
   it('stack sync', async () => {
     const {session, ctx} = recording()
     const plan = stackSyncPlan(common)
-    await probeAll(plan.steps(undefined, ctx))
-    expect(session.effects).toEqual([])
+    expect(await probeAll(session, plan.steps(undefined, ctx))).toEqual([])
   })
 
   it('stack values set', async () => {
     const {session, ctx} = recording()
     const plan = stackValuesSetPlan({...common, component: 'argocd', input: {files: [], sets: []} as never})
-    await probeAll(plan.steps({prepared: never, later: never}, ctx))
-    expect(session.effects).toEqual([])
+    expect(await probeAll(session, plan.steps({prepared: never, later: never}, ctx))).toEqual([])
   })
 
   it('init', async () => {
@@ -85,7 +101,6 @@ describe('no probe of a built plan has an effect on the session', () => {
       timeoutMs: 1000,
       secrets: {},
     })
-    await probeAll(steps)
-    expect(session.effects).toEqual([])
+    expect(await probeAll(session, steps)).toEqual([])
   })
 })

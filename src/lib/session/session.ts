@@ -123,6 +123,11 @@ export class Session {
     return this.registryEndpoint.held()
   }
 
+  /** Opens the registry tunnel: a step's enter hook does, so that its probe only reads through it. */
+  async openRegistry(): Promise<void> {
+    await this.registryEndpoint()
+  }
+
   async closeRegistry(): Promise<void> {
     await this.registryEndpoint.forget()?.then(
       (e) => e.close(),

@@ -181,6 +181,8 @@ function repositoryPath(c: PreparedComponent): string {
 export function publishBundlesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   return {
     id: 'publish-bundles',
+    // The tunnel is opened as the step starts, never by its probe (which only reads).
+    enter: () => p.session.openRegistry(),
     title: 'Publish the kokumi and argocd bundles to the in-cluster registry',
     async probe() {
       const client = await p.session.registry()

@@ -37,6 +37,8 @@ export function republishTask(p: {session: Session; published: Later<PublishedBu
   }
   return {
     id: 'republish-bundles',
+    // The tunnel is opened as the step starts, never by its probe (which only reads).
+    enter: () => p.session.openRegistry(),
     title: 'Republish the bundles the registry lost (same inputs, same digests)',
     async probe() {
       const published = await p.published()
@@ -105,6 +107,8 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
   }
   return {
     id: 'rerender-orders',
+    // The tunnel is opened as the step starts, never by its probe (which only reads).
+    enter: () => p.session.openRegistry(),
     title: 'Have Kokumi render again the Preparations the registry lost (promotion Manual: serve the same content again)',
     async probe() {
       const gone = await lost()
@@ -239,6 +243,8 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
     d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
   return {
     id: 'resync-drifted',
+    // The tunnel is opened as the step starts, never by its probe (which only reads).
+    enter: () => p.session.openRegistry(),
     title: 'Have Argo CD sync again the objects that differ from the published bundles',
     async probe() {
       const d = await drifted()
