@@ -6,8 +6,8 @@ import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps, type InitResult} from '../plans/init.js'
-import {runPlan, type Plan} from '../plans/run.js'
+import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps, type InitResult} from './init.js'
+import {runPlan, type Plan} from './run.js'
 import {generateStackSecrets, type GeneratedStackSecrets} from '../stack/prepare.js'
 import type {StackSecretsOutcome} from '../stack/install-tasks.js'
 import type {Kube} from '../kube/client.js'
@@ -18,14 +18,14 @@ import {readInstallation, readTalosBundleSecret, type InstallationSpec} from '..
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
-import {checkArtifactFlags} from '../plans/local-input.js'
+import {checkArtifactFlags} from './local-input.js'
 import type {Values} from '../values/path.js'
 import type {OutputMode} from '../tasks/types.js'
 import {readValuesFile} from '../values/input.js'
-import {writeInitDryRun} from './dry-run.js'
-import {renderNodeConfigViews} from './node-configs.js'
+import {writeInitDryRun} from '../init/dry-run.js'
+import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
-import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from './inputs.js'
+import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from '../init/inputs.js'
 import {
   installDiskFor,
   NO_MACHINE_CONFIG_INPUTS,
@@ -35,8 +35,8 @@ import {
   type NodeConfigPatch,
 } from '../talos/machine-config.js'
 import {confirm, consentNeeded} from '../cli/consent.js'
-import {checkInitPrerequisites, promptMissingInitFlags} from './prompts.js'
-import {renderInit, type InitRender} from './render.js'
+import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
+import {renderInit, type InitRender} from '../init/render.js'
 
 export interface InitRequest {
   flags: InitFlags
