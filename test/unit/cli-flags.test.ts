@@ -5,7 +5,7 @@ import {spawn} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {Writable} from 'node:stream'
+import {sink} from '../support/sink.js'
 import {fileURLToPath} from 'node:url'
 import {Parser} from '@oclif/core'
 import {describe, expect, it} from 'vitest'
@@ -16,18 +16,6 @@ import {IchorError, ValidationError} from '../../src/lib/errors/errors.js'
 import {configureLog, log, redactArgv} from '../../src/lib/log/log.js'
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
-
-function sink(): Writable & {text: () => string} {
-  const chunks: string[] = []
-  const w = new Writable({
-    write(chunk, _enc, done) {
-      chunks.push(String(chunk))
-      done()
-    },
-  }) as Writable & {text: () => string}
-  w.text = () => chunks.join('')
-  return w
-}
 
 describe('--timeout', () => {
   const parse = (argv: string[]) => Parser.parse(argv, {flags: {timeout: timeoutFlag(900)}})

@@ -4,7 +4,7 @@
 // -o prints through the helper, so a new one cannot write a fifth variant.
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {Writable} from 'node:stream'
+import {sink} from '../support/sink.js'
 import {afterEach, describe, expect, it} from 'vitest'
 import {parse as parseYaml} from 'yaml'
 import {printResult} from '../../src/lib/cli/output.js'
@@ -16,18 +16,6 @@ import {runCli} from '../support/run-cli.js'
 import {requiredArgs} from '../support/required-args.js'
 import {sessionFixture} from '../support/session-fixture.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
-
-function sink(): Writable & {text: () => string} {
-  const chunks: string[] = []
-  const w = new Writable({
-    write(chunk, _enc, done) {
-      chunks.push(String(chunk))
-      done()
-    },
-  }) as Writable & {text: () => string}
-  w.text = () => chunks.join('')
-  return w
-}
 
 const result = {healthy: false, release: 'cilium', revision: 3, problems: ['a: b']}
 const human = (r: typeof result) => `RELEASE  REVISION\n${r.release}   ${r.revision}`
