@@ -318,6 +318,11 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     // 0.14.0 labels the Application with the Order and the Serving only.
     expect(app.metadata.labels).toEqual({'delivery.kokumi.dev/order': name, 'delivery.kokumi.dev/serving': name})
     await waitUntil('Argo CD status written', async () => (await getApplication(name))?.status?.sync?.revision === first.digest)
+    // An Automatic Serving follows the newest Ready Preparation by creationTimestamp, which has a
+    // second's resolution; in a tie the first listed wins (serving_controller.go 124-133, as the
+    // simulator does). The second render must come in a later second, as it does in a real run.
+    const created = Date.parse((await get(PREPARATIONS, ns, first.preparation))!.metadata.creationTimestamp!)
+    while (Date.now() < created + 1000) await new Promise((r) => setTimeout(r, 50))
     const watch = await watchObject('/apis/argoproj.io/v1alpha1/namespaces/argocd/applications', name)
     try {
       await patchOrderSpec(ns, name, {source: {oci: `oci://${KOKUMI_REGISTRY_HOST}/ichor/${name}`, version: '1.0.0-bbbbbbbbbbbb'}})
