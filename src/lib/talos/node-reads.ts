@@ -4,28 +4,25 @@
 // a node runs this bundle, so a configured node costs one talosctl call, not a `version` pair
 // and then a read. A write to a node drops what was read from it: no step is ever served a
 // config from before a write.
+import {once, type Once} from '../tasks/memo.js'
 import {getMachineConfig, isReachable, TalosctlError, type Reachability} from './talosctl.js'
 
 export class TalosNodeReads {
-  private readonly configs = new Map<string, Promise<string>>()
+  private readonly configs = new Map<string, Once<string>>()
 
   private static key(node: string, talosconfig: string): string {
     return `${node}\n${talosconfig}`
   }
 
-  /** The node's machine config, read once; a failed read is not kept (the next call asks again). */
+  /** The node's machine config, read once; a failed read is not kept (the next call asks again: once()'s rule). */
   machineConfig(node: string, talosconfig: string, opts: {timeoutMs?: number} = {}): Promise<string> {
     const key = TalosNodeReads.key(node, talosconfig)
     let read = this.configs.get(key)
     if (!read) {
-      const started = getMachineConfig({node, talosconfig, timeoutMs: opts.timeoutMs})
-      read = started
-      this.configs.set(key, started)
-      started.catch(() => {
-        if (this.configs.get(key) === started) this.configs.delete(key)
-      })
+      read = once(() => getMachineConfig({node, talosconfig, timeoutMs: opts.timeoutMs}))
+      this.configs.set(key, read)
     }
-    return read
+    return read()
   }
 
   /** Read again from the node now (an action decides on what the node runs at that moment), and kept for later steps. */
