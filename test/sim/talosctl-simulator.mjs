@@ -571,13 +571,33 @@ function writeManifestStatus(ip, status) {
   writeJsonAtomic(statusFile(ip), status)
 }
 
-/** A live simulator process (a pid file left by a killed one, or a reused pid, does not count). */
-function isSimulatorProcess(pid) {
+/**
+ * A live simulator process that wrote `path` (a pid file left by a killed one, or a reused pid,
+ * does not count). pid_max can be 32768, so a dead runner's pid is soon another talosctl
+ * process's: one that started after the file was written is not its holder. Without this a
+ * killed runner's pid file, its pid reused, left the node's manifest runs stuck for good, which
+ * Talos's controller (it runs on the node, not under talosctl) never is.
+ */
+function isSimulatorProcess(pid, path) {
   if (!isAlive(pid)) return false
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('talosctl')
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('talosctl')) return false
   } catch {
     return true // no /proc: trust the signal-0 probe
+  }
+  return !startedAfter(pid, path)
+}
+
+/** Did `pid` start after `path` was last written? (proc(5) starttime, USER_HZ 100; 1 s of slack.) */
+function startedAfter(pid, path) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19])
+    const uptimeS = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0])
+    const startedAtMs = Date.now() - (uptimeS - startTicks / 100) * 1000
+    return startedAtMs > statSync(path).mtimeMs + 1000
+  } catch {
+    return false
   }
 }
 
@@ -592,7 +612,7 @@ function claim(path, pid = process.pid) {
     }
     const holder = Number(readJson(path))
     if (holder === pid) return true
-    if (holder && isSimulatorProcess(holder)) return false
+    if (holder && isSimulatorProcess(holder, path)) return false
     rmSync(path, {force: true})
   }
   return false
