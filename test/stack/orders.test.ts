@@ -1,4 +1,3 @@
-import {spawnSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -8,7 +7,8 @@ import {parse, parseAllDocuments} from 'yaml'
 import {ValidationError} from '../../src/lib/errors/errors.js'
 import {orderApiOfCrd, orderPromotion, shapeOrder} from '../../src/lib/stack/kokumi-api.js'
 import {buildOrder, defaultAppProject, MANAGED_LABEL, repoCredsSecret} from '../../src/lib/stack/orders.js'
-import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {runCli} from '../support/run-cli.js'
+import {UPSTREAM} from '../support/upstream.js'
 
 const fixtureUrl = new URL('../fixtures/kokumi-0.17-order-crd.fixture.yaml', import.meta.url)
 
@@ -142,13 +142,11 @@ describe('repoCredsSecret and defaultAppProject', () => {
 })
 
 describe('the offline dry run writes Orders in the shape of the Kokumi manifest it used', () => {
-  it('Given the mirror (Kokumi 0.14.0), When init --dry-run --output-dir runs, Then every Order written has the served version of that CRD and validates against it', () => {
+  it('Given the mirror (Kokumi 0.14.0), When init --dry-run --output-dir runs, Then every Order written has the served version of that CRD and validates against it', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ichor-orders-')), 'out')
     try {
-      const r = spawnSync(
-        process.execPath,
+      const r = await runCli(
         [
-          join(PROJECT_ROOT, 'bin', 'run.js'),
           'init',
           '--dry-run',
           '--output-dir',
@@ -163,9 +161,9 @@ describe('the offline dry run writes Orders in the shape of the Kokumi manifest 
           UPSTREAM.dir,
           '--json',
         ],
-        {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
+        {env: {...process.env, ICHOR_MIRROR: ''}},
       )
-      expect(r.status, r.stderr).toBe(0)
+      expect(r.code, r.stderr).toBe(0)
       // The CRD comes from the artifact the run names as used, not from a path this test assumes.
       const kokumi = (JSON.parse(r.stdout) as {assets: {id: string; path: string}[]}).assets.find((a) => a.id === 'kokumi')!
       const crd = parseAllDocuments(readFileSync(kokumi.path, 'utf8'))
