@@ -263,8 +263,15 @@ function localConfigCarriesInline(state: LocalState): boolean {
 
 /** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */
 function onCluster(session: Session, task: Task): Task {
+  const {enter} = task
   return {
     ...task,
+    // What a step opens as it starts (the registry tunnel) needs the cluster too.
+    ...(enter && {
+      async enter() {
+        if (await session.clusterAnswers()) await enter()
+      },
+    }),
     async probe() {
       if (!(await session.clusterAnswers())) return missing('the cluster does not answer yet')
       return task.probe()
