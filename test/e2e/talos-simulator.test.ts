@@ -288,6 +288,52 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
     await expect.poll(() => inventory(env.kc), {timeout: 15_000, interval: 100}).toEqual(before)
     expect(await manifestsApplied(env)).toEqual([])
   })
+
+  it('a run whose inventory write fails is run again from a fresh read, as Talos restarts a failed controller', async () => {
+    const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
+    const dropped = await env.sim.run([
+      'patch',
+      'machineconfig',
+      '--nodes',
+      CONTROL_PLANE_IP,
+      '--talosconfig',
+      env.cluster.talosconfig,
+      '--mode',
+      'no-reboot',
+      '--patch',
+      drop,
+    ])
+    expect(dropped.exitCode, dropped.stderr).toBe(0)
+    await env.sim.manifestRunsDone()
+    expect(await manifestsApplied(env)).toEqual([])
+    const file = join(env.sim.workDir, 'app-back.yaml')
+    writeFileSync(file, inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '1')}]))
+    process.env.TALOS_SIM_MANIFEST_RUN_MS = '3000' // time to break the run's write before it comes
+    try {
+      const r = await env.sim.run([
+        'patch',
+        'machineconfig',
+        '--nodes',
+        CONTROL_PLANE_IP,
+        '--talosconfig',
+        env.cluster.talosconfig,
+        '--mode',
+        'no-reboot',
+        '--patch',
+        `@${file}`,
+      ])
+      expect(r.exitCode, r.stderr).toBe(0)
+    } finally {
+      delete process.env.TALOS_SIM_MANIFEST_RUN_MS
+    }
+    // go-kubernetes' inventory Write is an Update: on a deleted ConfigMap it fails (404).
+    await env.kc.makeApiClient(CoreV1Api).deleteNamespacedConfigMap(TALOS_INVENTORY)
+    const log = join(env.sim.stateDir, `manifest-runner-${CONTROL_PLANE_IP}.log`)
+    await expect.poll(() => existsSync(log) && readFileSync(log, 'utf8'), {timeout: 15_000, interval: 100}).toMatch(/404|not found/i)
+    // The next run reads afresh (creating the inventory), applies and records its status.
+    await expect.poll(() => manifestsApplied(env), {timeout: 15_000, interval: 200}).toEqual(['99-app'])
+    await expect.poll(() => inventory(env.kc), {timeout: 5000, interval: 100}).toEqual(['kube-system_one__ConfigMap'])
+  })
 })
 
 describe('the API server through the harness proxy: refused until `talosctl bootstrap`, as on Talos', () => {

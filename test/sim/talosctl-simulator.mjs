@@ -681,8 +681,14 @@ async function manifestRunner(ip) {
       await sleep(Math.min(50, t - Date.now()))
     }
   }
-  try {
-    for (;;) {
+  // A run that fails (an API request refused or timed out, the node rebooting) is run again
+  // from its inventory read after a backoff, as Talos's controller runtime (cosi-project/runtime)
+  // restarts a controller whose Run returned an error, with exponential backoff; WithLock's
+  // defer has released the etcd mutex. Giving up instead left a node's manifest run unfinished
+  // for good, which Talos never does.
+  let backoffMs = 250
+  for (;;) {
+    try {
       let run = readJson(runFile(ip))
       if (!run) {
         const upToDate = () => (readManifestStatus(ip)?.configVersion ?? 0) >= loadNode(ip, 'manifest apply').configVersion
@@ -697,11 +703,15 @@ async function manifestRunner(ip) {
       }
       await waitUntil(run.dueAt)
       await finishManifestRun(ip, run)
+      backoffMs = 250
+    } catch (e) {
+      if (!existsSync(dir)) return
+      appendFileSync(join(dir, `manifest-runner-${ip}.log`), `${new Date().toISOString()} ${e?.stack ?? e}\n`)
+      rmSync(runFile(ip), {force: true})
+      releaseIfMine(mutexFile())
+      await waitUntil(Date.now() + backoffMs)
+      backoffMs = Math.min(backoffMs * 2, 5000)
     }
-  } catch (e) {
-    if (existsSync(dir)) appendFileSync(join(dir, `manifest-runner-${ip}.log`), `${new Date().toISOString()} ${e?.stack ?? e}\n`)
-    releaseIfMine(mutexFile())
-    releaseIfMine(runnerPidFile(ip))
   }
 }
 
