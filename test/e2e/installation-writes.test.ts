@@ -8,7 +8,9 @@ import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {INSTALLATION} from '../../src/lib/constants.js'
 import {EXIT} from '../../src/lib/errors/exit-codes.js'
 import type {Session} from '../../src/lib/session/session.js'
-import {readInstallation, writeInstallationSpec, writeInstallationStatus, type InstallationSpec} from '../../src/lib/state/installation.js'
+import {installationCrd, readInstallation, writeInstallationSpec, writeInstallationStatus, type InstallationSpec} from '../../src/lib/state/installation.js'
+import {serverSideApply} from '../../src/lib/kube/apply.js'
+import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {recordKubeProxyModeTask} from '../../src/lib/cilium/kube-proxy.js'
 import {recordStatusTask} from '../../src/lib/plans/steps/state.js'
 import type {CiliumReleaseView} from '../../src/lib/cilium/tasks.js'
@@ -115,6 +117,24 @@ describe('an emptied user layer', () => {
       {readAt: withKey},
     )
     await writeInstallationSpec(kube, {...written!.spec, cni: {...written!.spec.cni, cilium: {values: {}}}}, {readAt: written})
+    expect((await readInstallation(kube))?.spec.cni.cilium.values).toEqual({})
+  })
+})
+
+describe('a cluster whose IchorInstallation CRD an older ichor installed', () => {
+  /** The CRD as ichor wrote it before its values layers were atomic maps. */
+  function olderCrd(): KubeObject {
+    return JSON.parse(JSON.stringify(installationCrd()).replaceAll(',"x-kubernetes-map-type":"atomic"', '')) as KubeObject
+  }
+
+  it('gets the current CRD with a day-2 write, so emptying a layer is not refused', async () => {
+    const older = olderCrd()
+    expect(JSON.stringify(older)).not.toContain('atomic') // the fixture really is the older schema
+    await serverSideApply(kube, [older], {crdWait: {timeoutMs: 30_000}})
+    await writeInstallationSpec(kube, {...spec, cni: {...spec.cni, cilium: {values: {debug: {enabled: true}}}}}, {crd: false})
+    const withKey = await readInstallation(kube)
+    // A day-2 write (cni values set --replace with an empty file writes this).
+    await writeInstallationSpec(kube, {...withKey!.spec, cni: {...withKey!.spec.cni, cilium: {values: {}}}}, {readAt: withKey})
     expect((await readInstallation(kube))?.spec.cni.cilium.values).toEqual({})
   })
 })

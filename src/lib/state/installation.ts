@@ -12,7 +12,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {serverSideApply} from '../kube/apply.js'
-import {isConflict, type Kube} from '../kube/client.js'
+import {isConflict, KubeApiError, type Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import type {WaitOptions} from '../kube/wait.js'
 import type {PromotionMode} from '../stack/orders.js'
@@ -97,8 +97,23 @@ export async function writeInstallationSpec(
   spec: InstallationSpec,
   options: {crdWait?: WaitOptions; crd?: boolean; readAt?: Installation} = {},
 ): Promise<Installation | undefined> {
-  if (options.readAt) return guardedWrite(kube, options.readAt, '', {spec}, false)
-  // crd: false on day 2, where the CR (and so its CRD) is known to exist.
+  if (options.readAt) {
+    // A day-2 write: the CRD may be an older ichor's (whose values layers were not atomic maps
+    // yet, so emptying one was refused), so this ichor's schema is applied first; unchanged,
+    // the apply changes nothing.
+    const [crd] = await serverSideApply(kube, [installationCrd()], {crdWait: options.crdWait ?? {timeoutMs: 60_000}})
+    const readAt = options.readAt
+    if (crd?.result === 'unchanged') return guardedWrite(kube, readAt, '', {spec}, false)
+    // The API server serves a changed CRD's schema once its informer has seen the change
+    // (apiextensions-apiserver crdHandler): a refusal by the old schema is asked again.
+    return withRetries(
+      () => guardedWrite(kube, readAt, '', {spec}, false),
+      (e) => e instanceof KubeApiError && e.code === 422,
+      10,
+      200,
+    )
+  }
+  // crd: false where the CR (and so its CRD) is known to exist and only this write is wanted.
   if (options.crd !== false) await serverSideApply(kube, [ichorSystemNamespace(), installationCrd()], {crdWait: options.crdWait})
   await serverSideApply(kube, [{apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, metadata: {name: INSTALLATION.name}, spec}])
   return undefined
@@ -216,4 +231,16 @@ export async function readTalosBundle(
   // Loaded here: age (and its post-quantum crypto) is for the commands that open the bundle, not every reader of the CR.
   const {bundleOfSecret} = await import('./sealed-bundle.js')
   return bundleOfSecret(secret, key, warn)
+}
+
+/** `attempt`, asked again `tries - 1` times `pauseMs` apart while it fails with an error `retry` accepts. */
+async function withRetries<T>(attempt: () => Promise<T>, retry: (error: unknown) => boolean, tries: number, pauseMs: number): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt()
+    } catch (error) {
+      if (i >= tries || !retry(error)) throw error
+      await new Promise((resolve) => setTimeout(resolve, pauseMs))
+    }
+  }
 }
