@@ -187,6 +187,12 @@ export async function run(ctx) {
   ratio('no-op init rerun', 1.5)
   ratio('cni status', 1.3)
   ratio('first init', 2)
+  for (const size of new Set(all.map((r) => r.size))) {
+    const first = at(size, 'first init')
+    const rerun = at(size, 'no-op init rerun')
+    if (first && rerun)
+      console.log(`no-op init rerun / first init at ${size}: ${((100 * rerun) / first).toFixed(1)} %${size === '1+1' ? '   goal <= 7 %' : ''}`)
+  }
   const peak = Math.max(...all.filter((r) => r.size === '3+30').map((r) => r.rssMb ?? 0))
   if (peak > 0) console.log(`peak RSS of the CLI at 3+30: ${peak.toFixed(0)} MB   goal < 200 MB`)
 }
