@@ -179,9 +179,20 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
 
   it('replace: Cilium replaces kube-proxy and is verified before Talos turns kube-proxy off; the DaemonSet and its inventory entries are gone', async () => {
     const base = await revision()
-    const run = await cli(['cni', 'kube-proxy', 'replace', '--yes', '--json'])
+    const run = await cli(['cni', 'kube-proxy', 'replace', '--yes', '--json', '-v'])
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0)
     expect(order(run)).toEqual(REPLACE_STEPS)
+    // Each node's config is read once before its patch and once after it (the check), never per
+    // step; Talos v1.14 keeps the setting on control planes only (KubeProxyConfig), so the worker
+    // is only read for the guards' facts.
+    const talosctl = (events(run) as Array<Event & {argv?: string[]}>)
+      .filter((e) => e.event === 'command' && /talosctl/.test(String(e.argv?.[0] ?? '')))
+      .map((e) => e.argv!.slice(1).join(' '))
+    const onNode = (node: string, verb: string) => talosctl.filter((c) => c.includes(`--nodes ${node} `) && c.startsWith(`${verb} machineconfig `))
+    expect(onNode(CONTROL_PLANE, 'patch').length, talosctl.join('\n')).toBe(1)
+    expect(onNode(CONTROL_PLANE, 'get').length, talosctl.join('\n')).toBeLessThanOrEqual(2)
+    expect(onNode(WORKER, 'patch').length, talosctl.join('\n')).toBe(0)
+    expect(onNode(WORKER, 'get').length, talosctl.join('\n')).toBeLessThanOrEqual(1)
     const done = events(run)
       .filter((e) => e.event === 'task' && e.status === 'done')
       .map((e) => e.id)

@@ -8,6 +8,7 @@ import {chartFromReleaseRecord} from '../helm/record-chart.js'
 import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
+import type {TalosNodeReads} from '../talos/node-reads.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, type ChartSources, type CniContext} from './context.js'
 import {talosAccess} from '../talos/access.js'
@@ -22,6 +23,8 @@ import {EXIT} from '../errors/exit-codes.js'
 export interface ChangeSources extends ChartSources {
   talosconfig?: string
   stateDir?: string
+  /** The run's reads of the nodes: the guards' read then serves the steps that read the same configs. */
+  reads?: TalosNodeReads
 }
 
 export interface LiveFacts {
@@ -42,7 +45,8 @@ export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: Change
   // The agents on every node, workers included, reach the API server through KubePrism.
   const nodes = [...(ctx.installation.spec.talos.controlPlanes ?? []), ...(ctx.installation.spec.talos.workers ?? [])]
   const wanted = opts.talos !== false
-  const read = wanted && access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig}) : undefined
+  const read =
+    wanted && access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig, reads: sources.reads}) : undefined
   read?.catch(() => {}) // awaited by the validation
   const groups = await readServedApiGroups(kube)
   return {

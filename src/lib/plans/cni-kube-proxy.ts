@@ -104,7 +104,7 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
         nodes: kubeProxyNodes(cr.spec.talos)
           .map((n) => n.node)
           .join(', '),
-        change: once(() => prepareKubeProxySwitch(kube, o.target, o)),
+        change: once(() => prepareKubeProxySwitch(kube, o.target, {...o, reads: session.talosReads})),
         talos: {
           session,
           talos: async () => cr.spec.talos,

@@ -74,7 +74,7 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, 
       // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
       await readUpgradePlan(kube, o)
       // Read again under the Lease (the first step): the release and stored layer cannot move under us.
-      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, o))
+      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, {...o, reads: session.talosReads}))
     },
     // The question comes with the plan: the target, its warnings and the values diff.
     async consent(_, {session}) {

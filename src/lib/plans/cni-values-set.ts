@@ -46,7 +46,7 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
     },
     async prepare({session}) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, o)))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, {...o, reads: session.talosReads})))
     },
     // `cni values edit`: saving the buffer was the confirmation.
     consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),

@@ -4,6 +4,7 @@
 // and the v1.14 KubePrismConfig / ResolverConfig documents.
 import {parseAllDocuments} from 'yaml'
 import {getMachineConfig} from './talosctl.js'
+import type {TalosNodeReads} from './node-reads.js'
 
 export interface TalosFacts {
   /** `node`: with facts of several nodes, the first node whose KubePrism is not on 7445. */
@@ -40,8 +41,8 @@ export function talosFactsFromConfig(configYaml: string): TalosFacts {
   return {kubePrism, forwardKubeDNSToHost: forward ?? true}
 }
 
-async function readTalosFacts(opts: {node: string; talosconfig: string}): Promise<TalosFacts> {
-  return talosFactsFromConfig(await getMachineConfig(opts))
+async function readTalosFacts(opts: {node: string; talosconfig: string; reads?: TalosNodeReads}): Promise<TalosFacts> {
+  return talosFactsFromConfig(await (opts.reads ? opts.reads.machineConfig(opts.node, opts.talosconfig) : getMachineConfig(opts)))
 }
 
 /**
@@ -61,7 +62,9 @@ export function combineTalosFacts(nodes: {node: string; facts: TalosFacts}[]): T
 }
 
 /** Every node's facts, read at once (one talosctl call per node). */
-export async function readClusterTalosFacts(opts: {nodes: string[]; talosconfig: string}): Promise<TalosFacts> {
-  const facts = await Promise.all(opts.nodes.map(async (node) => ({node, facts: await readTalosFacts({node, talosconfig: opts.talosconfig})})))
+export async function readClusterTalosFacts(opts: {nodes: string[]; talosconfig: string; reads?: TalosNodeReads}): Promise<TalosFacts> {
+  const facts = await Promise.all(
+    opts.nodes.map(async (node) => ({node, facts: await readTalosFacts({node, talosconfig: opts.talosconfig, reads: opts.reads})})),
+  )
   return combineTalosFacts(facts)
 }

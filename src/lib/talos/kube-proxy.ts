@@ -24,7 +24,8 @@ import {deleteObject, getObject, listObjects, type KubeObject} from '../kube/obj
 import type {InstallationSpec} from '../state/installation.js'
 import {toYaml} from '../yaml/emit.js'
 import {inventoryKey, readTalosInventoryKeys, removeTalosInventoryKeys, type InventoryRef} from './inventory.js'
-import {getMachineConfig, patchMachineConfig} from './talosctl.js'
+import {patchMachineConfig} from './talosctl.js'
+import type {TalosNodeReads} from './node-reads.js'
 import {hasMultidocKubernetesConfig} from './versions.js'
 
 export const KUBE_PROXY = {namespace: 'kube-system', name: 'kube-proxy'} as const
@@ -62,13 +63,20 @@ export function kubeProxyPatch(talosVersion: string, enabled: boolean): string {
   return toYaml({cluster: {proxy: {disabled: !enabled}}}, {sortKeys: false})
 }
 
-/** The nodes whose config does not have kube-proxy as wanted. */
-export async function nodesToSwitch(p: {talos: InstallationSpec['talos']; talosconfig: string; enabled: boolean}): Promise<KubeProxyNode[]> {
-  const out: KubeProxyNode[] = []
-  for (const n of kubeProxyNodes(p.talos)) {
-    if (kubeProxyEnabledIn(await getMachineConfig({node: n.node, talosconfig: p.talosconfig})) !== p.enabled) out.push(n)
-  }
-  return out
+/**
+ * The nodes whose config does not have kube-proxy as wanted. The configs are read in parallel
+ * (talosctl's own bound) through the run's reads, so the probe, the action and the check after it
+ * share one read per node until a patch drops it.
+ */
+export async function nodesToSwitch(p: {
+  talos: InstallationSpec['talos']
+  talosconfig: string
+  enabled: boolean
+  reads: TalosNodeReads
+}): Promise<KubeProxyNode[]> {
+  const nodes = kubeProxyNodes(p.talos)
+  const enabled = await Promise.all(nodes.map(async (n) => kubeProxyEnabledIn(await p.reads.machineConfig(n.node, p.talosconfig))))
+  return nodes.filter((_, i) => enabled[i] !== p.enabled)
 }
 
 /** Patches every node that needs it (no reboot: Talos reconciles its manifests at once). Returns the nodes patched. */
@@ -76,12 +84,13 @@ export async function switchKubeProxyOnNodes(p: {
   talos: InstallationSpec['talos']
   talosconfig: string
   enabled: boolean
+  reads: TalosNodeReads
   progress?: (m: string) => void
 }): Promise<string[]> {
   const patch = kubeProxyPatch(p.talos.talosVersion, p.enabled)
   const patched: string[] = []
   for (const n of await nodesToSwitch(p)) {
-    await patchMachineConfig({node: n.node, talosconfig: p.talosconfig, patch, mode: 'no-reboot'})
+    await p.reads.write(n.node, () => patchMachineConfig({node: n.node, talosconfig: p.talosconfig, patch, mode: 'no-reboot'}))
     p.progress?.(`${n.role} ${n.node}: kube-proxy ${p.enabled ? 'enabled' : 'disabled'}`)
     patched.push(n.node)
   }

@@ -385,7 +385,7 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
     hint: 'the nodes already patched keep the change; run the same command again to finish',
     async probe() {
       const talos = await p.talos()
-      const pending = await nodesToSwitch({talos, talosconfig: await p.talosconfig(), enabled: p.enabled})
+      const pending = await nodesToSwitch({talos, talosconfig: await p.talosconfig(), enabled: p.enabled, reads: p.session.talosReads})
       return pending.length === 0
         ? holds(
             `kube-proxy ${want} on ${kubeProxyNodes(talos)
@@ -405,7 +405,7 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
           left.inventoryKeys.filter((k) => !live.has(k)),
         )
       }
-      await switchKubeProxyOnNodes({talos: await p.talos(), talosconfig: await p.talosconfig(), enabled: p.enabled, progress})
+      await switchKubeProxyOnNodes({talos: await p.talos(), talosconfig: await p.talosconfig(), enabled: p.enabled, reads: p.session.talosReads, progress})
     },
   }
 }
