@@ -23,6 +23,8 @@ export interface SessionFixture {
   requests: string[]
   /** Requests other than GET: a probe must make none. */
   writes(): string[]
+  /** The User-Agent header of every request, in order. */
+  userAgents: string[]
   /** Adds or replaces an object (same apiVersion, kind, namespace and name). */
   put(object: KubeObject): void
 }
@@ -59,6 +61,7 @@ interface Crd {
 export async function sessionFixture(objects: KubeObject[] = []): Promise<SessionFixture> {
   const store = new Map<string, KubeObject>()
   const requests: string[] = []
+  const userAgents: string[] = []
   const resources = (): Record<string, Resource[]> => {
     const out: Record<string, Resource[]> = {...BUILT_IN}
     // A custom resource is served once its CRD exists, as the API server does.
@@ -83,6 +86,7 @@ export async function sessionFixture(objects: KubeObject[] = []): Promise<Sessio
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     requests.push(`${req.method} ${req.url}`)
+    userAgents.push(req.headers['user-agent'] ?? '')
     const url = new URL(req.url ?? '/', 'http://fixture')
     const send = (code: number, body: unknown) => {
       res.writeHead(code, {'content-type': 'application/json'})
@@ -135,7 +139,7 @@ current-context: fixture
     await new Promise((resolve) => server.close(resolve))
     rmSync(dir, {recursive: true, force: true})
   })
-  return {session, kubeconfig, requests, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
+  return {session, kubeconfig, requests, userAgents, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
 }
 
 function collectionPath(apiVersion: string, resource: Resource, namespace?: string): string {

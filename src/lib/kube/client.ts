@@ -122,6 +122,12 @@ export function isConflict(err: unknown): boolean {
   return err instanceof KubeApiError && err.code === 409 && err.reason === 'Conflict'
 }
 
+/**
+ * Sent with every request, as kubectl sends `kubectl/VERSION (OS/ARCH)`: the API server's audit
+ * log and its request metrics then name ichor (Node's http sends no User-Agent at all).
+ */
+export const USER_AGENT = `ichor (${process.platform}/${process.arch}) node/${process.version}`
+
 export async function connectKube(options: ConnectOptions = {}): Promise<Kube> {
   const config = loadKubeconfig(options)
   if (!config.cluster?.server) {
@@ -194,6 +200,7 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
     const reqOptions: https.RequestOptions = {
       method,
       headers: {
+        'User-Agent': USER_AGENT,
         Accept: options.accept ?? 'application/json',
         ...(payload ? {'Content-Type': options.contentType ?? 'application/json', 'Content-Length': payload.length} : {}),
       },
