@@ -48,37 +48,20 @@ async function changeInlineManifest(env: Env, talosVersion: string, contents: st
     talosVersion >= 'v1.14'
       ? `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
       : `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
-  let r = await env.sim.run([
-    'patch',
-    'machineconfig',
-    '--nodes',
-    CONTROL_PLANE_IP,
-    '--talosconfig',
-    env.cluster.talosconfig,
-    '--mode',
-    'no-reboot',
-    '--patch',
-    dropOld,
-  ])
+  let r = await patchNode(env, dropOld)
   expect(r.exitCode, r.stderr).toBe(0)
   const file = join(env.sim.workDir, 'new-manifest.yaml')
   writeFileSync(file, inlineManifestsPatch(talosVersion, [{name: 'app', contents}]))
-  r = await env.sim.run([
-    'patch',
-    'machineconfig',
-    '--nodes',
-    CONTROL_PLANE_IP,
-    '--talosconfig',
-    env.cluster.talosconfig,
-    '--mode',
-    'no-reboot',
-    '--patch',
-    `@${file}`,
-  ])
+  r = await patchNode(env, `@${file}`)
   expect(r.exitCode, r.stderr).toBe(0)
   // The manifest runs the changes started end in the background, on their own timer.
   await env.sim.manifestRunsDone()
   expect(await manifestsApplied(env)).toEqual(['99-app'])
+}
+
+/** `talosctl patch machineconfig --mode no-reboot` on the control plane ("@FILE" or the patch itself). */
+function patchNode(env: Env, patch: string) {
+  return env.sim.run(['patch', 'machineconfig', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig, '--mode', 'no-reboot', '--patch', patch])
 }
 
 /** `talosctl get manifeststatus`: the manifest ids of the control plane's last finished run. */
@@ -200,18 +183,7 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
   it('a config change starts a manifest run that writes back the inventory copy it read: an edit made before it finished is lost', async () => {
     // go-kubernetes v0.2.41 configmap inventory Write: an Update without resourceVersion.
     const drop = `cluster:\n  inlineManifests:\n    - name: app\n      $patch: delete\n`
-    const dropped = await env.sim.run([
-      'patch',
-      'machineconfig',
-      '--nodes',
-      CONTROL_PLANE_IP,
-      '--talosconfig',
-      env.cluster.talosconfig,
-      '--mode',
-      'no-reboot',
-      '--patch',
-      drop,
-    ])
+    const dropped = await patchNode(env, drop)
     expect(dropped.exitCode, dropped.stderr).toBe(0)
     await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual([])
@@ -221,18 +193,7 @@ describe('Talos node simulator, Talos v1.13 (inventory): create-only on the node
       file,
       inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '2') + '---\n' + configMap('three', 'talos') + '---\n' + configMap('four', '1')}]),
     )
-    const r = await env.sim.run([
-      'patch',
-      'machineconfig',
-      '--nodes',
-      CONTROL_PLANE_IP,
-      '--talosconfig',
-      env.cluster.talosconfig,
-      '--mode',
-      'no-reboot',
-      '--patch',
-      `@${file}`,
-    ])
+    const r = await patchNode(env, `@${file}`)
     expect(r.exitCode, r.stderr).toBe(0)
     expect(await readValue(env.kc, 'four')).toBe('1') // the objects are applied at once
     // Someone edits the inventory while the run is still going ...
@@ -266,18 +227,7 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
     const before = await inventory(env.kc)
     expect(before).toEqual(['kube-system_one__ConfigMap'])
     const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-    const r = await env.sim.run([
-      'patch',
-      'machineconfig',
-      '--nodes',
-      CONTROL_PLANE_IP,
-      '--talosconfig',
-      env.cluster.talosconfig,
-      '--mode',
-      'no-reboot',
-      '--patch',
-      drop,
-    ])
+    const r = await patchNode(env, drop)
     expect(r.exitCode, r.stderr).toBe(0)
     // manifest_apply.go (v1.14.1) sets ManifestStatus only after the run: the next command still sees the last one.
     expect(await manifestsApplied(env)).toEqual(['99-app'])
@@ -291,18 +241,7 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
 
   it('a run whose inventory write fails is run again from a fresh read, as Talos restarts a failed controller', async () => {
     const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-    const dropped = await env.sim.run([
-      'patch',
-      'machineconfig',
-      '--nodes',
-      CONTROL_PLANE_IP,
-      '--talosconfig',
-      env.cluster.talosconfig,
-      '--mode',
-      'no-reboot',
-      '--patch',
-      drop,
-    ])
+    const dropped = await patchNode(env, drop)
     expect(dropped.exitCode, dropped.stderr).toBe(0)
     await env.sim.manifestRunsDone()
     expect(await manifestsApplied(env)).toEqual([])
@@ -310,18 +249,7 @@ describe('Talos node simulator, Talos v1.14: a manifest run ends on its own time
     writeFileSync(file, inlineManifestsPatch(V, [{name: 'app', contents: configMap('one', '1')}]))
     process.env.TALOS_SIM_MANIFEST_RUN_MS = '3000' // time to break the run's write before it comes
     try {
-      const r = await env.sim.run([
-        'patch',
-        'machineconfig',
-        '--nodes',
-        CONTROL_PLANE_IP,
-        '--talosconfig',
-        env.cluster.talosconfig,
-        '--mode',
-        'no-reboot',
-        '--patch',
-        `@${file}`,
-      ])
+      const r = await patchNode(env, `@${file}`)
       expect(r.exitCode, r.stderr).toBe(0)
     } finally {
       delete process.env.TALOS_SIM_MANIFEST_RUN_MS
@@ -392,18 +320,7 @@ describe('a background manifest run never outlives its test', () => {
     process.env.TALOS_SIM_MANIFEST_RUN_MS = '60000'
     try {
       const drop = `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: app\n$patch: delete\n`
-      const r = await env.sim.run([
-        'patch',
-        'machineconfig',
-        '--nodes',
-        CONTROL_PLANE_IP,
-        '--talosconfig',
-        env.cluster.talosconfig,
-        '--mode',
-        'no-reboot',
-        '--patch',
-        drop,
-      ])
+      const r = await patchNode(env, drop)
       expect(r.exitCode, r.stderr).toBe(0)
     } finally {
       delete process.env.TALOS_SIM_MANIFEST_RUN_MS
