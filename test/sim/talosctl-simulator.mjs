@@ -670,6 +670,22 @@ async function afterConfigChange(node) {
   if (holdsMutex) writeFileSync(mutexFile(), String(pid))
 }
 
+/** cenkalti/backoff v4.3.0 exponential.go with its defaults (InitialInterval 500 ms, RandomizationFactor 0.5, Multiplier 1.5, MaxInterval 60 s). */
+function newRestartBackoff() {
+  let current = 500
+  return {
+    next() {
+      const delta = 0.5 * current
+      const interval = current - delta + Math.random() * (2 * delta)
+      current = current >= 60_000 / 1.5 ? 60_000 : current * 1.5
+      return interval
+    },
+    reset() {
+      current = 500
+    },
+  }
+}
+
 /** The detached runner: the node's manifest controller loop until no newer config is left to run. */
 async function manifestRunner(ip) {
   isRunner = true
@@ -682,11 +698,14 @@ async function manifestRunner(ip) {
     }
   }
   // A run that fails (an API request refused or timed out, the node rebooting) is run again
-  // from its inventory read after a backoff, as Talos's controller runtime (cosi-project/runtime)
-  // restarts a controller whose Run returned an error, with exponential backoff; WithLock's
-  // defer has released the etcd mutex. Giving up instead left a node's manifest run unfinished
-  // for good, which Talos never does.
-  let backoffMs = 250
+  // from its inventory read after a backoff: cosi-project/runtime v1.16.2 (Talos v1.14.0-rc.1's)
+  // pkg/controller/runtime/internal/rruntime/run.go Adapter.Run restarts a controller whose Run
+  // returned an error after `backoff.NextBackOff()`, cenkalti/backoff v4.3.0's exponential
+  // defaults with no elapsed-time limit (rruntime.go): 500 ms, times 1.5, randomised by +-50 %,
+  // at most 60 s; WithLock's defer has released the etcd mutex. manifest_apply.go (v1.14.0-rc.1,
+  // line 154) resets the backoff after each run that set its status. Giving up instead left a
+  // node's manifest run unfinished for good, which Talos never does.
+  const restartBackoff = newRestartBackoff()
   for (;;) {
     try {
       let run = readJson(runFile(ip))
@@ -703,14 +722,13 @@ async function manifestRunner(ip) {
       }
       await waitUntil(run.dueAt)
       await finishManifestRun(ip, run)
-      backoffMs = 250
+      restartBackoff.reset()
     } catch (e) {
       if (!existsSync(dir)) return
       appendFileSync(join(dir, `manifest-runner-${ip}.log`), `${new Date().toISOString()} ${e?.stack ?? e}\n`)
       rmSync(runFile(ip), {force: true})
       releaseIfMine(mutexFile())
-      await waitUntil(Date.now() + backoffMs)
-      backoffMs = Math.min(backoffMs * 2, 5000)
+      await waitUntil(Date.now() + restartBackoff.next())
     }
   }
 }
