@@ -9,6 +9,7 @@ import type {InstalledArtifact} from '../assets/pinning.js'
 import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {isDeepStrictEqual} from 'node:util'
+import {setTimeout as sleep} from 'node:timers/promises'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {serverSideApply} from '../kube/apply.js'
@@ -240,7 +241,7 @@ async function withRetries<T>(attempt: () => Promise<T>, retry: (error: unknown)
       return await attempt()
     } catch (error) {
       if (i >= tries || !retry(error)) throw error
-      await new Promise((resolve) => setTimeout(resolve, pauseMs))
+      await sleep(pauseMs)
     }
   }
 }
