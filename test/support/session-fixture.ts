@@ -4,7 +4,8 @@
 // probe makes (discovery, GET of an object, LIST with a label selector) from the objects
 // given, and refuses every write (405) while recording it, since a probe is read-only. It is a
 // fake, not a simulator: no admission, no defaulting, no watch; what a test needs beyond GET
-// and LIST belongs on the harness (test/harness/cluster.ts).
+// and LIST belongs on the harness (test/harness/cluster.ts). Its store and reads are shared
+// with planFixture (plan-fixture.ts), the same server with writes, for whole plan runs.
 import {mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer, type IncomingMessage, type ServerResponse} from 'node:http'
 import type {AddressInfo} from 'node:net'
@@ -29,7 +30,7 @@ export interface SessionFixture {
   put(object: KubeObject): void
 }
 
-interface Resource {
+export interface Resource {
   plural: string
   kind: string
   namespaced: boolean
@@ -48,6 +49,7 @@ const BUILT_IN: Record<string, Resource[]> = {
   'apps/v1': [
     {plural: 'deployments', kind: 'Deployment', namespaced: true},
     {plural: 'daemonsets', kind: 'DaemonSet', namespaced: true},
+    {plural: 'statefulsets', kind: 'StatefulSet', namespaced: true},
   ],
   'apiextensions.k8s.io/v1': [{plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false}],
   'coordination.k8s.io/v1': [{plural: 'leases', kind: 'Lease', namespaced: true}],
@@ -57,15 +59,25 @@ interface Crd {
   spec: {group: string; scope: string; names: {kind: string; plural: string}; versions: {name: string; served?: boolean}[]}
 }
 
-/** The Session, over a server holding `objects`; the server, the kubeconfig and the session go when the test ends. */
-export async function sessionFixture(objects: KubeObject[] = []): Promise<SessionFixture> {
-  const store = new Map<string, KubeObject>()
-  const requests: string[] = []
-  const userAgents: string[] = []
-  const resources = (): Record<string, Resource[]> => {
+/** Where a request path points: a collection, an object, or an object's status subresource. */
+export interface ApiPath {
+  apiVersion: string
+  resource: Resource
+  namespace?: string
+  name?: string
+  status: boolean
+  /** The collection's path (the store's keys are `<collection>/<name>`). */
+  collection: string
+}
+
+/** The objects the fixture's server holds, keyed by their API path, and the kinds it serves. */
+export class ObjectStore {
+  readonly objects = new Map<string, KubeObject>()
+
+  resources(): Record<string, Resource[]> {
     const out: Record<string, Resource[]> = {...BUILT_IN}
     // A custom resource is served once its CRD exists, as the API server does.
-    for (const o of store.values()) {
+    for (const o of this.objects.values()) {
       if (o.kind !== 'CustomResourceDefinition') continue
       const {spec} = o as unknown as Crd
       for (const v of spec.versions.filter((x) => x.served !== false)) {
@@ -75,46 +87,121 @@ export async function sessionFixture(objects: KubeObject[] = []): Promise<Sessio
     }
     return out
   }
-  const itemPath = (o: KubeObject): string => {
-    const resource = resources()[o.apiVersion]?.find((r) => r.kind === o.kind)
-    if (!resource) throw new Error(`sessionFixture: ${o.kind} ${o.apiVersion} is not served (give its CRD first)`)
+
+  pathOf(o: KubeObject): string {
+    const resource = this.resources()[o.apiVersion]?.find((r) => r.kind === o.kind)
+    if (!resource) throw new Error(`fixture: ${o.kind} ${o.apiVersion} is not served (give its CRD first)`)
     return `${collectionPath(o.apiVersion, resource, o.metadata.namespace)}/${o.metadata.name}`
   }
-  const put = (o: KubeObject): void => void store.set(itemPath(o), structuredClone(o))
-  // CRDs first: the kinds they define are then served for the other objects.
-  for (const o of [...objects].sort((a, b) => Number(b.kind === 'CustomResourceDefinition') - Number(a.kind === 'CustomResourceDefinition'))) put(o)
 
+  /** Adds or replaces an object as given, no bookkeeping. */
+  put(o: KubeObject): void {
+    this.objects.set(this.pathOf(o), structuredClone(o))
+  }
+
+  /** CRDs first: the kinds they define are then served for the other objects. */
+  seed(objects: KubeObject[], put: (o: KubeObject) => void = (o) => this.put(o)): void {
+    const crdsFirst = [...objects].sort((a, b) => Number(b.kind === 'CustomResourceDefinition') - Number(a.kind === 'CustomResourceDefinition'))
+    for (const o of crdsFirst) put(o)
+  }
+
+  /** The served resource a request path names, or undefined (discovery, /version, an unserved kind). */
+  resolve(pathname: string): ApiPath | undefined {
+    const m = /^\/(?:api\/(v1)|apis\/([^/]+\/[^/]+))\/(.+)$/.exec(pathname)
+    if (!m) return undefined
+    const apiVersion = (m[1] ?? m[2])!
+    const served = this.resources()[apiVersion] ?? []
+    const parts = m[3]!.split('/')
+    // namespaces/<ns>/<plural>[/<name>[/status]] before <plural>[/<name>[/status]]: a Namespace is both.
+    const tries: [string | undefined, string[]][] =
+      parts[0] === 'namespaces' && parts.length >= 3
+        ? [
+            [parts[1], parts.slice(2)],
+            [undefined, parts],
+          ]
+        : [[undefined, parts]]
+    for (const [namespace, [plural, name, sub, ...rest]] of tries) {
+      const resource = served.find((r) => r.plural === plural && r.namespaced === (namespace !== undefined))
+      if (!resource || rest.length > 0 || (sub !== undefined && sub !== 'status')) continue
+      return {apiVersion, resource, namespace, name, status: sub === 'status', collection: collectionPath(apiVersion, resource, namespace)}
+    }
+    return undefined
+  }
+
+  /** The objects directly below a collection path, filtered by a label selector (`a=b`, `a!=b`, `a`, `!a`). */
+  list(collection: string, labelSelector: string): KubeObject[] {
+    const terms = labelSelector.split(',').filter(Boolean)
+    const matches = (labels: Record<string, string>) =>
+      terms.every((term) => {
+        const [key, value] = term.split(/!=|==|=/).map((x) => x.trim())
+        if (value === undefined) return term.startsWith('!') ? !(term.slice(1) in labels) : key! in labels
+        return term.includes('!=') ? labels[key!] !== value : labels[key!] === value
+      })
+    return [...this.objects.entries()]
+      .filter(([path]) => path.startsWith(`${collection}/`) && !path.slice(collection.length + 1).includes('/'))
+      .map(([, o]) => o)
+      .filter((o) => matches(o.metadata.labels ?? {}))
+  }
+}
+
+export type Answer = [code: number, body: unknown]
+
+/** A request other than GET, its body parsed as JSON, for a fixture that accepts writes. */
+export interface WriteRequest {
+  method: string
+  url: URL
+  contentType: string
+  body: unknown
+}
+
+/** What a server answers a write with: a fixture without one refuses every write (405). */
+export type WriteHandler = (request: WriteRequest) => Answer
+
+/** The Session, over a server holding `objects`; the server, the kubeconfig and the session go when the test ends. */
+export async function sessionFixture(objects: KubeObject[] = []): Promise<SessionFixture> {
+  const store = new ObjectStore()
+  store.seed(objects)
+  const {session, kubeconfig, requests, userAgents} = await serveApi(store)
+  return {session, kubeconfig, requests, userAgents, writes: () => requests.filter((r) => !r.startsWith('GET ')), put: (o) => store.put(o)}
+}
+
+export interface ApiServer {
+  session: Session
+  kubeconfig: string
+  requests: string[]
+  userAgents: string[]
+}
+
+/**
+ * Serves `store` on 127.0.0.1: discovery, GET of an object (or its status) and LIST from the
+ * store; a write goes to `write`, or is refused (405) while recorded. Everything goes when the
+ * test ends.
+ */
+export async function serveApi(store: ObjectStore, write?: WriteHandler): Promise<ApiServer> {
+  const requests: string[] = []
+  const userAgents: string[] = []
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     requests.push(`${req.method} ${req.url}`)
     userAgents.push(req.headers['user-agent'] ?? '')
     const url = new URL(req.url ?? '/', 'http://fixture')
-    const send = (code: number, body: unknown) => {
+    const send = ([code, body]: Answer) => {
       res.writeHead(code, {'content-type': 'application/json'})
       res.end(JSON.stringify(body))
     }
-    if (req.method !== 'GET') return send(405, status(405, 'MethodNotAllowed', `${req.method} is refused: a probe reads only`))
-    if (url.pathname === '/version') return send(200, {major: '1', minor: '33', gitVersion: 'v1.33.0'})
-    const served = resources()
-    const discovery = /^\/(?:api\/(v1)|apis\/([^/]+\/[^/]+))$/.exec(url.pathname)
-    if (discovery) {
-      const gv = discovery[1] ?? discovery[2]!
-      const list = served[gv]
-      if (!list) return send(404, status(404, 'NotFound', 'the server could not find the requested resource'))
-      return send(200, {kind: 'APIResourceList', groupVersion: gv, resources: list.map((r) => ({name: r.plural, kind: r.kind, namespaced: r.namespaced}))})
-    }
-    const item = store.get(url.pathname)
-    if (item) return send(200, item)
-    // A collection: the objects directly below the path, filtered by an equality label selector.
-    const selector = (url.searchParams.get('labelSelector') ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((term) => term.split('=') as [string, string])
-    const items = [...store.entries()]
-      .filter(([path]) => path.startsWith(`${url.pathname}/`) && !path.slice(url.pathname.length + 1).includes('/'))
-      .map(([, o]) => o)
-      .filter((o) => selector.every(([k, v]) => o.metadata.labels?.[k] === v))
-    if (items.length > 0 || isCollection(url.pathname, served)) return send(200, {kind: 'List', apiVersion: 'v1', metadata: {}, items})
-    return send(404, status(404, 'NotFound', `${url.pathname} not found`))
+    if (req.method === 'GET') return send(read(store, url))
+    if (!write) return send([405, status(405, 'MethodNotAllowed', `${req.method} is refused: a probe reads only`)])
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8')
+      let body: unknown
+      try {
+        body = text ? JSON.parse(text) : undefined
+      } catch {
+        return send([415, status(415, 'UnsupportedMediaType', 'the fixture reads JSON bodies only')])
+      }
+      send(write({method: req.method ?? '', url, contentType: req.headers['content-type'] ?? '', body}))
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const {port} = server.address() as AddressInfo
@@ -139,7 +226,24 @@ current-context: fixture
     await new Promise((resolve) => server.close(resolve))
     rmSync(dir, {recursive: true, force: true})
   })
-  return {session, kubeconfig, requests, userAgents, writes: () => requests.filter((r) => !r.startsWith('GET ')), put}
+  return {session, kubeconfig, requests, userAgents}
+}
+
+function read(store: ObjectStore, url: URL): Answer {
+  if (url.pathname === '/version') return [200, {major: '1', minor: '33', gitVersion: 'v1.33.0'}]
+  const discovery = /^\/(?:api\/(v1)|apis\/([^/]+\/[^/]+))$/.exec(url.pathname)
+  if (discovery) {
+    const gv = discovery[1] ?? discovery[2]!
+    const list = store.resources()[gv]
+    if (!list) return [404, status(404, 'NotFound', 'the server could not find the requested resource')]
+    return [200, {kind: 'APIResourceList', groupVersion: gv, resources: list.map((r) => ({name: r.plural, kind: r.kind, namespaced: r.namespaced}))}]
+  }
+  const at = store.resolve(url.pathname)
+  if (!at) return [404, status(404, 'NotFound', `${url.pathname} not found`)]
+  if (at.name === undefined)
+    return [200, {kind: 'List', apiVersion: 'v1', metadata: {}, items: store.list(at.collection, url.searchParams.get('labelSelector') ?? '')}]
+  const item = store.objects.get(`${at.collection}/${at.name}`)
+  return item ? [200, item] : [404, status(404, 'NotFound', `${at.resource.plural} "${at.name}" not found`)]
 }
 
 function collectionPath(apiVersion: string, resource: Resource, namespace?: string): string {
@@ -147,16 +251,8 @@ function collectionPath(apiVersion: string, resource: Resource, namespace?: stri
   return resource.namespaced ? `${root}/namespaces/${namespace}/${resource.plural}` : `${root}/${resource.plural}`
 }
 
-function isCollection(path: string, served: Record<string, Resource[]>): boolean {
-  return Object.entries(served).some(([gv, list]) =>
-    list.some((r) => {
-      const root = gv.includes('/') ? `/apis/${gv}` : `/api/${gv}`
-      return r.namespaced ? new RegExp(`^${root}/namespaces/[^/]+/${r.plural}$`).test(path) : path === `${root}/${r.plural}`
-    }),
-  )
-}
-
-function status(code: number, reason: string, message: string) {
+/** A metav1.Status as the API server words a failure. */
+export function status(code: number, reason: string, message: string) {
   return {kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason, message, code}
 }
 
