@@ -19,6 +19,7 @@ import {STACK_COMPONENTS, type StackComponent} from '../../src/lib/stack/policie
 import {APPROVE_DEPLOY_LABEL, AUTO_DEPLOY_LABEL} from '../../src/lib/stack/promote.js'
 import {installationCrd} from '../../src/lib/state/installation.js'
 import type {RunResult} from '../../src/lib/tasks/types.js'
+import {ichorInstallation} from '../support/stack-cluster.js'
 import {planFixture, StoppedAt, type FixtureRunOptions, type PlanFixture} from '../support/plan-fixture.js'
 
 type Obj = KubeObject & Record<string, unknown>
@@ -59,31 +60,7 @@ function stackCluster(w: World): KubeObject[] {
     crd('argoproj.io', 'Application', 'applications', true),
     installationCrd(),
     ...[ICHOR_SYSTEM, ...Object.values(COMPONENT_NAMESPACE)].map((name) => ({apiVersion: 'v1', kind: 'Namespace', metadata: {name}})),
-    {
-      apiVersion: INSTALLATION.apiVersion,
-      kind: INSTALLATION.kind,
-      metadata: {name: INSTALLATION.name},
-      spec: {
-        talos: {
-          clusterName: 'homelab',
-          endpoint: 'https://192.0.2.10:6443',
-          talosVersion: 'v1.11.5',
-          kubernetesVersion: '1.34.1',
-          controlPlanes: ['192.0.2.10'],
-          workers: [],
-        },
-        cni: {kubeProxy: 'replaced', tunnel: 'vxlan', cilium: {values: {}}},
-        stack: {promotion: w.promotion, argocd: {values: {}}, kokumi: {values: {}}},
-      },
-      status: {
-        stack: Object.fromEntries(
-          STACK_COMPONENTS.map((c) => [
-            c,
-            {publishedTag: 't2', digest: digest('b', c, 2), orderReady: true, applicationSync: 'Synced', applicationHealth: 'Healthy'},
-          ]),
-        ),
-      },
-    } as KubeObject,
+    ichorInstallation({promotion: w.promotion, pushed: (c) => ({tag: 't2', digest: digest('b', c, 2)})}),
   ]
   for (const c of STACK_COMPONENTS) {
     const namespace = COMPONENT_NAMESPACE[c]
