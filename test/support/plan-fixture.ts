@@ -67,6 +67,11 @@ export interface PlanFixture {
   run<P, R>(plan: Plan<P, R>, o?: Partial<PlanRunOptions> & {stopAt?: string}, deps?: Omit<PlanRunDeps, 'open'>): Promise<R>
 }
 
+/** Writes other than the runner's own: its Lease, and the namespace it creates for it on a fresh cluster. */
+export function withoutLease(writes: string[]): string[] {
+  return writes.filter((w) => !/\/leases(\/|\?|$)|^POST \/api\/v1\/namespaces\?/.test(w))
+}
+
 /** The error a run stopped by `stopAt` ends with. */
 export class StoppedAt extends Error {
   constructor(readonly step: string) {

@@ -20,7 +20,7 @@ import {APPROVE_DEPLOY_LABEL, AUTO_DEPLOY_LABEL} from '../../src/lib/stack/promo
 import {installationCrd} from '../../src/lib/state/installation.js'
 import type {RunResult} from '../../src/lib/tasks/types.js'
 import {ichorInstallation} from '../support/stack-cluster.js'
-import {planFixture, StoppedAt, type FixtureRunOptions, type PlanFixture} from '../support/plan-fixture.js'
+import {planFixture, withoutLease, StoppedAt, type FixtureRunOptions, type PlanFixture} from '../support/plan-fixture.js'
 
 type Obj = KubeObject & Record<string, unknown>
 
@@ -262,9 +262,6 @@ async function cluster(c: PlanCase): Promise<PlanFixture> {
   return f
 }
 
-/** Writes other than the runner's own Lease (and the namespace it may create for it). */
-const planWrites = (writes: string[]) => writes.filter((w) => !/\/leases(\/|\?|$)/.test(w))
-
 describe.each(CASES)('$command', (c) => {
   it('a run makes every step hold; a second run finds them all holding and changes nothing', async () => {
     const f = await cluster(c)
@@ -277,7 +274,7 @@ describe.each(CASES)('$command', (c) => {
     const second = await c.run(f.options())
     expect(second.changed).toBe(false)
     expect(second.tasks.map((t) => `${t.id}:${t.status}`)).toEqual(c.steps.map((id) => `${id}:${id === 'lease' ? 'done' : 'skipped'}`))
-    expect(planWrites(f.writes().slice(before))).toEqual([])
+    expect(withoutLease(f.writes().slice(before))).toEqual([])
   })
 
   it('without a terminal and without --yes: refused (exit 2, naming --yes) before any request', async () => {
