@@ -3,8 +3,9 @@
 // (test/support/plan-fixture.ts): probe → run → probe (a rerun changes nothing), the consent rule,
 // and a stop as every step starts, rerun, ending where an uninterrupted run ends. Kokumi, Argo CD
 // and the Deployment controller are not there: three stand-ins below (`controllers`) do the one
-// thing each plan waits for, and say so. The real SIGKILL inside a run stays on the harness
-// (test/e2e/stack-day2.test.ts, stack-manual.test.ts).
+// thing each plan waits for, and say so. A stop here closes the session (the Lease is freed);
+// a real SIGKILL, which leaves the Lease to a dead process, is on the harness for promote and
+// promotion set (test/e2e/stack-manual.test.ts).
 import {describe, expect, it} from 'vitest'
 import {reportOf} from '../../src/lib/cli/error-report.js'
 import {ARGOCD_NAMESPACE, ICHOR_SYSTEM, INSTALLATION, STATE_SECRETS} from '../../src/lib/constants.js'
