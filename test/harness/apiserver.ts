@@ -13,7 +13,7 @@
 // `talosctl gen config` writes), so a workload that a real Talos cluster refuses is refused here.
 import {spawn, type ChildProcess} from 'node:child_process'
 import {generateKeyPairSync, randomBytes} from 'node:crypto'
-import {createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {request} from 'node:https'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -40,6 +40,12 @@ export interface ControlPlaneOptions {
   controllers?: boolean
   /** The PodSecurity defaults Talos writes (default true); false admits every pod (plain envtest). */
   talosPodSecurity?: boolean
+  /**
+   * A folder `save()` wrote: start from a copy of its etcd data and the same credentials (serving
+   * certificate and CA, admin token, service-account key), so the cluster, its tokens and every
+   * kube-root-ca.crt stay valid; only the ports are new. The folder itself is never changed.
+   */
+  restoreFrom?: string
 }
 
 export interface ControlPlane {
@@ -61,7 +67,18 @@ export interface ControlPlane {
   startMs: number
   /** Kills both processes and removes every temp file. Safe to call twice. */
   stop(): Promise<void>
+  /**
+   * Stops every process without removing its files, then copies what makes this cluster (etcd's
+   * data folder and the credentials) to `dir` for `restoreFrom`, and removes the temp files. The
+   * controllers and the API server stop first, so nothing writes while etcd stops; etcd is killed
+   * as a crash would, and reopens its data folder as after one (its WAL replays what bbolt had not
+   * committed), which is how etcd itself recovers a member.
+   */
+  save(dir: string): Promise<void>
 }
+
+/** What save() keeps and restoreFrom copies back: etcd's data and the credentials everything in it was made with. */
+const SAVED = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub'] as const
 
 let located: Promise<string> | undefined
 
@@ -118,11 +135,12 @@ export function freePort(): Promise<number> {
 // Each binary runs under a small bash watchdog that holds a pipe from this process:
 // when the pipe closes (stop(), or this process dying in any way, even SIGKILL), the
 // watchdog SIGKILLs the binary and removes the temp dir. So a crashed or killed test
-// run never leaves an apiserver behind holding ports, memory and disk.
+// run never leaves an apiserver behind holding ports, memory and disk. A line "keep" on the pipe
+// kills the binary and leaves the dir (save()).
 const WATCHDOG = `exec 3<&0
 "$@" </dev/null &
 pid=$!
-{ read -r _ <&3; kill -9 "$pid" 2>/dev/null; rm -rf "$ENVTEST_TMP"; } &
+{ read -r cmd <&3; kill -9 "$pid" 2>/dev/null; [ "$cmd" = keep ] || rm -rf "$ENVTEST_TMP"; } &
 watch=$!
 wait "$pid"; rc=$?
 kill "$watch" 2>/dev/null
@@ -160,6 +178,13 @@ export async function stopProcess(proc: Proc): Promise<void> {
     proc.child.kill('SIGKILL')
     await proc.exited
   }
+}
+
+/** Kills the binary and leaves its files (the watchdog reads "keep"), for save(). */
+async function killKeepingFiles(proc: Proc): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return
+  proc.child.stdin?.write('keep\n')
+  await proc.exited
 }
 
 function logTail(path: string, lines = 30): string {
@@ -221,6 +246,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   }
 
   try {
+    if (opts.restoreFrom) for (const part of SAVED) cpSync(join(opts.restoreFrom, part), join(dir, part), {recursive: true})
     const [etcdClient, etcdPeer, apiServer] = await distinctFreePorts(3)
     const etcdUrl = `http://127.0.0.1:${etcdClient}`
     const peerUrl = `http://127.0.0.1:${etcdPeer}`
@@ -243,12 +269,17 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     )
     procs.push(etcd)
 
-    // Credentials: a static admin token and the service-account signing key.
-    const token = randomBytes(24).toString('hex')
-    writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, {mode: 0o600})
-    const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
-    writeFileSync(join(dir, 'sa.key'), privateKey.export({type: 'pkcs1', format: 'pem'}), {mode: 0o600})
-    writeFileSync(join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
+    // Credentials: a static admin token and the service-account signing key (a restored cluster's own).
+    let token: string
+    if (opts.restoreFrom) {
+      token = readFileSync(join(dir, 'tokens.csv'), 'utf8').split(',')[0]!
+    } else {
+      token = randomBytes(24).toString('hex')
+      writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, {mode: 0o600})
+      const {privateKey, publicKey} = generateKeyPairSync('rsa', {modulusLength: 2048})
+      writeFileSync(join(dir, 'sa.key'), privateKey.export({type: 'pkcs1', format: 'pem'}), {mode: 0o600})
+      writeFileSync(join(dir, 'sa.pub'), publicKey.export({type: 'spki', format: 'pem'}))
+    }
 
     // The apiserver starts beside etcd and retries until etcd answers; waiting for etcd
     // first would only add latency.
@@ -354,6 +385,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       ports: {apiServer, etcdClient, etcdPeer},
       startMs: Date.now() - t0,
       stop,
+      async save(to: string) {
+        if (stopped) throw new Error('envtest: save() after stop()')
+        stopped = true
+        for (const p of [...procs].reverse()) await killKeepingFiles(p)
+        mkdirSync(to, {recursive: true})
+        for (const part of SAVED) cpSync(join(dir, part), join(to, part), {recursive: true})
+        rmSync(dir, {recursive: true, force: true})
+      },
     }
   } catch (err) {
     await stop()

@@ -2,7 +2,7 @@
 // loopback port with its own temp storage, for tests that push and pull bundles.
 // Not a simulator: the real distribution registry (2.8 from Debian; Kokumi ships its 3.x line).
 import {spawn, type ChildProcess} from 'node:child_process'
-import {accessSync, constants, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {delimiter, join} from 'node:path'
@@ -18,6 +18,8 @@ export interface RunningRegistry {
    */
   restartEmpty(): Promise<void>
   stop(): Promise<void>
+  /** Stops the registry and copies its storage to `dir` (for `startRegistry({restoreFrom})`), then removes its files. */
+  save(dir: string): Promise<void>
 }
 
 const APT_HINT = 'install the Debian package: apt-get update && apt-get install -y docker-registry (or set ICHOR_REGISTRY_BIN)'
@@ -42,13 +44,14 @@ export function findRegistryBinary(): string {
   throw new Error(`the OCI registry binary ${override ?? 'docker-registry'} was not found${override ? '' : ' on PATH'}: ${APT_HINT}`)
 }
 
-export async function startRegistry(): Promise<RunningRegistry> {
+/** `restoreFrom`: a folder `save()` wrote; the registry serves a copy of it (the folder is never changed). */
+export async function startRegistry(opts: {restoreFrom?: string} = {}): Promise<RunningRegistry> {
   const binary = findRegistryBinary()
   // The port can be taken between picking and binding; a couple of tries cover that race.
   let lastError: unknown
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await startOnce(binary, await freeLoopbackPort())
+      return await startOnce(binary, await freeLoopbackPort(), opts.restoreFrom)
     } catch (error) {
       lastError = error
     }
@@ -56,7 +59,7 @@ export async function startRegistry(): Promise<RunningRegistry> {
   throw lastError
 }
 
-async function startOnce(binary: string, port: number): Promise<RunningRegistry> {
+async function startOnce(binary: string, port: number, restoreFrom?: string): Promise<RunningRegistry> {
   const dir = mkdtempSync(join(tmpdir(), 'ichor-registry-'))
   const host = `127.0.0.1:${port}`
   const endpoint = `http://${host}`
@@ -80,6 +83,7 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
       '',
     ].join('\n'),
   )
+  if (restoreFrom) cpSync(restoreFrom, data, {recursive: true})
   let running: {stop(): Promise<void>}
   try {
     running = await serve(binary, config, endpoint)
@@ -97,6 +101,12 @@ async function startOnce(binary: string, port: number): Promise<RunningRegistry>
     },
     async stop() {
       await running.stop()
+      rmSync(dir, {recursive: true, force: true})
+    },
+    async save(to: string) {
+      await running.stop()
+      mkdirSync(to, {recursive: true})
+      if (existsSync(data)) cpSync(data, to, {recursive: true})
       rmSync(dir, {recursive: true, force: true})
     },
   }

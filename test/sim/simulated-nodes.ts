@@ -3,7 +3,7 @@
 // and the environment the product's wrapper reads (ICHOR_TALOSCTL) and the simulator
 // reads (TALOS_SIM_*). cleanup() stops the nodes' background manifest runs, restores the
 // environment and removes the temp dirs.
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
+import {cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync} from 'node:fs'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -34,17 +34,24 @@ export interface SimulatedNodes {
   /** Resolves once no node has a manifest run going (they end on their own timer, TALOS_SIM_MANIFEST_RUN_MS). */
   manifestRunsDone(timeoutMs?: number): Promise<void>
   cleanup(): void
+  /** Once no manifest run is going: copies the nodes' state to `dir` (for `restoreFrom`), then cleans up. */
+  save(dir: string): Promise<void>
 }
 
 const ENV_KEYS = ['ICHOR_TALOSCTL', 'TALOS_SIM_STATE', 'TALOS_SIM_KUBECONFIG', 'TALOS_SIM_REAL_TALOSCTL'] as const
 
-export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: string} = {}): SimulatedNodes {
+/**
+ * `restoreFrom`: a folder `save()` wrote. The nodes are the ones it holds, with their configs, modes
+ * and manifest statuses (the folder itself is never changed).
+ */
+export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: string; restoreFrom?: string} = {}): SimulatedNodes {
   const root = mkdtempSync(join(tmpdir(), 'ichor-talos-sim-'))
   const stateDir = join(root, 'state')
   const binDir = join(root, 'bin')
   const workDir = join(root, 'work')
   for (const dir of [stateDir, binDir, workDir]) mkdirSync(dir, {recursive: true})
-  writeFileSync(join(stateDir, 'nodes.json'), JSON.stringify(nodes, null, 2))
+  if (opts.restoreFrom) cpSync(opts.restoreFrom, stateDir, {recursive: true})
+  else writeFileSync(join(stateDir, 'nodes.json'), JSON.stringify(nodes, null, 2))
   const talosctl = join(binDir, 'talosctl')
   symlinkSync(SIMULATOR, talosctl)
 
@@ -56,7 +63,7 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
   // gen/validate always go to the real talosctl (built from Go modules), never a stand-in.
   process.env.TALOS_SIM_REAL_TALOSCTL = realTalosctlPath()
 
-  return {
+  const self: SimulatedNodes = {
     stateDir,
     talosctl,
     workDir,
@@ -86,7 +93,14 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
       }
       rmSync(root, {recursive: true, force: true})
     },
+    async save(dir) {
+      await self.manifestRunsDone()
+      // A finished run's pid file names a process that is gone: it means nothing in a copy.
+      cpSync(stateDir, dir, {recursive: true, filter: (src) => !/manifest-runner-.*\.pid$/.test(src)})
+      self.cleanup()
+    },
   }
+  return self
 }
 
 /**
