@@ -21,7 +21,11 @@ export default defineConfig({
     poolOptions: {threads: {maxThreads: 1, minThreads: 1}},
     projects: [
       {extends: true, test: {name: 'unit', pool: 'forks', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**']}},
-      {extends: true, test: {name: 'e2e', pool: 'threads', include: ['test/e2e/**/*.test.ts'], fileParallelism: false}},
+      {
+        extends: true,
+        // converged-setup: the run's folder of saved converged clusters (test/harness/converged.ts).
+        test: {name: 'e2e', pool: 'threads', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, globalSetup: ['./test/support/converged-setup.ts']},
+      },
     ],
   },
 })

@@ -7,7 +7,7 @@
 import {spawn, type ChildProcess} from 'node:child_process'
 import {generateIdentity} from 'age-encryption'
 import {realTalosctlPath} from './talosctl.js'
-import {appendFileSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startApiProxy} from './api-proxy.js'
@@ -54,6 +54,13 @@ export interface HarnessCluster {
   /** The `ichor init` arguments for this cluster (add --json etc.). */
   initArgs: string[]
   stop(): Promise<void>
+  /**
+   * Stops everything and keeps what makes this cluster in `dir`, for `restoreFrom`: etcd's data
+   * and the control plane's credentials, the simulated nodes' state, the registry's storage and
+   * this machine's side (ichor's state folder, the key file). The simulators keep nothing of their
+   * own between rounds (they read every object again, as a restarted controller does).
+   */
+  save(dir: string): Promise<void>
 }
 
 export interface HarnessOptions {
@@ -69,17 +76,36 @@ export interface HarnessOptions {
   stateKey?: 'identity' | 'passphrase'
   /** Extra kube-apiserver flags (the benchmark's audit log). */
   apiServerArgs?: string[]
+  /**
+   * A folder `save()` wrote: the cluster it holds comes back on new ports and in new folders (the
+   * saved folder is only read), with the nodes, versions and key it was saved with; the other
+   * options are taken from it.
+   */
+  restoreFrom?: string
+}
+
+/** What `save()` writes beside the parts, to start the same cluster again. */
+interface SavedCluster {
+  controlPlanes: string[]
+  workers: string[]
+  talosVersion: string
+  kokumiManifest: string
+  /** The work folder and the proxy's server as they were: a restored copy's files name its own. */
+  work: string
+  proxyServer: string
 }
 
 export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<HarnessCluster> {
-  const talosVersion = opts.talosVersion ?? TALOS_VERSION
-  const controlPlanes = [CONTROL_PLANE, ...MORE_CONTROL_PLANES].slice(0, opts.controlPlanes ?? 1)
-  const workers = [WORKER, ...MORE_WORKERS].slice(0, opts.workers ?? 1)
-  const cp = await startControlPlane({apiServerArgs: opts.apiServerArgs})
-  const registry = await startRegistry()
+  const from = opts.restoreFrom
+  const saved = from ? (JSON.parse(readFileSync(join(from, SAVED_MANIFEST), 'utf8')) as SavedCluster) : undefined
+  const talosVersion = saved?.talosVersion ?? opts.talosVersion ?? TALOS_VERSION
+  const controlPlanes = saved?.controlPlanes ?? [CONTROL_PLANE, ...MORE_CONTROL_PLANES].slice(0, opts.controlPlanes ?? 1)
+  const workers = saved?.workers ?? [WORKER, ...MORE_WORKERS].slice(0, opts.workers ?? 1)
+  const cp = await startControlPlane({apiServerArgs: opts.apiServerArgs, restoreFrom: from && join(from, 'control-plane')})
+  const registry = await startRegistry({restoreFrom: from && join(from, 'registry')})
   const nodes = startSimulatedNodes(
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
-    {kubeconfigPath: cp.kubeconfigPath},
+    {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes')},
   )
   const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath})
   const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
@@ -88,13 +114,24 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
   const work = mkdtempSync(join(tmpdir(), 'ichor-e2e-'))
   const stateDir = join(work, 'state')
   // What the operator's kubeconfig reaches: nothing until bootstrap, then the apiserver (api-proxy.ts).
-  const apiProxy = await startApiProxy({kubeconfigPath: cp.kubeconfigPath, simState: nodes.stateDir, outDir: work, delayMs: 1000})
+  // A restored cluster was bootstrapped long ago: its API server answers at once.
+  const apiProxy = await startApiProxy({kubeconfigPath: cp.kubeconfigPath, simState: nodes.stateDir, outDir: work, delayMs: saved ? 0 : 1000})
   // The real Kokumi 0.14.0 manifest and CRDs by default; the 0.17 fixture on request.
-  const kokumiManifest = opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest
+  const kokumiManifest =
+    saved?.kokumiManifest.replace(saved.work, work) ?? (opts.kokumi === 'fixture-0.17' ? kokumi017ManifestFixture(work) : UPSTREAM.kokumiManifest)
   // Every init seals the Talos bundle it keeps in the cluster: scripts give the key as a file.
   const stateKeyFile = join(work, 'state-key')
-  const key = opts.stateKey === 'passphrase' ? 'harness passphrase, not a secret' : `# harness identity, not a secret\n${await generateIdentity()}`
-  writeFileSync(stateKeyFile, `${key}\n`, {mode: 0o600})
+  if (saved) {
+    // This machine's side as it was (ichor's state folder, the key), naming this copy's folder and proxy.
+    cpSync(join(from!, 'work'), work, {recursive: true})
+    renameInTextFiles(work, [
+      [saved.work, work],
+      [saved.proxyServer, apiProxy.server],
+    ])
+  } else {
+    const key = opts.stateKey === 'passphrase' ? 'harness passphrase, not a secret' : `# harness identity, not a secret\n${await generateIdentity()}`
+    writeFileSync(stateKeyFile, `${key}\n`, {mode: 0o600})
+  }
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ICHOR_STATE_PASSPHRASE_FILE: stateKeyFile,
@@ -158,6 +195,39 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
       await cp.stop()
       rmSync(work, {recursive: true, force: true})
     },
+    async save(dir) {
+      // The simulators and kwok first, so nothing writes while the parts are copied.
+      await apiProxy.stop()
+      await stack.stop()
+      await operator.stop()
+      await pods.stop()
+      await kwok.stop()
+      mkdirSync(dir, {recursive: true})
+      await nodes.save(join(dir, 'nodes'))
+      await registry.save(join(dir, 'registry'))
+      await cp.save(join(dir, 'control-plane'))
+      // The proxy's kubeconfig is written anew by the copy's own proxy.
+      cpSync(work, join(dir, 'work'), {recursive: true, filter: (src) => !src.endsWith('kubeconfig-via-proxy')})
+      rmSync(work, {recursive: true, force: true})
+      const manifest: SavedCluster = {controlPlanes, workers, talosVersion, kokumiManifest, work, proxyServer: apiProxy.server}
+      writeFileSync(join(dir, SAVED_MANIFEST), JSON.stringify(manifest, null, 2))
+    },
+  }
+}
+
+/** Written last by save(): a folder without it is not a whole saved cluster. */
+export const SAVED_MANIFEST = 'cluster.json'
+
+/** Replaces each pair's first string by its second in every UTF-8 text file under `dir`. */
+function renameInTextFiles(dir: string, pairs: [string, string][]): void {
+  for (const entry of readdirSync(dir, {withFileTypes: true, recursive: true})) {
+    if (!entry.isFile()) continue
+    const path = join(entry.parentPath, entry.name)
+    const bytes = readFileSync(path)
+    const text = bytes.toString('utf8')
+    if (bytes.includes(0) || !Buffer.from(text, 'utf8').equals(bytes)) continue
+    const renamed = pairs.reduce((t, [a, b]) => t.replaceAll(a, b), text)
+    if (renamed !== text) writeFileSync(path, renamed)
   }
 }
 
