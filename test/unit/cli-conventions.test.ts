@@ -1,17 +1,19 @@
 // The conventions every command shares (issue 7, section 2), checked on the built CLI as a
-// user runs it: help, version, "did you mean", exit codes and the --json contract.
+// user runs it: help, version, "did you mean", exit codes and the --json contract. The rows run
+// the CLI in this process (runCliInProcess); the terminal case runs it on a pseudo-terminal.
 import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
-import {runCli, type CliResult} from '../support/run-cli.js'
+import {type CliResult} from '../support/run-cli.js'
+import {runCliInProcess} from '../support/run-cli-inprocess.js'
 import {terminal} from '../support/terminal.js'
 
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
 function ichor(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return runCli(args, {env: {...process.env, ICHOR_MIRROR: '', ...env}})
+  return runCliInProcess(args, {env: {...process.env, ICHOR_MIRROR: '', ...env}})
 }
 
 /** stdout must be exactly one JSON document. */

@@ -2,6 +2,9 @@
 // on the built CLI, table-driven over oclif.manifest.json so a new command cannot skip them:
 // a refused connection is exit 1 with kubectl's sentence, not bad input; bad files, owned keys
 // and malformed versions are exit 2 and named before any connection is tried.
+//
+// The tables run the CLI in this process (runCliInProcess); a few rows, one per exit code,
+// also run as a real process and must give the same code and output.
 import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -9,6 +12,7 @@ import {join} from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
+import {runCliInProcess} from '../support/run-cli-inprocess.js'
 import {requiredArgs} from '../support/required-args.js'
 
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
@@ -26,14 +30,17 @@ const keyFile = join(work, 'state-key')
 
 const REQUIRED = requiredArgs(keyFile)
 
-function ichor(id: string, args: string[]): Promise<CliResult> {
+function argv(id: string, args: string[]): string[] {
   // A flag the case gives itself (a malformed --to) replaces the one REQUIRED has.
   const required = [...(REQUIRED[id] ?? [])]
   const twice = required.findIndex((a) => a.startsWith('--') && args.includes(a))
   if (twice !== -1) required.splice(twice, 2)
-  return runCli([...id.split(':'), ...required, ...args, '--kubeconfig', kubeconfig], {
-    env: {...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile},
-  })
+  return [...id.split(':'), ...required, ...args, '--kubeconfig', kubeconfig]
+}
+const env = () => ({...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile})
+
+function ichor(id: string, args: string[]): Promise<CliResult> {
+  return runCliInProcess(argv(id, args), {env: env()})
 }
 
 beforeAll(async () => {
@@ -122,5 +129,20 @@ describe('local input is refused before any connection (exit 2, naming it, never
     ).toContain(c.path)
     expect(JSON.stringify(doc.error), why).toMatch(/owned by ichor/i)
     expect(doc.error.message, why).not.toMatch(/127\.0\.0\.1|connection|cannot reach/i)
+  })
+})
+
+describe('a real process gives the same: one row per exit code, spawned and in-process', () => {
+  const ROWS: [string, () => string[], number][] = [
+    ['version --json', () => ['version', '--json'], 0],
+    ['cni status (refused)', () => argv('cni:status', []), 1],
+    ['cni status --json (refused)', () => argv('cni:status', ['--json']), 1],
+    ['cni values set -f <missing> --json', () => argv('cni:values:set', ['-f', join(work, 'no-such-values.yaml'), '--json']), 2],
+    ['stack values diff <owned key>', () => argv('stack:values:diff', ['configs.repositories.x.url=oci://example.invalid/x']), 2],
+  ]
+  it.each(ROWS)('ichor %s', async (_name, args, code) => {
+    const spawned = await runCli(args(), {env: env()})
+    expect(spawned.code, `${spawned.stdout}\n${spawned.stderr}`).toBe(code)
+    expect(await runCliInProcess(args(), {env: env()})).toEqual(spawned)
   })
 })

@@ -1,5 +1,6 @@
-// The built CLI, run as a user runs it (npm test builds first).
-import {execFileSync, spawnSync} from 'node:child_process'
+// The built CLI, run as a user runs it (npm test builds first): in this process
+// (runCliInProcess), and as a real process where the row needs one (stdin, two processes).
+import {execFileSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, existsSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -9,11 +10,17 @@ import {createHash} from 'node:crypto'
 import {untarSync} from '../../src/lib/chart/archive.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
+import {runCliInProcess} from '../support/run-cli-inprocess.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
 
-function ichor(args: string[], input?: string): Promise<CliResult> {
+function ichor(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return runCliInProcess(args, {env: {...process.env, ICHOR_MIRROR: '', ...env}})
+}
+
+/** A process of its own: for a row that writes to its stdin (values/input.ts reads fd 0) or compares two processes. */
+function spawned(args: string[], input?: string): Promise<CliResult> {
   return runCli(args, {input, env: {...process.env, ICHOR_MIRROR: ''}})
 }
 
@@ -45,7 +52,7 @@ describe('ichor init --dry-run --output DIR', () => {
 
   it('writes byte-identical bundles from two processes, with no Secret in them, and lists Secret names only', async () => {
     const [a, b] = [mkdtempSync(join(tmpdir(), 'ichor-dry-')), mkdtempSync(join(tmpdir(), 'ichor-dry-'))]
-    for (const out of [a, b]) expect((await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])).code).toBe(0)
+    for (const out of [a, b]) expect((await spawned(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])).code).toBe(0)
     for (const c of ['argocd', 'kokumi']) {
       const layer = readFileSync(join(a, 'bundles', `${c}.tar.gz`))
       expect(layer.equals(readFileSync(join(b, 'bundles', `${c}.tar.gz`)))).toBe(true)
@@ -125,11 +132,8 @@ describe('ichor init --dry-run --output DIR', () => {
   })
 
   it('a missing artifact is a clear error saying how to get it', async () => {
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {
-      encoding: 'utf8',
-      env: {...process.env, ICHOR_MIRROR: '', ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))},
-    })
-    expect(r.status).toBe(1)
+    const r = await ichor(['init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))})
+    expect(r.code).toBe(1)
     expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
     expect(r.stderr).toMatch(/ichor assets fetch/)
   })
@@ -153,14 +157,14 @@ describe('ichor cni values validate', () => {
     expect(r.stderr).toMatch(/cilium-1\.18\.0\.tgz/)
   })
   it('--json: invalid values are the documented error document carrying every issue with its path, exit 2', async () => {
-    const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
+    const r = await spawned(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart, '--json'], 'hubbel: {}\ntunnelProtocol: geneve\n')
     expect(r.code).toBe(2)
     const out = JSON.parse(r.stdout)
     expect(out).toMatchObject({schemaVersion: 1, error: {exitCode: 2, code: 'usage', message: 'Cilium values are invalid: 2 problems'}})
     expect(out.error.issues.map((i: {path: string}) => i.path).sort()).toEqual(['hubbel', 'tunnelProtocol'])
   })
   it('malformed YAML is a clear error, no stack trace', async () => {
-    const r = await ichor(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')
+    const r = await spawned(['cni', 'values', 'validate', '-f', '-', '--cilium-chart', UPSTREAM.ciliumChart], 'a: [1, 2\n')
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/-f -: not valid YAML at line \d+/)
     expect(r.stderr).not.toMatch(/\n\s+at /)

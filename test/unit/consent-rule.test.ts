@@ -1,7 +1,9 @@
 // One confirmation rule for every command that changes a cluster (issue 23 point 2), on the
 // built CLI, table-driven over oclif.manifest.json so a new mutating command cannot skip it:
 // each has -y/--yes, and a real run without a terminal (or with --json) and without --yes is
-// refused with exit 2 naming --yes before any connection is made.
+// refused with exit 2 naming --yes before any connection is made. The table runs the CLI in
+// this process (runCliInProcess, stdin and stdout not a terminal); one row also runs as a real
+// process, whose stdin is a pipe, and must give the same.
 import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {createServer, type Server} from 'node:net'
 import {tmpdir} from 'node:os'
@@ -9,6 +11,7 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {runCli} from '../support/run-cli.js'
+import {runCliInProcess} from '../support/run-cli-inprocess.js'
 
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'version.js'))) throw new Error('dist/ is missing or old: run `npm run build` first (npm test does)')
 
@@ -68,10 +71,11 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve))
 })
 
+const argv = (id: string, extra: string[]) => [...id.split(':'), ...ARGS[id]!, ...extra, '--kubeconfig', kubeconfig]
+const env = () => ({...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile})
+
 function ichor(id: string, extra: string[]) {
-  return runCli([...id.split(':'), ...ARGS[id]!, ...extra, '--kubeconfig', kubeconfig], {
-    env: {...process.env, ICHOR_MIRROR: '', EDITOR: 'true', VISUAL: '', ICHOR_STATE_PASSPHRASE_FILE: keyFile},
-  })
+  return runCliInProcess(argv(id, extra), {env: env()})
 }
 
 describe('every command that changes a cluster asks, or needs --yes', () => {
@@ -110,4 +114,14 @@ describe('every command that changes a cluster asks, or needs --yes', () => {
       expect(connections, `${id} --dry-run did not reach the cluster`).toBeGreaterThan(before)
     },
   )
+})
+
+describe('a real process, its stdin a pipe, is refused the same way', () => {
+  it.each([[[]], [['--json']]])('ichor cni upgrade %j without --yes: spawned and in-process alike', async (extra) => {
+    const before = connections
+    const spawned = await runCli(argv('cni:upgrade', extra), {env: env()})
+    expect(spawned.code, `${spawned.stdout}\n${spawned.stderr}`).toBe(2)
+    expect(await ichor('cni:upgrade', extra)).toEqual(spawned)
+    expect(connections).toBe(before)
+  })
 })
