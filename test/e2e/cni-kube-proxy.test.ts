@@ -11,7 +11,8 @@ import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {readWorkloadRollout} from '../../src/lib/kube/reads.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {kubeProxyEnabledIn} from '../../src/lib/talos/kube-proxy.js'
-import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {CONTROL_PLANE, WORKER, runIchor, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
 import {cniDump, nodeConfig} from '../harness/dump.js'
 import {UPSTREAM} from '../support/upstream.js'
@@ -88,12 +89,10 @@ describe('ichor cni kube-proxy replace|restore on the harness', () => {
   }
 
   beforeAll(async () => {
-    h = await startHarnessCluster()
-    const init = await runIchor(h.initArgs, h.env)
-    if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
+    h = await convergedCluster('1+1')
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
-  }, 600_000)
+  }, CONVERGED_TIMEOUT_MS)
   afterAll(async () => h?.stop())
 
   let replacedState: Awaited<ReturnType<typeof switchState>>

@@ -11,7 +11,8 @@ import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/h
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {getObject} from '../../src/lib/kube/objects.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
-import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {runIchor, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
@@ -54,14 +55,12 @@ describe('ichor cni upgrade on the harness', () => {
   }
 
   beforeAll(async () => {
-    h = await startHarnessCluster()
-    const init = await runIchor(h.initArgs, h.env)
-    if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
+    h = await convergedCluster('1+1')
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
     initial = {release: await release(), cr: await cr()}
     expect(await ciliumSchemaVersion()).toBe('1.31.11')
-  }, 900_000)
+  }, CONVERGED_TIMEOUT_MS)
   afterAll(async () => h?.stop())
 
   it('init records upgradeCompatibility (the installed minor) in the release and the CR status; cni status names the next upgrade', async () => {

@@ -11,7 +11,8 @@ import {ciliumEffectiveValues} from '../../src/lib/cilium/effective.js'
 import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
-import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {runIchor, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {CILIUM_CONFIG_ANNOTATION, ownedBy} from '../harness/pod-start-simulator.js'
 import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
 import {cniDump} from '../harness/dump.js'
@@ -55,9 +56,7 @@ describe('ichor cni status / values on the harness', () => {
   let secondReady: Promise<OnCluster>
   let killCases: Promise<void>
   const startSecond = async (): Promise<OnCluster> => {
-    const s = (second = await startHarnessCluster())
-    const init = await runIchor(s.initArgs, s.env)
-    if (init.code !== 0) throw new Error(`init of the second cluster failed: ${init.stderr}`)
+    const s = (second = await convergedCluster('1+1'))
     const k = await connectKube({kubeconfig: s.cp.kubeconfigPath})
     const args = ['--kubeconfig', join(s.stateDir, 'kubeconfig'), '--state-dir', s.stateDir]
     return {
@@ -70,13 +69,11 @@ describe('ichor cni status / values on the harness', () => {
 
   beforeAll(async () => {
     secondReady = inBackground(startSecond)
-    h = await startHarnessCluster()
-    const init = await runIchor(h.initArgs, h.env)
-    if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`)
+    h = await convergedCluster('1+1')
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     common = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
     killCases = inBackground(async () => sigkillAtEveryBoundary(await secondReady))
-  }, 600_000)
+  }, CONVERGED_TIMEOUT_MS)
   afterAll(async () => {
     await Promise.allSettled([secondReady, killCases])
     await Promise.all([h?.stop(), second?.stop()])

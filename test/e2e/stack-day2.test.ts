@@ -10,7 +10,8 @@ import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {opensKokumiHash} from '../../src/lib/stack/generated-secrets.js'
 import {bcryptVerify} from '../../src/lib/stack/bcrypt.js'
 import type {ComponentStackStatus, StackStatus} from '../../src/lib/stack/status.js'
-import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {jsonEvents, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {killBeforeTask, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
@@ -73,13 +74,11 @@ function expectReRendered(after: StackStatus, before: StackStatus): void {
 }
 
 beforeAll(async () => {
-  h = await startHarnessCluster()
-  const init = await runIchor([...h.initArgs, '--json'], h.env)
-  expect(init.code, `${init.stderr}\n${init.stdout.slice(-2000)}`).toBe(0)
+  h = await convergedCluster('1+1')
   kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
   day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
   assets = ['--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
-}, 600_000)
+}, CONVERGED_TIMEOUT_MS)
 afterAll(async () => h?.stop())
 
 describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {

@@ -15,7 +15,8 @@ import {readBundleDrift, readPublishedManifest} from '../../src/lib/stack/drift.
 import {parseObjects} from '../../src/lib/stack/objects.js'
 import type {StackStatus} from '../../src/lib/stack/status.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
-import {jsonResult, runIchor, startHarnessCluster, type HarnessCluster} from '../harness/cluster.js'
+import {jsonResult, runIchor, type HarnessCluster} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {doneTaskIds, killBeforeTask, pausedWhile, taskIds} from '../harness/kill.js'
 import {waitUntil} from '../harness/kube.js'
 import {FAULT_LABEL} from '../harness/kwok.js'
@@ -78,14 +79,12 @@ async function endState(c: Component) {
 const preparationDigest = async (c: Component) => (await order(c))?.status?.latestArtifactDigest as string | undefined
 
 beforeAll(async () => {
-  h = await startHarnessCluster()
-  const init = await runIchor([...h.initArgs, '--json'], h.env)
-  expect(init.code, `${init.stderr}\n${init.stdout.slice(-2000)}`).toBe(0)
+  h = await convergedCluster('1+1')
   kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
   oci = new OciClient(h.registry.endpoint)
   day2 = ['--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint]
   assets = ['--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', h.kokumiManifest]
-}, 600_000)
+}, CONVERGED_TIMEOUT_MS)
 afterAll(async () => h?.stop())
 
 describe('ichor stack values diff|edit and set under kills, losses and drift', () => {
