@@ -32,7 +32,8 @@ describe('a converged cluster restored from the saved one', () => {
 
   it('the saved cluster was made by a successful init --json', async () => {
     const init = await convergedInit('1+1')
-    expect(jsonEvents({code: 0, signal: null, stdout: init.stdout, stderr: init.stderr, ms: 0}).find((e) => e.event === 'end')).toMatchObject({
+    expect(init.code).toBe(0)
+    expect(jsonEvents(init).find((e) => e.event === 'end')).toMatchObject({
       ok: true,
       changed: true,
     })

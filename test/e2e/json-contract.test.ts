@@ -1,12 +1,13 @@
 // The --json contract of every command that runs steps (issue 23 item 4, README "JSON output"),
-// on one harness cluster after a real `ichor init --json`: stdout is exactly one JSON document
+// on one harness cluster after a real `ichor init --json` (the converged cluster's, test/harness/converged.ts): stdout is exactly one JSON document
 // (the result), the step events are on stderr. The table walks the built oclif manifest: a
 // command with the Lease flags (so a plan of steps) and no row here fails the first test.
 import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
-import {runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 interface Case {
@@ -90,9 +91,10 @@ function expectContract(id: string, run: CliRun): void {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'ichor-json-contract-'))
-  h = await startHarnessCluster()
-  init = await runIchor([...h.initArgs, '--json'], h.env)
-}, 600_000)
+  // The converged cluster's own init --json run is the init case.
+  h = await convergedCluster('1+1')
+  init = await convergedInit('1+1')
+}, CONVERGED_TIMEOUT_MS)
 afterAll(async () => h?.stop())
 
 describe('--json on the harness: one document on stdout, the step events on stderr', () => {

@@ -12,7 +12,7 @@ import {join} from 'node:path'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {inject} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
-import {runIchor, SAVED_MANIFEST, startHarnessCluster, type HarnessCluster} from './cluster.js'
+import {runIchor, SAVED_MANIFEST, startHarnessCluster, type CliRun, type HarnessCluster} from './cluster.js'
 import {canonicalDump} from './dump.js'
 
 /** Control planes + workers; `1` is one control plane that runs the workloads too. */
@@ -39,9 +39,9 @@ export async function convergedCluster(shape: Shape = '1+1'): Promise<HarnessClu
   return startHarnessCluster({restoreFrom: await savedCluster(shape)})
 }
 
-/** What the shape's `init --json` printed (its result on stdout, its events on stderr). */
-export async function convergedInit(shape: Shape = '1+1'): Promise<{stdout: string; stderr: string}> {
-  return JSON.parse(readFileSync(join(await savedCluster(shape), 'init.json'), 'utf8')) as {stdout: string; stderr: string}
+/** The shape's `init --json` run: its exit, its result on stdout, its events on stderr. */
+export async function convergedInit(shape: Shape = '1+1'): Promise<CliRun> {
+  return JSON.parse(readFileSync(join(await savedCluster(shape), 'init.json'), 'utf8')) as CliRun
 }
 
 /** The canonical dump (dump.ts) of the shape's cluster as `init` left it, taken before it was saved. */
@@ -86,7 +86,7 @@ async function makeConverged(shape: Shape, dir: string): Promise<void> {
     const dump = await canonicalDump(kube, h)
     rmSync(partial, {recursive: true, force: true})
     await h.save(partial)
-    writeFileSync(join(partial, 'init.json'), JSON.stringify({stdout: init.stdout, stderr: init.stderr}))
+    writeFileSync(join(partial, 'init.json'), JSON.stringify(init))
     writeFileSync(join(partial, 'dump.json'), JSON.stringify(dump))
     renameSync(partial, dir)
   } catch (err) {
