@@ -8,8 +8,12 @@ import {testHelmPath} from './test/harness/helm.js'
 // They run side by side: each pool is one queue of workers for the whole run (its size comes
 // from the root options, not a project's), and vitest starts different pools at the same time.
 // So e2e, which mostly waits on the apiserver and the CLI it spawns, has the `threads` pool to
-// itself with one worker (one file at a time: fileParallelism), while the CPU-bound unit files
+// itself (one file at a time unless ICHOR_E2E_WORKERS says more), while the CPU-bound unit files
 // keep the `forks` pool (some change the process's cwd or umask, which a worker thread cannot).
+// ICHOR_E2E_WORKERS: how many e2e files run at once (each on clusters of its own: a converged
+// cluster is a restored copy, test/harness/converged.ts), default 1.
+const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 1) || 1)
+
 export default defineConfig({
   test: {
     // Tests run the real Helm 4 built from Go modules (scripts/build-helm.sh, cached; the
@@ -18,13 +22,19 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 300_000,
     reporters: ['default', './test/support/summary-reporter.ts'],
-    poolOptions: {threads: {maxThreads: 1, minThreads: 1}},
+    poolOptions: {threads: {maxThreads: e2eWorkers, minThreads: 1}},
     projects: [
       {extends: true, test: {name: 'unit', pool: 'forks', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**']}},
       {
         extends: true,
         // converged-setup: the run's folder of saved converged clusters (test/harness/converged.ts).
-        test: {name: 'e2e', pool: 'threads', include: ['test/e2e/**/*.test.ts'], fileParallelism: false, globalSetup: ['./test/support/converged-setup.ts']},
+        test: {
+          name: 'e2e',
+          pool: 'threads',
+          include: ['test/e2e/**/*.test.ts'],
+          fileParallelism: e2eWorkers > 1,
+          globalSetup: ['./test/support/converged-setup.ts'],
+        },
       },
     ],
   },
