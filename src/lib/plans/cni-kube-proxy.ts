@@ -10,11 +10,10 @@ import {prepareKubeProxySwitch, recordKubeProxyModeTask, verifyCiliumConfigTask}
 import type {ChangeSources} from '../cilium/change.js'
 import type {KubeProxyMode} from '../cilium/defaults.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
-import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkCiliumChartFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
-import {readInstallation, type Installation} from '../state/installation.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
@@ -92,12 +91,7 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
     },
     async prepare({session, tempDir}) {
       const kube = await session.kube()
-      const cr = await readInstallation(kube)
-      if (!cr)
-        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
-          exitCode: EXIT.usage,
-          hint: 'run `ichor init` first',
-        })
+      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
       return {
         from: cr.spec.cni.kubeProxy,
         cr,

@@ -6,7 +6,6 @@
 // ready, both Applications Synced and Healthy; the version recorded last.
 import {canPrompt} from '../cli/consent.js'
 import {waitCiliumRolloutTask} from '../cilium/tasks.js'
-import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {
   checkVersionsTask,
@@ -21,7 +20,7 @@ import {
 import {checkKubernetesVersionFlag} from './local-input.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
-import {readInstallation, type Installation} from '../state/installation.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 import {resolveTalosconfig} from '../talos/access.js'
 import type {RunResult} from '../tasks/types.js'
@@ -86,12 +85,7 @@ function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, Kube
     },
     async prepare({session, tempDir}) {
       const kube = await session.kube()
-      const cr = await readInstallation(kube)
-      if (!cr)
-        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
-          exitCode: EXIT.usage,
-          hint: 'run `ichor init` first',
-        })
+      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
       const input: KubernetesUpgradeInput = {
         session,
         to: o.to,
