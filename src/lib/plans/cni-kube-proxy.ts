@@ -15,7 +15,7 @@ import {checkCiliumChartFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
 import {requireInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
-import {resolveTalosconfig} from '../talos/access.js'
+import {talosconfigFor} from '../talos/access.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
@@ -102,7 +102,13 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
         talos: {
           session,
           talos: async () => cr.spec.talos,
-          talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
+          talosconfig: once(() =>
+            talosconfigFor(cr, {
+              talosconfig: o.talosconfig,
+              stateDir: o.stateDir,
+              sealed: {kube, privateDir: tempDir, key: stateKey, warn: (w) => keyWarnings.push(w)},
+            }),
+          ),
         },
       }
     },

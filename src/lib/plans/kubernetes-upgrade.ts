@@ -22,7 +22,7 @@ import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import {requireInstallation, type Installation} from '../state/installation.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
-import {resolveTalosconfig} from '../talos/access.js'
+import {talosconfigFor} from '../talos/access.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
@@ -92,7 +92,13 @@ function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, Kube
         allowUntested: o.allowUntested,
         timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
-        talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
+        talosconfig: once(() =>
+          talosconfigFor(cr, {
+            talosconfig: o.talosconfig,
+            stateDir: o.stateDir,
+            sealed: {kube, privateDir: tempDir, key: stateKey, warn: (w) => keyWarnings.push(w)},
+          }),
+        ),
       }
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
       return {input, verdict: await judgeUpgrade(input)}
