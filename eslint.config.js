@@ -34,6 +34,14 @@ export default tseslint.config(
     },
   },
   {
+    // The single binary's build helpers (scripts/build-binary.mjs): a Node single executable
+    // application runs one CommonJS main script, and these files are bundled into it, so they
+    // are CommonJS on purpose and load their modules with require().
+    files: ['build/**/*.cjs'],
+    languageOptions: {sourceType: 'commonjs', globals: {require: 'readonly', module: 'readonly', exports: 'readonly', __dirname: 'readonly'}},
+    rules: {'@typescript-eslint/no-require-imports': 'off'},
+  },
+  {
     // Tests read the CLI's JSON output and hand-made objects: typing every one would add
     // nothing the assertions do not already check. ANSI escapes and the two-space indents of expected output are matched on purpose.
     files: ['test/**', 'bench/**'],

@@ -23,7 +23,6 @@ const order = [
   'talos',
   'cilium',
   'kubernetes',
-  'health',
   'stack',
   'state',
   'init',

@@ -43,7 +43,12 @@ describe.each(PLANS)('%s', (_command, run) => {
 
   it('on a cluster ichor did not set up (no IchorInstallation): refused, naming ichor init, and nothing changed', async () => {
     const f = await planFixture([ichorSystem])
-    expect((await failure(run(f.options()))).message).toMatch(/no IchorInstallation/)
+    expect(await failure(run(f.options()))).toMatchObject({
+      message: expect.stringMatching(
+        /kubeconfig context "fixture" \(http:\/\/127\.0\.0\.1:\d+\) has no IchorInstallation "ichor": this cluster was not set up by ichor init$/,
+      ),
+      hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up',
+    })
     expect(withoutLease(f.writes())).toEqual([])
     expect(f.get('coordination.k8s.io/v1', 'Lease', 'ichor-lock', 'ichor-system')?.spec ?? {}).not.toHaveProperty('holderIdentity')
   })

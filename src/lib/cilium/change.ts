@@ -11,7 +11,7 @@ import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
 import type {TalosNodeReads} from '../talos/node-reads.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, type ChartSources, type CniContext} from './context.js'
-import {talosAccess} from '../talos/access.js'
+import {talosAccess, talosconfigFor} from '../talos/access.js'
 import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -41,16 +41,16 @@ export interface LiveFacts {
  * validation's laterFacts, so the chart's checks run while the node answers.
  */
 export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources, opts: {talos?: boolean} = {}): Promise<LiveFacts> {
-  const access = talosAccess(ctx.installation, sources)
+  // This machine's talosconfig only: the guards never ask for the state passphrase.
+  const talosconfig = await talosconfigFor(ctx.installation, {talosconfig: sources.talosconfig, stateDir: sources.stateDir, optional: true})
   // The agents on every node, workers included, reach the API server through KubePrism.
   const nodes = [...(ctx.installation.spec.talos.controlPlanes ?? []), ...(ctx.installation.spec.talos.workers ?? [])]
   const wanted = opts.talos !== false
-  const read =
-    wanted && access.talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig: access.talosconfig, reads: sources.reads}) : undefined
+  const read = wanted && talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig, reads: sources.reads}) : undefined
   read?.catch(() => {}) // awaited by the validation
   const groups = await readServedApiGroups(kube)
   return {
-    notes: read || !wanted ? [] : [`Talos facts not read (no talosconfig in ${access.stateDir}; pass --talosconfig)`],
+    notes: read || !wanted ? [] : [`Talos facts not read (no talosconfig in ${talosAccess(ctx.installation, sources).stateDir}; pass --talosconfig)`],
     facts: {
       kubeProxy: ctx.modes.kubeProxy,
       nodeCount: ctx.modes.nodeCount,

@@ -1,12 +1,11 @@
 // What every Cilium day-2 command starts from: the IchorInstallation (desired state), the
 // chart this CLI uses and the release record.
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
-import {IchorError} from '../errors/errors.js'
 import {readCiliumRelease} from './reads.js'
 import {decodeReleaseSecret, type ReleaseRecord, type ReleaseSecret} from '../helm/release-record.js'
 import {CILIUM_RELEASE} from '../constants.js'
 import type {Kube} from '../kube/client.js'
-import {readInstallation, type Installation} from '../state/installation.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
 import type {Values} from '../values/path.js'
 import {nodeCountOf, ownedCapabilitiesOf, type CiliumModes} from './defaults.js'
 import {minorOf} from './versions.js'
@@ -22,12 +21,7 @@ export interface CniContext {
 
 /** `installation`: the IchorInstallation read when the caller already started it (to act on it sooner). */
 export async function readCniContext(kube: Kube, installationRead?: Promise<Installation | undefined>): Promise<CniContext> {
-  const [installation, release] = await Promise.all([installationRead ?? readInstallation(kube), readCiliumRelease(kube)])
-  if (!installation) {
-    throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
-      hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up',
-    })
-  }
+  const [installation, release] = await Promise.all([requireInstallation(kube, {read: installationRead}), readCiliumRelease(kube)])
   const cni = installation.spec.cni
   const modes: CiliumModes = {
     kubeProxy: cni.kubeProxy,

@@ -20,7 +20,7 @@ import {nextMinorNeedsCilium} from '../kubernetes/policy.js'
 import {kubernetesVersionOfConfig} from '../kubernetes/upgrade.js'
 import {compareVersions as compareKubernetes, parseKubernetesVersion} from '../talos/versions.js'
 import {effectiveFor, readCniContext} from './context.js'
-import {talosAccess} from '../talos/access.js'
+import {talosAccess, talosconfigFor} from '../talos/access.js'
 import {nextCiliumUpgrade} from './versions.js'
 import {switchCommand, type KubeProxyMode} from './defaults.js'
 
@@ -91,7 +91,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   context.catch(() => {}) // awaited below, unless the installation read fails first
   // The talosctl calls are the slowest reads: they start as soon as the CR names the nodes, while the release is read.
   const early = await installation
-  const talosconfig = early ? talosAccess(early, opts).talosconfig : undefined
+  // This machine's talosconfig only: `cni status` never asks for the state passphrase.
+  const talosconfig = early ? await talosconfigFor(early, {talosconfig: opts.talosconfig, stateDir: opts.stateDir, optional: true}) : undefined
   // One `talosctl get machineconfig` per node serves both Talos checks (a control plane is in both).
   const configs = new Map<string, Promise<string>>()
   const machineConfig = (node: string, file: string) => {

@@ -5,18 +5,15 @@
 //   restore: kube-proxy on in Talos and its DaemonSet ready, then Cilium's replacement off.
 // The mode is recorded in the IchorInstallation first (the switch's intent), so a run that
 // stops anywhere leaves a state `cni status` names and the same command completes.
-import {canPrompt} from '../cli/consent.js'
 import {prepareKubeProxySwitch, recordKubeProxyModeTask, verifyCiliumConfigTask} from '../cilium/kube-proxy.js'
 import type {ChangeSources} from '../cilium/change.js'
 import type {KubeProxyMode} from '../cilium/defaults.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
-import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkCiliumChartFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
-import {readInstallation, type Installation} from '../state/installation.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
-import {resolveTalosconfig} from '../talos/access.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
+import {sealedTalosconfigAccess} from './sealed-talosconfig.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
@@ -74,30 +71,18 @@ interface Prepared {
 }
 
 function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
-  let givenKey: StateKey | undefined
-  // A short passphrase, said when the sealed copy is opened (bundleOfSecret); in the result's warnings.
-  const keyWarnings: string[] = []
-  const stateKey = async () => {
-    if (givenKey) return givenKey
-    if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
-    throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
-  }
+  const access = sealedTalosconfigAccess(o)
   return {
     command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`,
     session: {kubeconfig: o.kubeconfig, context: o.context},
     tempDir: 'ichor-kube-proxy-',
     async checkLocal() {
       checkCiliumChartFlag(o.chart) // this machine's input first: exit 2 even when the cluster is down
-      givenKey = await givenStateKey(o.statePassphraseFile)
+      await access.readKeyFile()
     },
     async prepare({session, tempDir}) {
       const kube = await session.kube()
-      const cr = await readInstallation(kube)
-      if (!cr)
-        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
-          exitCode: EXIT.usage,
-          hint: 'run `ichor init` first',
-        })
+      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
       return {
         from: cr.spec.cni.kubeProxy,
         cr,
@@ -108,7 +93,7 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
         talos: {
           session,
           talos: async () => cr.spec.talos,
-          talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
+          talosconfig: access.talosconfig(kube, cr, tempDir),
         },
       }
     },
@@ -125,7 +110,7 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
     async result(run, {from, cr, change}) {
       // A run that turned kube-proxy off says what it could not remove from the nodes.
       const leftover = o.target === 'replaced' && !o.dryRun && run.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
-      return {...run, from, to: o.target, hash: (await change()).hash, warnings: keyWarnings, ...(leftover ? {leftover} : {})}
+      return {...run, from, to: o.target, hash: (await change()).hash, warnings: access.warnings, ...(leftover ? {leftover} : {})}
     },
   }
 }

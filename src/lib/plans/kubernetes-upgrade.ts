@@ -4,9 +4,7 @@
 // `talosctl upgrade-k8s`, then the proof that everything survived it: the Cilium release's
 // objects intact and Helm's, no Cilium key in Talos's inventory, the agents and operator
 // ready, both Applications Synced and Healthy; the version recorded last.
-import {canPrompt} from '../cli/consent.js'
 import {waitCiliumRolloutTask} from '../cilium/tasks.js'
-import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {
   checkVersionsTask,
@@ -21,14 +19,12 @@ import {
 import {checkKubernetesVersionFlag} from './local-input.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
-import {readInstallation, type Installation} from '../state/installation.js'
-import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
-import {resolveTalosconfig} from '../talos/access.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
+import {sealedTalosconfigAccess} from './sealed-talosconfig.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
 import {runOptions, runPlan, type Plan} from './run.js'
-import {once} from '../tasks/memo.js'
 
 export interface KubernetesUpgradeOptions extends PlanOptions {
   to: string
@@ -68,44 +64,32 @@ interface Prepared {
 }
 
 function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
-  let givenKey: StateKey | undefined
-  // A short passphrase, said when the sealed copy is opened (bundleOfSecret); in the result's warnings.
-  const keyWarnings: string[] = []
-  const stateKey = async () => {
-    if (givenKey) return givenKey
-    if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
-    throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
-  }
+  const access = sealedTalosconfigAccess(o)
   return {
     command: 'kubernetes upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},
     tempDir: 'ichor-k8s-upgrade-',
     async checkLocal() {
       checkKubernetesVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
-      givenKey = await givenStateKey(o.statePassphraseFile)
+      await access.readKeyFile()
     },
     async prepare({session, tempDir}) {
       const kube = await session.kube()
-      const cr = await readInstallation(kube)
-      if (!cr)
-        throw new IchorError('this cluster has no IchorInstallation "ichor": it was not set up by ichor init', {
-          exitCode: EXIT.usage,
-          hint: 'run `ichor init` first',
-        })
+      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
       const input: KubernetesUpgradeInput = {
         session,
         to: o.to,
         allowUntested: o.allowUntested,
         timeoutMs: o.timeoutMs,
         installation: async (): Promise<Installation> => cr,
-        talosconfig: once(() => resolveTalosconfig(kube, cr, o, tempDir, stateKey, (w) => keyWarnings.push(w))),
+        talosconfig: access.talosconfig(kube, cr, tempDir),
       }
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
       return {input, verdict: await judgeUpgrade(input)}
     },
     consent: ({verdict}) => `Upgrade Kubernetes from ${verdict.from} to ${verdict.to} with talosctl upgrade-k8s, then verify Cilium and the stack?`,
     steps: ({input}) => kubernetesUpgradeSteps(input),
-    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: [...verdict.warnings, ...keyWarnings]}),
+    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: [...verdict.warnings, ...access.warnings]}),
   }
 }
 

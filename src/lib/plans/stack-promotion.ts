@@ -7,7 +7,6 @@
 // for Argo CD to serve each Order's newest Preparation; Manual has nothing to wait for.
 import {FIELD_MANAGER} from '../constants.js'
 import type {Session} from '../session/session.js'
-import {requireInstallation} from '../stack/from-installation.js'
 import {orderPromotion, readKokumiOrderApi} from '../stack/kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from '../stack/orders.js'
 import type {StackComponent} from '../stack/policies.js'
@@ -15,7 +14,7 @@ import {relabelPreparations, relabelState} from '../stack/promote.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import {readOrder} from '../stack/delivery.js'
-import {writeInstallationSpec} from '../state/installation.js'
+import {requireInstallation, writeInstallationSpec} from '../state/installation.js'
 import {IchorError} from '../errors/errors.js'
 import type {RunResult} from '../tasks/types.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -40,11 +39,11 @@ function storePromotionTask(session: Session, mode: PromotionMode): Task {
     id: 'store-promotion',
     title: `Store promotion ${mode} in the IchorInstallation`,
     async probe() {
-      const cr = await requireInstallation(session)
+      const cr = await requireInstallation(await session.kube())
       return cr.spec.stack.promotion === mode ? holds(`promotion ${mode}`) : missing(`promotion ${cr.spec.stack.promotion}`)
     },
     async run() {
-      const cr = await requireInstallation(session)
+      const cr = await requireInstallation(await session.kube())
       await writeInstallationSpec(await session.kube(), {...cr.spec, stack: {...cr.spec.stack, promotion: mode}}, {crd: false})
     },
   }
@@ -108,7 +107,7 @@ function stackPromotionSetPlan(o: StackPromotionSetOptions): Plan<void, StackPro
     command: 'stack promotion set',
     session: {kubeconfig: o.kubeconfig, context: o.context},
     async prepare({session}) {
-      await requireInstallation(session)
+      await requireInstallation(await session.kube())
     },
     consent: () =>
       `Switch the promotion of both Orders to ${o.mode}${o.mode === 'Automatic' ? ' (Kokumi then serves each newest bundle)' : ' (each new bundle then waits for ichor stack promote)'}?`,

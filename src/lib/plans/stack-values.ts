@@ -10,7 +10,7 @@ import {checkStackValuesInput} from './local-input.js'
 import {consentNeeded} from '../cli/consent.js'
 import {withSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask} from '../session/tasks.js'
-import {checkStackArtifacts, requireInstallation, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
+import {checkStackArtifacts, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {StackComponent} from '../stack/policies.js'
@@ -19,7 +19,7 @@ import {rerenderTask} from '../stack/sync-tasks.js'
 import {readOrder} from '../stack/delivery.js'
 import type {PreparedStack} from '../stack/prepare.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
-import {installationChanged, writeInstallationSpec, type Installation} from '../state/installation.js'
+import {installationChanged, requireInstallation, writeInstallationSpec, type Installation} from '../state/installation.js'
 import {recordStatusTask} from './steps/state.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -58,7 +58,7 @@ export interface StackValuesSetResult extends RunResult {
 export async function getStackValues(o: {component: StackComponent; kubeconfig?: string; context?: string}): Promise<Values> {
   return withSession(
     {command: 'stack values get', kubeconfig: o.kubeconfig, context: o.context},
-    async (session) => (await requireInstallation(session)).spec.stack[o.component].values ?? {},
+    async (session) => (await requireInstallation(await session.kube())).spec.stack[o.component].values ?? {},
   )
 }
 
@@ -74,7 +74,7 @@ function storeValuesTask(session: Session, component: StackComponent, prepared: 
     id: 'store-values',
     title: `Store the ${component} values in the IchorInstallation`,
     async probe() {
-      const [cr, {values}] = await Promise.all([requireInstallation(session), prepared()])
+      const [cr, {values}] = await Promise.all([session.kube().then((kube) => requireInstallation(kube)), prepared()])
       return isDeepStrictEqual(cr.spec.stack[component].values ?? {}, values) ? holds('stored') : missing('the stored values differ')
     },
     async run() {
@@ -122,7 +122,7 @@ export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparatio
     checkLocal: () => checkStackValuesInput(o.component, o.input), // this machine's input first: exit 2 even when the cluster is down
     async prepare({session}) {
       const read = async () => {
-        const cr = await requireInstallation(session)
+        const cr = await requireInstallation(await session.kube())
         const stored = cr.spec.stack[o.component].values ?? {}
         if (o.layer) checkEditBase(o.component, stored, o.layer.base)
         return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, o.input))}

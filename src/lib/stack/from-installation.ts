@@ -3,9 +3,8 @@
 // Shared by `stack sync` (republish) and `stack values set` (a new layer for one component).
 import {installedArtifact, refuseUnpinnedArtifacts, type InstalledArtifact} from '../assets/pinning.js'
 import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
-import {IchorError} from '../errors/errors.js'
 import type {Session} from '../session/session.js'
-import {readGeneratedSecrets, readInstallation, type Installation} from '../state/installation.js'
+import {readGeneratedSecrets, requireInstallation, type Installation} from '../state/installation.js'
 import type {Values} from '../values/path.js'
 import type {StackComponent} from './policies.js'
 import {generateStackSecrets, prepareStack, type PreparedStack} from './prepare.js'
@@ -24,12 +23,6 @@ export interface StackArtifactSources {
 /** The stack as rendered, and the artifacts it was rendered from (the CR records them). */
 export type StackRender = PreparedStack & {artifacts: {argocd: InstalledArtifact; kokumi: InstalledArtifact}}
 
-export async function requireInstallation(session: Session): Promise<Installation> {
-  const cr = await readInstallation(await session.kube())
-  if (!cr) throw new IchorError('this cluster has no IchorInstallation: it was not set up by ichor init', {hint: 'run ichor init first'})
-  return cr
-}
-
 /**
  * The Argo CD chart and Kokumi manifest to render from. What init installed was accepted then
  * (pinned, or with --allow-unpinned); any other artifact is checked as init checks it.
@@ -45,7 +38,7 @@ function stackArtifacts(cr: Installation, sources: StackArtifactSources): {argoc
 
 /** Refuses (exit 2) what a render with `sources` would refuse, before anything else runs. */
 export async function checkStackArtifacts(session: Session, sources: StackArtifactSources): Promise<void> {
-  stackArtifacts(await requireInstallation(session), sources)
+  stackArtifacts(await requireInstallation(await session.kube()), sources)
 }
 
 /** Renders the stack from the CR's spec; `values` replaces one component's stored user layer. */
@@ -55,7 +48,7 @@ export async function renderStackFromInstallation(
   override?: {component: StackComponent; values: Values},
 ): Promise<StackRender> {
   const kube = await session.kube()
-  const cr = await requireInstallation(session)
+  const cr = await requireInstallation(await session.kube())
   const {argocd, kokumi} = stackArtifacts(cr, sources)
   // The generated values only reach Secrets, never a bundle; the cluster's win anyway.
   const held = await readGeneratedSecrets(kube)

@@ -13,11 +13,12 @@ import type {Session} from '../session/session.js'
 import {editValuesBuffer} from '../values/edit-buffer.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import type {Values} from '../values/path.js'
-import {renderStackFromInstallation, requireInstallation, type StackArtifactSources, type StackRender} from './from-installation.js'
+import {renderStackFromInstallation, type StackArtifactSources, type StackRender} from './from-installation.js'
 import {validateKokumiValues} from './kokumi.js'
 import type {StackComponent} from './policies.js'
 import {readPublishedManifest} from './drift.js'
 import {argocdEffectiveValues} from './prepare.js'
+import {requireInstallation} from '../state/installation.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export interface StackValuesDiff {
@@ -54,7 +55,7 @@ export async function diffStackValues(
   input: ValuesInput,
   sources: StackArtifactSources,
 ): Promise<StackValuesDiff> {
-  const cr = await requireInstallation(session)
+  const cr = await requireInstallation(await session.kube())
   const stored = cr.spec.stack[component].values ?? {}
   const proposed = newUserLayer(stored, input)
   const stack = await renderWithValues(session, sources, component, proposed)
@@ -104,7 +105,7 @@ export async function editStackValues(
   sources: StackArtifactSources,
   seed?: ValuesInput,
 ): Promise<{user?: Values; base: Values}> {
-  const base = (await requireInstallation(session)).spec.stack[component].values ?? {}
+  const base = (await requireInstallation(await session.kube())).spec.stack[component].values ?? {}
   const initial = seed ? newUserLayer(base, seed) : base
   const user = await editValuesBuffer({
     header: HEADER[component],

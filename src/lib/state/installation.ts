@@ -92,6 +92,21 @@ export async function readInstallation(kube: Kube): Promise<Installation | undef
   return getObject<KubeObject & Installation>(kube, {apiVersion: INSTALLATION.apiVersion, kind: INSTALLATION.kind, name: INSTALLATION.name})
 }
 
+/**
+ * The singleton, or the one error every command gives on a cluster ichor did not set up: it names
+ * the kubeconfig context and server, and says to run `ichor init`. `read`: the read the caller
+ * already started; `exitCode`: 1 unless the caller refuses with a usage error (2), as the plans of
+ * `kubernetes upgrade` and `cni kube-proxy` always have.
+ */
+export async function requireInstallation(kube: Kube, options: {read?: Promise<Installation | undefined>; exitCode?: number} = {}): Promise<Installation> {
+  const cr = await (options.read ?? readInstallation(kube))
+  if (cr) return cr
+  throw new IchorError(
+    `kubeconfig context "${kube.context}" (${kube.server}) has no IchorInstallation "${INSTALLATION.name}": this cluster was not set up by ichor init`,
+    {exitCode: options.exitCode, hint: 'run `ichor init` first, or point --kubeconfig/--context at the cluster ichor set up'},
+  )
+}
+
 /** Installs the CRD (and ichor-system) when needed and writes the desired state. */
 export async function writeInstallationSpec(
   kube: Kube,
