@@ -12,7 +12,7 @@ import {valuesInputFrom} from '../../src/lib/cli/values-args.js'
 
 describe('KEY=VALUE arguments', () => {
   it('are checked in helm --set syntax before anything runs', () => {
-    expect(valuesInputFrom(['a.b=1'], {})).toEqual({kind: 'edit', files: [], sets: ['a.b=1'], replace: false})
+    expect(valuesInputFrom(['a.b=1'], {})).toEqual({kind: 'edit', files: [], sets: [{flag: 'set', text: 'a.b=1'}], replace: false})
     expect(() => valuesInputFrom(['hubble.relay.enabled'], {})).toThrowError(
       expect.objectContaining({exitCode: 2, message: expect.stringMatching(/argument "hubble\.relay\.enabled": expected KEY=VALUE/)}),
     )

@@ -3,10 +3,10 @@
 import {readValuesFile} from './input.js'
 import {deepMerge} from './merge.js'
 import type {Values} from './path.js'
-import {applySetFlags} from './set-flags.js'
+import {applySetFlags, type SetInput} from './set-flags.js'
 
 export type ValuesInput =
-  | {kind: 'edit'; files: string[]; sets: string[]; replace: boolean}
+  | {kind: 'edit'; files: string[]; sets: SetInput[]; replace: boolean}
   /** A whole user layer (the edited buffer); `base` is the layer the editor started from. */
   | {kind: 'layer'; user: Values; base?: Values}
 
