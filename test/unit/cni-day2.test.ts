@@ -34,6 +34,13 @@ describe('newUserLayer', () => {
       operator: {replicas: 2},
     })
   })
+  it('makes the change from the files and flags alone, then merges it as helm upgrade --reuse-values does', () => {
+    const layer = {tolerations: [{key: 'a'}, {key: 'b'}], hubble: true}
+    expect(newUserLayer(layer, {kind: 'edit', files: [], sets: ['tolerations[1].operator=Exists', 'hubble.relay.enabled=true'], replace: false})).toEqual({
+      tolerations: [null, {operator: 'Exists'}],
+      hubble: {relay: {enabled: true}},
+    })
+  })
   it('with no input, is the stored layer (a reapply)', () => {
     expect(newUserLayer(stored, {kind: 'edit', files: [], sets: [], replace: false})).toEqual(stored)
   })

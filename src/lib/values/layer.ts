@@ -12,8 +12,10 @@ export type ValuesInput =
 
 export function newUserLayer(current: Values, input: ValuesInput): Values {
   if (input.kind === 'layer') return structuredClone(input.user)
+  // What the files and flags say, made as helm makes it, then merged onto the stored layer as
+  // `helm upgrade --reuse-values` merges onto the release's values.
   let files: Values = {}
   for (const f of input.files) files = deepMerge(files, readValuesFile(f))
-  const base = input.replace ? files : deepMerge(structuredClone(current), files)
-  return applySetFlags(base, input.sets)
+  const given = applySetFlags(files, input.sets)
+  return input.replace ? given : deepMerge(structuredClone(current), given)
 }
