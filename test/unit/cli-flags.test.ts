@@ -14,6 +14,7 @@ import {kubeFlags, outputFormatFlag, parseDuration, timeoutFlag, verbosityFlags}
 import {printResult} from '../../src/lib/cli/output.js'
 import {IchorError, ValidationError} from '../../src/lib/errors/errors.js'
 import {configureLog, log, redactArgv} from '../../src/lib/log/log.js'
+import {runCliInProcess} from '../support/run-cli-inprocess.js'
 
 const PROJECT_ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -69,6 +70,34 @@ describe('kube, output and verbosity flags', () => {
     const out = sink()
     await print(undefined, out)
     expect(out.text()).toBe('RELEASE  REVISION\ncilium   3\n')
+  })
+})
+
+describe("helm's siblings of --set come with it (issue 37)", () => {
+  type ManifestFlag = {multiple?: boolean; type: string; helpValue?: string}
+  const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {
+    commands: Record<string, {id: string; flags: Record<string, ManifestFlag>}>
+  }
+  const withSet = Object.values(manifest.commands).filter((c) => c.flags.set)
+  const SIBLINGS: [string, string][] = [
+    ['set-string', 'KEY=VALUE'],
+    ['set-json', 'KEY=JSON'],
+    ['set-file', 'KEY=FILE'],
+    ['set-literal', 'KEY=VALUE'],
+  ]
+  it('some commands take --set', () => {
+    expect(withSet.length).toBeGreaterThan(0)
+  })
+  it.each(withSet.map((c) => [c.id.replaceAll(':', ' '), c] as const))(
+    'ichor %s takes --set-string, --set-json, --set-file and --set-literal, repeatable',
+    (_name, c) => {
+      for (const [name, helpValue] of SIBLINGS) expect(c.flags[name], `--${name}`).toMatchObject({type: 'option', multiple: true, helpValue})
+    },
+  )
+  it('a --set-json helm refuses is a usage error naming the flag and its text, before any cluster', async () => {
+    const r = await runCliInProcess(['cni', 'values', 'validate', '--set-json', 'hubble.enabled=tru'], {env: {...process.env, ICHOR_MIRROR: ''}})
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toMatch(/--set-json hubble\.enabled=tru: hubble\.enabled: not valid JSON/)
   })
 })
 

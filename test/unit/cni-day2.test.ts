@@ -12,7 +12,7 @@ import {valuesInputFrom} from '../../src/lib/cli/values-args.js'
 
 describe('KEY=VALUE arguments', () => {
   it('are checked in helm --set syntax before anything runs', () => {
-    expect(valuesInputFrom(['a.b=1'], {})).toEqual({kind: 'edit', files: [], sets: ['a.b=1'], replace: false})
+    expect(valuesInputFrom(['a.b=1'], {})).toEqual({kind: 'edit', files: [], sets: [{flag: 'set', text: 'a.b=1'}], replace: false})
     expect(() => valuesInputFrom(['hubble.relay.enabled'], {})).toThrowError(
       expect.objectContaining({exitCode: 2, message: expect.stringMatching(/argument "hubble\.relay\.enabled": expected KEY=VALUE/)}),
     )
@@ -32,6 +32,13 @@ describe('newUserLayer', () => {
     expect(newUserLayer(stored, {kind: 'edit', files: [file], sets: ['operator.replicas=2'], replace: true})).toEqual({
       bandwidthManager: {enabled: true},
       operator: {replicas: 2},
+    })
+  })
+  it('makes the change from the files and flags alone, then merges it as helm upgrade --reuse-values does', () => {
+    const layer = {tolerations: [{key: 'a'}, {key: 'b'}], hubble: true}
+    expect(newUserLayer(layer, {kind: 'edit', files: [], sets: ['tolerations[1].operator=Exists', 'hubble.relay.enabled=true'], replace: false})).toEqual({
+      tolerations: [null, {operator: 'Exists'}],
+      hubble: {relay: {enabled: true}},
     })
   })
   it('with no input, is the stored layer (a reapply)', () => {

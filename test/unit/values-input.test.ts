@@ -5,7 +5,7 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {loadUserValues} from '../../src/lib/cilium/user-values.js'
 import {MAX_VALUES_FILE_BYTES, parseValuesText, readValuesFile} from '../../src/lib/values/input.js'
-import {applySetFlags, parseSetFlag} from '../../src/lib/values/set-flags.js'
+import {applySetFlags, checkSetFlag} from '../../src/lib/values/set-flags.js'
 import {deepMerge} from '../../src/lib/values/merge.js'
 import {setPath} from '../../src/lib/values/path.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
@@ -67,16 +67,15 @@ describe('--set in helm syntax', () => {
     expect(applySetFlags({}, ['tolerations[0].operator=Exists'])).toEqual({tolerations: [{operator: 'Exists'}]})
   })
   it('an escaped comma stays in the value', () => {
-    expect(parseSetFlag('a=x\\,y')).toEqual([{path: ['a'], value: 'x,y'}])
+    expect(applySetFlags({}, ['a=x\\,y'])).toEqual({a: 'x,y'})
   })
   it.each([
-    ['novalue', /missing "=value"/],
-    ['=x', /empty key/],
-    ['a..b=1', /empty key segment/],
-    ['a[x]=1', /bad list index/],
-    ['a={x', /unclosed "\{"/],
+    ['novalue', /key "novalue" has no value/],
+    ['a..b=1', /key map "a" has no value/],
+    ['a[x]=1', /error parsing index: "x" is not an integer/],
+    ['a={x', /list must terminate with '\}'/],
   ])('refuses %s', (flag, message) => {
-    expect(() => parseSetFlag(flag)).toThrow(message)
+    expect(() => checkSetFlag(flag)).toThrow(message)
   })
 })
 
@@ -162,13 +161,17 @@ describe('hostile --set flags', () => {
   })
   it('refuses a 20,000-segment path by its depth', () => {
     const flag = `${Array(20_000).fill('a').join('.')}=1`
-    expect(() => applySetFlags({}, [flag])).toThrow(/: the key path is deeper than 64 levels/)
+    expect(() => applySetFlags({}, [flag])).toThrow(/: the key nests more than 30 levels/)
+    expect(() => applySetFlags({}, [`a${'[0]'.repeat(20_000)}=1`])).toThrow(/: the key path is deeper than 64 levels/)
   })
-  it('refuses integers beyond 2^53 with their path', () => {
-    expect(() => applySetFlags({}, ['operator.replicas=99999999999999999999999999'])).toThrow(
-      /--set .*: operator\.replicas: 99999999999999999999999999 is an integer beyond/,
+  it('refuses integers beyond 2^53 that helm would keep as int64, with their path and the --set-string that keeps them', () => {
+    expect(() => applySetFlags({}, ['operator.replicas=9223372036854775807'])).toThrow(
+      /--set .*: operator\.replicas: 9223372036854775807 is an integer beyond .*pass --set-string operator\.replicas=9223372036854775807 /,
     )
-    expect(() => applySetFlags({}, ['a={1,9007199254740993}'])).toThrow(/a: 9007199254740993 is an integer beyond/)
+    expect(() => applySetFlags({}, ['a={1,9007199254740993}'])).toThrow(/a\[1\]: 9007199254740993 is an integer beyond/)
+  })
+  it('keeps past int64 the text helm keeps', () => {
+    expect(applySetFlags({}, ['operator.replicas=99999999999999999999999999'])).toEqual({operator: {replicas: '99999999999999999999999999'}})
   })
 })
 

@@ -23,6 +23,11 @@ export function readValuesFile(file: string, flag = '-f'): Values {
   return parseValuesText(bytes.toString('utf8'), label)
 }
 
+/** A file's whole content as text (`--set-file`), read as carefully and capped as a values file. */
+export function readValueFileText(file: string, label: string): string {
+  return (file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label)).toString('utf8')
+}
+
 function tooLarge(label: string, size: number | string): IchorError {
   return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {
     exitCode: EXIT.usage,
