@@ -99,6 +99,21 @@ describe('init machine-config flags', () => {
     expect(owned('cluster: {}\n')).toEqual([])
   })
 
+  it('Given v1.14 documents (issue 38 point 6), Then KubeEtcdEncryptionConfig is refused as cluster.secretboxEncryptionSecret is, and KubeExternalManifestConfig is accepted as cluster.extraManifests is', () => {
+    const encryption =
+      'apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\nconfig:\n  resources:\n    - resources: [secrets]\n      providers:\n        - secretbox:\n            keys: [{name: key2, secret: c2VjcmV0}]\n'
+    expect(owned(encryption)).toEqual([
+      "p.yaml: kind KubeEtcdEncryptionConfig is set by ichor (the cluster secrets come from ichor's Talos secrets bundle (never regenerated))",
+    ])
+    expect(owned('apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\n$patch: delete\n')).toHaveLength(1)
+    expect(owned('cluster:\n  aescbcEncryptionSecret: abc\n')[0]).toMatch(/secrets bundle/)
+    // The operator's own manifests fetched by Talos: the same answer in both forms.
+    const external =
+      'apiVersion: v1alpha1\nkind: KubeExternalManifestConfig\nname: gateway-api\nurl: https://example.com/standard-install.yaml\nheaders:\n  X-Token: t\n'
+    expect(owned(external)).toEqual([])
+    expect(owned('cluster:\n  extraManifests: [https://example.com/standard-install.yaml]\n  extraManifestHeaders:\n    X-Token: t\n')).toEqual([])
+  })
+
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {
     const p = file('bad-cni.yaml', 'cluster:\n  network:\n    cni:\n      name: custom\n')
     const flags: InitFlags = {clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes, machineConfig: {configPatchControlPlane: [`@${p}`]}}

@@ -169,6 +169,13 @@ const OWNED_KINDS: Record<string, string> = {
   KubeAggregatorCAConfig: SECRETS,
   KubeServiceAccountConfig: SECRETS,
   EtcdCAConfig: SECRETS,
+  // The v1.14 form of cluster.secretboxEncryptionSecret / aescbcEncryptionSecret: gen config
+  // writes it from the secrets bundle, and Talos refuses it beside either legacy field
+  // (pkg/machinery/config/types/k8s/etcd_encryption.go, generate/kubernetes.go, v1.14.0-rc.1).
+  KubeEtcdEncryptionConfig: SECRETS,
+  // Not here: KubeExternalManifestConfig (k8s/external_manifest.go, a named document with a URL
+  // and headers), the v1.14 form of cluster.extraManifests. Both are the operator's own
+  // manifests, which Talos fetches and applies; ichor neither writes nor hands them over.
 }
 
 /** The owned fields a patch sets (strategic merge or JSON 6902), each an issue with path and reason. */
