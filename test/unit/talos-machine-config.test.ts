@@ -2,7 +2,7 @@
 // config patches per cluster, role and node; owned fields refused; stored settings kept on a
 // rerun; the configs rendered and validated by the real talosctl v1.14.1 before any node.
 import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
@@ -12,7 +12,7 @@ import {installDiskLines, keepStoredMachineConfig} from '../../src/lib/plans/ini
 import {checkInitInputs, type InitFlags} from '../../src/lib/init/inputs.js'
 import type {InitRender} from '../../src/lib/init/render.js'
 import {prepareStateDir, localState} from '../../src/lib/state/local.js'
-import {ownedFieldIssues, readMachineConfigFlags, type MachineConfigInputs} from '../../src/lib/talos/machine-config.js'
+import {MAX_PATCH_FILE_BYTES, ownedFieldIssues, readMachineConfigFlags, type MachineConfigInputs} from '../../src/lib/talos/machine-config.js'
 import {renderTalosPatches} from '../../src/lib/talos/patches.js'
 import {machineConfigsTask} from '../../src/lib/talos/tasks.js'
 import {rebaseConfig} from '../../src/lib/talos/apply-config.js'
@@ -70,7 +70,7 @@ describe('init machine-config flags', () => {
       '--node-patch',
     ])
     expect(issues[0]!.message).toMatch(/not a device path \(e\.g\. \/dev\/sda, \/dev\/nvme0n1\)/)
-    expect(issues[2]!.message).toMatch(/cannot read \/nonexistent\/w\.yaml: ENOENT/)
+    expect(issues[2]!.message).toBe('/nonexistent/w.yaml: cannot read the patch: no such file')
   })
 
   it('Given patches over what ichor owns (CNI, kube-proxy, inline manifests, KubePrism, endpoint, secrets), Then each is refused with its path and reason', () => {
@@ -97,6 +97,21 @@ describe('init machine-config flags', () => {
     expect(owned('apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: cp-1\nauto: off\n')).toEqual([])
     expect(owned('cluster:\n  allowSchedulingOnControlPlanes: true\n')).toEqual([])
     expect(owned('cluster: {}\n')).toEqual([])
+  })
+
+  it('Given v1.14 documents (issue 38 point 6), Then KubeEtcdEncryptionConfig is refused as cluster.secretboxEncryptionSecret is, and KubeExternalManifestConfig is accepted as cluster.extraManifests is', () => {
+    const encryption =
+      'apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\nconfig:\n  resources:\n    - resources: [secrets]\n      providers:\n        - secretbox:\n            keys: [{name: key2, secret: c2VjcmV0}]\n'
+    expect(owned(encryption)).toEqual([
+      "p.yaml: kind KubeEtcdEncryptionConfig is set by ichor (the cluster secrets come from ichor's Talos secrets bundle (never regenerated))",
+    ])
+    expect(owned('apiVersion: v1alpha1\nkind: KubeEtcdEncryptionConfig\n$patch: delete\n')).toHaveLength(1)
+    expect(owned('cluster:\n  aescbcEncryptionSecret: abc\n')[0]).toMatch(/secrets bundle/)
+    // The operator's own manifests fetched by Talos: the same answer in both forms.
+    const external =
+      'apiVersion: v1alpha1\nkind: KubeExternalManifestConfig\nname: gateway-api\nurl: https://example.com/standard-install.yaml\nheaders:\n  X-Token: t\n'
+    expect(owned(external)).toEqual([])
+    expect(owned('cluster:\n  extraManifests: [https://example.com/standard-install.yaml]\n  extraManifestHeaders:\n    X-Token: t\n')).toEqual([])
   })
 
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {
@@ -341,4 +356,67 @@ describe('ichor init --dry-run --output-dir with machine-config flags (the real 
     expect(summary).toContain(`patches: --config-patch-control-plane ${cp}`)
     expect(summary).toMatch(/192\.0\.2\.11: worker\n(.*\n)*  hostname: w1/)
   }, 120_000)
+})
+
+describe('hostile patch files (issue 38 point 10): refused by size and by aliases before anything is written', () => {
+  const init = async (patchFlags: string[]) => {
+    const {runCliInProcess} = await import('../support/run-cli-inprocess.js')
+    const {UPSTREAM} = await import('../support/upstream.js')
+    const out = mkdtempSync(join(dir, 'hostile-'))
+    const r = await runCliInProcess(
+      [
+        'init',
+        '--dry-run',
+        '--output-dir',
+        join(out, 'dry'),
+        '--cluster-name',
+        'homelab',
+        '--endpoint',
+        'https://192.0.2.10:6443',
+        '--control-plane',
+        '192.0.2.10',
+        '--worker',
+        '192.0.2.11',
+        '--mirror',
+        UPSTREAM.dir,
+        ...patchFlags,
+      ],
+      {env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath(), ICHOR_STATE_DIR: join(out, 'state')}},
+    )
+    return {...r, written: readdirSync(out)}
+  }
+
+  it('Given a --config-patch-worker file over the cap, Then exit 2 naming the flag, the file and the cap, and nothing is written', async () => {
+    const text = `machine:\n  sysctls:\n    vm.a: "1"\n${'# padding\n'.repeat(Math.ceil(MAX_PATCH_FILE_BYTES / 10))}`
+    const big = file('big-patch.yaml', text)
+    const r = await init(['--config-patch-worker', `@${big}`])
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toContain(
+      `--config-patch-worker: ${big}: the patch is ${Buffer.byteLength(text)} bytes; at most ${MAX_PATCH_FILE_BYTES} bytes (${MAX_PATCH_FILE_BYTES / 1024} KiB) are read`,
+    )
+    expect(r.written).toEqual([])
+  }, 120_000)
+
+  it('Given a --config-patch whose aliases expand like a billion laughs, Then exit 2 naming the flag and the file, and nothing is written', async () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]']
+    for (let i = 1; i < 9; i++)
+      levels.push(
+        `l${i}: &l${i} [${Array(10)
+          .fill(i === 1 ? '*a' : `*l${i - 1}`)
+          .join(', ')}]`,
+      )
+    const bomb = file('bomb.yaml', `machine:\n  sysctls:\n    vm.a: "1"\n${levels.join('\n')}\n`)
+    const r = await init(['--config-patch', `@${bomb}`])
+    expect(r.code, r.stderr).toBe(2)
+    expect(r.stderr).toMatch(new RegExp(`--config-patch: ${bomb}: its aliases \\(\\*name\\) expand too much`))
+    expect(r.written).toEqual([])
+  }, 120_000)
+
+  it('Given an inline --node-patch with an alias bomb, Then it is an issue naming that flag, as a file is', () => {
+    const issues: Issue[] = []
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]']
+    readMachineConfigFlags({nodePatch: [`192.0.2.11=${levels.join('\n')}`]}, nodes, issues)
+    expect(issues).toHaveLength(1)
+    expect(issues[0]).toMatchObject({path: '--node-patch 192.0.2.11', message: expect.stringMatching(/^inline: its aliases \(\*name\) expand too much/)})
+  })
 })

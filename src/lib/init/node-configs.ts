@@ -98,7 +98,7 @@ function hostnameOf(inputs: InitInputs, node: string, role: 'controlplane' | 'wo
   const m = inputs.machineConfig
   const ordered = [...patchesForNode(m, node), ...(role === 'worker' ? m.workerPatches : m.controlPlanePatches), ...m.patches]
   for (const p of ordered) {
-    for (const doc of parseAllDocuments(p.yaml) as unknown as {toJS(): unknown}[]) {
+    for (const doc of parseAllDocuments(p.yaml, {uniqueKeys: false}) as unknown as {toJS(): unknown}[]) {
       const js = doc.toJS() as {kind?: string; hostname?: unknown; machine?: {network?: {hostname?: unknown}}} | null
       if (js?.kind === 'HostnameConfig' && typeof js.hostname === 'string') return js.hostname
       if (typeof js?.machine?.network?.hostname === 'string') return js.machine.network.hostname

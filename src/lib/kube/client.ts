@@ -109,6 +109,28 @@ export class KubeUnreachableError extends IchorError {
   }
 }
 
+/**
+ * The server answered, but not as a Kubernetes API server: a web service of another kind behind
+ * the kubeconfig's URL. Refused where ichor first reads the API (/version, discovery), so no
+ * command reads fields of an answer that does not have them.
+ */
+export class KubeNotApiServerError extends IchorError {
+  readonly server: string
+  readonly context: string
+  constructor(server: string, context: string, path: string, body: unknown) {
+    const shown = (typeof body === 'string' ? body : (JSON.stringify(body) ?? String(body))).replace(/\s+/g, ' ').trim()
+    super(
+      `${server} (context "${context}") does not answer as a Kubernetes API server: GET ${path} gave ${shown ? (shown.length > 80 ? `${shown.slice(0, 80)}…` : shown) : 'an empty answer'}`,
+      {hint: "check that the kubeconfig points at the cluster's API server (kubectl version)"},
+    )
+    this.name = 'KubeNotApiServerError'
+    this.server = server
+    this.context = context
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
 export function isNotFound(err: unknown): boolean {
   return err instanceof KubeApiError && err.code === 404
 }
@@ -140,7 +162,9 @@ export async function connectKube(options: ConnectOptions = {}): Promise<Kube> {
   if (options.probe ?? true) {
     const done = announceConnecting(kube.server, kube.context)
     try {
-      const version = await kube.request<{gitVersion?: string}>('GET', '/version')
+      // version.Info of k8s.io/apimachinery: every API server sends gitVersion.
+      const version = await kube.request<unknown>('GET', '/version')
+      if (!isObject(version) || typeof version.gitVersion !== 'string') throw new KubeNotApiServerError(kube.server, kube.context, '/version', version)
       kube.serverVersion = version.gitVersion
     } finally {
       done()
@@ -268,12 +292,16 @@ function makeKube(config: Kubeconfig, timeoutMs: number): Kube {
     let entry = discovery.get(apiVersion)
     if (!entry) {
       const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`
-      entry = requestRaw<{resources: Array<{name: string; namespaced: boolean; kind: string}>}>('GET', path)
-        .then((r) =>
-          r.body.resources
+      entry = requestRaw<unknown>('GET', path)
+        .then((r) => {
+          // An APIResourceList (k8s.io/apimachinery meta/v1): resources, each with name, kind and namespaced.
+          const list = isObject(r.body) ? r.body.resources : undefined
+          if (!Array.isArray(list) || !list.every((res) => isObject(res) && typeof res.name === 'string' && typeof res.kind === 'string'))
+            throw new KubeNotApiServerError(server, context, path, r.body)
+          return (list as Array<{name: string; namespaced?: unknown; kind: string}>)
             .filter((res) => !res.name.includes('/')) // subresources such as deployments/status
-            .map((res) => ({plural: res.name, namespaced: res.namespaced, kind: res.kind})),
-        )
+            .map((res) => ({plural: res.name, namespaced: res.namespaced === true, kind: res.kind}))
+        })
         .catch((error) => {
           if (isNotFound(error)) return undefined
           throw error

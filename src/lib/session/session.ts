@@ -6,7 +6,7 @@ import {join} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {HelmTarget} from '../helm/release.js'
-import {connectKube, KubeUnreachableError, type Kube} from '../kube/client.js'
+import {connectKube, KubeNotApiServerError, KubeUnreachableError, type Kube} from '../kube/client.js'
 import {acquireLease, breakLease, type HeldLease} from '../kube/lease.js'
 import {openRegistryEndpoint, type RegistryEndpoint} from '../kube/portforward.js'
 import {OciClient} from '../oci/client.js'
@@ -175,6 +175,8 @@ export class Session {
 
 function namedClusterError(source: string, error: unknown): IchorError {
   if (error instanceof KubeUnreachableError) return unreachableError(source, error)
+  // Something answers there, but not Kubernetes: not bad input either (exit 1).
+  if (error instanceof KubeNotApiServerError) return new IchorError(`${error.message} (${source})`, {hint: error.hint, cause: error})
   const message = error instanceof Error ? error.message : String(error)
   return new IchorError(`the cluster of ${source} cannot be used: ${message}`, {
     exitCode: EXIT.usage,

@@ -4,9 +4,9 @@
 // --config-patch-worker; `@FILE` or inline YAML). Patches are kept as text so a rerun, another
 // machine and a node added later render the same configs without the operator's files.
 // A patch may not set what ichor owns: refused with the path and the reason, before any node.
-import {readFileSync} from 'node:fs'
-import {parseAllDocuments} from 'yaml'
-import type {Issue} from '../errors/errors.js'
+import {LineCounter, parseAllDocuments, type Document} from 'yaml'
+import {IchorError, type Issue} from '../errors/errors.js'
+import {aliasBomb, checkUniqueKeys, MAX_ALIAS_COUNT, MAX_VALUES_FILE_BYTES, readCappedFileText, tooLarge, type FileCap} from '../values/input.js'
 import {nodeProblem} from './node-address.js'
 import type {TalosPatches} from './patches.js'
 import type {KubernetesVersion, TalosVersion} from './versions.js'
@@ -105,30 +105,49 @@ export function readMachineConfigFlags(f: MachineConfigFlags, nodes: {controlPla
   return inputs
 }
 
+/**
+ * A patch is read as a values file is (issue 38 point 10): a regular file, at most the same cap,
+ * read before a byte is parsed; a 20 MB patch once held the process for minutes. Inline text
+ * gets the same cap.
+ */
+export const MAX_PATCH_FILE_BYTES = MAX_VALUES_FILE_BYTES
+const PATCH_FILE: FileCap = {what: 'patch', maxBytes: MAX_PATCH_FILE_BYTES}
+
+/**
+ * A patch's documents, parsed in linear time: yaml's own duplicate-key check compares every key
+ * of a map with every other (37 s for a 1 MiB map of 66 000 keys); readPatchArg checks them once.
+ */
+function patchDocuments(yaml: string, lineCounter?: LineCounter): ReturnType<typeof parseAllDocuments> {
+  return parseAllDocuments(yaml, {uniqueKeys: false, lineCounter})
+}
+
 /** `@FILE` read from disk, anything else taken as inline YAML (talosctl's two forms). */
 function readPatchArg(arg: string, flag: string, issues: Issue[]): ConfigPatch | undefined {
-  let source = 'inline'
-  let yaml = arg
-  if (arg.startsWith('@')) {
-    source = arg.slice(1)
-    try {
-      yaml = readFileSync(source, 'utf8')
-    } catch (error) {
-      issues.push({path: flag, message: `cannot read ${source}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`})
-      return undefined
+  const source = arg.startsWith('@') ? arg.slice(1) : 'inline'
+  try {
+    const yaml = source === 'inline' ? arg : readCappedFileText(source, source, PATCH_FILE)
+    const size = Buffer.byteLength(yaml)
+    if (size > PATCH_FILE.maxBytes) throw tooLarge(source, size, PATCH_FILE)
+    const lines = new LineCounter()
+    const docs = [...patchDocuments(yaml, lines)] as Document.Parsed[]
+    const bad = docs.flatMap((d) => d.errors)
+    if (bad.length > 0) throw new IchorError(`${source}: not YAML (${bad[0]!.message.split('\n')[0]})`)
+    if (yaml.trim() === '') throw new IchorError(`${source}: the patch is empty`)
+    for (const doc of docs) {
+      checkUniqueKeys(doc, source, lines)
+      try {
+        doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
+      } catch (error) {
+        if (/alias count/i.test((error as Error).message)) throw aliasBomb(source, 'the patch')
+        throw new IchorError(`${source}: not YAML (${(error as Error).message.split('\n')[0]})`)
+      }
     }
-  }
-  const docs = parseAllDocuments(yaml)
-  const bad = (Array.isArray(docs) ? docs : [docs]).flatMap((d) => d.errors)
-  if (bad.length > 0) {
-    issues.push({path: flag, message: `${source}: not YAML (${bad[0]!.message.split('\n')[0]})`})
+    return {source, yaml: yaml.endsWith('\n') ? yaml : `${yaml}\n`}
+  } catch (error) {
+    if (!(error instanceof IchorError)) throw error
+    issues.push({path: flag, message: error.message})
     return undefined
   }
-  if (yaml.trim() === '') {
-    issues.push({path: flag, message: `${source}: the patch is empty`})
-    return undefined
-  }
-  return {source, yaml: yaml.endsWith('\n') ? yaml : `${yaml}\n`}
 }
 
 // What ichor renders or derives itself (src/lib/talos/patches.ts, the secrets bundle, --endpoint,
@@ -169,6 +188,13 @@ const OWNED_KINDS: Record<string, string> = {
   KubeAggregatorCAConfig: SECRETS,
   KubeServiceAccountConfig: SECRETS,
   EtcdCAConfig: SECRETS,
+  // The v1.14 form of cluster.secretboxEncryptionSecret / aescbcEncryptionSecret: gen config
+  // writes it from the secrets bundle, and Talos refuses it beside either legacy field
+  // (pkg/machinery/config/types/k8s/etcd_encryption.go, generate/kubernetes.go, v1.14.0-rc.1).
+  KubeEtcdEncryptionConfig: SECRETS,
+  // Not here: KubeExternalManifestConfig (k8s/external_manifest.go, a named document with a URL
+  // and headers), the v1.14 form of cluster.extraManifests. Both are the operator's own
+  // manifests, which Talos fetches and applies; ichor neither writes nor hands them over.
 }
 
 /** The owned fields a patch sets (strategic merge or JSON 6902), each an issue with path and reason. */
@@ -185,7 +211,7 @@ export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWork
     const hit = owned.find(([p]) => path === p || path.startsWith(`${p}.`) || p.startsWith(`${path}.`))
     if (hit) refuse(hit[0] === path || path.startsWith(`${hit[0]}.`) ? path : hit[0], hit[1])
   }
-  for (const doc of parseAllDocuments(patch.yaml) as ReturnType<typeof parseAllDocuments> & unknown[]) {
+  for (const doc of patchDocuments(patch.yaml) as ReturnType<typeof parseAllDocuments> & unknown[]) {
     const js = doc.toJS() as unknown
     if (Array.isArray(js)) {
       // JSON 6902: a list of operations, each with a JSON pointer.
@@ -275,7 +301,7 @@ export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 
 
 function diskInPatch(yaml: string): {disk?: string} | undefined {
   let found: {disk?: string} | undefined
-  for (const doc of parseAllDocuments(yaml) as unknown as {toJS(): unknown}[]) {
+  for (const doc of patchDocuments(yaml) as unknown as {toJS(): unknown}[]) {
     const js = doc.toJS() as Record<string, any> | null // eslint-disable-line @typescript-eslint/no-explicit-any
     if (!js || typeof js !== 'object' || Array.isArray(js)) continue
     const match = js.kind === 'UnattendedInstallConfig' ? js.provisioning?.diskSelector?.match : undefined

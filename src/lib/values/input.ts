@@ -15,53 +15,73 @@ import {EXIT} from '../errors/exit-codes.js'
  */
 export const MAX_VALUES_FILE_BYTES = 256 * 1024
 /** Aliases one document may expand; a few legitimate ones, never a billion laughs. */
-const MAX_ALIAS_COUNT = 100
+export const MAX_ALIAS_COUNT = 100
+
+/** What a file of the operator's is read as, and at most how much of it (a values file, a Talos patch). */
+export interface FileCap {
+  /** In messages: "the values file is N bytes", "cannot read the patch". */
+  what: string
+  maxBytes: number
+}
+
+const VALUES_FILE: FileCap = {what: 'values file', maxBytes: MAX_VALUES_FILE_BYTES}
 
 export function readValuesFile(file: string, flag = '-f'): Values {
   const label = `${flag} ${file}`
-  const bytes = file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label)
+  const bytes = file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label, VALUES_FILE)
   return parseValuesText(bytes.toString('utf8'), label)
 }
 
 /** A file's whole content as text (`--set-file`), read as carefully and capped as a values file. */
 export function readValueFileText(file: string, label: string): string {
-  return (file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label)).toString('utf8')
+  return (file === '-' ? readStdinCapped(label) : readRegularFileCapped(file, label, VALUES_FILE)).toString('utf8')
 }
 
-function tooLarge(label: string, size: number | string): IchorError {
-  return new IchorError(`${label}: the values file is ${size} bytes; at most ${MAX_VALUES_FILE_BYTES} bytes (${MAX_VALUES_FILE_BYTES / 1024} KiB) are read`, {
+/** The text of an operator's file other than values (a Talos config patch): read as carefully, with its own cap; exit 2 naming `label`. */
+export function readCappedFileText(file: string, label: string, cap: FileCap): string {
+  return readRegularFileCapped(file, label, cap).toString('utf8')
+}
+
+const shownSize = (bytes: number) => (bytes % (1024 * 1024) === 0 ? `${bytes / 1024 / 1024} MiB` : `${bytes / 1024} KiB`)
+
+/** The refusal of text over a cap, as a values file's: exported for text that came another way (an inline patch). */
+export function tooLarge(label: string, size: number | string, cap: FileCap = VALUES_FILE): IchorError {
+  return new IchorError(`${label}: the ${cap.what} is ${size} bytes; at most ${cap.maxBytes} bytes (${shownSize(cap.maxBytes)}) are read`, {
     exitCode: EXIT.usage,
   })
 }
 
-function cannotRead(label: string, error: unknown): IchorError {
+function cannotRead(label: string, error: unknown, cap: FileCap): IchorError {
   const code = (error as NodeJS.ErrnoException).code
   const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : code === 'EACCES' ? 'permission denied' : String(code ?? error)
-  return new IchorError(`${label}: cannot read the values file: ${why}`, {exitCode: EXIT.usage})
+  return new IchorError(`${label}: cannot read the ${cap.what}: ${why}`, {exitCode: EXIT.usage})
 }
 
-function readRegularFileCapped(file: string, label: string): Buffer {
+function readRegularFileCapped(file: string, label: string, cap: FileCap): Buffer {
   // stat before open: opening a FIFO with no writer would block forever.
   let kind: string | undefined
   try {
     const st = statSync(file)
     kind = st.isFile() ? undefined : st.isDirectory() ? 'is a directory' : 'is not a regular file (a device, FIFO or socket)'
-    if (!kind && st.size > MAX_VALUES_FILE_BYTES) throw tooLarge(label, st.size)
+    if (!kind && st.size > cap.maxBytes) throw tooLarge(label, st.size, cap)
   } catch (error) {
     if (error instanceof IchorError) throw error
-    throw cannotRead(label, error)
+    throw cannotRead(label, error, cap)
   }
-  if (kind) throw new IchorError(`${label}: cannot read the values file: ${kind}; give a regular file, or - to read standard input`, {exitCode: EXIT.usage})
+  if (kind)
+    throw new IchorError(`${label}: cannot read the ${cap.what}: ${kind}; give a regular file${cap === VALUES_FILE ? ', or - to read standard input' : ''}`, {
+      exitCode: EXIT.usage,
+    })
   let fd: number
   try {
     fd = openSync(file, 'r')
   } catch (error) {
-    throw cannotRead(label, error)
+    throw cannotRead(label, error, cap)
   }
   try {
     // The path may have been swapped between stat and open: judge what was opened.
-    if (!fstatSync(fd).isFile()) throw new IchorError(`${label}: cannot read the values file: is not a regular file`, {exitCode: EXIT.usage})
-    return readCapped(fd, label)
+    if (!fstatSync(fd).isFile()) throw new IchorError(`${label}: cannot read the ${cap.what}: is not a regular file`, {exitCode: EXIT.usage})
+    return readCapped(fd, label, cap)
   } finally {
     closeSync(fd)
   }
@@ -72,12 +92,12 @@ function readRegularFileCapped(file: string, label: string): Buffer {
 let stdinBytes: Buffer | undefined
 
 function readStdinCapped(label: string): Buffer {
-  return (stdinBytes ??= readCapped(0, label))
+  return (stdinBytes ??= readCapped(0, label, VALUES_FILE))
 }
 
 /** Reads at most cap + 1 bytes: one more than allowed is enough to refuse. */
-function readCapped(fd: number, label: string): Buffer {
-  const buf = Buffer.alloc(MAX_VALUES_FILE_BYTES + 1)
+function readCapped(fd: number, label: string, cap: FileCap): Buffer {
+  const buf = Buffer.alloc(cap.maxBytes + 1)
   let length = 0
   while (length < buf.length) {
     let n: number
@@ -89,12 +109,12 @@ function readCapped(fd: number, label: string): Buffer {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)
         continue
       }
-      throw cannotRead(label, error)
+      throw cannotRead(label, error, cap)
     }
     if (n === 0) break
     length += n
   }
-  if (length > MAX_VALUES_FILE_BYTES) throw tooLarge(label, `more than ${MAX_VALUES_FILE_BYTES}`)
+  if (length > cap.maxBytes) throw tooLarge(label, `more than ${cap.maxBytes}`, cap)
   return buf.subarray(0, length)
 }
 
@@ -125,12 +145,7 @@ export function parseValuesText(text: string, label: string): Values {
     value = doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
   } catch (error) {
     const message = (error as Error).message ?? String(error)
-    if (/alias count/i.test(message)) {
-      throw new IchorError(
-        `${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write the values out instead`,
-        {exitCode: EXIT.usage},
-      )
-    }
+    if (/alias count/i.test(message)) throw aliasBomb(label, 'the values')
     if (error instanceof RangeError) throw new IchorError(`${label}: not valid YAML: it nests too deeply`, {exitCode: EXIT.usage})
     throw new IchorError(`${label}: not valid YAML: ${message}`, {exitCode: EXIT.usage})
   }
@@ -145,8 +160,16 @@ export function parseValuesText(text: string, label: string): Values {
   return checked
 }
 
+/** The refusal of a document whose aliases expand past MAX_ALIAS_COUNT (yaml's toJS throws "Excessive alias count"). */
+export function aliasBomb(label: string, what: string): IchorError {
+  return new IchorError(
+    `${label}: its aliases (*name) expand too much (more than ${MAX_ALIAS_COUNT}, e.g. a "billion laughs" document); write ${what} out instead`,
+    {exitCode: EXIT.usage},
+  )
+}
+
 /** Refuses a key repeated in one map (helm would silently keep the last), in one pass over the document. */
-function checkUniqueKeys(doc: Document.Parsed, label: string, lineCounter: LineCounter): void {
+export function checkUniqueKeys(doc: Document.Parsed, label: string, lineCounter: LineCounter): void {
   let problem: {message: string; offset: number} | undefined
   visit(doc, {
     Map(_, map) {
