@@ -80,7 +80,7 @@ describe('ichor autocomplete script bash', () => {
 
   it("flags after an argument, and after a flag's value", async () => {
     expect(await complete('ichor stack values set argocd --kube')).toEqual(['--kubeconfig'])
-    expect(await complete('ichor stack values set argocd -f values.yaml --se')).toEqual(['--set'])
+    expect(await complete('ichor stack values set argocd -f values.yaml --se')).toEqual(['--set', '--set-file', '--set-json', '--set-literal', '--set-string'])
     expect(await complete('ichor stack values set argocd -f values.yaml ')).toEqual([]) // KEY=VALUE: nothing to offer
   })
 
