@@ -8,11 +8,13 @@ import {testHelmPath} from './test/harness/helm.js'
 // They run side by side: each pool is one queue of workers for the whole run (its size comes
 // from the root options, not a project's), and vitest starts different pools at the same time.
 // So e2e, which mostly waits on the apiserver and the CLI it spawns, has the `threads` pool to
-// itself (one file at a time unless ICHOR_E2E_WORKERS says more), while the CPU-bound unit files
+// itself (ICHOR_E2E_WORKERS files at a time, below), while the CPU-bound unit files
 // keep the `forks` pool (some change the process's cwd or umask, which a worker thread cannot).
-// ICHOR_E2E_WORKERS: how many e2e files run at once (each on clusters of its own: a converged
-// cluster is a restored copy, test/harness/converged.ts), default 1.
-const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 1) || 1)
+// ICHOR_E2E_WORKERS: how many e2e files run at once, default 2. Each file runs on clusters of its
+// own (a converged cluster is a restored copy, test/harness/converged.ts), and one e2e file leaves
+// about half of this 2-core machine idle (it waits on the API server, helm and the simulators'
+// timers) once the unit files are done.
+const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 2) || 1)
 
 export default defineConfig({
   test: {
