@@ -317,20 +317,7 @@ describe('ichor init --dry-run --output-dir with machine-config flags (the real 
       process.execPath,
       [
         join(PROJECT_ROOT, 'bin', 'run.js'),
-        'init',
-        '--dry-run',
-        '--output-dir',
-        out,
-        '--cluster-name',
-        'homelab',
-        '--endpoint',
-        'https://192.0.2.10:6443',
-        '--control-plane',
-        '192.0.2.10',
-        '--worker',
-        '192.0.2.11',
-        '--mirror',
-        UPSTREAM.dir,
+        ...dryRunInit(out, UPSTREAM.dir),
         '--install-disk',
         '/dev/nvme0n1',
         '--config-patch-control-plane',
@@ -363,26 +350,9 @@ describe('hostile patch files (issue 38 point 10): refused by size and by aliase
     const {runCliInProcess} = await import('../support/run-cli-inprocess.js')
     const {UPSTREAM} = await import('../support/upstream.js')
     const out = mkdtempSync(join(dir, 'hostile-'))
-    const r = await runCliInProcess(
-      [
-        'init',
-        '--dry-run',
-        '--output-dir',
-        join(out, 'dry'),
-        '--cluster-name',
-        'homelab',
-        '--endpoint',
-        'https://192.0.2.10:6443',
-        '--control-plane',
-        '192.0.2.10',
-        '--worker',
-        '192.0.2.11',
-        '--mirror',
-        UPSTREAM.dir,
-        ...patchFlags,
-      ],
-      {env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath(), ICHOR_STATE_DIR: join(out, 'state')}},
-    )
+    const r = await runCliInProcess([...dryRunInit(join(out, 'dry'), UPSTREAM.dir), ...patchFlags], {
+      env: {...process.env, ICHOR_MIRROR: '', ICHOR_TALOSCTL: realTalosctlPath(), ICHOR_STATE_DIR: join(out, 'state')},
+    })
     return {...r, written: readdirSync(out)}
   }
 
@@ -420,3 +390,23 @@ describe('hostile patch files (issue 38 point 10): refused by size and by aliase
     expect(issues[0]).toMatchObject({path: '--node-patch 192.0.2.11', message: expect.stringMatching(/^inline: its aliases \(\*name\) expand too much/)})
   })
 })
+
+/** `init --dry-run` of a 1+1 homelab from `mirror`, into `out`: the tests add their patch flags. */
+function dryRunInit(out: string, mirror: string): string[] {
+  return [
+    'init',
+    '--dry-run',
+    '--output-dir',
+    out,
+    '--cluster-name',
+    'homelab',
+    '--endpoint',
+    'https://192.0.2.10:6443',
+    '--control-plane',
+    '192.0.2.10',
+    '--worker',
+    '192.0.2.11',
+    '--mirror',
+    mirror,
+  ]
+}
