@@ -13,7 +13,7 @@ import type {CniContext} from '../../src/lib/cilium/context.js'
 import {adoptCiliumTask, ciliumReleaseView, upgradeCiliumValuesTask} from '../../src/lib/cilium/tasks.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../../src/lib/helm/pending.js'
-import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from '../../src/lib/helm/local-helms.js'
+import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, helmRunningHere, machineMark} from '../../src/lib/helm/local-helms.js'
 import {HELM_TIMEOUT_LABEL, upgradeArgs} from '../../src/lib/helm/release.js'
 import {readReleaseRecord, valuesHash} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
@@ -301,10 +301,11 @@ describe('a pending record whose helm ran on this machine and is gone', () => {
     const release = 'gone-here'
     const {orphan, exited, pending} = await orphanUpgrade(release, 120)
     expect(pending.labels?.[HELM_MACHINE_LABEL]).toBe(machineMark())
-    expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(true)
+    const token = pending.labels![HELM_RUN_LABEL]!
+    expect(helmRunningHere(token)).toBe(true)
     orphan.kill('SIGKILL')
     await exited
-    expect(helmRunningHere(release, 'default', HELM_TIMEOUT_LABEL)).toBe(false)
+    expect(helmRunningHere(token)).toBe(false)
 
     // Marked as another machine's: a helm there may still work for its --timeout (120 s).
     const patchMachine = (value: string) =>
@@ -327,6 +328,56 @@ describe('a pending record whose helm ran on this machine and is gone', () => {
     expect(Date.now() - started).toBeLessThan(10_000)
     expect(told.join('\n')).toMatch(/written by a helm on this machine that is no longer running/)
     expect(left).toMatchObject({revision: 1, status: 'deployed'})
+  }, 90_000)
+})
+
+// Issue 38 point 1: every `helm upgrade` copies the last revision's labels forward (helm
+// v3.18.6 pkg/action/upgrade.go prepareUpgrade, mergeCustomLabels(lastRelease.Labels, ...)),
+// so an operator's plain `helm upgrade` writes a pending record carrying ichor's machine mark
+// and timeout label. ichor must not take it for one of its own helms that is gone.
+describe('a pending record written by a helm ichor did not start, with the labels it inherited', () => {
+  it('is neither removed nor upgraded over: ichor waits it out and stops naming it', async () => {
+    const release = 'operators-helm'
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+    expect(await new Promise((r) => install.on('close', r))).toBe(0)
+    // Revision 2: ichor's own upgrade (its labels), deployed.
+    const ours = spawn(helm.path, upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {}, wait: false, rollbackOnFailure: false}), {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    })
+    ours.stdin.end('{}')
+    expect(await new Promise((r) => ours.on('close', r))).toBe(0)
+    // Revision 3: the operator's plain helm upgrade, still waiting.
+    const operators = spawn(
+      helm.path,
+      ['upgrade', release, unschedulable, '--namespace', 'default', '--set', 'tag=3', '--wait', '--timeout', '120s', '--kubeconfig', cp.kubeconfigPath],
+      {stdio: 'ignore'},
+    )
+    const exited = new Promise((r) => operators.on('close', r))
+    try {
+      while ((await readReleaseRecord(kube, release, 'default'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 100))
+      const pending = (await readReleaseRecord(kube, release, 'default'))!
+      // The precondition: it carries ichor's labels, copied forward by helm.
+      expect(pending.labels?.[HELM_MACHINE_LABEL]).toBe(machineMark())
+      expect(pending.labels?.[HELM_TIMEOUT_LABEL]).toBe('300')
+
+      const progress: string[] = []
+      const settled = await settlePendingRelease(kube, release, 'default', {waitMs: 1_000, progress: (m) => progress.push(m)}).then(
+        (r) => r,
+        (e: unknown) => e,
+      )
+      console.log(`settle: ${settled instanceof Error ? settled.message : JSON.stringify(settled)}; progress ${JSON.stringify(progress)}`)
+      expect(settled).toBeInstanceOf(ReleasePendingError)
+      expect((settled as Error).message).toMatch(/operators-helm is still pending-upgrade \(revision 3\).*a helm ichor did not start/s)
+      expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
+      expect(progress.join('\n')).toMatch(/a helm ichor did not start is working on it/)
+      expect((await readReleaseRecord(kube, release, 'default'))?.revision).toBe(3)
+      expect((await readReleaseRecord(kube, release, 'default'))?.status).toBe('pending-upgrade')
+    } finally {
+      operators.kill('SIGKILL')
+      await exited
+    }
   }, 90_000)
 })
 

@@ -1,14 +1,27 @@
 // Whether the helm that wrote a pending release record can still be running, when it ran on
 // this machine: each helm ichor starts labels its revision with a mark of the machine (and
-// PID namespace) it runs in, and its command line carries ichor's timeout label. A pending
-// record marked as this machine's, with no such helm among this machine's processes, was left
-// by a helm that is gone: nothing needs waiting out. Any other record (another laptop, a
+// PID namespace) it runs in and a token of its own, which is also on its command line. A
+// pending record marked as this machine's, with no process carrying its token, was left by
+// a helm that is gone: nothing needs waiting out. Any other record (another laptop, a
 // machine without /proc) is waited out as its --timeout says (see pending.ts).
-import {createHash} from 'node:crypto'
+//
+// The token, not the release's name, identifies the process: helm copies a revision's labels
+// to the next (pkg/action/upgrade.go, mergeCustomLabels(lastRelease.Labels, ...)), so an
+// operator's plain `helm upgrade` carries ichor's labels too, and a helm of another cluster
+// may work on a release of the same name. pending.ts tells copied labels from fresh ones.
+import {createHash, randomBytes} from 'node:crypto'
 import {readdirSync, readFileSync, readlinkSync} from 'node:fs'
 
 /** The release Secret label naming the machine whose helm wrote a revision. */
 export const HELM_MACHINE_LABEL = 'ichor.maesh.dev/helm-machine'
+
+/** The release Secret label carrying the token of the one helm process ichor started to write it. */
+export const HELM_RUN_LABEL = 'ichor.maesh.dev/helm-run'
+
+/** A token for one helm process, new for each. */
+export function newRunToken(): string {
+  return randomBytes(8).toString('hex')
+}
 
 let mark: string | undefined | null = null
 
@@ -29,17 +42,17 @@ export function machineMark(): string | undefined {
 }
 
 /**
- * A helm process on this machine working on the release: its command line names the
- * release and namespace and carries ichor's timeout label (`--labels`), as every helm
- * ichor starts does. True when /proc cannot be read (nothing is proven then).
+ * A process on this machine started with the token in its `--labels` (the helm ichor started
+ * to write the record carrying it). True when /proc cannot be read (nothing is proven then).
  */
-export function helmRunningHere(release: string, namespace: string, timeoutLabel: string): boolean {
+export function helmRunningHere(token: string): boolean {
   let pids: string[]
   try {
     pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p))
   } catch {
     return true
   }
+  const label = `${HELM_RUN_LABEL}=${token}`
   for (const pid of pids) {
     let argv: string[]
     try {
@@ -47,9 +60,7 @@ export function helmRunningHere(release: string, namespace: string, timeoutLabel
     } catch {
       continue // gone meanwhile, or not ours to read
     }
-    if (!argv.some((a) => a.includes(`${timeoutLabel}=`))) continue
-    const ns = argv[argv.indexOf('--namespace') + 1]
-    if (argv.includes(release) && (argv.indexOf('--namespace') < 0 || ns === namespace)) return true
+    if (argv.some((arg, i) => argv[i - 1] === '--labels' && arg.split(',').includes(label))) return true
   }
   return false
 }

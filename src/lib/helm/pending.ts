@@ -8,7 +8,7 @@ import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
 import {ServerClock} from '../kube/lease.js'
-import {HELM_MACHINE_LABEL, helmRunningHere, machineMark} from './local-helms.js'
+import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, helmRunningHere, machineMark} from './local-helms.js'
 import {HELM_TIMEOUT_LABEL} from './release.js'
 import {readReleaseRecord, type ReleaseRecord} from './release-record.js'
 
@@ -24,13 +24,15 @@ export class ReleasePendingError extends IchorError {
   constructor(
     readonly record: ReleaseRecord,
     waitedMs: number,
+    /** Written by a helm ichor did not start: ichor never removes such a record. */
+    readonly foreign = false,
   ) {
-    super(
-      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: another helm is working on it, or one was killed mid-operation`,
-      {
-        hint: `if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
-      },
-    )
+    const who = foreign
+      ? 'a helm ichor did not start wrote it (its ichor labels, if any, are copied from the revision before) and may still be working on it'
+      : 'another helm is working on it, or one was killed mid-operation'
+    super(`Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`, {
+      hint: `${foreign ? 'let that helm finish; ' : ''}if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
+    })
     this.name = 'ReleasePendingError'
   }
 }
@@ -65,8 +67,9 @@ export function pendingDeadline(
   history: readonly RevisionLabel[],
   unlabelledTimeoutMs = 300_000,
 ): {deadline: number; timeoutSeconds: number | undefined} {
-  const own = labelledTimeout(record.labels)
-  const before = record.status === 'pending-rollback' ? history.find((r) => r.revision === record.revision - 1)?.timeoutSeconds : undefined
+  const ours = ichorWrote(record, history)
+  const own = ours ? labelledTimeout(record.labels) : undefined
+  const before = ours && record.status === 'pending-rollback' ? history.find((r) => r.revision === record.revision - 1)?.timeoutSeconds : undefined
   const known = [own, before].filter((t): t is number => t !== undefined)
   const timeoutSeconds = known.length ? Math.max(...known) : undefined
   const timeoutMs = timeoutSeconds === undefined ? unlabelledTimeoutMs : timeoutSeconds * 1000
@@ -77,15 +80,32 @@ export function pendingDeadline(
 }
 
 /**
- * The record was written by a helm started on this machine (its machine label) that no longer
- * runs here (local-helms.ts). Only for an install's or an upgrade's record, whose labels are
- * those of the helm that wrote it; a rollback's record carries the labels of the revision it
- * restores, which another machine's helm may be rolling back to: it is waited out.
+ * A helm ichor started wrote the record: an install's or upgrade's record carries a run token
+ * the revision before it does not (helm copies the last revision's labels forward, so a token
+ * equal to the one before was copied by a helm ichor did not start); a rollback's record is
+ * ichor's when the upgrade it rolls back was (helm's --atomic / --rollback-on-failure).
  */
-function leftByGoneLocalHelm(record: ReleaseRecord, release: string, namespace: string): boolean {
+export function ichorWrote(record: Pick<ReleaseRecord, 'revision' | 'status' | 'labels'>, history: readonly RevisionLabel[]): boolean {
+  const token = (revision: number) => history.find((r) => r.revision === revision)?.runToken
+  if (record.status === 'pending-rollback') {
+    const upgrade = token(record.revision - 1)
+    return upgrade !== undefined && upgrade !== token(record.revision - 2)
+  }
+  const own = record.labels?.[HELM_RUN_LABEL]
+  return own !== undefined && own !== token(record.revision - 1)
+}
+
+/**
+ * The record was written by a helm ichor started on this machine (its machine label) that no
+ * longer runs here (local-helms.ts). Only for an install's or an upgrade's record, whose
+ * token is that of the helm that wrote it; a rollback's record carries the labels of the
+ * revision it restores, which another machine's helm may be rolling back to: it is waited out.
+ */
+function leftByGoneLocalHelm(record: ReleaseRecord, history: readonly RevisionLabel[]): boolean {
   if (record.status !== 'pending-install' && record.status !== 'pending-upgrade') return false
   const here = machineMark()
-  return here !== undefined && record.labels?.[HELM_MACHINE_LABEL] === here && !helmRunningHere(release, namespace, HELM_TIMEOUT_LABEL)
+  const token = record.labels?.[HELM_RUN_LABEL]
+  return here !== undefined && token !== undefined && record.labels?.[HELM_MACHINE_LABEL] === here && ichorWrote(record, history) && !helmRunningHere(token)
 }
 
 function labelledTimeout(labels: Record<string, string> | undefined): number | undefined {
@@ -114,7 +134,8 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
   let clock: ServerClock | undefined
   let told: string | undefined
   while (record && isPending(record.status)) {
-    if (leftByGoneLocalHelm(record, release, namespace)) {
+    const history = await releaseHistory(kube, release, namespace)
+    if (leftByGoneLocalHelm(record, history)) {
       options.onProgress?.(
         `release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`,
       )
@@ -124,15 +145,17 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
     if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
     else {
       clock ??= await serverClock(kube)
-      const d = pendingDeadline(record, await releaseHistory(kube, release, namespace), options.unlabelledTimeoutMs)
+      const d = pendingDeadline(record, history, options.unlabelledTimeoutMs)
       // On the local clock from here on.
       deadline = d.deadline - (clock.now() - Date.now())
       const key = `${record.revision} ${record.status}`
       if (told !== key) {
         told = key
-        const given = d.timeoutSeconds === undefined ? `helm's default --timeout: no ichor label on it` : `the --timeout ${d.timeoutSeconds}s it was given`
+        const wait = `ichor waits for it up to ${Math.max(0, Math.round((deadline - Date.now()) / 1000))}s`
         options.onProgress?.(
-          `release ${namespace}/${release} is ${record.status} (revision ${record.revision}): a helm from an interrupted run is still working on it: ichor waits for it up to ${Math.max(0, Math.round((deadline - Date.now()) / 1000))}s (${given})`,
+          ichorWrote(record, history)
+            ? `release ${namespace}/${release} is ${record.status} (revision ${record.revision}): a helm from an interrupted run is still working on it: ${wait} (${d.timeoutSeconds === undefined ? `helm's default --timeout: no ichor label on it` : `the --timeout ${d.timeoutSeconds}s it was given`})`
+            : `release ${namespace}/${release} is ${record.status} (revision ${record.revision}): a helm ichor did not start is working on it: ${wait} (helm's default --timeout), and never removes its record`,
         )
       }
     }
@@ -140,7 +163,7 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
       told = 'told'
       options.onProgress?.(`release ${namespace}/${release} is ${record.status}: waiting for the helm working on it to finish`)
     }
-    if (Date.now() >= deadline) throw new ReleasePendingError(record, Date.now() - started)
+    if (Date.now() >= deadline) throw new ReleasePendingError(record, Date.now() - started, !ichorWrote(record, history))
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 1000))
     record = await readReleaseRecord(kube, release, namespace)
   }
@@ -153,8 +176,9 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
  * is in progress"), so the release is back at its last completed revision and the next
  * operation gets the revision number an uninterrupted run would have. A record is removed
  * only once the helm that wrote it can no longer be running (pendingDeadline), never while
- * it may still work: two operations on one release would then run at once. Returns the
- * release's newest record afterwards.
+ * it may still work: two operations on one release would then run at once. A record a helm
+ * ichor did not start wrote is never removed (helm never deletes records either, helm#7653):
+ * it stops the run, naming it. Returns the release's newest record afterwards.
  */
 export async function settlePendingRelease(
   kube: Kube,
@@ -170,7 +194,7 @@ export async function settlePendingRelease(
   try {
     record = await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
   } catch (error) {
-    if (!(error instanceof ReleasePendingError)) throw error
+    if (!(error instanceof ReleasePendingError) || error.foreign) throw error
     record = error.record
   }
   while (record && isPending(record.status)) {
@@ -188,6 +212,8 @@ export interface RevisionLabel {
   status: string
   /** The --timeout ichor gave the helm that wrote it, when ichor did. */
   timeoutSeconds?: number
+  /** The token of the helm ichor started to write it, or copied from the revision before. */
+  runToken?: string
 }
 
 /** Every revision of the release, newest first, read from the Secrets' labels without decoding the records. */
@@ -200,6 +226,7 @@ export async function releaseHistory(kube: Kube, release: string, namespace: str
       revision: Number(s.metadata.labels?.version),
       status: s.metadata.labels?.status ?? 'unknown',
       timeoutSeconds: labelledTimeout(s.metadata.labels),
+      runToken: s.metadata.labels?.[HELM_RUN_LABEL],
     }))
     .filter((r) => Number.isInteger(r.revision))
     .sort((a, b) => b.revision - a.revision)

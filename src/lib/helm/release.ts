@@ -24,7 +24,7 @@ import {runProcess, startError} from '../exec/run.js'
 import {findHelm, type HelmBinary} from './binary.js'
 import {helmEnv} from './env.js'
 import {cleanHelmError} from './template.js'
-import {HELM_MACHINE_LABEL, machineMark} from './local-helms.js'
+import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, machineMark, newRunToken} from './local-helms.js'
 import type {HelmReleaseJson} from './release-record.js'
 
 export interface HelmTarget {
@@ -120,9 +120,12 @@ export function helmInvocationPath(path: string): string {
  */
 export const HELM_TIMEOUT_LABEL = 'ichor.maesh.dev/helm-timeout-seconds'
 
+/** --timeout, and the labels that let a later run tell whether this helm can still be working (pending.ts). */
 function timeoutArgs(seconds: number): string[] {
   const machine = machineMark()
-  return ['--timeout', `${seconds}s`, '--labels', `${HELM_TIMEOUT_LABEL}=${seconds}${machine ? `,${HELM_MACHINE_LABEL}=${machine}` : ''}`]
+  const labels = [`${HELM_TIMEOUT_LABEL}=${seconds}`, `${HELM_RUN_LABEL}=${newRunToken()}`]
+  if (machine) labels.push(`${HELM_MACHINE_LABEL}=${machine}`)
+  return ['--timeout', `${seconds}s`, '--labels', labels.join(',')]
 }
 
 function targetArgs(t: HelmTarget): string[] {
