@@ -10,13 +10,12 @@ import {testHelmPath} from './test/harness/helm.js'
 // So e2e, which mostly waits on the apiserver and the CLI it spawns, has the `threads` pool to
 // itself (ICHOR_E2E_WORKERS files at a time, below), while the CPU-bound unit files
 // keep the `forks` pool (some change the process's cwd or umask, which a worker thread cannot).
-// ICHOR_E2E_WORKERS: how many e2e files run at once, default 1. Each file runs on clusters of its
+// ICHOR_E2E_WORKERS: how many e2e files run at once, default 2. Each file runs on clusters of its
 // own (a converged cluster is a restored copy, test/harness/converged.ts), and one e2e file leaves
-// about half of this 2-core machine idle once the unit files are done. Two at a time are not the
-// default yet: ichor tells a helm of its own that is still running from one that is gone by the
-// helm processes on this machine (helm/local-helms.ts), so another file's helm for the same
-// release name made init-ha's kill series wait for, then fail on, a record its own killed helm left.
-const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 1) || 1)
+// about half of this 2-core machine idle once the unit files are done. Files do not see each
+// other's helms either: ichor knows the helm it started by a token of that process alone
+// (helm/local-helms.ts), not by the release's name, which another file's cluster shares.
+const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 2) || 2)
 
 export default defineConfig({
   test: {
