@@ -343,9 +343,21 @@ describe('a pending record written by a helm ichor did not start, with the label
     const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
     expect(await new Promise((r) => install.on('close', r))).toBe(0)
     // Revision 2: ichor's own upgrade (its labels), deployed.
-    const ours = spawn(helm.path, upgradeArgs(helm, {kubeconfig: cp.kubeconfigPath, release, namespace: 'default', chartPath: unschedulable, values: {}, wait: false, rollbackOnFailure: false}), {
-      stdio: ['pipe', 'ignore', 'ignore'],
-    })
+    const ours = spawn(
+      helm.path,
+      upgradeArgs(helm, {
+        kubeconfig: cp.kubeconfigPath,
+        release,
+        namespace: 'default',
+        chartPath: unschedulable,
+        values: {},
+        wait: false,
+        rollbackOnFailure: false,
+      }),
+      {
+        stdio: ['pipe', 'ignore', 'ignore'],
+      },
+    )
     ours.stdin.end('{}')
     expect(await new Promise((r) => ours.on('close', r))).toBe(0)
     // Revision 3: the operator's plain helm upgrade, still waiting.

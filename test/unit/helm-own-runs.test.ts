@@ -7,7 +7,12 @@ import {HELM_RUN_LABEL, helmRunningHere, newRunToken} from '../../src/lib/helm/l
 import {ichorWrote, type RevisionLabel} from '../../src/lib/helm/pending.js'
 import {upgradeArgs} from '../../src/lib/helm/release.js'
 
-const rev = (revision: number, status: string, runToken?: string): RevisionLabel => ({secretName: `sh.helm.release.v1.r.v${revision}`, revision, status, runToken})
+const rev = (revision: number, status: string, runToken?: string): RevisionLabel => ({
+  secretName: `sh.helm.release.v1.r.v${revision}`,
+  revision,
+  status,
+  runToken,
+})
 
 describe('ichorWrote', () => {
   it('an install or upgrade record is ichor’s when its token is its own, not the one the revision before carries', () => {
@@ -20,8 +25,12 @@ describe('ichorWrote', () => {
   })
 
   it('a rollback record is ichor’s when the upgrade it rolls back was', () => {
-    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'b'), rev(1, 'superseded', 'a')])).toBe(true)
-    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'a'), rev(1, 'superseded', 'a')])).toBe(false)
+    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'b'), rev(1, 'superseded', 'a')])).toBe(
+      true,
+    )
+    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'a'), rev(1, 'superseded', 'a')])).toBe(
+      false,
+    )
   })
 })
 
@@ -31,10 +40,15 @@ describe('helmRunningHere', () => {
     expect(token).not.toBe(newRunToken())
     const args = upgradeArgs({major: 3}, {kubeconfig: '/dev/null', release: 'cilium', namespace: 'kube-system', chartPath: 'chart', values: {}})
     const label = args[args.indexOf('--labels') + 1]!
-    const theirs = label.split(',').find((l) => l.startsWith(`${HELM_RUN_LABEL}=`))!.split('=')[1]!
+    const theirs = label
+      .split(',')
+      .find((l) => l.startsWith(`${HELM_RUN_LABEL}=`))!
+      .split('=')[1]!
     // A process with helm's arguments (a stand-in: node ignores what follows the script).
     const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', ...args], {stdio: 'ignore'})
-    const mine = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'upgrade', 'cilium', '--labels', `a=1,${HELM_RUN_LABEL}=${token}`], {stdio: 'ignore'})
+    const mine = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'upgrade', 'cilium', '--labels', `a=1,${HELM_RUN_LABEL}=${token}`], {
+      stdio: 'ignore',
+    })
     try {
       await new Promise((r) => setTimeout(r, 200))
       expect(helmRunningHere(token)).toBe(true)

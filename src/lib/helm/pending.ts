@@ -30,9 +30,12 @@ export class ReleasePendingError extends IchorError {
     const who = foreign
       ? 'a helm ichor did not start wrote it (its ichor labels, if any, are copied from the revision before) and may still be working on it'
       : 'another helm is working on it, or one was killed mid-operation'
-    super(`Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`, {
-      hint: `${foreign ? 'let that helm finish; ' : ''}if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
-    })
+    super(
+      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`,
+      {
+        hint: `${foreign ? 'let that helm finish; ' : ''}if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
+      },
+    )
     this.name = 'ReleasePendingError'
   }
 }
