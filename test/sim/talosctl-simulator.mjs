@@ -1279,22 +1279,47 @@ function getManifestStatus(args) {
   )
 }
 
+/**
+ * `get machineconfig -o yaml`, for one node or several (`-n a,b,c`), as talosctl v1.14.1 does
+ * (cmd/talosctl/cmd/talos/get.go getResources, listResources; output/yaml.go): the resource
+ * kind is resolved on the first node, and an error there ends the command with no output; then
+ * node by node, each resource a YAML document starting with `node: <ip>`, `---` between them;
+ * a node that fails is skipped with "error listing resources on node <ip>: <error>", the
+ * errors joined (errors.Join: one per line) on stderr after the output, exit 1.
+ */
 function getMachineConfig(args) {
   const [, type] = args.positionals
   if (['manifeststatus', 'manifeststatuses'].includes(type)) return getManifestStatus(args)
   if (['disks', 'disk'].includes(type)) return getDisks(args)
   if (!['machineconfig', 'machineconfigs', 'mc'].includes(type)) fail(`the simulator only answers \`get machineconfig\` (got ${type})`)
-  const ip = requireNode(args, 'error getting resources')
-  const node = loadNode(ip, 'error getting resources')
-  requireConfigured(node, args, 'error getting resources')
   if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get machineconfig -o yaml`')
-  process.stdout.write(
-    stringify({
+  const nodes = args.list('nodes')
+  if (nodes.length === 0)
+    fail(
+      'error getting resources: nodes are not set for the command: please use `--nodes` flag or configuration file to set the nodes to run the command against',
+    )
+  const read = (ip, what) => {
+    const node = loadNode(ip, what)
+    requireConfigured(node, args, what)
+    return stringify({
       node: ip,
       metadata: {namespace: 'config', type: 'MachineConfigs.config.talos.dev', id: 'v1alpha1', version: node.configVersion, owner: null, phase: 'running'},
       spec: node.config,
-    }),
-  )
+    })
+  }
+  // The first node resolves the kind: its failure is the command's, nothing printed.
+  const docs = [read(nodes[0], 'error getting resources')]
+  const errors = []
+  for (const ip of nodes.slice(1)) {
+    try {
+      docs.push(read(ip, `error listing resources on node ${ip}`))
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error
+      errors.push(error.message)
+    }
+  }
+  process.stdout.write(docs.join('---\n'))
+  if (errors.length) fail(errors.join('\n'))
 }
 
 const DEFAULT_DISKS = ['/dev/sda', '/dev/nvme0n1']

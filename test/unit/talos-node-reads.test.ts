@@ -17,28 +17,42 @@ beforeAll(() => {
   mkdirSync(join(root, 'running'))
   // `get machineconfig` answers the node's generation (bumped by `patch`); every call is logged,
   // and how many calls run at once is recorded while each sleeps a little.
+  // Several nodes (`--nodes a,b`) are answered as talosctl v1.14.1 does (see
+  // talos-simulator-several-nodes.test.ts): a document per node starting with `node:`, a node
+  // listed in "$R/down" skipped with its error on stderr, exit 1 (the first one: its error alone).
   writeFileSync(
     join(root, 'talosctl'),
     `#!/bin/sh
 R='${root}'
-node=""; prev=""
-for a in "$@"; do [ "$prev" = "--nodes" ] && node="$a"; prev="$a"; done
-echo "$1 $2 $node" >> "$R/calls"
+nodes=""; prev=""
+for a in "$@"; do [ "$prev" = "--nodes" ] && nodes="$a"; prev="$a"; done
+echo "$1 $2 $nodes" >> "$R/calls"
 mkdir "$R/running/$$"; ls "$R/running" | wc -l >> "$R/at-once"
 sleep 0.2
 rmdir "$R/running/$$"
-gen=$(cat "$R/gen-$node" 2>/dev/null || echo 1)
-case "$1" in
-  get) printf 'metadata:\\n  id: v1alpha1\\nspec: "machine:\\\\n  generation: %s\\\\n"\\n' "$gen" ;;
-  patch) echo $((gen + 1)) > "$R/gen-$node" ;;
-esac
+status=0; sep=""
+for node in $(echo "$nodes" | tr ',' ' '); do
+  gen=$(cat "$R/gen-$node" 2>/dev/null || echo 1)
+  case "$1" in
+    get)
+      if grep -qx "$node" "$R/down" 2>/dev/null && [ -z "$sep" ] && [ $status = 0 ]; then echo "rpc error: connection refused" >&2; exit 1; fi
+      if grep -qx "$node" "$R/down" 2>/dev/null; then echo "error listing resources on node $node: connection refused" >&2; status=1; continue; fi
+      [ -n "$sep" ] && printf -- '---\\n'
+      printf 'node: %s\\nmetadata:\\n  id: v1alpha1\\nspec: "machine:\\\\n  generation: %s\\\\n  node: %s\\\\n"\\n' "$node" "$gen" "$node"; sep=1 ;;
+    patch) echo $((gen + 1)) > "$R/gen-$node" ;;
+  esac
+done
+exit $status
 `,
     {mode: 0o755},
   )
   writeFileSync(join(root, 'talosconfig'), 'context: x\n')
   process.env.ICHOR_TALOSCTL = join(root, 'talosctl')
 })
-afterEach(() => writeFileSync(join(root, 'calls'), ''))
+afterEach(() => {
+  writeFileSync(join(root, 'calls'), '')
+  writeFileSync(join(root, 'down'), '')
+})
 afterAll(() => {
   if (saved === undefined) delete process.env.ICHOR_TALOSCTL
   else process.env.ICHOR_TALOSCTL = saved
@@ -79,4 +93,37 @@ describe('the run-wide reads of the Talos nodes', () => {
     expect(peak).toBeLessThanOrEqual(8)
     expect(peak).toBeGreaterThan(1) // still in parallel
   }, 30_000)
+
+  it('Given reads of several nodes in one turn, Then one talosctl call asks them all, and each gets its own config', async () => {
+    const reads = new TalosNodeReads()
+    const talosconfig = join(root, 'talosconfig')
+    const nodes = ['10.0.2.1', '10.0.2.2', '10.0.2.3']
+    const configs = await Promise.all(nodes.map((node) => reads.machineConfig(node, talosconfig)))
+    expect(configs.map((c) => /node: (\S+)/.exec(c)?.[1])).toEqual(nodes)
+    expect(calls()).toEqual(['get machineconfig 10.0.2.1,10.0.2.2,10.0.2.3'])
+    // Read once: the reachability checks reuse them.
+    for (const node of nodes) expect(await reads.reachable(node, {talosconfig})).toMatchObject({state: 'configured'})
+    expect(calls()).toHaveLength(1)
+  })
+
+  it('Given one node of the batch down, Then that read fails with its own error, the others are served, and the next read asks that node again', async () => {
+    writeFileSync(join(root, 'down'), '10.0.3.2\n')
+    const reads = new TalosNodeReads()
+    const talosconfig = join(root, 'talosconfig')
+    const outcomes = await Promise.allSettled(['10.0.3.1', '10.0.3.2', '10.0.3.3'].map((node) => reads.machineConfig(node, talosconfig)))
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).toMatch(/talosctl get machineconfig on node 10\.0\.3\.2 failed: connection refused/)
+    writeFileSync(join(root, 'down'), '')
+    expect(await reads.machineConfig('10.0.3.2', talosconfig)).toMatch(/node: 10\.0\.3\.2/)
+    expect(calls()).toEqual(['get machineconfig 10.0.3.1,10.0.3.2,10.0.3.3', 'get machineconfig 10.0.3.2'])
+  })
+
+  it('Given the first node of the batch down (talosctl then answers nothing), Then it fails and the others are asked alone', async () => {
+    writeFileSync(join(root, 'down'), '10.0.4.1\n')
+    const reads = new TalosNodeReads()
+    const talosconfig = join(root, 'talosconfig')
+    const outcomes = await Promise.allSettled(['10.0.4.1', '10.0.4.2'].map((node) => reads.machineConfig(node, talosconfig)))
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'fulfilled'])
+    expect(calls()).toEqual(['get machineconfig 10.0.4.1,10.0.4.2', 'get machineconfig 10.0.4.2'])
+  })
 })

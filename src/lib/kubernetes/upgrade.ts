@@ -14,7 +14,8 @@ import {COMPONENT_NAMESPACE} from '../stack/orders.js'
 import {releaseObjectRefs} from '../talos/field-manager.js'
 import {findReleaseInTalosInventory} from '../talos/inventory.js'
 import {HELM_MANAGED_BY_LABEL, HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from '../talos/ownership.js'
-import {getMachineConfig, upgradeK8s} from '../talos/talosctl.js'
+import {upgradeK8s} from '../talos/talosctl.js'
+import type {TalosNodeReads} from '../talos/node-reads.js'
 import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
@@ -41,12 +42,16 @@ export interface RunningKubernetes {
   perNode: {node: string; version: string}[]
 }
 
-/** Per control plane, the version its machine config runs; the spec's version where the config names none. */
-async function readRunningKubernetes(cr: Installation, talosconfig: string): Promise<RunningKubernetes> {
+/**
+ * Per control plane, the version its machine config runs; the spec's version where the config
+ * names none. Through the run's shared reads: one talosctl call for all control planes, once
+ * per run until talosctl upgrade-k8s writes to them.
+ */
+async function readRunningKubernetes(cr: Installation, talosconfig: string, reads: TalosNodeReads): Promise<RunningKubernetes> {
   const perNode = await Promise.all(
     cr.spec.talos.controlPlanes.map(async (node) => ({
       node,
-      version: kubernetesVersionOfConfig(await getMachineConfig({node, talosconfig})) ?? cr.spec.talos.kubernetesVersion,
+      version: kubernetesVersionOfConfig(await reads.machineConfig(node, talosconfig)) ?? cr.spec.talos.kubernetesVersion,
     })),
   )
   const lowest =
@@ -114,7 +119,7 @@ export async function judgeUpgrade(
       exitCode: EXIT.usage,
       hint: 'run ichor init (the same flags as the first run) first',
     })
-  const running = await readRunningKubernetes(cr, await p.talosconfig())
+  const running = await readRunningKubernetes(cr, await p.talosconfig(), p.session.talosReads)
   const verdict = checkKubernetesUpgrade({
     from: running.lowest,
     to: p.to,
@@ -129,7 +134,7 @@ export async function judgeUpgrade(
 async function upgradeDone(p: KubernetesUpgradeInput): Promise<{done: boolean; why: string}> {
   const target = parseKubernetesVersion(p.to).version
   const cr = await readInstallation(await p.session.kube())
-  const running = await readRunningKubernetes(await p.installation(), await p.talosconfig())
+  const running = await readRunningKubernetes(await p.installation(), await p.talosconfig(), p.session.talosReads)
   const behind = running.perNode.filter((n) => n.version !== target)
   if (behind.length > 0) return {done: false, why: `${behind.map((n) => `${n.node} runs ${n.version}`).join(', ')}`}
   // A run killed inside talosctl can leave every image patched and its manifest sync not run.
@@ -210,14 +215,18 @@ export function upgradeKubernetesTask(p: KubernetesUpgradeInput): Task {
       // The CRD of this ichor knows status.kubernetes: an older one would prune it from every write.
       await serverSideApply(kube, [installationCrd()], {crdWait: {timeoutMs: p.timeoutMs}})
       const to = parseKubernetesVersion(p.to).version
-      await upgradeK8s({
-        node: cr.spec.talos.controlPlanes[0]!,
-        talosconfig: await p.talosconfig(),
-        to,
-        dryRun: false,
-        timeoutMs: p.timeoutMs,
-        onLine: (line) => line.trim() && progress(line.trim()),
-      })
+      const talosconfig = await p.talosconfig()
+      // talosctl changes every control plane's config: nothing read from them before is served after.
+      await p.session.talosReads.writeAll(cr.spec.talos.controlPlanes, () =>
+        upgradeK8s({
+          node: cr.spec.talos.controlPlanes[0]!,
+          talosconfig,
+          to,
+          dryRun: false,
+          timeoutMs: p.timeoutMs,
+          onLine: (line) => line.trim() && progress(line.trim()),
+        }),
+      )
       // talosctl finished: what the verification then confirms (a kill before this reruns talosctl).
       const now = await readInstallation(kube)
       if (!now) throw new IchorError('the IchorInstallation is gone')

@@ -4,11 +4,27 @@
 // a node runs this bundle, so a configured node costs one talosctl call, not a `version` pair
 // and then a read. A write to a node drops what was read from it: no step is ever served a
 // config from before a write.
+//
+// Reads asked for in the same turn of the event loop (a Promise.all over the nodes) go out as
+// one talosctl call with `--nodes a,b,c` (issue 31): a talosctl start costs more than the read
+// it makes, and a 3+30 cluster's no-op rerun paid one start per node.
 import {once, type Once} from '../tasks/memo.js'
-import {getMachineConfig, isReachable, TalosctlError, type Reachability} from './talosctl.js'
+import {getMachineConfig, getMachineConfigs, isReachable, TalosctlError, type Reachability} from './talosctl.js'
+
+interface Waiter {
+  resolve(config: string): void
+  reject(error: unknown): void
+}
+
+interface Batch {
+  talosconfig: string
+  timeoutMs?: number
+  waiting: Map<string, Waiter[]>
+}
 
 export class TalosNodeReads {
   private readonly configs = new Map<string, Once<string>>()
+  private readonly batches = new Map<string, Batch>()
 
   private static key(node: string, talosconfig: string): string {
     return `${node}\n${talosconfig}`
@@ -19,10 +35,27 @@ export class TalosNodeReads {
     const key = TalosNodeReads.key(node, talosconfig)
     let read = this.configs.get(key)
     if (!read) {
-      read = once(() => getMachineConfig({node, talosconfig, timeoutMs: opts.timeoutMs}))
+      read = once(() => this.batched(node, talosconfig, opts.timeoutMs))
       this.configs.set(key, read)
     }
     return read()
+  }
+
+  /** Joins the read to this turn's batch for the same talosconfig, sent on the next turn. */
+  private batched(node: string, talosconfig: string, timeoutMs: number | undefined): Promise<string> {
+    const key = `${talosconfig}\n${timeoutMs ?? ''}`
+    let batch = this.batches.get(key)
+    if (!batch) {
+      const started: Batch = {talosconfig, timeoutMs, waiting: new Map()}
+      this.batches.set(key, started)
+      setImmediate(() => {
+        this.batches.delete(key)
+        void sendBatch(started)
+      })
+      batch = started
+    }
+    const waiting = batch.waiting
+    return new Promise<string>((resolve, reject) => waiting.set(node, [...(waiting.get(node) ?? []), {resolve, reject}]))
   }
 
   /** Read again from the node now (an action decides on what the node runs at that moment), and kept for later steps. */
@@ -54,12 +87,43 @@ export class TalosNodeReads {
   }
 
   /** Runs a write to the node; what was read from it before (or while it ran) is dropped. */
-  async write<T>(node: string, change: () => Promise<T>): Promise<T> {
-    this.forget(node)
+  write<T>(node: string, change: () => Promise<T>): Promise<T> {
+    return this.writeAll([node], change)
+  }
+
+  /** Runs a write to several nodes at once (talosctl upgrade-k8s); what was read from them is dropped. */
+  async writeAll<T>(nodes: readonly string[], change: () => Promise<T>): Promise<T> {
+    for (const node of nodes) this.forget(node)
     try {
       return await change()
     } finally {
-      this.forget(node)
+      for (const node of nodes) this.forget(node)
     }
   }
+}
+
+/** One call for the batch's nodes; a node its answer says nothing about is asked alone. */
+async function sendBatch(batch: Batch): Promise<void> {
+  const nodes = [...batch.waiting.keys()]
+  const settle = (node: string, outcome: Promise<string>) =>
+    outcome.then(
+      (config) => batch.waiting.get(node)!.forEach((w) => w.resolve(config)),
+      (error: unknown) => batch.waiting.get(node)!.forEach((w) => w.reject(error)),
+    )
+  const alone = (node: string) => getMachineConfig({node, talosconfig: batch.talosconfig, timeoutMs: batch.timeoutMs})
+  if (nodes.length === 1) return settle(nodes[0]!, alone(nodes[0]!))
+  let answers: Map<string, string | TalosctlError>
+  try {
+    answers = await getMachineConfigs({nodes, talosconfig: batch.talosconfig, timeoutMs: batch.timeoutMs})
+  } catch (error) {
+    for (const node of nodes) void settle(node, Promise.reject(error))
+    return
+  }
+  await Promise.all(
+    nodes.map((node) => {
+      const answer = answers.get(node)
+      if (answer === undefined) return settle(node, alone(node))
+      return settle(node, typeof answer === 'string' ? Promise.resolve(answer) : Promise.reject(answer))
+    }),
+  )
 }

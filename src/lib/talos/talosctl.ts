@@ -382,14 +382,58 @@ export async function getMachineConfig(opts: {node: string; talosconfig: string;
     action: 'talosctl get machineconfig',
     timeoutMs: opts.timeoutMs,
   })
-  const resources = parseAllDocuments(out)
-    .map((doc) => doc.toJS() as {metadata?: {id?: string}; spec?: unknown} | null)
-    .filter((r): r is {metadata?: {id?: string}; spec?: unknown} => r !== null && typeof r === 'object')
-  const active = resources.find((r) => r.metadata?.id === 'v1alpha1') ?? resources[0]
-  if (!active || typeof active.spec !== 'string') {
-    throw new TalosctlError(opts.node, 'talosctl get machineconfig', 'the answer holds no machine config')
+  const config = machineConfigsOf(out).get(opts.node) ?? machineConfigsOf(out).values().next().value
+  if (config === undefined) throw new TalosctlError(opts.node, 'talosctl get machineconfig', 'the answer holds no machine config')
+  return config
+}
+
+/** Per node, the active machine config in `get machineconfig -o yaml` output (documents start with `node: <ip>`, output/yaml.go). */
+function machineConfigsOf(out: string): Map<string, string> {
+  type Doc = {node?: unknown; metadata?: {id?: string}; spec?: unknown}
+  const byNode = new Map<string, Doc[]>()
+  for (const doc of parseAllDocuments(out)) {
+    const r = doc.toJS() as Doc | null
+    if (r === null || typeof r !== 'object') continue
+    const node = typeof r.node === 'string' ? r.node : ''
+    byNode.set(node, [...(byNode.get(node) ?? []), r])
   }
-  return active.spec
+  const configs = new Map<string, string>()
+  for (const [node, resources] of byNode) {
+    const active = resources.find((r) => r.metadata?.id === 'v1alpha1') ?? resources[0]
+    if (typeof active?.spec === 'string') configs.set(node, active.spec)
+  }
+  return configs
+}
+
+/**
+ * The machine configs of several nodes in one talosctl call (`--nodes a,b,c`: one process, one
+ * connection to the endpoint, whose apid forwards each request), as talosctl v1.14.1 answers
+ * it (cmd/talosctl/cmd/talos/get.go listResources): node by node, a node that fails skipped
+ * with "error listing resources on node <ip>: <error>" on stderr and exit 1; when the first
+ * node fails, nothing at all. Per node: its config, or the error that node gave; a node the
+ * answer says nothing about is absent (the caller asks it alone).
+ */
+export async function getMachineConfigs(opts: {nodes: string[]; talosconfig: string; timeoutMs?: number}): Promise<Map<string, string | TalosctlError>> {
+  const action = 'talosctl get machineconfig'
+  const [first] = opts.nodes
+  if (first === undefined) return new Map()
+  const bin = talosctlPath()
+  const timeoutMs = opts.timeoutMs ?? 120_000
+  const result = await exec(
+    bin,
+    ['get', 'machineconfig', '--output', 'yaml', '--nodes', opts.nodes.join(','), '--endpoints', first, '--talosconfig', opts.talosconfig],
+    timeoutMs,
+  )
+  const answers = new Map<string, string | TalosctlError>()
+  if (result.timedOut) return answers
+  for (const [node, config] of machineConfigsOf(result.stdout)) if (opts.nodes.includes(node)) answers.set(node, config)
+  for (const line of result.stderr.split('\n')) {
+    const m = /^error listing resources on node (\S+): (.*)$/.exec(line.trim())
+    if (m && opts.nodes.includes(m[1]!) && !answers.has(m[1]!)) answers.set(m[1]!, new TalosctlError(m[1], action, m[2]!))
+  }
+  // Nothing at all: the first node failed (its error is the command's).
+  if (answers.size === 0 && result.exitCode !== 0 && result.stderr.trim()) answers.set(first, new TalosctlError(first, action, talosctlMessage(result.stderr)))
+  return answers
 }
 
 /**
