@@ -9,6 +9,7 @@ import {stackSyncPlan} from '../../src/lib/plans/stack-sync.js'
 import {localState} from '../../src/lib/state/local.js'
 import {stackValuesSetPlan} from '../../src/lib/plans/stack-values.js'
 import type {PlanContext} from '../../src/lib/plans/run.js'
+import {TalosAccess} from '../../src/lib/talos/access.js'
 import {Session} from '../../src/lib/session/session.js'
 import type {Kube} from '../../src/lib/kube/client.js'
 import type {HeldLease} from '../../src/lib/kube/lease.js'
@@ -51,7 +52,7 @@ afterEach(async () => {
 function recording(): {session: RecordingSession; ctx: PlanContext} {
   const session = new RecordingSession({command: 'test'})
   sessions.push(session)
-  return {session, ctx: {session, tempDir: '', onClose: () => undefined}}
+  return {session, ctx: {session, tempDir: '', talos: new TalosAccess(() => session.kube(), {}, session.talosReads), onClose: () => undefined}}
 }
 
 /**

@@ -1,17 +1,20 @@
 // Where a command gets its talosconfig (talosconfigFor, src/lib/talos/access.ts): one rule for
 // every caller. --talosconfig or the state folder on this machine first; else, only for a caller
 // that can open it, the sealed copy the cluster keeps; else the one error.
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {dirname, join} from 'node:path'
 import {describe, expect, it, onTestFinished} from 'vitest'
 import {reportOf} from '../../src/lib/cli/error-report.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
-import type {Installation} from '../../src/lib/state/installation.js'
+import {installationCrd, type Installation} from '../../src/lib/state/installation.js'
 import {sealedBundleSecret} from '../../src/lib/state/sealed-bundle.js'
 import {StateKey} from '../../src/lib/state/state-key.js'
 import {talosconfigFor, type SealedTalosconfig} from '../../src/lib/talos/access.js'
 import {sessionFixture} from '../support/session-fixture.js'
+import {planFixture, withoutLease} from '../support/plan-fixture.js'
+import {runPlan, type Plan} from '../../src/lib/plans/run.js'
+import {holds, missing} from '../../src/lib/tasks/probe.js'
 import {ichorInstallation} from '../support/stack-cluster.js'
 
 const installation = ichorInstallation() as unknown as Installation
@@ -103,5 +106,83 @@ describe('talosconfigFor', () => {
 
   it('Given --talosconfig naming no file, Then a usage error even when optional', async () => {
     expect(await failure(talosconfigFor(installation, {talosconfig: join(folder(), 'absent'), optional: true}))).toMatchObject({exitCode: 2})
+  })
+})
+
+// The plan runner opens one TalosAccess per run (ctx.talos) from the plan's flags: the key file is
+// read with this machine's input, an opened sealed copy lives in the run's private folder only.
+describe('ctx.talos on the plan runner', () => {
+  const readsTalosconfig = (seen: {file?: string; mode?: number; dirMode?: number}, times = 2): Plan<void, void> => ({
+    command: 'test talos',
+    talos: {stateDir: folder(), sealed: {}},
+    consent: () => 'go?',
+    // Two steps ask for it: found (and the key asked) once.
+    steps: (_, {talos}) =>
+      Array.from({length: times}, (_, i) => ({
+        id: `read-${i}`,
+        title: `read ${i}`,
+        mutating: false,
+        probe: async () => (seen.file ? holds('read') : missing('not read')),
+        async run() {
+          seen.file = await talos.talosconfig()
+          seen.mode = statSync(seen.file).mode & 0o777
+          seen.dirMode = statSync(dirname(seen.file)).mode & 0o777
+        },
+      })),
+    result: () => undefined,
+  })
+
+  it('Given a plan that may open the sealed copy and a key file, Then the copy is written 0600 in a 0700 folder the run removes', async () => {
+    const f = await planFixture([installationCrd(), ichorInstallation(), await sealedSecret()])
+    const keyFile = join(folder(), 'key')
+    writeFileSync(keyFile, 'a passphrase long enough\n', {mode: 0o600})
+    const seen: {file?: string; mode?: number; dirMode?: number} = {}
+    const plan = readsTalosconfig(seen)
+    plan.talos!.sealed = {statePassphraseFile: keyFile}
+    await f.run(plan)
+    expect(seen).toMatchObject({mode: 0o600, dirMode: 0o700})
+    expect(seen.file!.endsWith('/talosconfig')).toBe(true)
+    expect(existsSync(dirname(seen.file!))).toBe(false)
+  })
+
+  it('Given --state-passphrase-file naming no file, Then exit 2 before any connection', async () => {
+    let opened = false
+    const plan = readsTalosconfig({})
+    plan.talos!.sealed = {statePassphraseFile: join(folder(), 'absent')}
+    const error = await runPlan(plan, {output: 'plain', dryRun: false, yes: true, json: false}, {open: () => ((opened = true), undefined as never)}).then(
+      () => expect.unreachable('ran'),
+      (e: unknown) => reportOf(e),
+    )
+    expect(error).toMatchObject({exitCode: 2})
+    expect(error.message).toContain('absent')
+    expect(opened).toBe(false)
+  })
+
+  it('Given no talosconfig here, no key file and --yes, Then the error names the flag, and the run changed nothing', async () => {
+    const f = await planFixture([installationCrd(), ichorInstallation(), await sealedSecret()])
+    const error = await f.run(readsTalosconfig({})).then(
+      () => expect.unreachable('ran'),
+      (e: unknown) => reportOf(e),
+    )
+    expect(`${error.message} ${error.hint ?? ''}`).toContain('--state-passphrase-file')
+    expect(withoutLease(f.writes())).toEqual([])
+  })
+
+  it('Given a cluster ichor did not set up, Then the one refusal with the exit code the plan declares', async () => {
+    const f = await planFixture([])
+    const plan: Plan<void, void> = {
+      command: 'test talos',
+      talos: {missingInstallationExit: 2},
+      prepare: async ({talos}) => void (await talos.installation()),
+      consent: () => 'go?',
+      steps: () => [],
+      result: () => undefined,
+    }
+    const error = await f.run(plan).then(
+      () => expect.unreachable('ran'),
+      (e: unknown) => reportOf(e),
+    )
+    expect(error).toMatchObject({exitCode: 2})
+    expect(error.message).toContain('this cluster was not set up by ichor init')
   })
 })

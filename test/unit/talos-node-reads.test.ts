@@ -6,6 +6,9 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, afterEach, beforeAll, describe, expect, it} from 'vitest'
 import {TalosNodeReads} from '../../src/lib/talos/node-reads.js'
+import {TalosAccess} from '../../src/lib/talos/access.js'
+import type {Installation} from '../../src/lib/state/installation.js'
+import {ichorInstallation} from '../support/stack-cluster.js'
 import {getMachineConfig, patchMachineConfig, TALOSCTL_PARALLELISM} from '../../src/lib/talos/talosctl.js'
 
 let root: string
@@ -125,5 +128,42 @@ describe('the run-wide reads of the Talos nodes', () => {
     const outcomes = await Promise.allSettled(['10.0.4.1', '10.0.4.2'].map((node) => reads.machineConfig(node, talosconfig)))
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'fulfilled'])
     expect(calls()).toEqual(['get machineconfig 10.0.4.1,10.0.4.2', 'get machineconfig 10.0.4.2'])
+  })
+})
+
+// A plan's ctx.talos (src/lib/talos/access.ts): the talosconfig found once, then the same shared reads.
+describe('TalosAccess over the run-wide reads', () => {
+  const access = () =>
+    new TalosAccess(() => Promise.reject(new Error('no cluster in this test')), {
+      talosconfig: join(root, 'talosconfig'),
+      installationRead: Promise.resolve(ichorInstallation() as unknown as Installation),
+    })
+
+  it('Given the configs of three nodes asked at once, Then one talosctl call; a write to two of them asks those two again, together', async () => {
+    const talos = access()
+    const nodes = ['10.0.4.1', '10.0.4.2', '10.0.4.3']
+    await Promise.all(nodes.map((n) => talos.machineConfig(n)))
+    await Promise.all(nodes.map((n) => talos.machineConfig(n)))
+    await talos.writeAll(nodes.slice(0, 2), async () => {
+      for (const node of nodes.slice(0, 2)) await patchMachineConfig({node, talosconfig: await talos.talosconfig(), patch: 'machine: {}\n', mode: 'no-reboot'})
+    })
+    const after = await Promise.all(nodes.map((n) => talos.machineConfig(n)))
+    expect(after.map((c) => /generation: (\d+)/.exec(c)?.[1])).toEqual(['2', '2', '1'])
+    expect(calls()).toEqual([
+      'get machineconfig 10.0.4.1,10.0.4.2,10.0.4.3',
+      'patch machineconfig 10.0.4.1',
+      'patch machineconfig 10.0.4.2',
+      'get machineconfig 10.0.4.1,10.0.4.2',
+    ])
+  })
+
+  it('Given a cluster without an IchorInstallation, Then reading a node is the one refusal, and talosctl never runs', async () => {
+    const talos = new TalosAccess(() => Promise.resolve({context: 'c', server: 'https://x'} as never), {
+      talosconfig: join(root, 'talosconfig'),
+      installationRead: Promise.resolve(undefined),
+      missingInstallationExit: 2,
+    })
+    await expect(talos.machineConfig('10.0.4.9')).rejects.toMatchObject({exitCode: 2, message: expect.stringContaining('not set up by ichor init')})
+    expect(calls()).toEqual([])
   })
 })

@@ -8,10 +8,9 @@ import {chartFromReleaseRecord} from '../helm/record-chart.js'
 import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {readClusterTalosFacts, type TalosFacts} from '../talos/facts.js'
-import type {TalosNodeReads} from '../talos/node-reads.js'
 import {newUserLayer, type ValuesInput} from '../values/layer.js'
 import {readCniContext, resolveCiliumChart, type ChartSources, type CniContext} from './context.js'
-import {talosAccess, talosconfigFor} from '../talos/access.js'
+import {TalosAccess} from '../talos/access.js'
 import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -23,8 +22,8 @@ import {EXIT} from '../errors/exit-codes.js'
 export interface ChangeSources extends ChartSources {
   talosconfig?: string
   stateDir?: string
-  /** The run's reads of the nodes: the guards' read then serves the steps that read the same configs. */
-  reads?: TalosNodeReads
+  /** The run's access to the nodes (a plan's ctx.talos): the guards' read then serves the steps that read the same configs. */
+  talos?: TalosAccess
 }
 
 export interface LiveFacts {
@@ -41,16 +40,22 @@ export interface LiveFacts {
  * validation's laterFacts, so the chart's checks run while the node answers.
  */
 export async function readLiveFacts(kube: Kube, ctx: CniContext, sources: ChangeSources, opts: {talos?: boolean} = {}): Promise<LiveFacts> {
+  const access =
+    sources.talos ??
+    new TalosAccess(async () => kube, {talosconfig: sources.talosconfig, stateDir: sources.stateDir, installationRead: Promise.resolve(ctx.installation)})
   // This machine's talosconfig only: the guards never ask for the state passphrase.
-  const talosconfig = await talosconfigFor(ctx.installation, {talosconfig: sources.talosconfig, stateDir: sources.stateDir, optional: true})
+  const talosconfig = await access.localTalosconfig()
   // The agents on every node, workers included, reach the API server through KubePrism.
   const nodes = [...(ctx.installation.spec.talos.controlPlanes ?? []), ...(ctx.installation.spec.talos.workers ?? [])]
   const wanted = opts.talos !== false
-  const read = wanted && talosconfig && nodes.length > 0 ? readClusterTalosFacts({nodes, talosconfig, reads: sources.reads}) : undefined
+  const read =
+    wanted && talosconfig && nodes.length > 0
+      ? readClusterTalosFacts({nodes, machineConfig: (node) => access.reads.machineConfig(node, talosconfig)})
+      : undefined
   read?.catch(() => {}) // awaited by the validation
   const groups = await readServedApiGroups(kube)
   return {
-    notes: read || !wanted ? [] : [`Talos facts not read (no talosconfig in ${talosAccess(ctx.installation, sources).stateDir}; pass --talosconfig)`],
+    notes: read || !wanted ? [] : [`Talos facts not read (no talosconfig in ${await access.stateDir()}; pass --talosconfig)`],
     facts: {
       kubeProxy: ctx.modes.kubeProxy,
       nodeCount: ctx.modes.nodeCount,

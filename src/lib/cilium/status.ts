@@ -14,13 +14,12 @@ import {isCiliumInTalosInventory} from '../talos/inventory.js'
 import {objectsManagedByTalos, releaseObjectRefs} from '../talos/field-manager.js'
 import {describeObject} from '../kube/objects.js'
 import {KUBE_PROXY, kubeProxyEnabledIn, kubeProxyNodes} from '../talos/kube-proxy.js'
-import {getMachineConfig} from '../talos/talosctl.js'
 import {readInstallation, type Installation} from '../state/installation.js'
 import {nextMinorNeedsCilium} from '../kubernetes/policy.js'
 import {kubernetesVersionOfConfig} from '../kubernetes/upgrade.js'
 import {compareVersions as compareKubernetes, parseKubernetesVersion} from '../talos/versions.js'
 import {effectiveFor, readCniContext} from './context.js'
-import {talosAccess, talosconfigFor} from '../talos/access.js'
+import {TalosAccess} from '../talos/access.js'
 import {nextCiliumUpgrade} from './versions.js'
 import {switchCommand, type KubeProxyMode} from './defaults.js'
 
@@ -91,22 +90,16 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   context.catch(() => {}) // awaited below, unless the installation read fails first
   // The talosctl calls are the slowest reads: they start as soon as the CR names the nodes, while the release is read.
   const early = await installation
+  const talos = new TalosAccess(async () => kube, {talosconfig: opts.talosconfig, stateDir: opts.stateDir, installationRead: installation})
   // This machine's talosconfig only: `cni status` never asks for the state passphrase.
-  const talosconfig = early ? await talosconfigFor(early, {talosconfig: opts.talosconfig, stateDir: opts.stateDir, optional: true}) : undefined
-  // One `talosctl get machineconfig` per node serves both Talos checks (a control plane is in both).
-  const configs = new Map<string, Promise<string>>()
-  const machineConfig = (node: string, file: string) => {
-    if (!configs.has(node)) {
-      const read = getMachineConfig({node, talosconfig: file})
-      read.catch(() => {}) // awaited below
-      configs.set(node, read)
-    }
-    return configs.get(node)!
-  }
+  const talosconfig = early ? await talos.localTalosconfig() : undefined
+  // Each node's config read once serves both Talos checks (a control plane is in both); all nodes in one talosctl call.
+  const machineConfig = (node: string, file: string) => talos.reads.machineConfig(node, file)
   if (early && talosconfig)
-    for (const node of [...early.spec.talos.controlPlanes, ...kubeProxyNodes(early.spec.talos).map((n) => n.node)]) machineConfig(node, talosconfig)
+    for (const node of [...early.spec.talos.controlPlanes, ...kubeProxyNodes(early.spec.talos).map((n) => n.node)])
+      machineConfig(node, talosconfig).catch(() => {}) // awaited below
   const ctx = await context
-  const access = talosAccess(ctx.installation, opts)
+  const access = await talos.localFiles()
   const ns = CILIUM_RELEASE.namespace
   const controlPlanes = ctx.installation.spec.talos.controlPlanes ?? []
   // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.

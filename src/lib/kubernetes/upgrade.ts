@@ -8,17 +8,17 @@ import {readReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {describeObject, getObject, KindNotServedError, resolvePath, type KubeObject} from '../kube/objects.js'
 import type {Session} from '../session/session.js'
-import {installationCrd, readInstallation, writeInstallationSpec, writeInstallationStatus, type Installation} from '../state/installation.js'
+import {installationCrd, readInstallation, writeInstallationSpec, writeInstallationStatus} from '../state/installation.js'
 import {serverSideApply} from '../kube/apply.js'
 import {COMPONENT_NAMESPACE} from '../stack/orders.js'
 import {releaseObjectRefs} from '../talos/field-manager.js'
 import {findReleaseInTalosInventory} from '../talos/inventory.js'
 import {HELM_MANAGED_BY_LABEL, HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from '../talos/ownership.js'
 import {upgradeK8s} from '../talos/talosctl.js'
-import type {TalosNodeReads} from '../talos/node-reads.js'
+import type {TalosAccess} from '../talos/access.js'
 import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
-import type {Later, Task} from '../tasks/types.js'
+import type {Task} from '../tasks/types.js'
 import {checkKubernetesUpgrade, parseUpgradeK8sDryRun, protectedChanges, type KubernetesUpgradeVerdict, type ProtectedObject} from './policy.js'
 import {EXIT} from '../errors/exit-codes.js'
 
@@ -47,11 +47,12 @@ export interface RunningKubernetes {
  * names none. Through the run's shared reads: one talosctl call for all control planes, once
  * per run until talosctl upgrade-k8s writes to them.
  */
-async function readRunningKubernetes(cr: Installation, talosconfig: string, reads: TalosNodeReads): Promise<RunningKubernetes> {
+async function readRunningKubernetes(talos: TalosAccess): Promise<RunningKubernetes> {
+  const cr = await talos.installation()
   const perNode = await Promise.all(
     cr.spec.talos.controlPlanes.map(async (node) => ({
       node,
-      version: kubernetesVersionOfConfig(await reads.machineConfig(node, talosconfig)) ?? cr.spec.talos.kubernetesVersion,
+      version: kubernetesVersionOfConfig(await talos.machineConfig(node)) ?? cr.spec.talos.kubernetesVersion,
     })),
   )
   const lowest =
@@ -103,23 +104,23 @@ export interface KubernetesUpgradeInput {
   to: string
   allowUntested: boolean
   timeoutMs: number
-  installation: Later<Installation>
-  talosconfig: Later<string>
+  /** The run's access to the nodes (ctx.talos): the IchorInstallation, the talosconfig, the configs read once. */
+  talos: TalosAccess
 }
 
 /** The lowest version the control planes run, and the verdict of the rules for the target. */
 export async function judgeUpgrade(
-  p: Pick<KubernetesUpgradeInput, 'session' | 'to' | 'allowUntested' | 'installation' | 'talosconfig'>,
+  p: Pick<KubernetesUpgradeInput, 'session' | 'to' | 'allowUntested' | 'talos'>,
 ): Promise<KubernetesUpgradeVerdict & {running: RunningKubernetes}> {
   const kube = await p.session.kube()
-  const cr = await p.installation()
+  const cr = await p.talos.installation()
   const record = await readReleaseRecord(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   if (!record)
     throw new IchorError(`no Helm release ${CILIUM_RELEASE.namespace}/${CILIUM_RELEASE.name}: Cilium was never adopted`, {
       exitCode: EXIT.usage,
       hint: 'run ichor init (the same flags as the first run) first',
     })
-  const running = await readRunningKubernetes(cr, await p.talosconfig(), p.session.talosReads)
+  const running = await readRunningKubernetes(p.talos)
   const verdict = checkKubernetesUpgrade({
     from: running.lowest,
     to: p.to,
@@ -134,7 +135,7 @@ export async function judgeUpgrade(
 async function upgradeDone(p: KubernetesUpgradeInput): Promise<{done: boolean; why: string}> {
   const target = parseKubernetesVersion(p.to).version
   const cr = await readInstallation(await p.session.kube())
-  const running = await readRunningKubernetes(await p.installation(), await p.talosconfig(), p.session.talosReads)
+  const running = await readRunningKubernetes(p.talos)
   const behind = running.perNode.filter((n) => n.version !== target)
   if (behind.length > 0) return {done: false, why: `${behind.map((n) => `${n.node} runs ${n.version}`).join(', ')}`}
   // A run killed inside talosctl can leave every image patched and its manifest sync not run.
@@ -176,11 +177,11 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
       return done.done ? holds(done.why) : missing(`Talos's plan is checked before every run (${done.why})`)
     },
     async run(progress) {
-      const cr = await p.installation()
+      const cr = await p.talos.installation()
       const kube = await p.session.kube()
       const out = await upgradeK8s({
         node: cr.spec.talos.controlPlanes[0]!,
-        talosconfig: await p.talosconfig(),
+        talosconfig: await p.talos.talosconfig(),
         to: parseKubernetesVersion(p.to).version,
         dryRun: true,
         timeoutMs: p.timeoutMs,
@@ -210,14 +211,14 @@ export function upgradeKubernetesTask(p: KubernetesUpgradeInput): Task {
       return done.done ? holds(done.why) : missing(done.why)
     },
     async run(progress) {
-      const cr = await p.installation()
+      const cr = await p.talos.installation()
       const kube = await p.session.kube()
       // The CRD of this ichor knows status.kubernetes: an older one would prune it from every write.
       await serverSideApply(kube, [installationCrd()], {crdWait: {timeoutMs: p.timeoutMs}})
       const to = parseKubernetesVersion(p.to).version
-      const talosconfig = await p.talosconfig()
+      const talosconfig = await p.talos.talosconfig()
       // talosctl changes every control plane's config: nothing read from them before is served after.
-      await p.session.talosReads.writeAll(cr.spec.talos.controlPlanes, () =>
+      await p.talos.writeAll(cr.spec.talos.controlPlanes, () =>
         upgradeK8s({
           node: cr.spec.talos.controlPlanes[0]!,
           talosconfig,

@@ -12,8 +12,7 @@ import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTas
 import {EXIT} from '../errors/exit-codes.js'
 import {checkCiliumChartFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
-import {requireInstallation, type Installation} from '../state/installation.js'
-import {sealedTalosconfigAccess} from './sealed-talosconfig.js'
+import type {Installation} from '../state/installation.js'
 import {kubeProxyNftablesLeftover, kubeProxyNodes, type KubeProxyLeftover} from '../talos/kube-proxy.js'
 import {removeKubeProxyTask, switchKubeProxyOnTalosTask, waitKubeProxyTask, type KubeProxyTalosInput} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
@@ -71,30 +70,22 @@ interface Prepared {
 }
 
 function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyResult> {
-  const access = sealedTalosconfigAccess(o)
   return {
     command: `cni kube-proxy ${o.target === 'replaced' ? 'replace' : 'restore'}`,
     session: {kubeconfig: o.kubeconfig, context: o.context},
-    tempDir: 'ichor-kube-proxy-',
-    async checkLocal() {
-      checkCiliumChartFlag(o.chart) // this machine's input first: exit 2 even when the cluster is down
-      await access.readKeyFile()
-    },
-    async prepare({session, tempDir}) {
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir, sealed: {statePassphraseFile: o.statePassphraseFile}, missingInstallationExit: EXIT.usage},
+    checkLocal: () => checkCiliumChartFlag(o.chart), // this machine's input first: exit 2 even when the cluster is down
+    async prepare({session, talos}) {
       const kube = await session.kube()
-      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
+      const cr = await talos.installation()
       return {
         from: cr.spec.cni.kubeProxy,
         cr,
         nodes: kubeProxyNodes(cr.spec.talos)
           .map((n) => n.node)
           .join(', '),
-        change: once(() => prepareKubeProxySwitch(kube, o.target, {...o, reads: session.talosReads})),
-        talos: {
-          session,
-          talos: async () => cr.spec.talos,
-          talosconfig: access.talosconfig(kube, cr, tempDir),
-        },
+        change: once(() => prepareKubeProxySwitch(kube, o.target, {...o, talos})),
+        talos: {session, talos},
       }
     },
     consent({from, nodes}) {
@@ -105,12 +96,12 @@ function cniKubeProxyPlan(o: CniKubeProxyOptions): Plan<Prepared, CniKubeProxyRe
       return `Switch the kube-proxy mode from "${from}" to "${o.target}": ${what}?`
     },
     // The cluster's sealed copy is opened before any step: a missing or wrong key is exit 2, nothing changed.
-    afterConsent: async ({talos}) => void (await talos.talosconfig()),
+    afterConsent: async (_, {talos}) => void (await talos.talosconfig()),
     steps: ({change, talos}, {session}) => kubeProxySteps(session, o, change, talos),
-    async result(run, {from, cr, change}) {
+    async result(run, {from, cr, change}, {talos}) {
       // A run that turned kube-proxy off says what it could not remove from the nodes.
       const leftover = o.target === 'replaced' && !o.dryRun && run.changed ? kubeProxyNftablesLeftover(cr.spec.talos) : undefined
-      return {...run, from, to: o.target, hash: (await change()).hash, warnings: access.warnings, ...(leftover ? {leftover} : {})}
+      return {...run, from, to: o.target, hash: (await change()).hash, warnings: talos.warnings, ...(leftover ? {leftover} : {})}
     },
   }
 }

@@ -65,20 +65,21 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, 
   return {
     command: 'cni upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
     checkLocal() {
       checkCiliumVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
       checkCiliumChartFlag(o.chart)
     },
-    async prepare({session}) {
+    async prepare({session, talos}) {
       const kube = await session.kube()
       // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
       await readUpgradePlan(kube, o)
       // Read again under the Lease (the first step): the release and stored layer cannot move under us.
-      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, {...o, reads: session.talosReads}))
+      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, {...o, talos}))
     },
     // The question comes with the plan: the target, its warnings and the values diff.
-    async consent(_, {session}) {
-      const preview = await prepareCiliumUpgrade(await session.kube(), o)
+    async consent(_, {session, talos}) {
+      const preview = await prepareCiliumUpgrade(await session.kube(), {...o, talos})
       o.preview?.(preview.plan, effectiveValuesDiff(preview.context.release, preview.effective))
       return `Upgrade Cilium from ${preview.plan.installed} to ${preview.plan.target.chart.version}?`
     },

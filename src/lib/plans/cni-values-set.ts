@@ -39,14 +39,15 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
   return {
     command: edit ? 'cni values edit' : 'cni values set',
     session: {kubeconfig: o.kubeconfig, context: o.context},
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
     checkLocal() {
       // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
       checkCiliumChartFlag(o.chart)
       checkCiliumValuesInput(o.input)
     },
-    async prepare({session}) {
+    async prepare({session, talos}) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, {...o, reads: session.talosReads})))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, {...o, talos})))
     },
     // `cni values edit`: saving the buffer was the confirmation.
     consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),

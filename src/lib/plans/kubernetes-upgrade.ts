@@ -19,8 +19,6 @@ import {
 import {checkKubernetesVersionFlag} from './local-input.js'
 import {STACK_COMPONENTS} from '../stack/policies.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
-import {requireInstallation, type Installation} from '../state/installation.js'
-import {sealedTalosconfigAccess} from './sealed-talosconfig.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
@@ -64,32 +62,19 @@ interface Prepared {
 }
 
 function kubernetesUpgradePlan(o: KubernetesUpgradeOptions): Plan<Prepared, KubernetesUpgradeResult> {
-  const access = sealedTalosconfigAccess(o)
   return {
     command: 'kubernetes upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},
-    tempDir: 'ichor-k8s-upgrade-',
-    async checkLocal() {
-      checkKubernetesVersionFlag(o.to) // this machine's input first: exit 2 even when the cluster is down
-      await access.readKeyFile()
-    },
-    async prepare({session, tempDir}) {
-      const kube = await session.kube()
-      const cr = await requireInstallation(kube, {exitCode: EXIT.usage})
-      const input: KubernetesUpgradeInput = {
-        session,
-        to: o.to,
-        allowUntested: o.allowUntested,
-        timeoutMs: o.timeoutMs,
-        installation: async (): Promise<Installation> => cr,
-        talosconfig: access.talosconfig(kube, cr, tempDir),
-      }
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir, sealed: {statePassphraseFile: o.statePassphraseFile}, missingInstallationExit: EXIT.usage},
+    checkLocal: () => checkKubernetesVersionFlag(o.to), // this machine's input first: exit 2 even when the cluster is down
+    async prepare({session, talos}) {
+      const input: KubernetesUpgradeInput = {session, to: o.to, allowUntested: o.allowUntested, timeoutMs: o.timeoutMs, talos}
       // Before anything runs (no Lease taken): a refused target is exit 2, nothing changed.
       return {input, verdict: await judgeUpgrade(input)}
     },
     consent: ({verdict}) => `Upgrade Kubernetes from ${verdict.from} to ${verdict.to} with talosctl upgrade-k8s, then verify Cilium and the stack?`,
     steps: ({input}) => kubernetesUpgradeSteps(input),
-    result: (run, {verdict}) => ({...run, from: verdict.from, to: verdict.to, warnings: [...verdict.warnings, ...access.warnings]}),
+    result: (run, {verdict}, {talos}) => ({...run, from: verdict.from, to: verdict.to, warnings: [...verdict.warnings, ...talos.warnings]}),
   }
 }
 

@@ -14,6 +14,8 @@ import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
 import {openPrivateTempDir} from '../fs/private-files.js'
 import {openSession, type Session, type SessionOptions} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
+import {TalosAccess} from '../talos/access.js'
+import {sealedKeySource} from './sealed-talosconfig.js'
 import {runTasks} from '../tasks/engine.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
@@ -24,8 +26,25 @@ export interface PlanContext {
   session: Session
   /** A private (0700) folder removed when the run ends; only when the plan asks for one (`tempDir`). */
   tempDir: string
+  /** The run's one way to the Talos nodes (see Plan.talos): the talosconfig, each node's config read once, writes. */
+  talos: TalosAccess
   /** Frees a local resource (a state-folder lock) when the run ends, on every path, before the session closes. */
   onClose(release: () => void): void
+}
+
+/** How a plan reaches the Talos nodes, from its flags. */
+export interface PlanTalos {
+  /** --talosconfig */
+  talosconfig?: string
+  /** --state-dir */
+  stateDir?: string
+  /**
+   * The sealed copy in the cluster may be opened when this machine has no talosconfig: its key
+   * from --state-passphrase-file (read with this machine's input), else asked on a terminal.
+   */
+  sealed?: {statePassphraseFile?: string}
+  /** The exit code of the "not set up by ichor init" refusal (default 1). */
+  missingInstallationExit?: number
 }
 
 export interface Plan<P, R> {
@@ -34,6 +53,8 @@ export interface Plan<P, R> {
   session?: Omit<SessionOptions, 'command'>
   /** A private temp folder for the run (talosconfigs opened from the cluster): its name prefix. */
   tempDir?: string
+  /** The nodes: ctx.talos follows these flags (absent: this machine's talosconfig in init's default state folder). */
+  talos?: PlanTalos
   /** This machine's input, checked before anything else (exit 2 with nothing contacted). */
   checkLocal?(): void | Promise<void>
   /** Reads what the plan needs before any step: read-only, no Lease held yet. */
@@ -84,13 +105,18 @@ export interface PlanRunDeps {
 
 export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R> {
   await plan.checkLocal?.()
+  const sealed = plan.talos?.sealed
+  // The key file is this machine's input too: refused (exit 2) before any connection.
+  const sealedKey = sealed && (await sealedKeySource({...sealed, stateDir: plan.talos?.stateDir, yes: o.yes, json: o.json}))
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
   const session = (deps.open ?? openSession)({...plan.session, command: plan.command})
-  const temp = plan.tempDir ? openPrivateTempDir(plan.tempDir) : undefined
+  // An opened sealed talosconfig is written into the run's private folder, removed when the run ends.
+  const temp = plan.tempDir || sealedKey ? openPrivateTempDir(plan.tempDir ?? 'ichor-talos-') : undefined
   const releases: (() => void)[] = []
   try {
     await session.clusterAnswers()
-    const ctx: PlanContext = {session, tempDir: temp?.dir ?? '', onClose: (release) => releases.push(release)}
+    const talos = new TalosAccess(() => session.kube(), {...plan.talos, sealedKey, privateDir: temp?.dir}, session.talosReads)
+    const ctx: PlanContext = {session, tempDir: temp?.dir ?? '', talos, onClose: (release) => releases.push(release)}
     const prepared = (plan.prepare ? await plan.prepare(ctx) : undefined) as P
     if (ask) {
       const question = await plan.consent(prepared, ctx)

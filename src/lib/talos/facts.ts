@@ -3,8 +3,6 @@
 // (enabled, port) and hostDNS.forwardKubeDNSToHost, in the legacy `machine.features` form
 // and the v1.14 KubePrismConfig / ResolverConfig documents.
 import {parseAllDocuments} from 'yaml'
-import {getMachineConfig} from './talosctl.js'
-import type {TalosNodeReads} from './node-reads.js'
 
 export interface TalosFacts {
   /** `node`: with facts of several nodes, the first node whose KubePrism is not on 7445. */
@@ -41,10 +39,6 @@ export function talosFactsFromConfig(configYaml: string): TalosFacts {
   return {kubePrism, forwardKubeDNSToHost: forward ?? true}
 }
 
-async function readTalosFacts(opts: {node: string; talosconfig: string; reads?: TalosNodeReads}): Promise<TalosFacts> {
-  return talosFactsFromConfig(await (opts.reads ? opts.reads.machineConfig(opts.node, opts.talosconfig) : getMachineConfig(opts)))
-}
-
 /**
  * One view of several nodes' facts for the guards: the agents on every node use KubePrism, so
  * the first node without it on 7445 stands for the cluster (named); CoreDNS may run on any node,
@@ -61,10 +55,8 @@ export function combineTalosFacts(nodes: {node: string; facts: TalosFacts}[]): T
   return out
 }
 
-/** Every node's facts, read at once (one talosctl call per node). */
-export async function readClusterTalosFacts(opts: {nodes: string[]; talosconfig: string; reads?: TalosNodeReads}): Promise<TalosFacts> {
-  const facts = await Promise.all(
-    opts.nodes.map(async (node) => ({node, facts: await readTalosFacts({node, talosconfig: opts.talosconfig, reads: opts.reads})})),
-  )
+/** Every node's facts, asked at once (the run's reads send them as one talosctl call). */
+export async function readClusterTalosFacts(opts: {nodes: string[]; machineConfig: (node: string) => Promise<string>}): Promise<TalosFacts> {
+  const facts = await Promise.all(opts.nodes.map(async (node) => ({node, facts: talosFactsFromConfig(await opts.machineConfig(node))})))
   return combineTalosFacts(facts)
 }

@@ -8,7 +8,6 @@ import {connectKube} from '../kube/client.js'
 import {readWorkloadRollout} from '../kube/reads.js'
 import {waitForApiServer, waitForDaemonSetReady} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
-import type {InstallationSpec} from '../state/installation.js'
 import type {TalosBundle} from '../state/sealed-bundle.js'
 import {CorruptStateFileError, prepareStateDir, readStateFile, secureStateFiles, writeStateFile, type LocalState} from '../state/local.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -28,6 +27,7 @@ import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest
 import {allPatches, patchesForNode, storedMachineConfig, type TalosClusterSpec, type TalosRender} from './machine-config.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import type {TalosNodeReads} from './node-reads.js'
+import type {TalosAccess} from './access.js'
 import {join} from 'node:path'
 import {readFileSync, rmSync} from 'node:fs'
 import {
@@ -372,8 +372,8 @@ export function talosHandoverTask(p: {session: Session; state: LocalState; contr
 
 export interface KubeProxyTalosInput {
   session: Session
-  talos: Later<InstallationSpec['talos']>
-  talosconfig: Later<string>
+  /** The run's access to the nodes (ctx.talos). */
+  talos: TalosAccess
 }
 
 /** kube-proxy on or off in the machine config of every node that carries the setting (no reboot). */
@@ -384,8 +384,8 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
     title: `${p.enabled ? 'Enable' : 'Disable'} kube-proxy in the Talos machine configs`,
     hint: 'the nodes already patched keep the change; run the same command again to finish',
     async probe() {
-      const talos = await p.talos()
-      const pending = await nodesToSwitch({talos, talosconfig: await p.talosconfig(), enabled: p.enabled, reads: p.session.talosReads})
+      const talos = (await p.talos.installation()).spec.talos
+      const pending = await nodesToSwitch({talos, talosconfig: await p.talos.talosconfig(), enabled: p.enabled, reads: p.talos.reads})
       return pending.length === 0
         ? holds(
             `kube-proxy ${want} on ${kubeProxyNodes(talos)
@@ -405,7 +405,8 @@ export function switchKubeProxyOnTalosTask(p: KubeProxyTalosInput & {enabled: bo
           left.inventoryKeys.filter((k) => !live.has(k)),
         )
       }
-      await switchKubeProxyOnNodes({talos: await p.talos(), talosconfig: await p.talosconfig(), enabled: p.enabled, reads: p.session.talosReads, progress})
+      const talos = (await p.talos.installation()).spec.talos
+      await switchKubeProxyOnNodes({talos, talosconfig: await p.talos.talosconfig(), enabled: p.enabled, reads: p.talos.reads, progress})
     },
   }
 }
@@ -436,7 +437,7 @@ export function waitKubeProxyTask(p: {session: Session; timeoutMs: number}): Tas
  * Cilium hand-over waits for "99-cilium".
  */
 export function removeKubeProxyTask(p: KubeProxyTalosInput): Task {
-  const access = async () => ({talosconfig: await p.talosconfig(), controlPlanes: (await p.talos()).controlPlanes})
+  const access = async () => ({talosconfig: await p.talos.talosconfig(), controlPlanes: (await p.talos.installation()).spec.talos.controlPlanes})
   return {
     id: 'remove-kube-proxy',
     title: 'Remove the kube-proxy DaemonSet Talos created, and its inventory entries',
