@@ -15,7 +15,6 @@ import {openPrivateTempDir} from '../fs/private-files.js'
 import {openSession, type Session, type SessionOptions} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'
 import {TalosAccess} from '../talos/access.js'
-import {sealedKeySource} from './sealed-talosconfig.js'
 import {runTasks} from '../tasks/engine.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
@@ -107,7 +106,9 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
   await plan.checkLocal?.()
   const sealed = plan.talos?.sealed
   // The key file is this machine's input too: refused (exit 2) before any connection.
-  const sealedKey = sealed && (await sealedKeySource({...sealed, stateDir: plan.talos?.stateDir, yes: o.yes, json: o.json}))
+  // Imported only here: age (post-quantum crypto included) is for plans that may open the sealed copy.
+  const sealedKey =
+    sealed && (await (await import('./sealed-talosconfig.js')).sealedKeySource({...sealed, stateDir: plan.talos?.stateDir, yes: o.yes, json: o.json}))
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
   const session = (deps.open ?? openSession)({...plan.session, command: plan.command})
   // An opened sealed talosconfig is written into the run's private folder, removed when the run ends.
