@@ -15,7 +15,7 @@ import type {CiliumFacts} from './guards.js'
 import {switchCommand} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {ciliumEffectiveValues} from './effective.js'
-import {validateCiliumValues} from './validate.js'
+import {validateCiliumValues, type CiliumValuesReport} from './validate.js'
 import type {Values} from '../values/path.js'
 import {EXIT} from '../errors/exit-codes.js'
 
@@ -155,6 +155,17 @@ export async function prepareValuesChange(
     laterFacts: talos,
   })
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
+  return {...validatedChange(ctx, user, chart, notes, report), rendered: report.rendered}
+}
+
+/** A change whose values validated: what the steps apply and record. */
+export function validatedChange(
+  ctx: CniContext,
+  user: Values,
+  chart: {path: string; version: string; note?: string},
+  notes: string[],
+  report: CiliumValuesReport,
+): CiliumValuesChange & {context: CniContext} {
   return {
     context: ctx,
     user,
@@ -164,6 +175,5 @@ export async function prepareValuesChange(
     chartVersion: chart.version,
     previousUser: ctx.user,
     notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
-    rendered: report.rendered,
   }
 }

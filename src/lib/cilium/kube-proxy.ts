@@ -6,14 +6,13 @@
 import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {readConfigMapKey} from '../kube/reads.js'
-import {valuesHash} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import {waitFor} from '../kube/wait.js'
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec} from '../state/installation.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
-import {type ChangeSources, chartOfRelease, readLiveFacts} from './change.js'
+import {type ChangeSources, chartOfRelease, readLiveFacts, validatedChange} from './change.js'
 import {readCniContext, type CniContext} from './context.js'
 import type {KubeProxyMode} from './defaults.js'
 import type {CiliumValuesChange} from './tasks.js'
@@ -40,16 +39,7 @@ export async function prepareKubeProxySwitch(kube: Kube, target: KubeProxyMode, 
     laterFacts: talos,
   })
   if (!report.valid) throw new ValidationError(`the stored Cilium values do not allow kube-proxy mode "${target}", nothing was changed`, report.issues)
-  return {
-    context: ctx,
-    user: ctx.user,
-    effective: report.effective,
-    hash: valuesHash(report.effective),
-    chartPath: chart.path,
-    chartVersion: chart.version,
-    previousUser: ctx.user,
-    notes: [...(chart.note ? [chart.note] : []), ...notes, ...report.notes],
-  }
+  return validatedChange(ctx, ctx.user, chart, notes, report)
 }
 
 /** The switch's intent: spec.cni.kubeProxy, written before anything else changes. */
