@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
-import {assetFlags, IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../lib/cli/flags.js'
+import {ciliumChartFlags, IchorCommand} from '../../lib/cli/base.js'
+import {ciliumChartOptions, talosOptions} from '../../lib/cli/bind.js'
+import {planFlags, talosAccessFlags} from '../../lib/cli/flags.js'
 import {paintDiff} from '../../lib/text/diff.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
-import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class CniUpgrade extends IchorCommand {
   static override summary =
@@ -17,39 +17,25 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     '<%= config.bin %> cni upgrade --cilium-chart cilium-1.19.6.tgz --yes',
   ]
   static override flags = {
-    ...kubeFlags,
+    ...planFlags({timeout: 900, dryRun: 'check and show the plan and the values diff; change nothing'}),
     ...talosAccessFlags,
+    ...ciliumChartFlags,
     to: Flags.string({description: 'the Cilium version to upgrade to (found in the fetched assets or the mirror)', helpValue: 'VERSION'}),
-    'cilium-chart': assetFlags['cilium-chart'],
-    mirror: assetFlags.mirror,
     'skip-patch-check': Flags.boolean({
       description:
         "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)",
     }),
-    'dry-run': Flags.boolean({description: 'check and show the plan and the values diff; change nothing'}),
-    ...yesFlag,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
   }
 
   async run() {
     const {flags} = await this.parse(CniUpgrade)
     const json = this.jsonEnabled()
     const result = await runCniUpgrade({
+      ...this.planOptions(flags),
+      ...talosOptions(flags),
+      ...ciliumChartOptions(flags),
       to: flags.to,
       skipPatchCheck: flags['skip-patch-check'],
-      chart: flags['cilium-chart'],
-      mirror: flags.mirror,
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      talosconfig: flags.talosconfig,
-      stateDir: flags['state-dir'],
-      timeoutMs: flags.timeout,
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-      output: outputModeFor({json}),
       preview: (plan, diff) => {
         this.log(plan.target.describe)
         for (const w of plan.warnings) this.warn(w)
@@ -58,7 +44,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
     })
     if (!json) {
       this.log(`\n${result.chart}`)
-      for (const w of result.warnings) this.warn(w)
+      this.warnAll(result.warnings)
       if (flags['dry-run']) this.log(result.diff ? paintDiff(result.diff).trimEnd() : 'The effective values would not change.')
     }
     return result

@@ -1,8 +1,8 @@
 import {Flags} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, statePassphraseFlags, talosAccessFlags, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
+import {talosOptions} from '../../lib/cli/bind.js'
+import {planFlags, statePassphraseFlags, talosAccessFlags} from '../../lib/cli/flags.js'
 import {runKubernetesUpgrade} from '../../lib/plans/kubernetes-upgrade.js'
-import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class KubernetesUpgrade extends IchorCommand {
   static override summary =
@@ -16,36 +16,26 @@ A run stopped anywhere is finished by running the same command again; at the tar
     '<%= config.bin %> k8s upgrade --to 1.37.1 --talosconfig ./talosconfig --yes',
   ]
   static override flags = {
-    ...kubeFlags,
+    ...planFlags({
+      timeout: 900,
+      timeoutDescription: 'how long talosctl upgrade-k8s and each readiness step may take',
+      dryRun: 'check the versions and show the plan; change nothing',
+    }),
     ...talosAccessFlags,
     ...statePassphraseFlags,
     to: Flags.string({description: 'the Kubernetes version to upgrade to (MAJOR.MINOR.PATCH)', helpValue: 'VERSION', required: true}),
     'allow-untested': Flags.boolean({description: "go on with a Kubernetes minor outside the installed Cilium minor's tested range (nobody tested it)"}),
-    'dry-run': Flags.boolean({description: 'check the versions and show the plan; change nothing'}),
-    ...yesFlag,
-    timeout: timeoutFlag(900, 'how long talosctl upgrade-k8s and each readiness step may take'),
-    ...lockFlags,
   }
 
   async run() {
     const {flags} = await this.parse(KubernetesUpgrade)
-    const json = this.jsonEnabled()
     const result = await runKubernetesUpgrade({
+      ...this.planOptions(flags),
+      ...talosOptions(flags),
       to: flags.to,
       allowUntested: flags['allow-untested'],
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      talosconfig: flags.talosconfig,
-      stateDir: flags['state-dir'],
-      statePassphraseFile: flags['state-passphrase-file'],
-      timeoutMs: flags.timeout,
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-      output: outputModeFor({json}),
     })
-    if (!json) for (const w of result.warnings) this.warn(w)
+    this.warnAll(result.warnings)
     return result
   }
 }

@@ -1,8 +1,6 @@
-import {Flags} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
+import {planFlags} from '../../lib/cli/flags.js'
 import {runStackRepairSecretsPlan} from '../../lib/plans/stack-repair-secrets.js'
-import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class StackRepairSecrets extends IchorCommand {
   static override summary = 'Set a new password on both sides of a generated Secret that no longer matches its component (Kokumi admin, Argo CD redis).'
@@ -14,27 +12,12 @@ export default class StackRepairSecrets extends IchorCommand {
     '<%= config.bin %> stack repair-secrets --dry-run',
     '<%= config.bin %> stack repair-secrets --kubeconfig ./kubeconfig --json',
   ]
-  static override flags = {
-    ...kubeFlags,
-    timeout: timeoutFlag(300),
-    ...lockFlags,
-    'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}),
-    ...yesFlag,
-  }
+  static override flags = planFlags({timeout: 300, dryRun: 'change nothing: probe and show what would run'})
 
   async run() {
     const {flags} = await this.parse(StackRepairSecrets)
     const json = this.jsonEnabled()
-    const result = await runStackRepairSecretsPlan({
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      timeoutMs: flags.timeout,
-      output: outputModeFor({json}),
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-    })
+    const result = await runStackRepairSecretsPlan(this.planOptions(flags))
     if (!json) {
       if (result.kokumiAdminPassword)
         this.log(`\nNew Kokumi admin password (shown once, kept in ichor-system/ichor-kokumi-admin): ${result.kokumiAdminPassword}`)

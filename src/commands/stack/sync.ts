@@ -1,9 +1,8 @@
-import {Flags} from '@oclif/core'
-import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag, yesFlag} from '../../lib/cli/flags.js'
+import {IchorCommand, stackSourceFlags} from '../../lib/cli/base.js'
+import {stackSourceOptions} from '../../lib/cli/bind.js'
+import {planFlags, registryEndpointFlag} from '../../lib/cli/flags.js'
 import {runStackSyncPlan} from '../../lib/plans/stack-sync.js'
 import {awaitingLines} from '../../lib/stack/promote.js'
-import {outputModeFor} from '../../lib/tasks/engine.js'
 
 export default class StackSync extends IchorCommand {
   static override summary = "Republish the bundles Kokumi's registry lost (same digests) and have Kokumi render them again."
@@ -15,37 +14,18 @@ export default class StackSync extends IchorCommand {
     '<%= config.bin %> stack sync --kubeconfig ./kubeconfig --registry-endpoint http://127.0.0.1:5000 --json',
   ]
   static override flags = {
-    ...kubeFlags,
+    ...planFlags({timeout: 900, dryRun: 'change nothing: probe and show what would run'}),
     ...registryEndpointFlag,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
-    'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}),
-    'argocd-chart': assetFlags['argocd-chart'],
-    'kokumi-manifest': assetFlags['kokumi-manifest'],
-    mirror: assetFlags.mirror,
-    ...allowUnpinnedFlag,
-    ...yesFlag,
+    ...stackSourceFlags,
   }
 
   async run() {
     const {flags} = await this.parse(StackSync)
     const json = this.jsonEnabled()
     const result = await runStackSyncPlan({
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
+      ...this.planOptions(flags),
       registryEndpoint: flags['registry-endpoint'],
-      sources: {
-        argocdChart: flags['argocd-chart'],
-        kokumiManifest: flags['kokumi-manifest'],
-        mirror: flags.mirror,
-        pinning: {command: 'ichor stack sync', dryRun: flags['dry-run'], allowUnpinned: flags['allow-unpinned']},
-      },
-      timeoutMs: flags.timeout,
-      output: outputModeFor({json}),
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
+      sources: stackSourceOptions(flags, 'stack sync'),
     })
     if (!json)
       this.log(

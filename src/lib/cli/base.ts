@@ -7,6 +7,7 @@ import {configureLog} from '../log/log.js'
 import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
 import {verbosityFlags} from './flags.js'
+import {planOptions, type PlanFlags} from './bind.js'
 import {installInterruptHandlers} from '../session/interrupt.js'
 
 /** oclif's FlagOutput and ArgOutput, which its index does not export. */
@@ -63,6 +64,16 @@ export abstract class IchorCommand extends Command {
       : {schemaVersion: SCHEMA_VERSION, result}
   }
 
+  /** The options every plan takes, from the shared flags this command has (bind.ts). */
+  protected planOptions(flags: PlanFlags): ReturnType<typeof planOptions> {
+    return planOptions(flags, this.jsonEnabled())
+  }
+
+  /** Accepted but unwise (a short passphrase, an untested pair): on stderr; with --json they are in the result. */
+  protected warnAll(warnings: readonly string[]): void {
+    if (!this.jsonEnabled()) for (const w of warnings) this.warn(w)
+  }
+
   /** Progress and notes go to stderr so stdout stays clean for --json and pipes. */
   protected note(line: string): void {
     if (!this.jsonEnabled()) process.stderr.write(`${line}\n`)
@@ -103,4 +114,15 @@ export const allowUnpinnedFlag = {
     description:
       'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned',
   }),
+}
+
+/** The Cilium chart a command renders: --cilium-chart and --mirror (ciliumChartOptions reads them). */
+export const ciliumChartFlags = {'cilium-chart': assetFlags['cilium-chart'], mirror: assetFlags.mirror}
+
+/** The artifacts a command publishing the stack renders (stackSourceOptions reads them). */
+export const stackSourceFlags = {
+  'argocd-chart': assetFlags['argocd-chart'],
+  'kokumi-manifest': assetFlags['kokumi-manifest'],
+  mirror: assetFlags.mirror,
+  ...allowUnpinnedFlag,
 }

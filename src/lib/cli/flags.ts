@@ -1,5 +1,5 @@
 // Flags every command shares, named and shaped as kubectl and helm users expect them.
-import {Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
 import {EXIT} from '../errors/exit-codes.js'
 import {IchorError} from '../errors/errors.js'
 import {DEFAULT_REQUEST_TIMEOUT_MS} from '../kube/request-settings.js'
@@ -127,3 +127,20 @@ export const verbosityFlags = {
   verbose: Flags.boolean({char: 'v', description: "show each probe's detail and every external command run (secrets redacted)", helpGroup: 'GLOBAL'}),
   debug: Flags.boolean({description: 'like --verbose, and print stack traces of errors', helpGroup: 'GLOBAL'}),
 }
+
+/**
+ * Every command that changes a cluster: where (kubeFlags), how long, the Lease, --yes and, where
+ * the command can preview, --dry-run in its own words. planOptions (bind.ts) reads them back.
+ */
+export function planFlags(o: {timeout: number; timeoutDescription?: string; dryRun?: string}) {
+  return {
+    ...kubeFlags,
+    timeout: timeoutFlag(o.timeout, o.timeoutDescription),
+    ...lockFlags,
+    ...(o.dryRun === undefined ? {} : {'dry-run': Flags.boolean({description: o.dryRun})}),
+    ...yesFlag,
+  }
+}
+
+/** The stack component a command acts on (`stack values …`, `stack promote`). */
+export const stackComponentArgs = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}

@@ -1,4 +1,4 @@
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {diffCiliumValues} from '../../../lib/cilium/diff.js'
@@ -17,7 +17,7 @@ export default class CniValuesDiff extends IchorCommand {
     '<%= config.bin %> cni values diff hubble.relay.enabled=true --kubeconfig ./kubeconfig',
     '<%= config.bin %> cni values diff -f cilium-values.yaml --replace',
   ]
-  static override flags = {...kubeFlags, ...valuesChangeFlags, ...talosAccessFlags, 'cilium-chart': assetFlags['cilium-chart'], mirror: assetFlags.mirror}
+  static override flags = {...kubeFlags, ...valuesChangeFlags, ...talosAccessFlags, ...ciliumChartFlags}
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesDiff)

@@ -1,8 +1,8 @@
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../../lib/cli/flags.js'
+import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {ciliumChartOptions, talosOptions} from '../../../lib/cli/bind.js'
+import {planFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runCniValuesEdit} from '../../../lib/plans/cni-values-set.js'
-import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniValuesEdit extends IchorCommand {
   static override summary = "Edit the user layer of Cilium's values in $VISUAL or $EDITOR, then apply it as `cni values set` does."
@@ -17,34 +17,16 @@ export default class CniValuesEdit extends IchorCommand {
     '<%= config.bin %> cni values edit hubble.relay.enabled=true',
   ]
   static override flags = {
-    ...kubeFlags,
+    ...planFlags({timeout: 900}),
     ...valuesChangeFlags,
     ...talosAccessFlags,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
-    'cilium-chart': assetFlags['cilium-chart'],
-    mirror: assetFlags.mirror,
-    ...yesFlag,
+    ...ciliumChartFlags,
   }
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesEdit)
     const seed = valuesInputFrom(argv, flags)
-    const json = this.jsonEnabled()
-    const result = await runCniValuesEdit({
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      talosconfig: flags.talosconfig,
-      stateDir: flags['state-dir'],
-      chart: flags['cilium-chart'],
-      mirror: flags.mirror,
-      timeoutMs: flags.timeout,
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-      output: outputModeFor({json}),
-      seed,
-    })
+    const result = await runCniValuesEdit({...this.planOptions(flags), ...talosOptions(flags), ...ciliumChartOptions(flags), seed})
     if (!('values' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
     return result
   }

@@ -1,11 +1,10 @@
-import {Flags} from '@oclif/core'
 import {stringify} from 'yaml'
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags, timeoutFlag, lockFlags, yesFlag} from '../../../lib/cli/flags.js'
+import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {ciliumChartOptions, talosOptions} from '../../../lib/cli/bind.js'
+import {planFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
-import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class CniValuesSet extends IchorCommand {
   static override summary =
@@ -21,34 +20,20 @@ ${VALUES_SYNTAX_HELP}`
     '<%= config.bin %> cni values set -f cilium-values.yaml --set hubble.ui.enabled=true --replace --dry-run',
   ]
   static override flags = {
-    ...kubeFlags,
+    ...planFlags({timeout: 900, dryRun: 'validate and show the plan; change nothing'}),
     ...valuesChangeFlags,
     ...talosAccessFlags,
-    'dry-run': Flags.boolean({description: 'validate and show the plan; change nothing'}),
-    ...yesFlag,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
-    'cilium-chart': assetFlags['cilium-chart'],
-    mirror: assetFlags.mirror,
+    ...ciliumChartFlags,
   }
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesSet)
     const json = this.jsonEnabled()
     const result = await runCniValuesSet({
+      ...this.planOptions(flags),
+      ...talosOptions(flags),
+      ...ciliumChartOptions(flags),
       input: valuesInputFrom(argv, flags),
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      talosconfig: flags.talosconfig,
-      stateDir: flags['state-dir'],
-      chart: flags['cilium-chart'],
-      mirror: flags.mirror,
-      timeoutMs: flags.timeout,
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-      output: outputModeFor({json}),
     })
     if (!json && flags['dry-run']) {
       this.log(`\nThe user layer would become:\n${stringify(result.values.user).trimEnd()}\n`)

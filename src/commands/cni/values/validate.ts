@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {resolveAsset, describeAsset} from '../../../lib/assets/resolve.js'
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {assetFlags, ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
 import {ciliumModeFlags} from '../../../lib/cli/values-flags.js'
 import {VALUES_SYNTAX_HELP, valuesFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import type {KubeProxyMode, TunnelProtocol} from '../../../lib/cilium/defaults.js'
@@ -26,8 +26,7 @@ export default class CniValuesValidate extends IchorCommand {
       options: ['true', 'false'],
     }),
     'gateway-api-crds': Flags.string({description: 'whether the Gateway API CRDs are installed (unknown when omitted)', options: ['present', 'absent']}),
-    'cilium-chart': assetFlags['cilium-chart'],
-    mirror: assetFlags.mirror,
+    ...ciliumChartFlags,
     'assets-dir': assetFlags['assets-dir'],
     'show-effective': Flags.boolean({description: 'print the effective values (YAML) on stdout when valid; the verdict goes to stderr'}),
   }

@@ -1,10 +1,9 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 import {IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, lockFlags, timeoutFlag, yesFlag} from '../../../lib/cli/flags.js'
+import {planFlags} from '../../../lib/cli/flags.js'
 import {runStackPromotionSetPlan} from '../../../lib/plans/stack-promotion.js'
 import type {PromotionMode} from '../../../lib/stack/orders.js'
 import {awaitingLines} from '../../../lib/stack/promote.js'
-import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class StackPromotionSet extends IchorCommand {
   static override summary = 'Switch how Kokumi promotes new bundles on an existing cluster: Automatic, or Manual (each waits for ichor stack promote).'
@@ -12,28 +11,12 @@ export default class StackPromotionSet extends IchorCommand {
     'Stores the mode, moves both Orders and relabels their Preparations so Kokumi keeps to it after a restart. Manual keeps serving what is served now; Automatic serves each newest bundle and waits for Argo CD.'
   static override examples = ['<%= config.bin %> stack promotion set Manual', '<%= config.bin %> stack promotion set Automatic --json']
   static override args = {mode: Args.string({description: 'the promotion mode', options: ['Automatic', 'Manual'], required: true})}
-  static override flags = {
-    ...kubeFlags,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
-    'dry-run': Flags.boolean({description: 'change nothing: probe and show what would run'}),
-    ...yesFlag,
-  }
+  static override flags = planFlags({timeout: 900, dryRun: 'change nothing: probe and show what would run'})
 
   async run() {
     const {args, flags} = await this.parse(StackPromotionSet)
     const json = this.jsonEnabled()
-    const result = await runStackPromotionSetPlan({
-      mode: args.mode as PromotionMode,
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
-      timeoutMs: flags.timeout,
-      output: outputModeFor({json}),
-      dryRun: flags['dry-run'],
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
-    })
+    const result = await runStackPromotionSetPlan({...this.planOptions(flags), mode: args.mode as PromotionMode})
     if (!json) this.log(`\n${result.changed ? 'Promotion is now' : 'Promotion is already'} ${result.promotion}.${awaitingLines(result.awaitingApproval)}`)
     return result
   }

@@ -1,6 +1,5 @@
-import {Args} from '@oclif/core'
 import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, registryEndpointFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
@@ -18,7 +17,7 @@ export default class StackValuesDiff extends IchorCommand {
     '<%= config.bin %> stack values diff argocd server.replicas=2 --kubeconfig ./kubeconfig',
     '<%= config.bin %> stack values diff kokumi -f kokumi-values.yaml --replace',
   ]
-  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override args = stackComponentArgs
   static override flags = {
     ...kubeFlags,
     ...registryEndpointFlag,

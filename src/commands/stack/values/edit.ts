@@ -1,11 +1,10 @@
-import {Args} from '@oclif/core'
-import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, timeoutFlag, yesFlag} from '../../../lib/cli/flags.js'
+import {IchorCommand, stackSourceFlags} from '../../../lib/cli/base.js'
+import {stackSourceOptions} from '../../../lib/cli/bind.js'
+import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
 import {awaitingLines} from '../../../lib/stack/promote.js'
-import {outputModeFor} from '../../../lib/tasks/engine.js'
 
 export default class StackValuesEdit extends IchorCommand {
   static override summary = "Edit the user layer of Argo CD's or Kokumi's values in $VISUAL or $EDITOR, then apply it as `stack values set` does."
@@ -19,40 +18,23 @@ export default class StackValuesEdit extends IchorCommand {
     'EDITOR="code --wait" <%= config.bin %> stack values edit kokumi',
     '<%= config.bin %> stack values edit argocd server.replicas=2',
   ]
-  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override args = stackComponentArgs
   static override flags = {
-    ...kubeFlags,
-    ...registryEndpointFlag,
+    ...planFlags({timeout: 900}),
     ...valuesChangeFlags,
-    timeout: timeoutFlag(900),
-    ...lockFlags,
-    'argocd-chart': assetFlags['argocd-chart'],
-    'kokumi-manifest': assetFlags['kokumi-manifest'],
-    mirror: assetFlags.mirror,
-    ...allowUnpinnedFlag,
-    ...yesFlag,
+    ...registryEndpointFlag,
+    ...stackSourceFlags,
   }
 
   async run() {
     const {args, argv, flags} = await this.parse(StackValuesEdit)
     const json = this.jsonEnabled()
     const result = await runStackValuesEdit({
+      ...this.planOptions(flags),
       component: args.component as StackComponent,
       input: valuesInputFrom(argv.slice(1), flags),
-      kubeconfig: flags.kubeconfig,
-      context: flags.context,
       registryEndpoint: flags['registry-endpoint'],
-      sources: {
-        argocdChart: flags['argocd-chart'],
-        kokumiManifest: flags['kokumi-manifest'],
-        mirror: flags.mirror,
-        pinning: {command: 'ichor stack values edit', dryRun: false, allowUnpinned: flags['allow-unpinned']},
-      },
-      timeoutMs: flags.timeout,
-      output: outputModeFor({json}),
-      breakLock: flags['break-lock'],
-      yes: flags.yes,
-      json,
+      sources: stackSourceOptions(flags, 'stack values edit'),
     })
     if (!('tag' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
     else if (!json)

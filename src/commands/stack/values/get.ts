@@ -1,6 +1,5 @@
-import {Args} from '@oclif/core'
 import {IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, outputFormatFlag} from '../../../lib/cli/flags.js'
+import {kubeFlags, outputFormatFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {printResult} from '../../../lib/cli/output.js'
 import {getStackValues} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/stack/policies.js'
@@ -9,7 +8,7 @@ import {toYaml} from '../../../lib/yaml/emit.js'
 export default class StackValuesGet extends IchorCommand {
   static override summary = "Print the user layer of Argo CD's or Kokumi's values stored in the IchorInstallation."
   static override examples = ['<%= config.bin %> stack values get argocd', '<%= config.bin %> stack values get kokumi -o json']
-  static override args = {component: Args.string({description: 'the stack component', options: ['argocd', 'kokumi'], required: true})}
+  static override args = stackComponentArgs
   static override flags = {...kubeFlags, ...outputFormatFlag}
 
   async run() {

@@ -1,0 +1,57 @@
+// The one place the shared flag sets (flags.ts, base.ts) become the options lib takes, as Helm
+// binds its flags to an action's options in one function per set: a command names the sets it
+// has, never a flag-by-flag copy of them.
+import type {PlanOptions} from '../plans/options.js'
+import type {StackArtifactSources} from '../stack/from-installation.js'
+import {outputModeFor} from '../tasks/engine.js'
+
+/** kubeFlags, a timeout, --dry-run, lockFlags and yesFlag, as oclif parsed them (a command may lack some). */
+export interface PlanFlags {
+  kubeconfig?: string
+  context?: string
+  timeout: number
+  'dry-run'?: boolean
+  'break-lock'?: boolean
+  yes?: boolean
+}
+
+/** What every plan takes; `json` is the command's --json. */
+export function planOptions(flags: PlanFlags, json: boolean): PlanOptions & {yes: boolean; json: boolean} {
+  return {
+    kubeconfig: flags.kubeconfig,
+    context: flags.context,
+    timeoutMs: flags.timeout,
+    dryRun: flags['dry-run'] ?? false,
+    breakLock: flags['break-lock'],
+    yes: flags.yes ?? false,
+    json,
+    output: outputModeFor({json}),
+  }
+}
+
+/** talosAccessFlags and statePassphraseFlags. */
+export function talosOptions(flags: {talosconfig?: string; 'state-dir'?: string; 'state-passphrase-file'?: string}): {
+  talosconfig?: string
+  stateDir?: string
+  statePassphraseFile?: string
+} {
+  return {talosconfig: flags.talosconfig, stateDir: flags['state-dir'], statePassphraseFile: flags['state-passphrase-file']}
+}
+
+/** --cilium-chart and --mirror. */
+export function ciliumChartOptions(flags: {'cilium-chart'?: string; mirror?: string}): {chart?: string; mirror?: string} {
+  return {chart: flags['cilium-chart'], mirror: flags.mirror}
+}
+
+/** --argocd-chart, --kokumi-manifest, --mirror and --allow-unpinned of a command that publishes the stack. */
+export function stackSourceOptions(
+  flags: {'argocd-chart'?: string; 'kokumi-manifest'?: string; mirror?: string; 'allow-unpinned'?: boolean; 'dry-run'?: boolean},
+  command: string,
+): StackArtifactSources {
+  return {
+    argocdChart: flags['argocd-chart'],
+    kokumiManifest: flags['kokumi-manifest'],
+    mirror: flags.mirror,
+    pinning: {command: `ichor ${command}`, dryRun: flags['dry-run'] ?? false, allowUnpinned: flags['allow-unpinned'] ?? false},
+  }
+}
