@@ -4,7 +4,7 @@ import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeou
 import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/plans/init-plan.js'
 import {renderInitSummary} from '../lib/init/summary.js'
-import type {PromotionMode} from '../lib/stack/orders.js'
+import type {PromotionMode} from '../lib/state/installation-types.js'
 import {outputModeFor} from '../lib/tasks/engine.js'
 
 export default class Init extends IchorCommand {

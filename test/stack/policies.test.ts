@@ -1,7 +1,8 @@
 import {readFileSync} from 'node:fs'
 import {describe, expect, it} from 'vitest'
 import {parse} from 'yaml'
-import {policiesFor, policiesPath, type StackComponent} from '../../src/lib/stack/policies.js'
+import type {StackComponent} from '../../src/lib/state/installation-types.js'
+import {policiesFor, policiesPath} from '../../src/lib/stack/policies.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
 
 type Selector = {matchLabels?: Record<string, string>; matchExpressions?: Array<{key: string; operator: string; values?: string[]}>}

@@ -1,8 +1,7 @@
 // The IchorInstallation a cluster holds after `ichor init`, for plan tests on planFixture.
 import {INSTALLATION} from '../../src/lib/constants.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
-import type {PromotionMode} from '../../src/lib/stack/orders.js'
-import {STACK_COMPONENTS, type StackComponent} from '../../src/lib/stack/policies.js'
+import {type PromotionMode, STACK_COMPONENTS, type StackComponent} from '../../src/lib/state/installation-types.js'
 
 /** One control plane, kube-proxy replaced, no user values; the status records the bundles ichor pushed (tag, digest). */
 export function ichorInstallation(o: {promotion?: PromotionMode; pushed?: (c: StackComponent) => {tag: string; digest: string}} = {}): KubeObject {

@@ -7,7 +7,7 @@ import {IchorError} from '../../src/lib/errors/errors.js'
 import {addHelmOwnership} from '../../src/lib/talos/ownership.js'
 import {renderRealCilium, SMALL_CILIUM_MANIFEST} from './fixtures.js'
 import {removeInlineManifestPatch, renderTalosPatches} from '../../src/lib/talos/patches.js'
-import type {KubeProxyMode} from '../../src/lib/cilium/defaults.js'
+import type {KubeProxyMode} from '../../src/lib/state/installation-types.js'
 
 const goldenDir = fileURLToPath(new URL('./golden', import.meta.url))
 

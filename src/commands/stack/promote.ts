@@ -1,7 +1,7 @@
 import {IchorCommand} from '../../lib/cli/base.js'
 import {planFlags, stackComponentArgs} from '../../lib/cli/flags.js'
 import {runStackPromotePlan} from '../../lib/plans/stack-promote.js'
-import type {StackComponent} from '../../lib/stack/policies.js'
+import type {StackComponent} from '../../lib/state/installation-types.js'
 
 export default class StackPromote extends IchorCommand {
   static override summary = "Serve a component's newest Preparation when its Order waits for approval (promotion Manual)."

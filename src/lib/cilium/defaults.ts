@@ -1,18 +1,13 @@
 // Ichor's Cilium values: the defaults (user-overridable) and the owned keys (set last,
 // never user-settable), from the Talos Cilium guide and ADR-0099 decisions 2-4 / ADR 0131.
 import type {OwnedKey} from '../values/engine.js'
+import type {KubeProxyMode, TunnelProtocol} from '../state/installation-types.js'
 import type {Values} from '../values/path.js'
-
-export type KubeProxyMode = 'replaced' | 'kube-proxy'
 
 /** The command that switches the kube-proxy mode to `mode` (or finishes a half-done switch). */
 export function switchCommand(mode: KubeProxyMode): string {
   return `ichor cni kube-proxy ${mode === 'replaced' ? 'replace' : 'restore'}`
 }
-export type TunnelProtocol = 'vxlan' | 'geneve'
-
-export const KUBE_PROXY_MODES: readonly KubeProxyMode[] = ['replaced', 'kube-proxy']
-export const TUNNEL_PROTOCOLS: readonly TunnelProtocol[] = ['vxlan', 'geneve']
 
 export const KUBEPRISM_PORT = 7445
 const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'

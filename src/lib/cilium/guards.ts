@@ -2,7 +2,8 @@
 // caller may or may not know; an unknown fact lets its guard pass, with a note.
 import type {Issue} from '../errors/errors.js'
 import {getPath, type Values} from '../values/path.js'
-import {KUBEPRISM_PORT, type KubeProxyMode} from './defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
+import {KUBEPRISM_PORT} from './defaults.js'
 
 export interface CiliumFacts {
   kubeProxy: KubeProxyMode

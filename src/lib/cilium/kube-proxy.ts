@@ -14,7 +14,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {type ChangeSources, chartOfRelease, readLiveFacts, validatedChange} from './change.js'
 import {readCniContext, type CniContext} from './context.js'
-import type {KubeProxyMode} from './defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 

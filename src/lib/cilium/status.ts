@@ -21,7 +21,8 @@ import {compareVersions as compareKubernetes, parseKubernetesVersion} from '../t
 import {effectiveFor, readCniContext} from './context.js'
 import {TalosAccess} from '../talos/access.js'
 import {nextCiliumUpgrade} from './versions.js'
-import {switchCommand, type KubeProxyMode} from './defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
+import {switchCommand} from './defaults.js'
 
 export interface CniProblem {
   /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */

@@ -1,6 +1,6 @@
 // Flags shared by the commands that take Cilium values.
 import {Flags} from '@oclif/core'
-import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS} from '../cilium/defaults.js'
+import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS} from '../state/installation-types.js'
 
 export const ciliumModeFlags = {
   'kube-proxy': Flags.string({

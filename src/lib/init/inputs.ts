@@ -1,7 +1,7 @@
 // `ichor init` inputs: every flag checked before anything touches a node, all problems
 // reported together, each naming its flag and what is accepted.
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
-import {KUBE_PROXY_MODES, TUNNEL_PROTOCOLS, type KubeProxyMode, type TunnelProtocol} from '../cilium/defaults.js'
+import {KUBE_PROXY_MODES, type KubeProxyMode, TUNNEL_PROTOCOLS, type TunnelProtocol} from '../state/installation-types.js'
 import {
   DEFAULT_KUBERNETES_VERSION,
   DEFAULT_TALOS_VERSION,

@@ -7,7 +7,7 @@
 // stops anywhere leaves a state `cni status` names and the same command completes.
 import {prepareKubeProxySwitch, recordKubeProxyModeTask, verifyCiliumConfigTask} from '../cilium/kube-proxy.js'
 import type {ChangeSources} from '../cilium/change.js'
-import type {KubeProxyMode} from '../cilium/defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkCiliumChartFlag} from './local-input.js'

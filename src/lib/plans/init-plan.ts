@@ -8,11 +8,11 @@ import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps, type InitResult} from './init.js'
 import {runPlan, type Plan} from './run.js'
-import {generateStackSecrets, type GeneratedStackSecrets} from '../stack/prepare.js'
+import type {ConfigPatch, GeneratedStackSecrets, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
+import {generateStackSecrets} from '../stack/prepare.js'
 import type {StackSecretsOutcome} from '../stack/install-tasks.js'
 import type {Kube} from '../kube/client.js'
 import type {Reachability} from '../talos/talosctl.js'
-import type {PromotionMode} from '../stack/orders.js'
 import {readServedApiGroups} from '../kube/reads.js'
 import {readInstallation, readTalosBundleSecret, type InstallationSpec} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
@@ -26,14 +26,7 @@ import {writeInitDryRun} from '../init/dry-run.js'
 import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from '../init/inputs.js'
-import {
-  installDiskFor,
-  NO_MACHINE_CONFIG_INPUTS,
-  type ConfigPatch,
-  type MachineConfigFlags,
-  type MachineConfigInputs,
-  type NodeConfigPatch,
-} from '../talos/machine-config.js'
+import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from '../talos/machine-config.js'
 import {confirm, consentNeeded} from '../cli/consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
 import {renderInit, type InitRender} from '../init/render.js'

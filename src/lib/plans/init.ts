@@ -10,8 +10,7 @@ import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import type {PromotionMode} from '../stack/orders.js'
-import type {GeneratedStackSecrets} from '../stack/prepare.js'
+import type {GeneratedStackSecrets, MachineConfigInputs, PromotionMode} from '../state/installation-types.js'
 import {
   firstApplyTask,
   ordersTask,
@@ -30,7 +29,7 @@ import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js
 import {lockStateDir} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from './steps/state.js'
 import {inlineManifestForms} from '../talos/handover.js'
-import {installDiskFor, storedMachineConfig, type MachineConfigInputs} from '../talos/machine-config.js'
+import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {listDisks, type Reachability} from '../talos/talosctl.js'
 import type {TalosNodeReads} from '../talos/node-reads.js'

@@ -17,7 +17,7 @@ import {
   type KubernetesUpgradeInput,
 } from '../kubernetes/upgrade.js'
 import {checkKubernetesVersionFlag} from './local-input.js'
-import {STACK_COMPONENTS} from '../stack/policies.js'
+import {STACK_COMPONENTS} from '../state/installation-types.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'

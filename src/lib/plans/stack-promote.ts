@@ -2,7 +2,7 @@
 // Order waits for a person (autoDeploy Disabled / promotion Manual), then wait for Argo CD.
 import type {Session} from '../session/session.js'
 import {COMPONENT_NAMESPACE} from '../stack/orders.js'
-import type {StackComponent} from '../stack/policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 import {approveLatestPreparation, readPromotion} from '../stack/promote.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import type {RunResult} from '../tasks/types.js'

@@ -4,7 +4,7 @@
 // not read them Progressing), and show the Kokumi admin password once. A no-op when both sides
 // agree.
 import {repairSecretTask, waitSecretConsumersTask, type RepairOutcome} from '../stack/generated-secrets.js'
-import {STACK_COMPONENTS} from '../stack/policies.js'
+import {STACK_COMPONENTS} from '../state/installation-types.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import type {RunResult} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'

@@ -7,7 +7,8 @@ import {renderKokumi, type RenderKokumiInput} from './kokumi.js'
 import {serializeObjects, sortObjects} from './objects.js'
 import type {KubeObject} from '../kube/objects.js'
 import {COMPONENT_NAMESPACE, defaultAppProject, repoCredsSecret} from './orders.js'
-import {policiesFor, type StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
+import {policiesFor} from './policies.js'
 import {splitSecrets} from './secrets.js'
 
 export interface KokumiComponentInputs extends Omit<RenderKokumiInput, 'manifestText'> {

@@ -6,7 +6,7 @@ import {IchorError} from '../errors/errors.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
 import {APPLICATION_API_VERSION, COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 import {ARGOCD_NAMESPACE} from '../constants.js'
-import type {StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 
 export interface OrderState {
   generation?: number

@@ -14,7 +14,7 @@ import {ARGOCD_FIELD_MANAGER} from './argocd.js'
 import {driftCache, driftCacheDir, indexedObject, objectHash, type IndexedObject} from './drift-cache.js'
 import {parseObjects} from './objects.js'
 import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE} from './orders.js'
-import type {StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 import {once, type Once} from '../tasks/memo.js'
 
 export interface DriftedObject {

@@ -6,7 +6,7 @@ import {resolveAsset, type ResolvedAsset} from '../assets/resolve.js'
 import type {Session} from '../session/session.js'
 import {readGeneratedSecrets, requireInstallation, type Installation} from '../state/installation.js'
 import type {Values} from '../values/path.js'
-import type {StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 import {generateStackSecrets, prepareStack, type PreparedStack} from './prepare.js'
 
 export interface StackArtifactSources {

@@ -16,7 +16,7 @@ import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {bcryptHash, bcryptVerify, bindingHolds, deriveSalt, hashBinding} from './bcrypt.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
-import type {StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 
 const REPAIR_SECRETS_COMMAND = 'ichor stack repair-secrets'
 

@@ -20,9 +20,9 @@ import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, readAwaitingApproval, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE} from './orders.js'
-import type {StackComponent} from './policies.js'
+import type {GeneratedStackSecrets, StackComponent} from '../state/installation-types.js'
 import {kokumiPasswordHash} from './kokumi.js'
-import {generatedSecretObjects, stackSecretsWith, type GeneratedStackSecrets, type PreparedComponent, type PreparedStack} from './prepare.js'
+import {generatedSecretObjects, stackSecretsWith, type PreparedComponent, type PreparedStack} from './prepare.js'
 import {once} from '../tasks/memo.js'
 
 const components = async (stack: Later<PreparedStack>): Promise<PreparedComponent[]> => Object.values((await stack()).components)

@@ -8,7 +8,8 @@ import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import {KOKUMI_OBJECTS} from './kokumi.js'
-import {COMPONENT_NAMESPACE, type PromotionMode} from './orders.js'
+import type {PromotionMode} from '../state/installation-types.js'
+import {COMPONENT_NAMESPACE} from './orders.js'
 
 export const ORDER_CRD = 'orders.delivery.kokumi.dev'
 

@@ -4,12 +4,11 @@
 import {ARGOCD_NAMESPACE} from '../constants.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
 import type {KubeObject} from '../kube/objects.js'
-import type {StackComponent} from './policies.js'
+import type {PromotionMode, StackComponent} from '../state/installation-types.js'
 
 export const MANAGED_LABEL = 'ichor.maesh.dev/managed'
 export const ORDER_API_VERSION = 'delivery.kokumi.dev/v1alpha1'
 export const APPLICATION_API_VERSION = 'argoproj.io/v1alpha1'
-export type PromotionMode = 'Automatic' | 'Manual'
 
 /** Kokumi's in-cluster registry, as Argo CD and Kokumi's controller address it. */
 export const IN_CLUSTER_REGISTRY = 'kokumi-registry.kokumi.svc.cluster.local:5000'

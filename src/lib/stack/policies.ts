@@ -6,10 +6,8 @@ import {PACKAGE_ROOT} from '../assets/lock.js'
 import {readPackagedAsset} from '../assets/packaged.js'
 import {IchorError} from '../errors/errors.js'
 import {parseObjects} from './objects.js'
+import type {StackComponent} from '../state/installation-types.js'
 import type {KubeObject} from '../kube/objects.js'
-
-export type StackComponent = 'kokumi' | 'argocd'
-export const STACK_COMPONENTS: readonly StackComponent[] = ['kokumi', 'argocd']
 
 export function policiesPath(component: StackComponent): string {
   return join(PACKAGE_ROOT, 'assets', 'policies', `${component}.yaml`)

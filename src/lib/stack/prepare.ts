@@ -16,15 +16,8 @@ import {serverAuthSecret} from './kokumi.js'
 import {splitSecrets} from './secrets.js'
 import {renderComponent, type RenderedComponent} from './component.js'
 import type {KubeObject} from '../kube/objects.js'
-import {buildOrder, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, type PromotionMode} from './orders.js'
-import type {StackComponent} from './policies.js'
-
-/** Values generated once and kept in ichor-system; never in a bundle, never printed but once. */
-export interface GeneratedStackSecrets {
-  kokumiAdminPassword: string
-  kokumiSigningKey: string
-  argocdRedisPassword: string
-}
+import type {GeneratedStackSecrets, PromotionMode, StackComponent} from '../state/installation-types.js'
+import {buildOrder, BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY} from './orders.js'
 
 export function generateStackSecrets(): GeneratedStackSecrets {
   const token = (bytes: number) => randomBytes(bytes).toString('base64url')

@@ -8,8 +8,8 @@ import type {Kube} from '../kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../kube/objects.js'
 import {FIELD_MANAGER} from '../constants.js'
 import {orderPromotion} from './kokumi-api.js'
-import {COMPONENT_NAMESPACE, ORDER_API_VERSION, type PromotionMode} from './orders.js'
-import type {StackComponent} from './policies.js'
+import type {PromotionMode, StackComponent} from '../state/installation-types.js'
+import {COMPONENT_NAMESPACE, ORDER_API_VERSION} from './orders.js'
 
 export const APPROVE_DEPLOY_LABEL = 'delivery.kokumi.dev/approve-deploy'
 /** Stamped on each Preparation from the Order at render time (0.14.0 order_controller.go createPreparation). */

@@ -11,8 +11,8 @@ import {newDriftRound, readBundleDrift, type DriftedObject, type DriftRound} fro
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
 import {ARGOCD_NAMESPACE} from '../constants.js'
-import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION, type PromotionMode} from './orders.js'
-import {STACK_COMPONENTS, type StackComponent} from './policies.js'
+import {type PromotionMode, STACK_COMPONENTS, type StackComponent} from '../state/installation-types.js'
+import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION} from './orders.js'
 
 export interface PublishedBundle {
   /** As Kokumi and Argo CD address it, `kokumi-registry.kokumi.svc.cluster.local:5000/ichor/argocd`. */

@@ -15,7 +15,7 @@ import {newDriftRound, readBundleDrift, type DriftedObject} from './drift.js'
 import {approvePreparation, listPreparations} from './promote.js'
 import {orderPromotion} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION, BUNDLE_REPOSITORY_PREFIX} from './orders.js'
-import type {StackComponent} from './policies.js'
+import type {StackComponent} from '../state/installation-types.js'
 import type {PreparedStack} from './prepare.js'
 
 /** What ichor recorded as published, per component (the IchorInstallation status). */

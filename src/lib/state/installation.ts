@@ -1,12 +1,11 @@
 // The IchorInstallation singleton: the desired state the CLI writes (spec) and what it
 // last applied (status), as types with their read and write functions. Plus the Secrets
 // in ichor-system that hold what must never be regenerated.
-import type {MachineConfigInputs} from '../talos/machine-config.js'
+import type {GeneratedStackSecrets, KubeProxyMode, MachineConfigInputs, PromotionMode, StackComponent, TunnelProtocol} from './installation-types.js'
 import {parse as parseYaml} from 'yaml'
 import type {AssetId} from '../assets/lock.js'
 import {readPackagedAsset} from '../assets/packaged.js'
 import type {InstalledArtifact} from '../assets/pinning.js'
-import type {KubeProxyMode, TunnelProtocol} from '../cilium/defaults.js'
 import {FIELD_MANAGER, ICHOR_SYSTEM, INSTALLATION, MANAGED_BY, STATE_SECRETS} from '../constants.js'
 import {isDeepStrictEqual} from 'node:util'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -16,9 +15,6 @@ import {serverSideApply} from '../kube/apply.js'
 import {isConflict, KubeApiError, type Kube} from '../kube/client.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import type {WaitOptions} from '../kube/wait.js'
-import type {PromotionMode} from '../stack/orders.js'
-import type {StackComponent} from '../stack/policies.js'
-import type {GeneratedStackSecrets} from '../stack/prepare.js'
 import type {SecretWithData, StoredFormat, TalosBundle} from './sealed-bundle.js'
 import type {StateKey} from './state-key.js'
 import type {Values} from '../values/path.js'

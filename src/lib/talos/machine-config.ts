@@ -6,20 +6,11 @@
 // A patch may not set what ichor owns: refused with the path and the reason, before any node.
 import {LineCounter, parseAllDocuments, type Document} from 'yaml'
 import {IchorError, type Issue} from '../errors/errors.js'
+import type {ConfigPatch, MachineConfigInputs} from '../state/installation-types.js'
 import {aliasBomb, checkUniqueKeys, MAX_ALIAS_COUNT, MAX_VALUES_FILE_BYTES, readCappedFileText, tooLarge, type FileCap} from '../values/input.js'
 import {nodeProblem} from './node-address.js'
 import type {TalosPatches} from './patches.js'
 import type {KubernetesVersion, TalosVersion} from './versions.js'
-
-/** One patch: where it came from (a file name or `inline`) and its YAML text. */
-export interface ConfigPatch {
-  source: string
-  yaml: string
-}
-
-export interface NodeConfigPatch extends ConfigPatch {
-  node: string
-}
 
 /** What the Talos steps need of the cluster: the narrow part of init's inputs they read. */
 export interface TalosClusterSpec {
@@ -35,18 +26,6 @@ export interface TalosClusterSpec {
 /** What the Talos steps need of a render: the patches each role's config carries. */
 export interface TalosRender {
   talos: TalosPatches
-}
-
-export interface MachineConfigInputs {
-  /** `talosctl gen config --install-disk`; absent: Talos's default (/dev/sda). */
-  installDisk?: string
-  /** `--install-image`, e.g. an Image Factory installer with a schematic for extensions. */
-  installImage?: string
-  /** For every node, then control planes only, then workers only, then per node: talosctl's order. */
-  patches: ConfigPatch[]
-  controlPlanePatches: ConfigPatch[]
-  workerPatches: ConfigPatch[]
-  nodePatches: NodeConfigPatch[]
 }
 
 export const NO_MACHINE_CONFIG_INPUTS: MachineConfigInputs = {patches: [], controlPlanePatches: [], workerPatches: [], nodePatches: []}

@@ -9,7 +9,8 @@
 // Kubernetes settings are their own documents and Talos refuses a config that also sets
 // the legacy `.cluster.proxy` / `.cluster.network` fields, so the two forms never mix.
 // Field names and kinds are verified against the Talos source (README.md beside this file).
-import {KUBEPRISM_PORT, type KubeProxyMode} from '../cilium/defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
+import {KUBEPRISM_PORT} from '../cilium/defaults.js'
 import {IchorError} from '../errors/errors.js'
 import {toYaml} from '../yaml/emit.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'

@@ -2,7 +2,7 @@ import {Args} from '@oclif/core'
 import {IchorCommand} from '../../../lib/cli/base.js'
 import {planFlags} from '../../../lib/cli/flags.js'
 import {runStackPromotionSetPlan} from '../../../lib/plans/stack-promotion.js'
-import type {PromotionMode} from '../../../lib/stack/orders.js'
+import type {PromotionMode} from '../../../lib/state/installation-types.js'
 import {awaitingLines} from '../../../lib/stack/promote.js'
 
 export default class StackPromotionSet extends IchorCommand {

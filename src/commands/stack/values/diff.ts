@@ -3,7 +3,7 @@ import {kubeFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
-import type {StackComponent} from '../../../lib/stack/policies.js'
+import type {StackComponent} from '../../../lib/state/installation-types.js'
 
 export default class StackValuesDiff extends IchorCommand {
   static override summary =

@@ -2,7 +2,7 @@ import {IchorCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {printResult} from '../../../lib/cli/output.js'
 import {getStackValues} from '../../../lib/plans/stack-values.js'
-import type {StackComponent} from '../../../lib/stack/policies.js'
+import type {StackComponent} from '../../../lib/state/installation-types.js'
 import {toYaml} from '../../../lib/yaml/emit.js'
 
 export default class StackValuesGet extends IchorCommand {

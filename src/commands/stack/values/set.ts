@@ -3,7 +3,7 @@ import {stackSourceOptions} from '../../../lib/cli/bind.js'
 import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
-import type {StackComponent} from '../../../lib/stack/policies.js'
+import type {StackComponent} from '../../../lib/state/installation-types.js'
 import {awaitingLines} from '../../../lib/stack/promote.js'
 
 export default class StackValuesSet extends IchorCommand {
