@@ -37,7 +37,7 @@ export const lockFlags = {
   'break-lock': Flags.boolean({description: 'delete the ichor-system Lease left by a command that is no longer running, then take it'}),
 }
 
-/** For every command that changes a cluster: the one confirmation rule (cli/consent.ts). */
+/** For every command that changes a cluster: the one confirmation rule (plans/consent.ts). */
 export const yesFlag = {
   yes: Flags.boolean({char: 'y', description: 'do not ask for confirmation (required without a terminal and with --json)'}),
 }

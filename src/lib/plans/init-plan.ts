@@ -27,7 +27,7 @@ import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
 import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from '../init/inputs.js'
 import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from '../talos/machine-config.js'
-import {confirm, consentNeeded} from '../cli/consent.js'
+import {confirm, consentNeeded} from './consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
 import {renderInit, type InitRender} from '../init/render.js'
 
@@ -79,7 +79,7 @@ export type InitOutcome =
 
 export async function init(req: InitRequest): Promise<InitOutcome> {
   if (req.outputDir && !req.dryRun) throw new IchorError('--output-dir is only used with --dry-run', {exitCode: EXIT.usage})
-  // The confirmation rule (cli/consent.ts): a real run asks on a terminal; without one (or with --json) it needs --yes.
+  // The confirmation rule (consent.ts): a real run asks on a terminal; without one (or with --json) it needs --yes.
   const interactive = consentNeeded({command: 'init', yes: req.yes, dryRun: req.dryRun, json: req.json}) === 'ask'
   // Prerequisites before questions: what `ichor doctor` checks, before the first prompt.
   if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})

@@ -3,14 +3,14 @@
 // checks locally, what it reads, what it asks and which steps it runs; runPlan does the rest
 // in the same order for every command:
 //   1. this machine's input (exit 2 even when the cluster is down),
-//   2. the confirmation rule (cli/consent.ts): refused without a terminal before any connection,
+//   2. the confirmation rule (consent.ts): refused without a terminal before any connection,
 //   3. the session: the named cluster must answer,
 //   4. prepare (read-only, no Lease yet), then the question on a terminal, never after a change,
 //   5. the steps, the Lease first and visible (or, for a plan that makes its cluster, right after
 //      the step that brings the API server up), every mutating step guarded by it,
 //   6. the result; the session (Lease, tunnel, temp files) is closed on every path, and on
 //      SIGINT/SIGTERM by the session's own interrupt handler.
-import {confirm, consentNeeded, confirmOrAbort} from '../cli/consent.js'
+import {confirm, consentNeeded, confirmOrAbort} from './consent.js'
 import {openPrivateTempDir} from '../fs/private-files.js'
 import {openSession, type Session, type SessionOptions} from '../session/session.js'
 import {leaseTask} from '../session/tasks.js'

@@ -2,7 +2,7 @@
 // machine has no talosconfig (`kubernetes upgrade`, `cni kube-proxy replace|restore`): from
 // --state-passphrase-file (read with this machine's input, exit 2 before any connection), else
 // asked on a terminal, else the error naming the flag. Asked only when the copy is needed.
-import {canPrompt} from '../cli/consent.js'
+import {canPrompt} from './consent.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, type StateKey} from '../state/state-key.js'
 
 export interface SealedKeyFlags {

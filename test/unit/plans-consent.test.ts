@@ -1,7 +1,7 @@
-// The one confirmation rule (src/lib/cli/consent.ts) every command that changes a cluster follows.
+// The one confirmation rule (src/lib/plans/consent.ts) every command that changes a cluster follows.
 import {describe, expect, it} from 'vitest'
 import {reportOf} from '../../src/lib/cli/error-report.js'
-import {confirmOrAbort, consentNeeded} from '../../src/lib/cli/consent.js'
+import {confirmOrAbort, consentNeeded} from '../../src/lib/plans/consent.js'
 
 describe('consentNeeded', () => {
   const base = {command: 'stack sync', yes: false, dryRun: false, json: false}

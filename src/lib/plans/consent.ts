@@ -2,7 +2,7 @@
 // a real run (not --dry-run) asks on a terminal unless --yes; without a terminal, or with
 // --json (which never prompts), it is refused with exit 2 naming --yes, before any connection.
 // "No" at the prompt is "aborted: nothing was changed", exit 1; Ctrl-C there is exit 130
-// (error-report.ts). The plan runner (plans/run.ts) is its one caller for plans.
+// (cli/error-report.ts). The plan runner (run.ts) is its one caller for plans.
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 
