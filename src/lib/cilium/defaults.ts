@@ -2,6 +2,7 @@
 // never user-settable), from the Talos Cilium guide and ADR-0099 decisions 2-4 / ADR 0131.
 import type {OwnedKey} from '../values/engine.js'
 import type {KubeProxyMode, TunnelProtocol} from '../state/installation-types.js'
+import {KUBEPRISM_PORT} from '../talos/patches.js'
 import type {Values} from '../values/path.js'
 
 /** The command that switches the kube-proxy mode to `mode` (or finishes a half-done switch). */
@@ -9,7 +10,6 @@ export function switchCommand(mode: KubeProxyMode): string {
   return `ichor cni kube-proxy ${mode === 'replaced' ? 'replace' : 'restore'}`
 }
 
-export const KUBEPRISM_PORT = 7445
 const CILIUM_SECRETS_NAMESPACE = 'cilium-secrets'
 
 /**

@@ -3,7 +3,7 @@
 import type {Issue} from '../errors/errors.js'
 import {getPath, type Values} from '../values/path.js'
 import type {KubeProxyMode} from '../state/installation-types.js'
-import {KUBEPRISM_PORT} from './defaults.js'
+import {KUBEPRISM_PORT} from '../talos/patches.js'
 
 export interface CiliumFacts {
   kubeProxy: KubeProxyMode

@@ -10,13 +10,14 @@
 // the legacy `.cluster.proxy` / `.cluster.network` fields, so the two forms never mix.
 // Field names and kinds are verified against the Talos source (README.md beside this file).
 import type {KubeProxyMode} from '../state/installation-types.js'
-import {KUBEPRISM_PORT} from '../cilium/defaults.js'
 import {IchorError} from '../errors/errors.js'
 import {toYaml} from '../yaml/emit.js'
 import {hasMultidocHostDNSConfig, hasMultidocKubernetesConfig, requireSupportedTalosVersion, type TalosVersion} from './versions.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export const DEFAULT_INLINE_MANIFEST_NAME = 'cilium'
+/** KubePrism's port on every node, which these patches enable; Cilium reaches the API server through it. */
+export const KUBEPRISM_PORT = 7445
 /** The taint Talos puts on control planes (pkg/machinery/constants LabelNodeRoleControlPlane). */
 const CONTROL_PLANE_TAINT = 'node-role.kubernetes.io/control-plane'
 
