@@ -1,6 +1,20 @@
-// What the operator reads at the end of `ichor init`.
+// What `ichor init` returns (its --json result), and what the operator reads at the end of it.
 import type {InitInputs} from './inputs.js'
-import type {InitResult} from '../plans/init.js'
+import type {PromotionMode} from '../state/installation-types.js'
+import type {RunResult} from '../tasks/types.js'
+
+export interface InitResult extends RunResult {
+  /** The Kokumi admin password, present only on the first successful run (shown once; `ichor stack password kokumi` later). */
+  kokumiAdminPassword?: string
+  kubeconfig: string
+  bundles: {component: string; repository: string; tag: string; digest: string}[]
+  /** The state folder's controlplane.yaml and whether it still carries the Cilium inline manifest (after the hand-over it does not). */
+  controlPlaneConfig: {path: string; inlineManifest: boolean}
+  /** Where the cluster differs from its IchorInstallation, each with the command that restores it; said on every run. */
+  drift: {subject: string; message: string; restore: string}[]
+  /** How Kokumi promotes new bundles; with Manual, init approved the first install itself (promote-first-install). */
+  promotion: PromotionMode
+}
 
 export function renderInitSummary(inputs: InitInputs, result: InitResult): string {
   const lines = [

@@ -6,7 +6,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps, type InitResult} from './init.js'
+import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
 import {runPlan, type Plan} from './run.js'
 import type {ConfigPatch, GeneratedStackSecrets, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
 import {generateStackSecrets} from '../stack/prepare.js'
@@ -30,6 +30,7 @@ import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from 
 import {confirm, consentNeeded} from './consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
 import {renderInit, type InitRender} from '../init/render.js'
+import type {InitResult} from '../init/summary.js'
 
 export interface InitRequest {
   flags: InitFlags

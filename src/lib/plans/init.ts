@@ -8,9 +8,10 @@ import {adoptCiliumTask, ciliumReleaseDrift, ciliumReleaseView, waitCiliumTask} 
 import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
+import type {InitResult} from '../init/summary.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import type {GeneratedStackSecrets, MachineConfigInputs, PromotionMode} from '../state/installation-types.js'
+import type {GeneratedStackSecrets, MachineConfigInputs} from '../state/installation-types.js'
 import {
   firstApplyTask,
   ordersTask,
@@ -65,19 +66,6 @@ export interface InitStepsInput {
   timeoutMs: number
   /** Filled by the stack-secrets step: the Kokumi password to show once. */
   secrets: StackSecretsOutcome
-}
-
-export interface InitResult extends RunResult {
-  /** The Kokumi admin password, present only on the first successful run (shown once; `ichor stack password kokumi` later). */
-  kokumiAdminPassword?: string
-  kubeconfig: string
-  bundles: {component: string; repository: string; tag: string; digest: string}[]
-  /** The state folder's controlplane.yaml and whether it still carries the Cilium inline manifest (after the hand-over it does not). */
-  controlPlaneConfig: {path: string; inlineManifest: boolean}
-  /** Where the cluster differs from its IchorInstallation, each with the command that restores it; said on every run. */
-  drift: {subject: string; message: string; restore: string}[]
-  /** How Kokumi promotes new bundles; with Manual, init approved the first install itself (promote-first-install). */
-  promotion: PromotionMode
 }
 
 /**
