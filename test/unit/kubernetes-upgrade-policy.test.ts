@@ -4,7 +4,8 @@
 // talosctl upgrade-k8s's dry run that the prune guard relies on.
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {checkKubernetesUpgrade, nextMinorNeedsCilium, parseUpgradeK8sDryRun, protectedChanges} from '../../src/lib/kubernetes/policy.js'
+import {nextMinorNeedsCilium} from '../../src/lib/cilium/compatibility.js'
+import {checkKubernetesUpgrade, parseUpgradeK8sDryRun, protectedChanges} from '../../src/lib/kubernetes/policy.js'
 
 const refusal = (f: () => unknown): IchorError => {
   try {

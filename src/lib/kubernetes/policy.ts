@@ -6,8 +6,8 @@
 //   - inside the installed Cilium minor's tested range (cilium/compatibility.ts), else refused
 //     naming the `ichor cni upgrade` steps that make it compatible, or --allow-untested.
 // And the reading of `talosctl upgrade-k8s --dry-run`, which the prune guard relies on.
-import {KUBERNETES_TESTED_BY_CILIUM_MINOR} from '../cilium/compatibility.js'
-import {minorOf, nextCiliumUpgrade} from '../cilium/versions.js'
+import {ciliumUntested} from '../cilium/compatibility.js'
+import {minorOf} from '../cilium/versions.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {compareVersions, KUBERNETES_RANGE_BY_TALOS_MINOR, parseKubernetesVersion, parseTalosVersion, type KubernetesVersion} from '../talos/versions.js'
@@ -28,10 +28,6 @@ export interface KubernetesUpgradeInput {
 export type KubernetesUpgradeVerdict = {kind: 'same' | 'patch' | 'minor'; from: string; to: string; warnings: string[]}
 
 const asMinor = (v: Pick<KubernetesVersion, 'major' | 'minor'>) => v.major * 1000 + v.minor
-const parseMinor = (text: string) => {
-  const [major, minor] = text.split('.').map(Number) as [number, number]
-  return {major, minor}
-}
 
 function usage(message: string, hint?: string): IchorError {
   return new IchorError(message, {exitCode: EXIT.usage, hint})
@@ -78,42 +74,6 @@ function withFlag<T>(flag: string, f: () => T): T {
     if (e instanceof IchorError) throw usage(e.message.replace(/^--[a-z-]+:/, `${flag}:`))
     throw e
   }
-}
-
-/** Why Kubernetes `to` is outside the Cilium minor's tested range, and the cni upgrades that fix it; undefined inside. */
-function ciliumUntested(ciliumVersion: string, to: Pick<KubernetesVersion, 'major' | 'minor'>): {message: string; fix: string; cilium?: string} | undefined {
-  const minor = minorOf(ciliumVersion)
-  const tested = KUBERNETES_TESTED_BY_CILIUM_MINOR[minor]
-  const k = `${to.major}.${to.minor}`
-  const covering = Object.entries(KUBERNETES_TESTED_BY_CILIUM_MINOR)
-    .filter(([, t]) => asMinor(parseMinor(t.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(t.newest)))
-    .map(([m]) => m)
-    .sort((a, b) => asMinor(parseMinor(a)) - asMinor(parseMinor(b)))
-  if (tested && asMinor(parseMinor(tested.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(tested.newest))) return undefined
-  const message = tested
-    ? `Cilium ${minor} is tested on Kubernetes ${tested.oldest} to ${tested.newest}, not ${k} (Cilium's Kubernetes compatibility table at ${tested.source})`
-    : `no tested Kubernetes range is known for Cilium ${minor} (ichor knows ${Object.keys(KUBERNETES_TESTED_BY_CILIUM_MINOR).join(', ')})`
-  const target = covering.find((m) => asMinor(parseMinor(m)) > asMinor(parseMinor(minor)))
-  if (!target) return {message, fix: `no Cilium minor ichor knows is tested on Kubernetes ${k}`}
-  // The cni upgrade steps, as its own policy takes them: newest patch first, one minor at a time.
-  const steps: string[] = []
-  for (let v: string | undefined = ciliumVersion; v && minorOf(v) !== target;) {
-    v = nextCiliumUpgrade(v)
-    if (v) steps.push(`ichor cni upgrade --to ${v}`)
-  }
-  return {message, fix: `upgrade Cilium to ${target} first: ${steps.join(', then ')}`, cilium: target}
-}
-
-/** What `cni status` says about the next Kubernetes minor. */
-export function nextMinorNeedsCilium(
-  ciliumVersion: string,
-  kubernetes: string,
-): {next: string; needsCiliumUpgrade: boolean; cilium?: string; message?: string} {
-  const k = parseKubernetesVersion(kubernetes)
-  const next = {major: k.major, minor: k.minor + 1}
-  const untested = ciliumUntested(ciliumVersion, next)
-  if (!untested) return {next: `${next.major}.${next.minor}`, needsCiliumUpgrade: false}
-  return {next: `${next.major}.${next.minor}`, needsCiliumUpgrade: true, cilium: untested.cilium, message: `${untested.message}; ${untested.fix}`}
 }
 
 // ---------- talosctl upgrade-k8s --dry-run ----------

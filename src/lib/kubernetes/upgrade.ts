@@ -1,7 +1,6 @@
 // What `ichor kubernetes upgrade` reads: the Kubernetes version the control planes run (from
 // their machine configs, as talosctl's own detection does), the objects Talos must never prune
 // or change (the Cilium release's, the stack's, ichor's own), and the steps of its plan.
-import {parseAllDocuments} from 'yaml'
 import {CILIUM_RELEASE, ICHOR_SYSTEM, INSTALLATION} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readReleaseRecord} from '../helm/release-record.js'
@@ -16,25 +15,11 @@ import {findReleaseInTalosInventory} from '../talos/inventory.js'
 import {HELM_MANAGED_BY_LABEL, HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from '../talos/ownership.js'
 import {upgradeK8s} from '../talos/talosctl.js'
 import type {TalosAccess} from '../talos/access.js'
-import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
+import {compareVersions, kubernetesVersionOfConfig, parseKubernetesVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {checkKubernetesUpgrade, parseUpgradeK8sDryRun, protectedChanges, type KubernetesUpgradeVerdict, type ProtectedObject} from './policy.js'
 import {EXIT} from '../errors/exit-codes.js'
-
-/**
- * The kube-apiserver image tag of a machine config: the KubeAPIServerConfig document (Talos
- * v1.14 multi-document form) or `cluster.apiServer.image` (v1alpha1), as talosctl v1.14
- * pkg/cluster/kubernetes `DetectLowestVersion` reads the APIServerConfig Talos derives from them.
- * Undefined when the config names no image (Talos then runs its default for the config's version).
- */
-export function kubernetesVersionOfConfig(configYaml: string): string | undefined {
-  const docs = parseAllDocuments(configYaml).map((d) => d.toJS() as Record<string, unknown> | null)
-  const doc = docs.find((d) => d?.kind === 'KubeAPIServerConfig') as {image?: string} | undefined
-  const legacy = docs.find((d) => d && !d.kind && !d.apiVersion) as {cluster?: {apiServer?: {image?: string}}} | undefined
-  const image = doc?.image ?? legacy?.cluster?.apiServer?.image
-  return image ? /:v?(\d+\.\d+\.\d+)(?:@.*)?$/.exec(image)?.[1] : undefined
-}
 
 export interface RunningKubernetes {
   /** The lowest version among the control planes (what talosctl upgrades from). */

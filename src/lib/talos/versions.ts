@@ -1,6 +1,7 @@
-// Talos and Kubernetes versions as ichor reads them from flags, and the Talos config
-// "contract" facts that decide which machine-config form a patch must use.
+// Talos and Kubernetes versions as ichor reads them from flags and machine configs, and the
+// Talos config "contract" facts that decide which machine-config form a patch must use.
 // Each fact names the Talos source it was read from (see README.md beside this file).
+import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 
@@ -130,4 +131,18 @@ export function requireCompatibleKubernetesVersion(talos: TalosVersion | string,
     )
   }
   return k
+}
+
+/**
+ * The kube-apiserver image tag of a machine config: the KubeAPIServerConfig document (Talos
+ * v1.14 multi-document form) or `cluster.apiServer.image` (v1alpha1), as talosctl v1.14
+ * pkg/cluster/kubernetes `DetectLowestVersion` reads the APIServerConfig Talos derives from them.
+ * Undefined when the config names no image (Talos then runs its default for the config's version).
+ */
+export function kubernetesVersionOfConfig(configYaml: string): string | undefined {
+  const docs = parseAllDocuments(configYaml).map((d) => d.toJS() as Record<string, unknown> | null)
+  const doc = docs.find((d) => d?.kind === 'KubeAPIServerConfig') as {image?: string} | undefined
+  const legacy = docs.find((d) => d && !d.kind && !d.apiVersion) as {cluster?: {apiServer?: {image?: string}}} | undefined
+  const image = doc?.image ?? legacy?.cluster?.apiServer?.image
+  return image ? /:v?(\d+\.\d+\.\d+)(?:@.*)?$/.exec(image)?.[1] : undefined
 }
