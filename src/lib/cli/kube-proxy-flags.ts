@@ -4,7 +4,7 @@ import {ciliumChartFlags, IchorCommand} from './base.js'
 import {ciliumChartOptions, talosOptions} from './bind.js'
 import {planFlags, statePassphraseFlags, talosAccessFlags} from './flags.js'
 import {runCniKubeProxy, type CniKubeProxyResult} from '../plans/cni-kube-proxy.js'
-import type {KubeProxyMode} from '../cilium/defaults.js'
+import type {KubeProxyMode} from '../state/installation-types.js'
 
 export const kubeProxySwitchFlags = {
   ...planFlags({timeout: 900, dryRun: 'probe every step and show the plan; change nothing'}),
