@@ -52,7 +52,7 @@ afterEach(async () => {
 function recording(): {session: RecordingSession; ctx: PlanContext} {
   const session = new RecordingSession({command: 'test'})
   sessions.push(session)
-  return {session, ctx: {session, tempDir: '', talos: new TalosAccess(() => session.kube(), {}, session.talosReads), onClose: () => undefined}}
+  return {session, ctx: {session, tempDir: '', talos: new TalosAccess(() => session.kube(), {}), onClose: () => undefined}}
 }
 
 /**
@@ -88,7 +88,7 @@ describe('no probe of a built plan has an effect on the session', () => {
   })
 
   it('init', async () => {
-    const {session} = recording()
+    const {session, ctx} = recording()
     const inputs = {clusterName: 'homelab', controlPlanes: ['192.0.2.10'], workers: []} as unknown as InitInputs
     const steps = initSteps({
       session,
@@ -96,6 +96,7 @@ describe('no probe of a built plan has an effect on the session', () => {
       state: localState('homelab', '/nonexistent'),
       render: never,
       nodes: never,
+      reads: ctx.talos.reads,
       generated: {} as never,
       userValues: {cilium: {}, argocd: {}, kokumi: {}},
       allowReboot: false,

@@ -235,15 +235,16 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
     async afterConsent(p, ctx) {
       Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, note: req.note}))
       // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
-      p.nodes = checkNodesReachable(p.inputs, state, ctx.session.talosReads)
+      p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads)
       p.nodes.catch(() => undefined) // awaited by the validate step
       const release = claimStateDir(state, {dryRun: req.dryRun, note: req.note})
       if (release) ctx.onClose(release)
     },
-    steps: (p, {session}) =>
+    steps: (p, {session, talos}) =>
       initSteps({
         ...p,
         session,
+        reads: talos.reads,
         state,
         render: () => p.rendering,
         nodes: () => p.nodes!,

@@ -33,7 +33,7 @@ import {inlineManifestForms} from '../talos/handover.js'
 import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {listDisks, type Reachability} from '../talos/talosctl.js'
-import type {TalosNodeReads} from '../talos/node-reads.js'
+import {TalosNodeReads} from '../talos/node-reads.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -44,6 +44,8 @@ import {withLease} from './run.js'
 /** What init's steps are built from: the checked inputs and what the run read before them. */
 export interface InitStepsInput {
   session: Session
+  /** The run's node reads (ctx.talos.reads): what the pre-check read serves the later probes. */
+  reads: TalosNodeReads
   inputs: InitInputs
   /** May still be rendering: the nodes are probed meanwhile (read-only). */
   render: Later<InitRender>
@@ -85,7 +87,7 @@ export function initSteps(d: InitStepsInput): Task[] {
     validateTask(d),
     talosSecretsTask({state, clusterBundle: d.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
-    applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: session.talosReads}),
+    applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: d.reads}),
     bootstrapTask({state, inputs, session, timeoutMs}),
     nodeConfigChangesTask({
       state,
@@ -98,7 +100,7 @@ export function initSteps(d: InitStepsInput): Task[] {
       kube: () => session.kube(),
       note: d.note,
       timeoutMs,
-      reads: session.talosReads,
+      reads: d.reads,
     }),
     cluster(
       storeDesiredStateTask({
@@ -120,7 +122,7 @@ export function initSteps(d: InitStepsInput): Task[] {
         values: async () => (await render()).cilium.effective,
       }),
     ),
-    cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes})),
+    cluster(talosHandoverTask({session, state, controlPlanes: inputs.controlPlanes, reads: d.reads})),
     cluster(stackSecretsTask({session, stack, generated: d.generated})),
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
@@ -175,11 +177,11 @@ export async function initResult(
  * The steps of a real run, for the offline dry run's plan: built on a session that contacts
  * nothing (any use is refused), never run; the Lease where the runner puts it.
  */
-export function initPlanSteps(d: Omit<InitStepsInput, 'session' | 'render' | 'nodes' | 'secrets'>): {id: string; title: string}[] {
+export function initPlanSteps(d: Omit<InitStepsInput, 'session' | 'render' | 'nodes' | 'secrets' | 'reads'>): {id: string; title: string}[] {
   const session = openSession({command: 'init', offline: true})
   try {
     const never = () => Promise.reject(new Error('the offline plan is never run'))
-    const steps = initSteps({...d, session, render: never, nodes: never, secrets: {}})
+    const steps = initSteps({...d, session, render: never, nodes: never, secrets: {}, reads: new TalosNodeReads()})
     return withLease(steps, leaseTask({session}), INIT_LEASE).map(({id, title}) => ({id, title}))
   } finally {
     void session.close()

@@ -116,7 +116,7 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
   const releases: (() => void)[] = []
   try {
     await session.clusterAnswers()
-    const talos = new TalosAccess(() => session.kube(), {...plan.talos, sealedKey, privateDir: temp?.dir}, session.talosReads)
+    const talos = new TalosAccess(() => session.kube(), {...plan.talos, sealedKey, privateDir: temp?.dir})
     const ctx: PlanContext = {session, tempDir: temp?.dir ?? '', talos, onClose: (release) => releases.push(release)}
     const prepared = (plan.prepare ? await plan.prepare(ctx) : undefined) as P
     if (ask) {

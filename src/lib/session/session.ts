@@ -13,7 +13,6 @@ import {OciClient} from '../oci/client.js'
 import {openPrivateTempDir, writePrivateFileAtomic} from '../fs/private-files.js'
 import {toYaml} from '../yaml/emit.js'
 import {onInterrupt} from './interrupt.js'
-import {TalosNodeReads} from '../talos/node-reads.js'
 import {once, type Once} from '../tasks/memo.js'
 
 export interface SessionOptions {
@@ -49,8 +48,6 @@ export class Session {
   private readonly removeInterruptHandler: () => void
   private closed = false
   private helmKubeconfig?: {path: string; remove(): void}
-  /** What this command read from the Talos nodes, shared by its steps (dropped on every write). */
-  readonly talosReads = new TalosNodeReads()
 
   constructor(private readonly options: SessionOptions) {
     this.removeInterruptHandler = onInterrupt(() => this.close())

@@ -335,9 +335,9 @@ function localConfigWithInline(state: LocalState): string | undefined {
  * then the same removal in the state folder's controlplane.yaml (applying it later must not
  * bring the entry back).
  */
-export function talosHandoverTask(p: {session: Session; state: LocalState; controlPlanes: string[]}): Task {
+export function talosHandoverTask(p: {session: Session; state: LocalState; controlPlanes: string[]; reads: TalosNodeReads}): Task {
   // The run's reads: the control planes' configs init's pre-check read serve the probe.
-  const access = () => ({talosconfig: p.state.talosconfig, controlPlanes: p.controlPlanes, reads: p.session.talosReads})
+  const access = () => ({talosconfig: p.state.talosconfig, controlPlanes: p.controlPlanes, reads: p.reads})
   return {
     id: 'talos-handover',
     title: 'Take Cilium out of Talos: inventory, inline-manifest entry on the nodes and in the local controlplane.yaml',
