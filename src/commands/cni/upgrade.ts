@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
-import {ciliumChartFlags, IchorCommand} from '../../lib/cli/base.js'
+import {ciliumChangeFlags, IchorCommand} from '../../lib/cli/base.js'
 import {ciliumChartOptions, talosOptions} from '../../lib/cli/bind.js'
-import {planFlags, talosAccessFlags} from '../../lib/cli/flags.js'
+import {planFlags} from '../../lib/cli/flags.js'
 import {paintDiff} from '../../lib/text/diff.js'
 import {runCniUpgrade} from '../../lib/plans/cni-upgrade.js'
 
@@ -18,8 +18,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
   ]
   static override flags = {
     ...planFlags({timeout: 900, dryRun: 'check and show the plan and the values diff; change nothing'}),
-    ...talosAccessFlags,
-    ...ciliumChartFlags,
+    ...ciliumChangeFlags,
     to: Flags.string({description: 'the Cilium version to upgrade to (found in the fetched assets or the mirror)', helpValue: 'VERSION'}),
     'skip-patch-check': Flags.boolean({
       description:

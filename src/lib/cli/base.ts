@@ -6,7 +6,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {configureLog} from '../log/log.js'
 import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
-import {verbosityFlags} from './flags.js'
+import {talosAccessFlags, verbosityFlags} from './flags.js'
 import {planOptions, type PlanFlags} from './bind.js'
 import {installInterruptHandlers} from '../session/interrupt.js'
 
@@ -40,7 +40,11 @@ export abstract class IchorCommand extends Command {
     options?: Interfaces.Input<F, B, A>,
     argv?: string[],
   ): Promise<Interfaces.ParserOutput<F, B, A>> {
-    const parsed = await super.parse(options, argv)
+    // oclif spreads the class into its parser options, which keeps a class's own statics only: a
+    // base command's `strict` (ValuesCommand) would be dropped. Every parser input is read through the chain.
+    const input = options ?? (this.ctor as unknown as Interfaces.Input<F, B, A>)
+    const {flags, baseFlags, constraints, enableJsonFlag, args, strict, context} = input
+    const parsed = await super.parse({flags, baseFlags, constraints, enableJsonFlag, args, strict, context, '--': input['--']}, argv)
     const timeoutMs = (parsed.flags as {'request-timeout'?: unknown})['request-timeout']
     if (typeof timeoutMs === 'number') configureRequests({timeoutMs})
     return parsed
@@ -96,6 +100,11 @@ export abstract class IchorCommand extends Command {
   }
 }
 
+/** A values command: KEY=VALUE arguments after its own (oclif's strict parsing off). */
+export abstract class ValuesCommand extends IchorCommand {
+  static override strict = false
+}
+
 /** Flags that point at the upstream artifacts; every command that renders takes them. */
 export const assetFlags = {
   'cilium-chart': Flags.string({description: 'Cilium chart .tgz to use instead of the pinned, fetched one', helpValue: 'FILE'}),
@@ -118,6 +127,9 @@ export const allowUnpinnedFlag = {
 
 /** The Cilium chart a command renders: --cilium-chart and --mirror (ciliumChartOptions reads them). */
 export const ciliumChartFlags = {'cilium-chart': assetFlags['cilium-chart'], mirror: assetFlags.mirror}
+
+/** A command that changes Cilium's release: the Talos nodes it reads its guards' facts from, and the chart (ciliumChangeOptions). */
+export const ciliumChangeFlags = {...talosAccessFlags, ...ciliumChartFlags}
 
 /** The artifacts a command publishing the stack renders (stackSourceOptions reads them). */
 export const stackSourceFlags = {

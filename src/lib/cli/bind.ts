@@ -4,6 +4,8 @@
 import type {PlanOptions} from '../plans/options.js'
 import type {StackArtifactSources} from '../stack/from-installation.js'
 import {outputModeFor} from '../tasks/engine.js'
+import type {StackComponent} from '../state/installation-types.js'
+import {valuesInputFrom, type ValuesFlags} from './values-args.js'
 
 /** kubeFlags, a timeout, --dry-run, lockFlags and yesFlag, as oclif parsed them (a command may lack some). */
 export interface PlanFlags {
@@ -43,6 +45,11 @@ export function ciliumChartOptions(flags: {'cilium-chart'?: string; mirror?: str
   return {chart: flags['cilium-chart'], mirror: flags.mirror}
 }
 
+/** ciliumChangeFlags: talosAccessFlags and the chart. */
+export function ciliumChangeOptions(flags: {talosconfig?: string; 'state-dir'?: string; 'cilium-chart'?: string; mirror?: string}) {
+  return {...talosOptions(flags), ...ciliumChartOptions(flags)}
+}
+
 /** --argocd-chart, --kokumi-manifest, --mirror and --allow-unpinned of a command that publishes the stack. */
 export function stackSourceOptions(
   flags: {'argocd-chart'?: string; 'kokumi-manifest'?: string; mirror?: string; 'allow-unpinned'?: boolean; 'dry-run'?: boolean},
@@ -53,5 +60,20 @@ export function stackSourceOptions(
     kokumiManifest: flags['kokumi-manifest'],
     mirror: flags.mirror,
     pinning: {command: `ichor ${command}`, dryRun: flags['dry-run'] ?? false, allowUnpinned: flags['allow-unpinned'] ?? false},
+  }
+}
+
+/** A `stack values set|edit` run: its component, the values change (arguments after COMPONENT), the registry and the artifacts. */
+export function stackValuesOptions(
+  component: string,
+  argv: unknown[],
+  flags: ValuesFlags & {'registry-endpoint'?: string} & Parameters<typeof stackSourceOptions>[0],
+  command: string,
+) {
+  return {
+    component: component as StackComponent,
+    input: valuesInputFrom(argv.slice(1), flags),
+    registryEndpoint: flags['registry-endpoint'],
+    sources: stackSourceOptions(flags, command),
   }
 }

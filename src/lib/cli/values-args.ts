@@ -68,7 +68,10 @@ export const VALUES_SYNTAX_HELP =
 
 type SetFlagValues = {[name in SetFlagName]?: string[]}
 
-export function valuesInputFrom(argv: unknown[], flags: SetFlagValues & {values?: string[]; replace?: boolean}): ValuesInput {
+/** The parsed values flags (valuesFlags, valuesChangeFlags). */
+export type ValuesFlags = SetFlagValues & {values?: string[]; replace?: boolean}
+
+export function valuesInputFrom(argv: unknown[], flags: ValuesFlags): ValuesInput {
   const positional = argv.map(String)
   for (const s of positional) {
     if (!s.includes('='))

@@ -10,18 +10,9 @@ const HELM_FIX = 'install Helm 3.18+ or 4.0.1+ and put it on PATH, or set ICHOR_
 
 /** helm is there, runs, and is a version that adopts objects with --take-ownership correctly. */
 export async function checkHelm(): Promise<DoctorCheck> {
-  let path: string
-  try {
-    path = helmPath()
-  } catch (error) {
-    return fail('helm', messageOf(error), HELM_FIX)
-  }
-  let out: string
-  try {
-    out = await helmVersionOf(path)
-  } catch (error) {
-    return fail('helm', messageOf(error), hintOf(error) ?? HELM_FIX)
-  }
+  const found = await versionOf('helm', helmPath, helmVersionOf, (error) => hintOf(error) ?? HELM_FIX)
+  if ('status' in found) return found
+  const {path, out} = found
   const version = parseHelmVersion(out)
   if (!version) return fail('helm', `cannot read helm's version from "${out}" (${path})`, HELM_FIX)
   const problem = helmVersionProblem(version)
@@ -37,18 +28,9 @@ export async function checkHelm(): Promise<DoctorCheck> {
  */
 export async function checkTalosctl(target: TalosVersion): Promise<DoctorCheck> {
   const fix = `install talosctl ${target.tag} and put it on PATH, or set ICHOR_TALOSCTL to its path`
-  let path: string
-  try {
-    path = talosctlPath()
-  } catch (error) {
-    return fail('talosctl', messageOf(error), fix)
-  }
-  let out: string
-  try {
-    out = await talosctlVersionOf(path)
-  } catch (error) {
-    return fail('talosctl', messageOf(error), fix)
-  }
+  const found = await versionOf('talosctl', talosctlPath, talosctlVersionOf, () => fix)
+  if ('status' in found) return found
+  const {path, out} = found
   const tag = parseTalosctlClientTag(out)
   let version: TalosVersion | undefined
   try {
@@ -67,4 +49,24 @@ export async function checkTalosctl(target: TalosVersion): Promise<DoctorCheck> 
     )
   }
   return warn('talosctl', `talosctl ${tag} at ${path} is newer than the Talos ${target.tag} targeted`, `${fix} (a matching client is what Talos supports)`)
+}
+
+/** Where the binary is and what its version command prints; or the failed check, with the fix for a binary that is missing or does not run. */
+async function versionOf(
+  name: string,
+  locate: () => string,
+  version: (path: string) => Promise<string>,
+  runFix: (error: unknown) => string,
+): Promise<{path: string; out: string} | DoctorCheck> {
+  let path: string
+  try {
+    path = locate()
+  } catch (error) {
+    return fail(name, messageOf(error), runFix(undefined))
+  }
+  try {
+    return {path, out: await version(path)}
+  } catch (error) {
+    return fail(name, messageOf(error), runFix(error))
+  }
 }

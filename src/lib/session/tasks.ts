@@ -41,3 +41,8 @@ export function closeRegistryTunnelTask(p: {session: Session}): Task {
     },
   }
 }
+
+/** A step that talks to Kokumi's registry opens the tunnel as it starts, never in its probe (which only reads). */
+export function opensRegistry(session: Session): Pick<Task, 'enter'> {
+  return {enter: () => session.openRegistry()}
+}

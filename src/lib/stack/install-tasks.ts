@@ -2,6 +2,7 @@
 // Kokumi and Argo CD, the bundles in Kokumi's registry, the Orders, the policies, and the
 // wait for Argo CD to deliver both (which every stack plan ends with). The steps that
 // repair a running stack (`stack sync`) are in sync-tasks.ts.
+import {opensRegistry} from '../session/tasks.js'
 import {ICHOR_SYSTEM, STATE_SECRETS} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readDelivery, readOrder} from './delivery.js'
@@ -181,8 +182,7 @@ function repositoryPath(c: PreparedComponent): string {
 export function publishBundlesTask(p: {session: Session; stack: Later<PreparedStack>}): Task {
   return {
     id: 'publish-bundles',
-    // The tunnel is opened as the step starts, never by its probe (which only reads).
-    enter: () => p.session.openRegistry(),
+    ...opensRegistry(p.session),
     title: 'Publish the kokumi and argocd bundles to the in-cluster registry',
     async probe() {
       const client = await p.session.registry()

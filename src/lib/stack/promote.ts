@@ -204,3 +204,9 @@ export function awaitingLines(awaiting: readonly string[] | undefined): string {
   if (!awaiting?.length) return ''
   return `\nPublished, waiting for approval (promotion Manual):\n${awaiting.map((line) => `  ${line}`).join('\n')}`
 }
+
+/** The closing line of `stack values set|edit`: the component's new bundle, or that nothing changed, then what waits for approval. */
+export function valuesChangeLine(r: {component: string; changed: boolean; tag: string; digest: string; awaitingApproval?: readonly string[]}): string {
+  const what = r.changed ? `${r.component} is at ${r.tag} (${r.digest.slice(0, 19)}).` : `${r.component} already has these values: nothing changed.`
+  return `\n${what}${awaitingLines(r.awaitingApproval)}`
+}

@@ -1,5 +1,6 @@
 // `stack sync`'s steps, which repair a running stack: republish the bundles the registry
 // lost, make Kokumi render again what it lost, and apply again what drifted from the bundles.
+import {opensRegistry} from '../session/tasks.js'
 import {FIELD_MANAGER, ARGOCD_NAMESPACE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {readApplication} from './delivery.js'
@@ -37,8 +38,7 @@ export function republishTask(p: {session: Session; published: Later<PublishedBu
   }
   return {
     id: 'republish-bundles',
-    // The tunnel is opened as the step starts, never by its probe (which only reads).
-    enter: () => p.session.openRegistry(),
+    ...opensRegistry(p.session),
     title: 'Republish the bundles the registry lost (same inputs, same digests)',
     async probe() {
       const published = await p.published()
@@ -107,8 +107,7 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
   }
   return {
     id: 'rerender-orders',
-    // The tunnel is opened as the step starts, never by its probe (which only reads).
-    enter: () => p.session.openRegistry(),
+    ...opensRegistry(p.session),
     title: 'Have Kokumi render again the Preparations the registry lost (promotion Manual: serve the same content again)',
     async probe() {
       const gone = await lost()
@@ -243,8 +242,7 @@ export function resyncDriftedTask(p: {session: Session; components: readonly Sta
     d.map((x) => `${x.component}: ${x.objects.map((o) => o.object).join(', ')}`).join('; ')
   return {
     id: 'resync-drifted',
-    // The tunnel is opened as the step starts, never by its probe (which only reads).
-    enter: () => p.session.openRegistry(),
+    ...opensRegistry(p.session),
     title: 'Have Argo CD sync again the objects that differ from the published bundles',
     async probe() {
       const d = await drifted()

@@ -1,23 +1,22 @@
-import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {kubeFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
+import {ciliumChangeFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {kubeFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {diffCiliumValues} from '../../../lib/cilium/diff.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from '../../../lib/plans/local-input.js'
 import {withSession} from '../../../lib/session/session.js'
 
-export default class CniValuesDiff extends IchorCommand {
+export default class CniValuesDiff extends ValuesCommand {
   static override summary = 'Show what a values change would do: the effective-values diff and the rendered-manifest diff against the live release.'
   static override description =
     'With no arguments, the stored user layer is compared with what the release runs (drift). Validates like `cni values set`; changes nothing.\n' +
     VALUES_SYNTAX_HELP
-  static override strict = false
   static override usage = valuesUsage('cni values diff')
   static override examples = [
     '<%= config.bin %> cni values diff hubble.relay.enabled=true --kubeconfig ./kubeconfig',
     '<%= config.bin %> cni values diff -f cilium-values.yaml --replace',
   ]
-  static override flags = {...kubeFlags, ...valuesChangeFlags, ...talosAccessFlags, ...ciliumChartFlags}
+  static override flags = {...kubeFlags, ...valuesChangeFlags, ...ciliumChangeFlags}
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesDiff)

@@ -1,15 +1,14 @@
-import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
-import {ciliumChartOptions, talosOptions} from '../../../lib/cli/bind.js'
-import {planFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
+import {ciliumChangeFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {ciliumChangeOptions} from '../../../lib/cli/bind.js'
+import {planFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runCniValuesEdit} from '../../../lib/plans/cni-values-set.js'
 
-export default class CniValuesEdit extends IchorCommand {
+export default class CniValuesEdit extends ValuesCommand {
   static override summary = "Edit the user layer of Cilium's values in $VISUAL or $EDITOR, then apply it as `cni values set` does."
   static override description =
     'Values that do not validate reopen the editor with the problems as comments at the top; a buffer left unchanged changes nothing.\n-f, --set and KEY=VALUE are the starting change: the editor opens with them applied to the stored layer, and saving applies them.\nSaving the buffer is the confirmation (without a terminal, --yes is required).\n' +
     VALUES_SYNTAX_HELP
-  static override strict = false
   static override usage = valuesUsage('cni values edit')
   static override examples = [
     '<%= config.bin %> cni values edit --kubeconfig ./kubeconfig',
@@ -19,14 +18,13 @@ export default class CniValuesEdit extends IchorCommand {
   static override flags = {
     ...planFlags({timeout: 900}),
     ...valuesChangeFlags,
-    ...talosAccessFlags,
-    ...ciliumChartFlags,
+    ...ciliumChangeFlags,
   }
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesEdit)
     const seed = valuesInputFrom(argv, flags)
-    const result = await runCniValuesEdit({...this.planOptions(flags), ...talosOptions(flags), ...ciliumChartOptions(flags), seed})
+    const result = await runCniValuesEdit({...this.planOptions(flags), ...ciliumChangeOptions(flags), seed})
     if (!('values' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
     return result
   }

@@ -1,19 +1,18 @@
 import {stringify} from 'yaml'
-import {ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {ciliumChangeFlags, ValuesCommand} from '../../../lib/cli/base.js'
 import {ciliumChartOptions, talosOptions} from '../../../lib/cli/bind.js'
-import {planFlags, talosAccessFlags} from '../../../lib/cli/flags.js'
+import {planFlags} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {runCniValuesSet} from '../../../lib/plans/cni-values-set.js'
 
-export default class CniValuesSet extends IchorCommand {
+export default class CniValuesSet extends ValuesCommand {
   static override summary =
     "Change Cilium's values: validate with the live cluster's facts, helm upgrade (rollback on failure), wait, record in the IchorInstallation."
   static override description = `-f files, --set and KEY=VALUE arguments (helm's --set syntax) are merged onto the stored user layer (with --replace they replace it).
 With no arguments the stored user layer is applied again: this recovers a release an interrupted run left pending and records the applied hash.
 The same values twice change nothing (no new Helm revision).
 ${VALUES_SYNTAX_HELP}`
-  static override strict = false
   static override usage = valuesUsage('cni values set')
   static override examples = [
     '<%= config.bin %> cni values set hubble.relay.enabled=true hubble.ui.enabled=true --kubeconfig ./kubeconfig',
@@ -22,8 +21,7 @@ ${VALUES_SYNTAX_HELP}`
   static override flags = {
     ...planFlags({timeout: 900, dryRun: 'validate and show the plan; change nothing'}),
     ...valuesChangeFlags,
-    ...talosAccessFlags,
-    ...ciliumChartFlags,
+    ...ciliumChangeFlags,
   }
 
   async run() {

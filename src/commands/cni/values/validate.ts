@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 import {resolveAsset, describeAsset} from '../../../lib/assets/resolve.js'
-import {assetFlags, ciliumChartFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {assetFlags, ciliumChartFlags, ValuesCommand} from '../../../lib/cli/base.js'
 import {ciliumModeFlags} from '../../../lib/cli/values-flags.js'
 import {VALUES_SYNTAX_HELP, valuesFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import type {KubeProxyMode, TunnelProtocol} from '../../../lib/state/installation-types.js'
@@ -8,10 +8,9 @@ import {newUserLayer} from '../../../lib/values/layer.js'
 import {validateCiliumValues} from '../../../lib/cilium/validate.js'
 import {ValidationError} from '../../../lib/errors/errors.js'
 
-export default class CniValuesValidate extends IchorCommand {
+export default class CniValuesValidate extends ValuesCommand {
   static override summary = 'Check a user layer of Cilium values offline: owned keys, unknown keys, chart schema, size, guards, and a chart render.'
   static override description = VALUES_SYNTAX_HELP
-  static override strict = false
   static override usage = valuesUsage('cni values validate')
   static override examples = [
     '<%= config.bin %> cni values validate -f my-values.yaml',

@@ -1,17 +1,16 @@
-import {assetFlags, IchorCommand} from '../../../lib/cli/base.js'
+import {assetFlags, ValuesCommand} from '../../../lib/cli/base.js'
 import {kubeFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
 import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
 import {paintDiff} from '../../../lib/text/diff.js'
 import {runStackValuesDiff} from '../../../lib/plans/stack-values.js'
 import type {StackComponent} from '../../../lib/state/installation-types.js'
 
-export default class StackValuesDiff extends IchorCommand {
+export default class StackValuesDiff extends ValuesCommand {
   static override summary =
     "Show what a values change of Argo CD or Kokumi would do: the effective-values diff and the bundle's objects against what ichor last published."
   static override description =
     'With no KEY=VALUE or -f, the stored user layer is compared with the published bundle (a change stored but not published shows). Validates like `stack values set`; changes nothing.\n' +
     VALUES_SYNTAX_HELP
-  static override strict = false
   static override usage = valuesUsage('stack values diff', true)
   static override examples = [
     '<%= config.bin %> stack values diff argocd server.replicas=2 --kubeconfig ./kubeconfig',

@@ -1,17 +1,15 @@
-import {IchorCommand, stackSourceFlags} from '../../../lib/cli/base.js'
-import {stackSourceOptions} from '../../../lib/cli/bind.js'
+import {stackSourceFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {stackValuesOptions} from '../../../lib/cli/bind.js'
 import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
-import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
+import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
-import type {StackComponent} from '../../../lib/state/installation-types.js'
-import {awaitingLines} from '../../../lib/stack/promote.js'
+import {valuesChangeLine} from '../../../lib/stack/promote.js'
 
-export default class StackValuesEdit extends IchorCommand {
+export default class StackValuesEdit extends ValuesCommand {
   static override summary = "Edit the user layer of Argo CD's or Kokumi's values in $VISUAL or $EDITOR, then apply it as `stack values set` does."
   static override description =
     'Values that do not validate reopen the editor with the problems as comments at the top; a buffer left unchanged changes nothing. Saving the buffer is the confirmation.\n-f, --set and KEY=VALUE are the starting change: the editor opens with them applied to the stored layer, and saving applies them.\n' +
     VALUES_SYNTAX_HELP
-  static override strict = false
   static override usage = valuesUsage('stack values edit', true)
   static override examples = [
     '<%= config.bin %> stack values edit argocd --kubeconfig ./kubeconfig',
@@ -31,18 +29,10 @@ export default class StackValuesEdit extends IchorCommand {
     const json = this.jsonEnabled()
     const result = await runStackValuesEdit({
       ...this.planOptions(flags),
-      component: args.component as StackComponent,
-      input: valuesInputFrom(argv.slice(1), flags),
-      registryEndpoint: flags['registry-endpoint'],
-      sources: stackSourceOptions(flags, 'stack values edit'),
+      ...stackValuesOptions(args.component, argv, flags, 'stack values edit'),
     })
     if (!('tag' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
-    else if (!json)
-      this.log(
-        result.changed
-          ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}`
-          : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`,
-      )
+    else if (!json) this.log(valuesChangeLine(result))
     return result
   }
 }

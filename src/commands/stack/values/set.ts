@@ -1,16 +1,14 @@
-import {IchorCommand, stackSourceFlags} from '../../../lib/cli/base.js'
-import {stackSourceOptions} from '../../../lib/cli/bind.js'
+import {stackSourceFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {stackValuesOptions} from '../../../lib/cli/bind.js'
 import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
-import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesInputFrom, valuesUsage} from '../../../lib/cli/values-args.js'
+import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
-import type {StackComponent} from '../../../lib/state/installation-types.js'
-import {awaitingLines} from '../../../lib/stack/promote.js'
+import {valuesChangeLine} from '../../../lib/stack/promote.js'
 
-export default class StackValuesSet extends IchorCommand {
+export default class StackValuesSet extends ValuesCommand {
   static override summary = "Change Argo CD's or Kokumi's user values: republish the bundle and move the component's Order."
   static override description = `-f files, --set and KEY=VALUE arguments are merged onto the stored user layer (with --replace they replace it).
 ${VALUES_SYNTAX_HELP}`
-  static override strict = false
   static override usage = valuesUsage('stack values set', true)
   static override examples = [
     '<%= config.bin %> stack values set argocd server.replicas=2',
@@ -30,17 +28,9 @@ ${VALUES_SYNTAX_HELP}`
     const json = this.jsonEnabled()
     const result = await runStackValuesSetPlan({
       ...this.planOptions(flags),
-      component: args.component as StackComponent,
-      input: valuesInputFrom(argv.slice(1), flags),
-      registryEndpoint: flags['registry-endpoint'],
-      sources: stackSourceOptions(flags, 'stack values set'),
+      ...stackValuesOptions(args.component, argv, flags, 'stack values set'),
     })
-    if (!json)
-      this.log(
-        result.changed
-          ? `\n${result.component} is at ${result.tag} (${result.digest.slice(0, 19)}).${awaitingLines(result.awaitingApproval)}`
-          : `\n${result.component} already has these values: nothing changed.${awaitingLines(result.awaitingApproval)}`,
-      )
+    if (!json) this.log(valuesChangeLine(result))
     return result
   }
 }
