@@ -1022,13 +1022,36 @@ function simVersion() {
   return process.env.TALOS_SIM_CLIENT_VERSION ?? 'v1.14.1'
 }
 
+/**
+ * `version`, for one node or several (`-n a,b,c`), as talosctl v1.14.1 does
+ * (cmd/talosctl/cmd/talos/version.go): "Client:" and the client's version, "Server:", then
+ * each node that answers a block of its own (`\tNODE:        <ip>`, then its version lines,
+ * pkg/machinery/version WriteLongVersionFromExisting); every node is asked on its own
+ * (multiplex.UnaryViaFactory), and one that fails is "error getting version from node <ip>:
+ * <error>", the errors joined (one per line) on stderr after the output, exit 1.
+ */
 function version(args) {
   const client = `Client:\n\tTag:         ${simVersion()} (talosctl simulator)\n`
   if (args.bool('client')) return void process.stdout.write(client)
-  const ip = requireNode(args, 'error getting version')
-  const node = loadNode(ip, 'error getting version')
-  requireConfigured(node, args, 'error getting version')
-  process.stdout.write(`${client}Server:\n\tNODE:        ${ip}\n\tTag:         v${node.talosVersion.replace(/^v/, '')}\n`)
+  const nodes = args.list('nodes')
+  if (nodes.length === 0)
+    fail(
+      'failed to determine endpoints: nodes are not set for the command: please use `--nodes` flag or configuration file to set the nodes to run the command against',
+    )
+  const blocks = []
+  const errors = []
+  for (const ip of nodes) {
+    try {
+      const node = loadNode(ip, `error getting version from node ${ip}`)
+      requireConfigured(node, args, `error getting version from node ${ip}`)
+      blocks.push(`\tNODE:        ${ip}\n\tTag:         v${node.talosVersion.replace(/^v/, '')}\n\tEnabled:     RBAC\n`)
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error
+      errors.push(error.message)
+    }
+  }
+  process.stdout.write(`${client}Server:\n${blocks.join('')}`)
+  if (errors.length) fail(errors.join('\n'))
 }
 
 /**

@@ -17,6 +17,7 @@ import type {StateKey} from '../state/state-key.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {once, type Once} from '../tasks/memo.js'
 import {TalosNodeReads} from './node-reads.js'
+import {getTalosVersions, type TalosctlError} from './talosctl.js'
 
 export interface LocalTalosFiles {
   /** An existing talosconfig, when one was named or the state directory holds one. */
@@ -117,7 +118,7 @@ export class TalosAccess {
   constructor(
     kube: () => Promise<Kube>,
     private readonly o: TalosAccessOptions = {},
-    /** The run's node reads (the session's, so init's own steps share them). */
+    /** The run's node reads (init's steps take them as ctx.talos.reads). */
     readonly reads: TalosNodeReads = new TalosNodeReads(),
   ) {
     // A read the caller started serves it; the cluster is contacted only to read it, or to name it in the refusal.
@@ -167,6 +168,11 @@ export class TalosAccess {
   /** Read again now (an action decides on what the node runs at that moment). */
   async freshMachineConfig(node: string): Promise<string> {
     return this.reads.freshMachineConfig(node, await this.talosconfig())
+  }
+
+  /** The Talos version each node runs, asked now in one talosctl call; a node that did not answer, its error. */
+  async runningVersions(nodes: readonly string[]): Promise<Map<string, string | TalosctlError>> {
+    return getTalosVersions({nodes: [...nodes], talosconfig: await this.talosconfig()})
   }
 
   /** A write to the nodes (talosctl patch, upgrade-k8s): what was read from them before or during it is dropped. */

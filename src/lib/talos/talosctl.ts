@@ -437,6 +437,39 @@ export async function getMachineConfigs(opts: {nodes: string[]; talosconfig: str
 }
 
 /**
+ * The Talos version each node runs, in one talosctl call (`version --nodes a,b,c`), as talosctl
+ * v1.14.1 prints it (cmd/talosctl/cmd/talos/version.go): after "Server:", a block a node that
+ * answered (`NODE: <ip>`, then `Tag: <version>`), and on stderr "error getting version from node
+ * <ip>: <error>" for each that did not. A node named in neither (the call timed out) is absent.
+ */
+export async function getTalosVersions(opts: {nodes: string[]; talosconfig: string; timeoutMs?: number}): Promise<Map<string, string | TalosctlError>> {
+  const action = 'talosctl version'
+  const [first] = opts.nodes
+  const answers = new Map<string, string | TalosctlError>()
+  if (first === undefined) return answers
+  const result = await exec(
+    talosctlPath(),
+    ['version', '--nodes', opts.nodes.join(','), '--endpoints', first, '--talosconfig', opts.talosconfig],
+    opts.timeoutMs ?? 30_000,
+  )
+  if (result.timedOut) return answers
+  const server = result.stdout.split(/^Server:$/m)[1] ?? ''
+  let node: string | undefined
+  for (const line of server.split('\n')) {
+    const [, key, value] = /^\s*([A-Za-z ]+):\s*(.*?)\s*$/.exec(line) ?? []
+    if (key === 'NODE') node = value
+    else if (key === 'Tag' && node && opts.nodes.includes(node)) answers.set(node, value!)
+  }
+  for (const line of result.stderr.split('\n')) {
+    const m = /^error getting version from node (\S+): (.*)$/.exec(line.trim())
+    if (m && opts.nodes.includes(m[1]!) && !answers.has(m[1]!)) answers.set(m[1]!, new TalosctlError(m[1], action, m[2]!))
+  }
+  // Nothing at all (no talosconfig, a talosctl that does not run): the command's error is the first node's.
+  if (answers.size === 0 && result.exitCode !== 0) answers.set(first, new TalosctlError(first, action, talosctlMessage(result.stderr || result.stdout)))
+  return answers
+}
+
+/**
  * The manifest ids the node's ManifestApplyController last ran with (`get manifeststatus`:
  * spec.manifestsApplied of the ManifestStatus resource, written after each run, Talos
  * v1.12 and later). Inline manifests are listed as `99-<name>`. Undefined when the node has
