@@ -3,7 +3,7 @@
 import {Writable} from 'node:stream'
 import {describe, expect, it, vi} from 'vitest'
 import {reportOf} from '../../src/lib/cli/error-report.js'
-import {runPlan, type Plan, type PlanRunOptions} from '../../src/lib/plans/run.js'
+import {runPlan, runReadPlan, type Plan, type PlanRunOptions} from '../../src/lib/plans/run.js'
 import type {Session} from '../../src/lib/session/session.js'
 import {holds, missing} from '../../src/lib/tasks/probe.js'
 import type {Task} from '../../src/lib/tasks/types.js'
@@ -188,5 +188,58 @@ describe('runPlan', () => {
       await rejection(runPlan(p, opts(), {open: () => s as unknown as Session, tty: false}))
       expect(s.calls.slice(-2)).toEqual(['unlock', 'close'])
     })
+  })
+})
+
+describe('runReadPlan', () => {
+  it('given a read plan, then it reads on the session without a question, a Lease or a guard, even with no terminal and no --yes; the session is closed', async () => {
+    const s = fakeSession()
+    const r = await runReadPlan(
+      {
+        command: 'test read',
+        read: async ({session, talos}) => (s.calls.push('read'), {same: session === (s as unknown as Session), talos: typeof talos.installation}),
+      },
+      {json: true},
+      {open: () => s as unknown as Session},
+    )
+    expect(r).toEqual({same: true, talos: 'function'})
+    expect(s.calls).toEqual(['clusterAnswers', 'read', 'close'])
+  })
+
+  it("given this machine's input is bad, then it fails before any session is opened", async () => {
+    const s = fakeSession()
+    const e = await rejection(
+      runReadPlan(
+        {
+          command: 'test read',
+          checkLocal: () => {
+            throw new Error('bad flag')
+          },
+          read: async () => s.calls.push('read'),
+        },
+        {json: false},
+        {open: () => s as unknown as Session},
+      ),
+    )
+    expect(reportOf(e).message).toBe('bad flag')
+    expect(s.calls).toEqual([])
+  })
+
+  it('given the read fails, then the error reaches the caller and the session is closed', async () => {
+    const s = fakeSession()
+    const e = await rejection(
+      runReadPlan(
+        {
+          command: 'test read',
+          read: async () => {
+            throw new Error('read broke')
+          },
+        },
+        {json: false},
+        {open: () => s as unknown as Session},
+      ),
+    )
+    expect(reportOf(e).message).toBe('read broke')
+    expect(s.close).toHaveBeenCalledTimes(1)
   })
 })

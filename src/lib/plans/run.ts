@@ -10,6 +10,7 @@
 //      the step that brings the API server up), every mutating step guarded by it,
 //   6. the result; the session (Lease, tunnel, temp files) is closed on every path, and on
 //      SIGINT/SIGTERM by the session's own interrupt handler.
+// A command that only reads (runReadPlan) takes 1, 3 and 6 with the same Talos access.
 import {confirm, consentNeeded, confirmOrAbort} from './consent.js'
 import {openPrivateTempDir} from '../fs/private-files.js'
 import {openSession, type Session, type SessionOptions} from '../session/session.js'
@@ -19,6 +20,7 @@ import {runTasks} from '../tasks/engine.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import type {StateKey} from '../state/state-key.js'
 
 /** What a plan is given besides its session. */
 export interface PlanContext {
@@ -104,20 +106,10 @@ export interface PlanRunDeps {
 
 export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R> {
   await plan.checkLocal?.()
-  const sealed = plan.talos?.sealed
-  // The key file is this machine's input too: refused (exit 2) before any connection.
-  // Imported only here: age (post-quantum crypto included) is for plans that may open the sealed copy.
-  const sealedKey =
-    sealed && (await (await import('./sealed-talosconfig.js')).sealedKeySource({...sealed, stateDir: plan.talos?.stateDir, yes: o.yes, json: o.json}))
+  const sealedKey = await sealedKeyFor(plan, o)
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
-  const session = (deps.open ?? openSession)({...plan.session, command: plan.command})
-  // An opened sealed talosconfig is written into the run's private folder, removed when the run ends.
-  const temp = plan.tempDir || sealedKey ? openPrivateTempDir(plan.tempDir ?? 'ichor-talos-') : undefined
-  const releases: (() => void)[] = []
-  try {
-    await session.clusterAnswers()
-    const talos = new TalosAccess(() => session.kube(), {...plan.talos, sealedKey, privateDir: temp?.dir})
-    const ctx: PlanContext = {session, tempDir: temp?.dir ?? '', talos, onClose: (release) => releases.push(release)}
+  return inPlanContext(plan, sealedKey, deps, async (ctx) => {
+    const {session} = ctx
     const prepared = (plan.prepare ? await plan.prepare(ctx) : undefined) as P
     if (ask) {
       const question = await plan.consent(prepared, ctx)
@@ -130,6 +122,53 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
     const steps = withLease(plan.steps(prepared, ctx), lease, plan.lease)
     const run = await runTasks(steps, {output: o.output, dryRun: o.dryRun, stream: o.stream, guard: () => session.guard()})
     return await plan.result(run, prepared, ctx)
+  })
+}
+
+/**
+ * A command that only reads (`talos status`): the same local check, session and Talos access as
+ * a plan's, so it has no preamble of its own; no question, no Lease, no steps.
+ */
+export interface ReadPlan<R> {
+  command: string
+  session?: Omit<SessionOptions, 'command'>
+  /** The nodes: ctx.talos follows these flags, as a plan's does. */
+  talos?: PlanTalos
+  /** This machine's input, checked before anything else (exit 2 with nothing contacted). */
+  checkLocal?(): void | Promise<void>
+  read(ctx: PlanContext): Promise<R>
+}
+
+export async function runReadPlan<R>(plan: ReadPlan<R>, o: {json: boolean}, deps: Pick<PlanRunDeps, 'open'> = {}): Promise<R> {
+  await plan.checkLocal?.()
+  const sealedKey = await sealedKeyFor(plan, {yes: false, json: o.json})
+  return inPlanContext(plan, sealedKey, deps, (ctx) => plan.read(ctx))
+}
+
+/** The key file is this machine's input too: read now, refused (exit 2) before any connection. */
+async function sealedKeyFor(plan: {talos?: PlanTalos}, o: {yes: boolean; json: boolean}): Promise<(() => Promise<StateKey>) | undefined> {
+  const sealed = plan.talos?.sealed
+  if (!sealed) return undefined
+  // Imported only here: age (post-quantum crypto included) is for plans that may open the sealed copy.
+  const {sealedKeySource} = await import('./sealed-talosconfig.js')
+  return sealedKeySource({...sealed, stateDir: plan.talos?.stateDir, yes: o.yes, json: o.json})
+}
+
+/** Opens the session (the named cluster must answer) and the run's Talos access; closes them on every path. */
+async function inPlanContext<T>(
+  plan: {command: string; session?: Omit<SessionOptions, 'command'>; tempDir?: string; talos?: PlanTalos},
+  sealedKey: (() => Promise<StateKey>) | undefined,
+  deps: Pick<PlanRunDeps, 'open'>,
+  body: (ctx: PlanContext) => Promise<T>,
+): Promise<T> {
+  const session = (deps.open ?? openSession)({...plan.session, command: plan.command})
+  // An opened sealed talosconfig is written into the run's private folder, removed when the run ends.
+  const temp = plan.tempDir || sealedKey ? openPrivateTempDir(plan.tempDir ?? 'ichor-talos-') : undefined
+  const releases: (() => void)[] = []
+  try {
+    await session.clusterAnswers()
+    const talos = new TalosAccess(() => session.kube(), {...plan.talos, sealedKey, privateDir: temp?.dir})
+    return await body({session, tempDir: temp?.dir ?? '', talos, onClose: (release) => releases.push(release)})
   } finally {
     try {
       for (const release of releases.reverse()) release()
