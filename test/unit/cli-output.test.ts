@@ -2,7 +2,7 @@
 // without -o, nothing under --json (oclif prints the result document), and the exit code of a
 // failed result set one way. Table-driven over oclif.manifest.json too: every command that takes
 // -o prints through the helper, so a new one cannot write a fifth variant.
-import {readFileSync} from 'node:fs'
+import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {sink} from '../support/sink.js'
 import {afterEach, describe, expect, it} from 'vitest'
@@ -15,6 +15,7 @@ import {installationCrd} from '../../src/lib/state/installation.js'
 import {runCli} from '../support/run-cli.js'
 import {requiredArgs} from '../support/required-args.js'
 import {sessionFixture} from '../support/session-fixture.js'
+import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
 
 const result = {healthy: false, release: 'cilium', revision: 3, problems: ['a: b']}
@@ -106,10 +107,25 @@ const installation = {
   },
 } as unknown as KubeObject
 
+// `talos status` asks the nodes: a talosconfig, and the Talos node simulator with no node in it
+// (192.0.2.10 refuses), so it prints the degraded document.
+let nodes: SimulatedNodes | undefined
+afterEach(() => {
+  nodes?.cleanup()
+  nodes = undefined
+})
+function talosArgs(id: string): string[] {
+  if (id !== 'talos:status') return []
+  nodes = startSimulatedNodes([])
+  const talosconfig = join(nodes.workDir, 'talosconfig')
+  writeFileSync(talosconfig, 'context: homelab\ncontexts:\n  homelab:\n    endpoints: [192.0.2.10]\n')
+  return ['--talosconfig', talosconfig]
+}
+
 describe('every command with -o prints a parseable document for -o json and -o yaml, against a fake API server', () => {
   it.each(WITH_OUTPUT)('%s', async (id) => {
     const {kubeconfig} = await sessionFixture([installationCrd(), installation])
-    const args = [...id.split(':'), ...(requiredArgs('unused')[id] ?? []), '--kubeconfig', kubeconfig]
+    const args = [...id.split(':'), ...(requiredArgs('unused')[id] ?? []), ...talosArgs(id), '--kubeconfig', kubeconfig]
     const env = {...process.env, ICHOR_MIRROR: '', XDG_STATE_HOME: join(PROJECT_ROOT, 'no-such-state-dir')}
     const json = await runCli([...args, '-o', 'json'], {env})
     expect([0, 1], json.stderr).toContain(json.code)
