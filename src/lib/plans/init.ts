@@ -2,6 +2,7 @@
 // bottom, each made by the factory of its concern. Every step has a read-only probe beside
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
+import {onCluster, validateInitTask} from './steps/init.js'
 import {existsSync} from 'node:fs'
 import {installedArtifact} from '../assets/pinning.js'
 import {adoptCiliumTask, ciliumReleaseDrift, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
@@ -36,7 +37,6 @@ import {listDisks, type Reachability} from '../talos/talosctl.js'
 import {TalosNodeReads} from '../talos/node-reads.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
-import {holds, missing} from '../tasks/probe.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
 import {withLease} from './run.js'
@@ -84,7 +84,7 @@ export function initSteps(d: InitStepsInput): Task[] {
   const release = ciliumReleaseView(session)
   const cluster = (task: Task) => onCluster(session, task)
   return [
-    validateTask(d),
+    validateInitTask(d),
     talosSecretsTask({state, clusterBundle: d.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: d.reads}),
@@ -188,22 +188,6 @@ export function initPlanSteps(d: Omit<InitStepsInput, 'session' | 'render' | 'no
   }
 }
 
-/** Inputs, artifacts and values were checked by the render; every node must answer before any is touched. */
-function validateTask(d: InitStepsInput): Task {
-  return {
-    id: 'validate',
-    title: 'Validate inputs, artifacts and Cilium values; probe the nodes (read-only)',
-    mutating: false,
-    check: true,
-    async probe() {
-      const [render, nodes] = await Promise.all([d.render(), d.nodes()])
-      const maintenance = nodes.filter((n) => n.state === 'maintenance').length
-      return holds(`values valid (Cilium ${render.assets.cilium.version}); ${nodes.length} node(s) answer, ${maintenance} in maintenance mode`)
-    },
-    async run() {},
-  }
-}
-
 /** Every node must answer (maintenance or configured) before any is touched. */
 export async function checkNodesReachable(inputs: InitInputs, state: LocalState, reads: TalosNodeReads): Promise<Reachability[]> {
   const talosconfig = readStateFile(state, 'talosconfig').status === 'ok' ? state.talosconfig : undefined
@@ -248,24 +232,6 @@ export async function checkNodesReachable(inputs: InitInputs, state: LocalState,
 function localConfigCarriesInline(state: LocalState): boolean {
   const read = readStateFile(state, 'controlPlaneConfig')
   return read.status === 'ok' && inlineManifestForms(read.text).length > 0
-}
-
-/** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */
-function onCluster(session: Session, task: Task): Task {
-  const {enter} = task
-  return {
-    ...task,
-    // What a step opens as it starts (the registry tunnel) needs the cluster too.
-    ...(enter && {
-      async enter() {
-        if (await session.clusterAnswers()) await enter()
-      },
-    }),
-    async probe() {
-      if (!(await session.clusterAnswers())) return missing('the cluster does not answer yet')
-      return task.probe()
-    },
-  }
 }
 
 function desiredSpec(o: InitStepsInput, render: InitRender): InstallationSpec {

@@ -2,10 +2,9 @@
 // values engine, is stored in the IchorInstallation, rendered and published as a new bundle
 // (new tag and digest), and the component's Order moves to it. Once the Order exists nothing
 // is applied directly: Kokumi renders, Argo CD syncs. The same values twice change nothing.
+import {storeStackValuesTask} from '../stack/values-tasks.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
-import {isConflict} from '../kube/client.js'
-import {FIELD_MANAGER, INSTALLATION} from '../constants.js'
 import {checkStackValuesInput} from './local-input.js'
 import {consentNeeded} from './consent.js'
 import {withSession, type Session} from '../session/session.js'
@@ -18,11 +17,10 @@ import {ordersTask, publishBundlesTask, waitApplicationsTask} from '../stack/ins
 import {rerenderTask} from '../stack/sync-tasks.js'
 import {readOrder} from '../stack/delivery.js'
 import type {PreparedStack} from '../stack/prepare.js'
-import {installationChanged, requireInstallation, writeInstallationSpec, type Installation} from '../state/installation.js'
+import {requireInstallation, type Installation} from '../state/installation.js'
 import {recordStatusTask} from './steps/state.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
-import {holds, missing} from '../tasks/probe.js'
-import type {Later, Task} from '../tasks/types.js'
+import type {Later} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 import {once} from '../tasks/memo.js'
@@ -68,44 +66,6 @@ interface Prepared {
   stack: StackRender
 }
 
-function storeValuesTask(session: Session, component: StackComponent, prepared: Later<Prepared>): Task {
-  return {
-    id: 'store-values',
-    title: `Store the ${component} values in the IchorInstallation`,
-    async probe() {
-      const [cr, {values}] = await Promise.all([session.kube().then((kube) => requireInstallation(kube)), prepared()])
-      return isDeepStrictEqual(cr.spec.stack[component].values ?? {}, values) ? holds('stored') : missing('the stored values differ')
-    },
-    async run() {
-      const {cr, values} = await prepared()
-      const kube = await session.kube()
-      // Server-side apply alone cannot remove a key from this free-form subtree: a map it empties
-      // is stored as null, which the schema refuses. The layer is replaced exactly first (a JSON
-      // patch `add` replaces a member that exists), then applied, so ichor's apply owns it all.
-      // Both carry the resourceVersion the layer was read at: a patch whose result names another
-      // version than the stored one is refused with a 409 (kubernetes v1.36.3 staging/src/k8s.io/
-      // apiserver/pkg/registry/generic/registry/store.go, Store.Update), so a change stored
-      // meanwhile is never dropped.
-      let patched: Installation
-      try {
-        patched = await kube.request<Installation>('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
-          body: [
-            {op: 'replace', path: '/metadata/resourceVersion', value: cr.metadata.resourceVersion},
-            {op: 'add', path: `/spec/stack/${component}/values`, value: values},
-          ],
-          contentType: 'application/json-patch+json',
-          query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
-        })
-      } catch (error) {
-        if (isConflict(error)) throw await installationChanged(kube, cr, error)
-        throw error
-      }
-      const spec = {...cr.spec, stack: {...cr.spec.stack, [component]: {values}}}
-      await writeInstallationSpec(kube, spec, {readAt: patched})
-    },
-  }
-}
-
 /** What the set plan reads before its steps: the layer and the stack rendered with it (invalid values are exit 2, nothing changed). */
 interface SetPreparation {
   /** The stored layer and the new one, read again under the Lease. */
@@ -143,7 +103,7 @@ export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparatio
     // `stack values edit`: saving the buffer was the confirmation.
     consent: () => (o.layer ? undefined : `Store the new ${o.component} values, publish a new ${o.component} bundle and move Order ${o.component} to it?`),
     steps: ({prepared, later}, {session}) => [
-      storeValuesTask(session, o.component, prepared),
+      storeStackValuesTask(session, o.component, prepared),
       publishBundlesTask({session, stack: later}),
       // After a registry wipe the Preparations of Orders this run does not move are gone too:
       // Argo CD could never sync them, so the wait below would only time out. Render them again
