@@ -3,7 +3,8 @@
 // wait for the operator then the agents, and only then record the user layer and the
 // applied hash in the IchorInstallation. Same values twice: every step holds, no revision.
 import {prepareValuesChange, type ChangeSources} from '../cilium/change.js'
-import type {ValuesInput} from '../values/layer.js'
+import type {ReadValuesInput, ValuesInput} from '../values/layer.js'
+import {diffCiliumValues, type CniValuesDiff} from '../cilium/diff.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
 import {editCiliumValues} from '../cilium/edit.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
@@ -13,7 +14,7 @@ import {withSession} from '../session/session.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
-import {runOptions, runPlan, type Plan} from './run.js'
+import {runOptions, runPlan, runReadPlan, type Plan, type ReadPlan} from './run.js'
 import {once} from '../tasks/memo.js'
 
 export interface CniValuesSetOptions extends ChangeSources, PlanOptions {
@@ -33,7 +34,7 @@ export interface CniValuesSetResult extends RunResult {
 
 type Change = Awaited<ReturnType<typeof prepareValuesChange>>
 
-function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult> {
+function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult, ReadValuesInput> {
   const {timeoutMs} = o
   const edit = o.input.kind === 'layer' && o.input.base !== undefined
   return {
@@ -43,11 +44,11 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
     checkLocal() {
       // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
       checkCiliumChartFlag(o.chart)
-      checkCiliumValuesInput(o.input)
+      return checkCiliumValuesInput(o.input)
     },
-    async prepare({session, talos}) {
+    async prepare({session, talos}, input) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, o.input, {...o, talos})))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input, {...o, talos})))
     },
     // `cni values edit`: saving the buffer was the confirmation.
     consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),
@@ -77,13 +78,37 @@ export async function runCniValuesEdit(
 ): Promise<CniValuesSetResult | {changed: false}> {
   checkCiliumChartFlag(o.chart)
   // This machine's input first, before the cluster and the editor.
-  if (o.seed) checkCiliumValuesInput(o.seed)
+  const seed = o.seed && checkCiliumValuesInput(o.seed)
   // The confirmation rule before the editor opens: without a terminal it needs --yes.
   consentNeeded({command: 'cni values edit', yes: o.yes, dryRun: false, json: o.json})
   const edited = await withSession({command: 'cni values edit', kubeconfig: o.kubeconfig, context: o.context}, async (session) =>
-    editCiliumValues(await session.kube(), o, o.seed),
+    editCiliumValues(await session.kube(), o, seed),
   )
   if (!edited.user) return {changed: false}
   // Saving the buffer was the confirmation.
   return runCniValuesSet({...o, input: {kind: 'layer', user: edited.user, base: edited.base}, dryRun: false, yes: true})
+}
+
+/** `ichor cni values diff`: validated as a set is, against the live release; changes nothing. */
+export function runCniValuesDiff(o: {
+  input: ValuesInput
+  kubeconfig?: string
+  context?: string
+  talosconfig?: string
+  stateDir?: string
+  chart?: string
+  mirror?: string
+  json: boolean
+}): Promise<CniValuesDiff> {
+  const plan: ReadPlan<CniValuesDiff, ReadValuesInput> = {
+    command: 'cni values diff',
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
+    checkLocal() {
+      checkCiliumChartFlag(o.chart)
+      return checkCiliumValuesInput(o.input)
+    },
+    read: async ({session, talos}, input) => diffCiliumValues(await session.kube(), input, {chart: o.chart, mirror: o.mirror, talos}),
+  }
+  return runReadPlan(plan, o)
 }

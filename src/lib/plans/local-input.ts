@@ -4,14 +4,13 @@
 import {resolveAsset} from '../assets/resolve.js'
 import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
 import {parseCiliumVersion} from '../cilium/versions.js'
-import {loadUserValues} from '../cilium/user-values.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {parseKubernetesVersion} from '../talos/versions.js'
 import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
 import type {StackComponent} from '../state/installation-types.js'
 import {ownedKeyIssues} from '../values/engine.js'
-import type {ValuesInput} from '../values/layer.js'
+import {givenValues, readValuesInput, type ReadValuesInput, type ValuesInput} from '../values/layer.js'
 import type {Values} from '../values/path.js'
 
 /** `--cilium-chart FILE` when given: it exists, is a regular file and a chart archive. */
@@ -27,10 +26,11 @@ export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: strin
 }
 
 /** The -f files and KEY=VALUE arguments of a Cilium values change: readable, and no owned key among them. */
-export function checkCiliumValuesInput(input: ValuesInput): void {
-  const layer = input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user
-  const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, layer)
+export function checkCiliumValuesInput(input: ValuesInput): ReadValuesInput {
+  const read = readValuesInput(input)
+  const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, givenValues(read))
   if (issues.length > 0) throw new ValidationError('the Cilium values are invalid, nothing was changed', issues)
+  return read
 }
 
 /** A stack component's user layer (files read, sets applied): no key ichor owns in it. */
@@ -40,8 +40,10 @@ function checkStackValues(component: StackComponent, values: Values): void {
 }
 
 /** The -f files and KEY=VALUE arguments of `stack values diff`. */
-export function checkStackValuesInput(component: StackComponent, input: ValuesInput): void {
-  checkStackValues(component, input.kind === 'edit' ? loadUserValues(input.files, input.sets) : input.user)
+export function checkStackValuesInput(component: StackComponent, input: ValuesInput): ReadValuesInput {
+  const read = readValuesInput(input)
+  checkStackValues(component, givenValues(read))
+  return read
 }
 
 /** `cni upgrade --to`: a Cilium version (MAJOR.MINOR.PATCH, `v` allowed). */

@@ -48,7 +48,8 @@ export interface PlanTalos {
   missingInstallationExit?: number
 }
 
-export interface Plan<P, R> {
+/** L: what checkLocal parsed (files read, versions checked), handed to prepare so nothing is read twice. */
+export interface Plan<P, R, L = void> {
   /** The command as typed (`stack sync`): the Lease's holder and the refusal's subject. */
   command: string
   session?: Omit<SessionOptions, 'command'>
@@ -56,10 +57,10 @@ export interface Plan<P, R> {
   tempDir?: string
   /** The nodes: ctx.talos follows these flags (absent: this machine's talosconfig in init's default state folder). */
   talos?: PlanTalos
-  /** This machine's input, checked before anything else (exit 2 with nothing contacted). */
-  checkLocal?(): void | Promise<void>
+  /** This machine's input, checked before anything else (exit 2 with nothing contacted); what it parsed goes to prepare. */
+  checkLocal?(): L | Promise<L>
   /** Reads what the plan needs before any step: read-only, no Lease held yet. */
-  prepare?(ctx: PlanContext): Promise<P>
+  prepare?(ctx: PlanContext, local: L): Promise<P>
   /**
    * The question a terminal is asked, specific about what changes. Undefined only when the
    * operator already agreed in prepare (an editor buffer saved).
@@ -104,13 +105,13 @@ export interface PlanRunDeps {
   ask?: (question: string) => Promise<boolean>
 }
 
-export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R> {
-  await plan.checkLocal?.()
+export async function runPlan<P, R, L = void>(plan: Plan<P, R, L>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R> {
+  const local = (await plan.checkLocal?.()) as L
   const sealedKey = await sealedKeyFor(plan, o)
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
   return inPlanContext(plan, sealedKey, deps, async (ctx) => {
     const {session} = ctx
-    const prepared = (plan.prepare ? await plan.prepare(ctx) : undefined) as P
+    const prepared = (plan.prepare ? await plan.prepare(ctx, local) : undefined) as P
     if (ask) {
       const question = await plan.consent(prepared, ctx)
       if (question !== undefined) await confirmOrAbort(question, deps.ask ?? confirm)
@@ -129,20 +130,20 @@ export async function runPlan<P, R>(plan: Plan<P, R>, o: PlanRunOptions, deps: P
  * A command that only reads (`talos status`): the same local check, session and Talos access as
  * a plan's, so it has no preamble of its own; no question, no Lease, no steps.
  */
-export interface ReadPlan<R> {
+export interface ReadPlan<R, L = void> {
   command: string
   session?: Omit<SessionOptions, 'command'>
   /** The nodes: ctx.talos follows these flags, as a plan's does. */
   talos?: PlanTalos
-  /** This machine's input, checked before anything else (exit 2 with nothing contacted). */
-  checkLocal?(): void | Promise<void>
-  read(ctx: PlanContext): Promise<R>
+  /** This machine's input, checked before anything else (exit 2 with nothing contacted); what it parsed goes to read. */
+  checkLocal?(): L | Promise<L>
+  read(ctx: PlanContext, local: L): Promise<R>
 }
 
-export async function runReadPlan<R>(plan: ReadPlan<R>, o: {json: boolean}, deps: Pick<PlanRunDeps, 'open'> = {}): Promise<R> {
-  await plan.checkLocal?.()
+export async function runReadPlan<R, L = void>(plan: ReadPlan<R, L>, o: {json: boolean}, deps: Pick<PlanRunDeps, 'open'> = {}): Promise<R> {
+  const local = (await plan.checkLocal?.()) as L
   const sealedKey = await sealedKeyFor(plan, {yes: false, json: o.json})
-  return inPlanContext(plan, sealedKey, deps, (ctx) => plan.read(ctx))
+  return inPlanContext(plan, sealedKey, deps, (ctx) => plan.read(ctx, local))
 }
 
 /** The key file is this machine's input too: read now, refused (exit 2) before any connection. */

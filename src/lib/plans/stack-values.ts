@@ -11,7 +11,7 @@ import {withSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {checkStackArtifacts, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
 import {checkEditBase, diffStackValues, editStackValues, renderWithValues, type StackValuesDiff} from '../stack/values.js'
-import {newUserLayer, type ValuesInput} from '../values/layer.js'
+import {newUserLayer, type ReadValuesInput, type ValuesInput} from '../values/layer.js'
 import {STACK_COMPONENTS, type StackComponent} from '../state/installation-types.js'
 import {ordersTask, publishBundlesTask, waitApplicationsTask} from '../stack/install-tasks.js'
 import {rerenderTask} from '../stack/sync-tasks.js'
@@ -73,18 +73,18 @@ interface SetPreparation {
   later: Later<StackRender>
 }
 
-export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult> {
+export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult, ReadValuesInput> {
   const awaiting = new Map<StackComponent, string>()
   return {
     command: o.layer ? 'stack values edit' : 'stack values set',
     session: {kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
     checkLocal: () => checkStackValuesInput(o.component, o.input), // this machine's input first: exit 2 even when the cluster is down
-    async prepare({session}) {
+    async prepare({session}, input) {
       const read = async () => {
         const cr = await requireInstallation(await session.kube())
         const stored = cr.spec.stack[o.component].values ?? {}
         if (o.layer) checkEditBase(o.component, stored, o.layer.base)
-        return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, o.input))}
+        return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, input))}
       }
       // Render before anything is touched: invalid values are exit 2 with nothing changed.
       const first = await read()
@@ -153,9 +153,9 @@ export async function runStackValuesDiff(o: {
   registryEndpoint?: string
   sources: StackArtifactSources
 }): Promise<StackValuesDiff> {
-  checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
+  const input = checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
   return withSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, (session) =>
-    diffStackValues(session, o.component, o.input, o.sources),
+    diffStackValues(session, o.component, input, o.sources),
   )
 }
 
@@ -163,7 +163,7 @@ export async function runStackValuesDiff(o: {
 export async function runStackValuesEdit(
   o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>,
 ): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
-  checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
+  const input = checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
   // The confirmation rule before the editor opens: without a terminal it needs --yes.
   consentNeeded({command: 'stack values edit', yes: o.yes, dryRun: false, json: o.json})
   const edited = await withSession(
@@ -171,7 +171,7 @@ export async function runStackValuesEdit(
     async (session) => {
       // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
       await checkStackArtifacts(session, o.sources)
-      return editStackValues(session, o.component, {...o.sources, pinning: undefined}, o.input)
+      return editStackValues(session, o.component, {...o.sources, pinning: undefined}, input)
     },
   )
   if (!edited.user) return {changed: false, component: o.component}

@@ -7,15 +7,30 @@ import {applySetFlags, type SetInput} from './set-flags.js'
 
 export type ValuesInput =
   | {kind: 'edit'; files: string[]; sets: SetInput[]; replace: boolean}
+  /** The files and flags of an `edit`, read once (readValuesInput): what later steps merge. */
+  | {kind: 'given'; given: Values; replace: boolean}
   /** A whole user layer (the edited buffer); `base` is the layer the editor started from. */
   | {kind: 'layer'; user: Values; base?: Values}
 
-export function newUserLayer(current: Values, input: ValuesInput): Values {
-  if (input.kind === 'layer') return structuredClone(input.user)
-  // What the files and flags say, made as helm makes it, then merged onto the stored layer as
-  // `helm upgrade --reuse-values` merges onto the release's values.
+/** A values input whose files were read (no `edit`). */
+export type ReadValuesInput = Exclude<ValuesInput, {kind: 'edit'}>
+
+/** Reads the files and applies the flags now, as helm makes its values: an `edit` becomes `given`, read once. */
+export function readValuesInput(input: ValuesInput): ReadValuesInput {
+  if (input.kind !== 'edit') return input
   let files: Values = {}
   for (const f of input.files) files = deepMerge(files, readValuesFile(f))
-  const given = applySetFlags(files, input.sets)
-  return input.replace ? given : deepMerge(structuredClone(current), given)
+  return {kind: 'given', given: applySetFlags(files, input.sets), replace: input.replace}
+}
+
+/** The values the operator gave: the read files and flags, or the whole layer. */
+export function givenValues(input: ReadValuesInput): Values {
+  return input.kind === 'given' ? input.given : input.user
+}
+
+export function newUserLayer(current: Values, input: ValuesInput): Values {
+  const read = readValuesInput(input)
+  if (read.kind === 'layer') return structuredClone(read.user)
+  // Merged onto the stored layer as `helm upgrade --reuse-values` merges onto the release's values.
+  return read.replace ? structuredClone(read.given) : deepMerge(structuredClone(current), read.given)
 }
