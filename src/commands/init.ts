@@ -116,7 +116,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       timeoutMs: f.timeout,
       json,
       output: outputModeFor({json}),
-      note: (line) => this.note(line),
+      report: this.reporter(),
     })
     if (!json)
       this.log(

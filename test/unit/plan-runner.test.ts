@@ -191,6 +191,39 @@ describe('runPlan', () => {
   })
 })
 
+describe('the preview before the question', () => {
+  const previewed = (calls: string[]): Plan<void, string[]> => ({
+    command: 'test plan',
+    consent: () => ({question: 'go?', preview: 'the plan and its diff', warnings: ['an untested pair']}),
+    steps: () => [step('a', calls)],
+    result: (run) => run.tasks.map((t) => t.id),
+  })
+  const recorder = (log: string[]) => ({
+    note: (l: string) => log.push(`note ${l}`),
+    warn: (l: string) => log.push(`warn ${l}`),
+    show: (t: string) => log.push(`show ${t}`),
+  })
+
+  it('given a terminal, then the reporter shows the preview and its warnings, then the question is asked', async () => {
+    const s = fakeSession()
+    const log: string[] = []
+    await runPlan(previewed(s.calls), opts({yes: false, report: recorder(log)}), {
+      open: () => s as unknown as Session,
+      tty: true,
+      ask: async (q) => (log.push(`ask ${q}`), true),
+    })
+    expect(log).toEqual(['show the plan and its diff', 'warn an untested pair', 'ask go?'])
+  })
+
+  it('given --yes, then nothing is asked and nothing is shown', async () => {
+    const s = fakeSession()
+    const log: string[] = []
+    const r = await runPlan(previewed(s.calls), opts({yes: true, report: recorder(log)}), {open: () => s as unknown as Session, tty: true})
+    expect(r).toEqual(['lease', 'a'])
+    expect(log).toEqual([])
+  })
+})
+
 describe('runReadPlan', () => {
   it('given a read plan, then it reads on the session without a question, a Lease or a guard, even with no terminal and no --yes; the session is closed', async () => {
     const s = fakeSession()

@@ -35,11 +35,6 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
       ...ciliumChartOptions(flags),
       to: flags.to,
       skipPatchCheck: flags['skip-patch-check'],
-      preview: (plan, diff) => {
-        this.log(plan.target.describe)
-        for (const w of plan.warnings) this.warn(w)
-        this.log(diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.')
-      },
     })
     if (!json) {
       this.log(`\n${result.chart}`)

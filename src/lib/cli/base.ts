@@ -8,6 +8,7 @@ import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
 import {talosAccessFlags, verbosityFlags} from './flags.js'
 import {planOptions, type PlanFlags} from './bind.js'
+import {SILENT, type Reporter} from '../log/reporter.js'
 import {installInterruptHandlers} from '../session/interrupt.js'
 
 /** oclif's FlagOutput and ArgOutput, which its index does not export. */
@@ -69,8 +70,14 @@ export abstract class IchorCommand extends Command {
   }
 
   /** The options every plan takes, from the shared flags this command has (bind.ts). */
-  protected planOptions(flags: PlanFlags): ReturnType<typeof planOptions> {
-    return planOptions(flags, this.jsonEnabled())
+  protected planOptions(flags: PlanFlags): ReturnType<typeof planOptions> & {report: Reporter} {
+    return {...planOptions(flags, this.jsonEnabled()), report: this.reporter()}
+  }
+
+  /** What lib prints through: notes and warnings on stderr, what is shown on stdout; nothing under --json. */
+  protected reporter(): Reporter {
+    if (this.jsonEnabled()) return SILENT
+    return {note: (line) => this.note(line), warn: (line) => this.warn(line), show: (text) => this.log(text)}
   }
 
   /** Accepted but unwise (a short passphrase, an untested pair): on stderr; with --json they are in the result. */

@@ -1,6 +1,7 @@
 // Everything `ichor init` renders before it touches a node: artifacts resolved, Cilium
 // values validated and rendered once (that render is also the inline manifest), Talos
 // patches. Pure and offline; used by the dry run and by the real run alike.
+import type {Reporter} from '../log/reporter.js'
 import {refuseUnpinnedArtifacts} from '../assets/pinning.js'
 import {describeAsset, resolveAsset, type AssetSources, type ResolvedAsset} from '../assets/resolve.js'
 import type {AssetId} from '../assets/lock.js'
@@ -37,8 +38,8 @@ export interface InitRenderOptions {
   /** Generated passwords (from the cluster on a rerun; fresh for a first run or a dry run). */
   generated: GeneratedStackSecrets
   defaultStorageClass?: boolean
-  /** Called once per artifact with a line saying which file and version is used. */
-  onAsset?: (line: string) => void
+  /** Told once per artifact which file and version is used. */
+  report?: Reporter
   /** API groups the cluster serves, when it exists already (a rerun): its facts replace a fresh cluster's. */
   servedApiGroups?: Set<string>
   /** A real run refuses artifacts that are not the pinned ones unless allowed (--allow-unpinned); absent: any is taken. */
@@ -72,7 +73,7 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
   const assets = {} as Record<AssetId, ResolvedAsset>
   for (const id of ['cilium', 'argocd', 'kokumi'] as const) {
     assets[id] = resolveAsset(id, opts.sources[id] ?? {})
-    opts.onAsset?.(describeAsset(assets[id]))
+    opts.report?.note(describeAsset(assets[id]))
   }
   if (opts.pinning) refuseUnpinnedArtifacts('ichor init', Object.values(assets), opts.pinning)
   // The Argo CD render (a helm process) runs alongside the Cilium one.

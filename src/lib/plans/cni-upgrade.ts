@@ -5,8 +5,9 @@
 // agents, and the new chart, revision and values hash recorded in the IchorInstallation.
 import {CILIUM_RELEASE} from '../constants.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
+import {paintDiff} from '../text/diff.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask} from '../cilium/tasks.js'
-import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type CiliumUpgradePlan, type UpgradeSources} from '../cilium/upgrade.js'
+import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type UpgradeSources} from '../cilium/upgrade.js'
 import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflightTask} from '../cilium/upgrade-tasks.js'
 import {upgradeWaitSeconds} from '../cilium/versions.js'
 import {readWorkloadRollout} from '../kube/reads.js'
@@ -21,8 +22,6 @@ import {once} from '../tasks/memo.js'
 export interface CniUpgradeOptions extends UpgradeSources, PlanOptions {
   yes: boolean
   json: boolean
-  /** Shown before the question on a terminal: the plan and the values diff. */
-  preview?: (plan: CiliumUpgradePlan, diff: string) => void
 }
 
 export interface CniUpgradeResult extends RunResult {
@@ -80,8 +79,12 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, 
     // The question comes with the plan: the target, its warnings and the values diff.
     async consent(_, {session, talos}) {
       const preview = await prepareCiliumUpgrade(await session.kube(), {...o, talos})
-      o.preview?.(preview.plan, effectiveValuesDiff(preview.context.release, preview.effective))
-      return `Upgrade Cilium from ${preview.plan.installed} to ${preview.plan.target.chart.version}?`
+      const diff = effectiveValuesDiff(preview.context.release, preview.effective)
+      return {
+        question: `Upgrade Cilium from ${preview.plan.installed} to ${preview.plan.target.chart.version}?`,
+        preview: `${preview.plan.target.describe}\n${diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.'}`,
+        warnings: preview.plan.warnings,
+      }
     },
     steps: (change, {session}) => upgradeSteps(session, o, change),
     async result(run, change) {

@@ -1,6 +1,7 @@
 // `ichor init` from parsed flags to its typed result: inputs checked (or asked for on a
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
+import type {Reporter} from '../log/reporter.js'
 import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
 import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
@@ -57,8 +58,8 @@ export interface InitRequest {
   /** --json: never prompt, events as JSON. */
   json: boolean
   output: OutputMode
-  /** Notes for the operator (which artifact was used). */
-  note: (line: string) => void
+  /** Where notes for the operator go (which artifact was used, what a dry run would do). */
+  report: Reporter
 }
 
 export interface OfflineDryRunResult {
@@ -142,13 +143,13 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   const servedApiGroups = live ? await readServedApiGroups(live) : undefined
   const storedBundle = live ? await readTalosBundleSecret(live) : undefined
   if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
-    req.note(
+    req.report.note(
       `${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`,
     )
   }
   // Warnings (not errors) about the inputs the run uses, said before any step.
   const warnings = initInputWarnings(inputs)
-  for (const warning of warnings) req.note(`warning: ${warning}`)
+  for (const warning of warnings) req.report.note(`warning: ${warning}`)
   const generated = generateStackSecrets()
   const s = req.sources
   const rendering = renderInit(inputs, {
@@ -162,7 +163,7 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
     kokumiValues: userValues.kokumi,
     promotion: settings.promotion,
     generated,
-    onAsset: req.note,
+    report: req.report,
     servedApiGroups,
     pinning: {dryRun: req.dryRun, allowUnpinned: req.allowUnpinned ?? false},
   })
@@ -170,12 +171,12 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   // Said as soon as the chart is known, before any step runs (the plan awaits the same render).
   rendering.then(
     (r) => {
-      for (const warning of compatibilityWarnings(r, inputs)) req.note(`warning: ${warning}`)
+      for (const warning of compatibilityWarnings(r, inputs)) req.report.note(`warning: ${warning}`)
     },
     () => undefined,
   )
   if (inputs.workers.length === 0) {
-    req.note('no worker: the control planes run workloads too (their NoSchedule taint is not set), or Kokumi and Argo CD would never be scheduled')
+    req.report.note('no worker: the control planes run workloads too (their NoSchedule taint is not set), or Kokumi and Argo CD would never be scheduled')
   }
   return {inputs, userValues, previousMachineConfig: settings.previousMachineConfig, storedBundle, warnings, generated, rendering}
 }
@@ -186,7 +187,7 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
   const render = await d.rendering
   const nodes = await renderNodeConfigViews(d.inputs, render, talosctlFound())
   if (nodes.some((n) => n.config === undefined))
-    req.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
+    req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
   const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs})
   const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes)
   const bundles = Object.values(render.stack.components).map((c) => ({
@@ -221,23 +222,23 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
       const live = (await session.clusterAnswers()) ? await session.kube() : undefined
       const decided = await decide(l, live)
       // A live dry run names each node's install disk too (the plan then checks it exists on the node).
-      if (req.dryRun) for (const line of installDiskLines(decided.inputs)) req.note(line)
+      if (req.dryRun) for (const line of installDiskLines(decided.inputs)) req.report.note(line)
       return {...decided, secrets: {}}
     },
     async consent(p) {
-      req.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
+      req.report.note('rendering and checking Cilium, Argo CD and Kokumi before asking to go ahead...')
       await p.rendering // a confirmation is asked only for inputs that render
       const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers].join(', ')
       // Installing erases the disk: each node's is named before the operator agrees.
-      for (const line of installDiskLines(p.inputs)) req.note(line)
+      for (const line of installDiskLines(p.inputs)) req.report.note(line)
       return `Configure ${nodes} as cluster "${p.inputs.clusterName}" (${p.inputs.endpoint})?`
     },
     async afterConsent(p, ctx) {
-      Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, note: req.note}))
+      Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, report: req.report}))
       // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
       p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads)
       p.nodes.catch(() => undefined) // awaited by the validate step
-      const release = claimStateDir(state, {dryRun: req.dryRun, note: req.note})
+      const release = claimStateDir(state, {dryRun: req.dryRun, report: req.report})
       if (release) ctx.onClose(release)
     },
     steps: (p, {session, talos}) =>
@@ -251,7 +252,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
         allowReboot: req.allowReboot ?? false,
         // On a terminal, a reboot Talos needs for a changed config is asked for (--allow-reboot skips the question).
         confirmReboot: o.interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
-        note: req.note,
+        report: req.report,
         timeoutMs: req.timeoutMs,
       }),
     async result(run, p, {session}) {
@@ -270,7 +271,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
 async function unlockStoredBundle(
   stored: SecretWithData | undefined,
   given: StateKey | undefined,
-  o: {prompt: boolean; note: (line: string) => void},
+  o: {prompt: boolean; report: Reporter},
 ): Promise<{stateKey?: StateKey; clusterBundle?: TalosBundle}> {
   const sealed = stored !== undefined && storedFormatOf(stored) === 'sealed'
   const stateKey = given ?? (o.prompt ? await promptStateKey({confirm: !sealed}) : undefined)
@@ -281,7 +282,7 @@ async function unlockStoredBundle(
   const opened = await bundleOfSecret(
     stored,
     async () => stateKey!,
-    (w) => o.note(`warning: ${w}`),
+    (w) => o.report.note(`warning: ${w}`),
   )
   return {stateKey, clusterBundle: opened?.bundle}
 }

@@ -2,6 +2,7 @@
 // bottom, each made by the factory of its concern. Every step has a read-only probe beside
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
+import type {Reporter} from '../log/reporter.js'
 import {onCluster, validateInitTask} from './steps/init.js'
 import {existsSync} from 'node:fs'
 import {installedArtifact} from '../assets/pinning.js'
@@ -60,7 +61,7 @@ export interface InitStepsInput {
   /** Fresh values, used only where the cluster holds none yet. */
   generated: GeneratedStackSecrets
   /** Notes for the operator. */
-  note?: (line: string) => void
+  report?: Reporter
   /** The machine-config inputs the cluster stores (its nodes run them); a changed one is applied to the nodes. */
   previousMachineConfig?: MachineConfigInputs
   allowReboot: boolean
@@ -98,7 +99,7 @@ export function initSteps(d: InitStepsInput): Task[] {
       confirmReboot: d.confirmReboot,
       guard: () => session.guard(),
       kube: () => session.kube(),
-      note: d.note,
+      report: d.report,
       timeoutMs,
       reads: d.reads,
     }),
@@ -143,8 +144,8 @@ export function initSteps(d: InitStepsInput): Task[] {
  * Talos secrets before the cluster (and its Lease) exists. A dry run creates nothing but
  * still closes a folder others can read. Returns the lock's release.
  */
-export function claimStateDir(state: LocalState, o: {dryRun: boolean; note?: (line: string) => void}): (() => void) | undefined {
-  if (!o.dryRun || existsSync(state.dir)) for (const line of prepareStateDir(state).fixed) o.note?.(line)
+export function claimStateDir(state: LocalState, o: {dryRun: boolean; report?: Reporter}): (() => void) | undefined {
+  if (!o.dryRun || existsSync(state.dir)) for (const line of prepareStateDir(state).fixed) o.report?.note(line)
   if (o.dryRun) return undefined
   const lock = lockStateDir(state.dir, 'init')
   return () => lock.release()

@@ -1,4 +1,5 @@
 // What every plan that talks to a cluster takes from its command's flags.
+import type {Reporter} from '../log/reporter.js'
 import type {OutputMode} from '../tasks/types.js'
 
 export interface PlanOptions {
@@ -14,4 +15,6 @@ export interface PlanOptions {
   stream?: NodeJS.WritableStream
   /** --break-lock: delete a Lease left by a command that is gone, then take it. */
   breakLock?: boolean
+  /** Where notes, warnings and previews go (the command's; none: silent). */
+  report?: Reporter
 }

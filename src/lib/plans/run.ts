@@ -20,6 +20,7 @@ import {runTasks} from '../tasks/engine.js'
 import type {OutputMode, RunResult} from '../tasks/types.js'
 import type {Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import type {Reporter} from '../log/reporter.js'
 import type {StateKey} from '../state/state-key.js'
 
 /** What a plan is given besides its session. */
@@ -62,10 +63,11 @@ export interface Plan<P, R, L = void> {
   /** Reads what the plan needs before any step: read-only, no Lease held yet. */
   prepare?(ctx: PlanContext, local: L): Promise<P>
   /**
-   * The question a terminal is asked, specific about what changes. Undefined only when the
-   * operator already agreed in prepare (an editor buffer saved).
+   * The question a terminal is asked, specific about what changes, and what the runner shows
+   * before it (the plan, a diff; its warnings). Undefined only when the operator already agreed
+   * in prepare (an editor buffer saved).
    */
-  consent(prepared: P, ctx: PlanContext): string | undefined | Promise<string | undefined>
+  consent(prepared: P, ctx: PlanContext): Consent | undefined | Promise<Consent | undefined>
   /** After the answer, before the steps: what may prompt for a secret (a state key). */
   afterConsent?(prepared: P, ctx: PlanContext): Promise<void>
   /**
@@ -80,6 +82,9 @@ export interface Plan<P, R, L = void> {
   result(run: RunResult, prepared: P, ctx: PlanContext): R | Promise<R>
 }
 
+/** A question, or a question with what is shown before it. */
+export type Consent = string | {question: string; preview: string; warnings?: readonly string[]}
+
 /** How a command runs any plan, from its flags. */
 export interface PlanRunOptions {
   output: OutputMode
@@ -91,11 +96,13 @@ export interface PlanRunOptions {
   stream?: NodeJS.WritableStream
   /** --break-lock: delete a Lease left by a command that is gone, then take it. */
   breakLock?: boolean
+  /** Where the preview before the question goes (the command's reporter; none: not shown). */
+  report?: Reporter
 }
 
 /** The runner's options from the ones every plan takes (no --yes given: none). */
 export function runOptions(o: PlanOptions & {yes?: boolean; json?: boolean}): PlanRunOptions {
-  return {output: o.output, dryRun: o.dryRun, yes: o.yes ?? false, json: o.json ?? false, stream: o.stream, breakLock: o.breakLock}
+  return {output: o.output, dryRun: o.dryRun, yes: o.yes ?? false, json: o.json ?? false, stream: o.stream, breakLock: o.breakLock, report: o.report}
 }
 
 /** For tests: another session, terminal or answer. */
@@ -113,8 +120,12 @@ export async function runPlan<P, R, L = void>(plan: Plan<P, R, L>, o: PlanRunOpt
     const {session} = ctx
     const prepared = (plan.prepare ? await plan.prepare(ctx, local) : undefined) as P
     if (ask) {
-      const question = await plan.consent(prepared, ctx)
-      if (question !== undefined) await confirmOrAbort(question, deps.ask ?? confirm)
+      const consent = await plan.consent(prepared, ctx)
+      if (typeof consent === 'object') {
+        o.report?.show(consent.preview)
+        for (const w of consent.warnings ?? []) o.report?.warn(w)
+      }
+      if (consent !== undefined) await confirmOrAbort(typeof consent === 'string' ? consent : consent.question, deps.ask ?? confirm)
     }
     await plan.afterConsent?.(prepared, ctx)
     const lease = leaseTask({session, breakLock: o.breakLock})

@@ -5,6 +5,7 @@
 // stored inputs and one with the new ones, laid over the running config (a three-way merge).
 // Talos decides whether a reboot is needed (talosctl apply-config --dry-run); a reboot is done
 // only with the operator's consent, one node at a time, control planes first.
+import type {Reporter} from '../log/reporter.js'
 import {readFile, writeFile} from 'node:fs/promises'
 import {existsSync} from 'node:fs'
 import {join} from 'node:path'
@@ -208,7 +209,7 @@ export interface NodeConfigChangesOptions {
   guard?: () => Promise<void>
   /** The cluster, to wait for a rebooted node's Kubernetes Node to be Ready again. */
   kube?: () => Promise<Kube>
-  note?: (line: string) => void
+  report?: Reporter
   timeoutMs: number
   /** The run's reads of the nodes (shared with the other steps; every apply drops the node's). */
   reads?: TalosNodeReads
@@ -235,8 +236,8 @@ export function nodeConfigChangesTask(p: NodeConfigChangesOptions): Task {
       const pending = changes.filter((c) => c.status !== 'unchanged')
       if (pending.length === 0) return holds('every node runs the changed machine config')
       for (const c of changes) {
-        p.note?.(describeChange(c))
-        if (c.diff) p.note?.(c.diff.trimEnd())
+        p.report?.note(describeChange(c))
+        if (c.diff) p.report?.note(c.diff.trimEnd())
       }
       return missing(pending.map(describeChange).join('; '))
     },
