@@ -6,7 +6,8 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {configureLog} from '../log/log.js'
 import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
-import {talosAccessFlags, verbosityFlags} from './flags.js'
+import {registryEndpointFlag, talosAccessFlags, verbosityFlags} from './flags.js'
+import {valuesChangeFlags} from './values-args.js'
 import {planOptions, type PlanFlags} from './bind.js'
 import {SILENT, type Reporter} from '../log/reporter.js'
 import {installInterruptHandlers} from '../session/interrupt.js'
@@ -145,3 +146,6 @@ export const stackSourceFlags = {
   mirror: assetFlags.mirror,
   ...allowUnpinnedFlag,
 }
+
+/** `stack values set|edit`: the values change, Kokumi's registry and the artifacts it publishes from (stackValuesOptions). */
+export const stackValuesFlags = {...valuesChangeFlags, ...registryEndpointFlag, ...stackSourceFlags}

@@ -1,7 +1,7 @@
-import {stackSourceFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {stackValuesFlags, ValuesCommand} from '../../../lib/cli/base.js'
 import {stackValuesOptions} from '../../../lib/cli/bind.js'
-import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
-import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesUsage} from '../../../lib/cli/values-args.js'
+import {planFlags, stackComponentArgs} from '../../../lib/cli/flags.js'
+import {VALUES_SYNTAX_HELP, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesEdit} from '../../../lib/plans/stack-values.js'
 import {valuesChangeLine} from '../../../lib/stack/promote.js'
 
@@ -19,9 +19,7 @@ export default class StackValuesEdit extends ValuesCommand {
   static override args = stackComponentArgs
   static override flags = {
     ...planFlags({timeout: 900}),
-    ...valuesChangeFlags,
-    ...registryEndpointFlag,
-    ...stackSourceFlags,
+    ...stackValuesFlags,
   }
 
   async run() {

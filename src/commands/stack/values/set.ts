@@ -1,7 +1,7 @@
-import {stackSourceFlags, ValuesCommand} from '../../../lib/cli/base.js'
+import {stackValuesFlags, ValuesCommand} from '../../../lib/cli/base.js'
 import {stackValuesOptions} from '../../../lib/cli/bind.js'
-import {planFlags, registryEndpointFlag, stackComponentArgs} from '../../../lib/cli/flags.js'
-import {VALUES_SYNTAX_HELP, valuesChangeFlags, valuesUsage} from '../../../lib/cli/values-args.js'
+import {planFlags, stackComponentArgs} from '../../../lib/cli/flags.js'
+import {VALUES_SYNTAX_HELP, valuesUsage} from '../../../lib/cli/values-args.js'
 import {runStackValuesSetPlan} from '../../../lib/plans/stack-values.js'
 import {valuesChangeLine} from '../../../lib/stack/promote.js'
 
@@ -18,9 +18,7 @@ ${VALUES_SYNTAX_HELP}`
   static override args = stackComponentArgs
   static override flags = {
     ...planFlags({timeout: 900, dryRun: 'change nothing: validate, probe and show what would run'}),
-    ...valuesChangeFlags,
-    ...registryEndpointFlag,
-    ...stackSourceFlags,
+    ...stackValuesFlags,
   }
 
   async run() {
