@@ -183,6 +183,33 @@ async function guardedWrite(kube: Kube, readAt: Installation, sub: string, field
 }
 
 /**
+ * A stack component's user layer replaced exactly, at the resourceVersion `cr` was read at.
+ * Server-side apply alone cannot remove a key from this free-form subtree: a map it empties is
+ * stored as null, which the schema refuses. The layer is replaced exactly first (a JSON patch
+ * `add` replaces a member that exists), then applied, so ichor's apply owns it all. Both carry
+ * the resourceVersion the layer was read at: a patch whose result names another version than
+ * the stored one is refused with a 409 (kubernetes v1.36.3 staging/src/k8s.io/apiserver/pkg/
+ * registry/generic/registry/store.go, Store.Update), so a change stored meanwhile is never dropped.
+ */
+export async function replaceStackValues(kube: Kube, cr: Installation, component: StackComponent, values: Values): Promise<void> {
+  let patched: Installation
+  try {
+    patched = await kube.request<Installation>('PATCH', `/apis/${INSTALLATION.apiVersion}/${INSTALLATION.plural}/${INSTALLATION.name}`, {
+      body: [
+        {op: 'replace', path: '/metadata/resourceVersion', value: cr.metadata.resourceVersion},
+        {op: 'add', path: `/spec/stack/${component}/values`, value: values},
+      ],
+      contentType: 'application/json-patch+json',
+      query: {fieldManager: FIELD_MANAGER, fieldValidation: 'Strict'},
+    })
+  } catch (error) {
+    if (isConflict(error)) throw await installationChanged(kube, cr, error)
+    throw error
+  }
+  await writeInstallationSpec(kube, {...cr.spec, stack: {...cr.spec.stack, [component]: {values}}}, {readAt: patched})
+}
+
+/**
  * The IchorInstallation moved since `readAt` (another command, or someone with kubectl, wrote
  * it): exit 3 naming what changed, so the operator sees whose change would have been lost.
  */
