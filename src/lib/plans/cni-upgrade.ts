@@ -11,6 +11,8 @@ import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type Up
 import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflightTask} from '../cilium/upgrade-tasks.js'
 import {upgradeWaitSeconds} from '../cilium/versions.js'
 import {readWorkloadRollout} from '../kube/reads.js'
+import type {Kube} from '../kube/client.js'
+import {readCniContext, type CniContext} from '../cilium/context.js'
 import {checkCiliumChartFlag, checkCiliumVersionFlag} from './local-input.js'
 import type {Session} from '../session/session.js'
 import type {RunResult} from '../tasks/types.js'
@@ -60,7 +62,13 @@ function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<Cili
   ]
 }
 
-function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, CniUpgradeResult> {
+/** What the plan prepared: the change shown at the question (on a terminal), and the one the steps apply. */
+interface Prepared {
+  preview(): Promise<CiliumUpgradeChange>
+  change: Later<CiliumUpgradeChange>
+}
+
+function cniUpgradePlan(o: CniUpgradeOptions): Plan<Prepared, CniUpgradeResult> {
   return {
     command: 'cni upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},
@@ -73,26 +81,43 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Later<CiliumUpgradeChange>, 
       const kube = await session.kube()
       // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
       await readUpgradePlan(kube, o)
-      // Read again under the Lease (the first step): the release and stored layer cannot move under us.
-      return once((): Promise<CiliumUpgradeChange> => prepareCiliumUpgrade(kube, {...o, talos}))
-    },
-    // The question comes with the plan: the target, its warnings and the values diff.
-    async consent(_, {session, talos}) {
-      const preview = await prepareCiliumUpgrade(await session.kube(), {...o, talos})
-      const diff = effectiveValuesDiff(preview.context.release, preview.effective)
+      const prepareNow = () => prepareCiliumUpgrade(kube, {...o, talos})
+      let shown: CiliumUpgradeChange | undefined
       return {
-        question: `Upgrade Cilium from ${preview.plan.installed} to ${preview.plan.target.chart.version}?`,
-        preview: `${preview.plan.target.describe}\n${diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.'}`,
-        warnings: preview.plan.warnings,
+        preview: async () => (shown = await prepareNow()),
+        // Read again under the Lease (the first step): the release and the stored layer cannot
+        // move under us. The change shown at the question (values validated, chart rendered) is
+        // reused when neither the IchorInstallation nor the release moved since.
+        change: once(async (): Promise<CiliumUpgradeChange> => (shown && (await unmoved(kube, shown.context)) ? shown : prepareNow())),
       }
     },
-    steps: (change, {session}) => upgradeSteps(session, o, change),
-    async result(run, change) {
+    // The question comes with the plan: the target, its warnings and the values diff.
+    async consent({preview}) {
+      const c = await preview()
+      const diff = effectiveValuesDiff(c.context.release, c.effective)
+      return {
+        question: `Upgrade Cilium from ${c.plan.installed} to ${c.plan.target.chart.version}?`,
+        preview: `${c.plan.target.describe}\n${diff ? paintDiff(diff).trimEnd() : 'The effective values would not change.'}`,
+        warnings: c.plan.warnings,
+      }
+    },
+    steps: ({change}, {session}) => upgradeSteps(session, o, change),
+    async result(run, {change}) {
       const c = await change()
       const diff = effectiveValuesDiff(c.context.release, c.effective)
       return {...run, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff}
     },
   }
+}
+
+/** Neither the IchorInstallation nor the Cilium release changed since `then` was read. */
+async function unmoved(kube: Kube, then: CniContext): Promise<boolean> {
+  const now = await readCniContext(kube)
+  return (
+    now.installation.metadata.resourceVersion === then.installation.metadata.resourceVersion &&
+    now.release?.revision === then.release?.revision &&
+    now.release?.status === then.release?.status
+  )
 }
 
 export function runCniUpgrade(o: CniUpgradeOptions): Promise<CniUpgradeResult> {
