@@ -5,7 +5,6 @@ import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/plans/init-plan.js'
 import {renderInitSummary} from '../lib/init/summary.js'
 import type {PromotionMode} from '../lib/state/installation-types.js'
-import {outputModeFor} from '../lib/tasks/engine.js'
 
 export default class Init extends IchorCommand {
   static override summary = 'Turn fresh Talos nodes into a cluster with Cilium, Kokumi and Argo CD.'
@@ -75,6 +74,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     const {flags: f} = await this.parse(Init)
     const json = this.jsonEnabled()
     const outcome = await init({
+      ...this.planOptions(f),
       flags: {
         clusterName: f['cluster-name'],
         endpoint: f.endpoint,
@@ -102,21 +102,12 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
         assetsDir: f['assets-dir'],
       },
       promotion: f.promotion as PromotionMode | undefined,
-      dryRun: f['dry-run'],
       allowUnpinned: f['allow-unpinned'],
       outputDir: f['output-dir'],
       stateDir: f['state-dir'],
       statePassphraseFile: f['state-passphrase-file'],
-      kubeconfig: f.kubeconfig,
-      context: f.context,
       registryEndpoint: f['registry-endpoint'],
-      breakLock: f['break-lock'],
-      yes: f.yes,
       allowReboot: f['allow-reboot'],
-      timeoutMs: f.timeout,
-      json,
-      output: outputModeFor({json}),
-      report: this.reporter(),
     })
     if (!json)
       this.log(

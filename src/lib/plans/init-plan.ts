@@ -8,7 +8,8 @@ import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
 import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
-import {runPlan, type Plan} from './run.js'
+import {runOptions, runPlan, type Plan} from './run.js'
+import type {PlanOptions} from './options.js'
 import type {ConfigPatch, GeneratedStackSecrets, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
 import {generateStackSecrets} from '../stack/prepare.js'
 import type {StackSecretsOutcome} from '../stack/install-tasks.js'
@@ -21,7 +22,6 @@ import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey,
 import {localState, type LocalState} from '../state/local.js'
 import {checkArtifactFlags} from './local-input.js'
 import type {Values} from '../values/path.js'
-import type {OutputMode} from '../tasks/types.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from '../init/dry-run.js'
 import {renderNodeConfigViews} from '../init/node-configs.js'
@@ -33,13 +33,13 @@ import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js
 import {renderInit, type InitRender} from '../init/render.js'
 import type {InitResult} from '../init/summary.js'
 
-export interface InitRequest {
+/** init's flags; kubeconfig, context, --timeout, --dry-run, --break-lock, --yes and the output as every plan takes them (planOptions). */
+export interface InitRequest extends PlanOptions {
   flags: InitFlags
   values: {cilium?: string; argocd?: string; kokumi?: string}
   sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
   /** --promotion; omitted: what the cluster stores, Automatic on a new one. */
   promotion?: PromotionMode
-  dryRun: boolean
   /** --allow-unpinned: a real run may install artifacts that are not the pinned ones (recorded as such in the CR). */
   allowUnpinned?: boolean
   /** With dryRun: render offline into this folder, contact nothing. */
@@ -47,17 +47,12 @@ export interface InitRequest {
   stateDir?: string
   /** --state-passphrase-file: the key of the Talos bundle kept in the cluster (else the environment, else a prompt). */
   statePassphraseFile?: string
-  kubeconfig?: string
-  context?: string
   registryEndpoint?: string
-  breakLock: boolean
   yes: boolean
   /** --allow-reboot: a node Talos must reboot to take a changed machine config is rebooted without asking. */
   allowReboot?: boolean
-  timeoutMs: number
   /** --json: never prompt, events as JSON. */
   json: boolean
-  output: OutputMode
   /** Where notes for the operator go (which artifact was used, what a dry run would do). */
   report: Reporter
 }
@@ -100,7 +95,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const state = localState(checked.clusterName, req.stateDir)
   const local: LocalInit = {req, flags, checked, given, state}
   if (req.dryRun && req.outputDir !== undefined) return {kind: 'offline', result: await offlineDryRun(local, await decide(local, undefined))}
-  return runPlan(initPlan(local, {givenKey, interactive}), {output: req.output, dryRun: req.dryRun, yes: req.yes, json: req.json, breakLock: req.breakLock})
+  return runPlan(initPlan(local, {givenKey, interactive}), runOptions(req))
 }
 
 /** What init checked on this machine before any connection. */
