@@ -31,10 +31,27 @@ fi
 node scripts/ensure-helm.mjs
 
 if [[ "${1:-}" == "--test-deps" ]]; then
-  echo "setup: helm 3 at $(scripts/build-helm.sh 3)"
-  echo "setup: helm 4 at $(scripts/build-helm.sh 4)"
-  echo "setup: envtest binaries in $(scripts/build-envtest.sh)"
-  echo "setup: kwok in $(scripts/build-kwok.sh)"
-  if [[ -x scripts/build-talosctl.sh ]]; then echo "setup: talosctl at $(scripts/build-talosctl.sh)"; fi
-  echo "setup: Cilium policy CRDs from $(scripts/fetch-cilium-crds.sh)"
+  # The five test binaries are built, and Cilium's CRD module fetched, at once: a cold build spends
+  # much of its time downloading modules and linking on one core, so on a two-core machine they
+  # finish sooner together than one after another. Each script locks its own output folder; Go's
+  # caches take concurrent builds.
+  built="$(mktemp -d)"
+  trap 'rm -rf "$built"' EXIT
+  pids=()
+  for b in "helm 3" "helm 4" "envtest" "kwok" "talosctl"; do
+    read -r name arg <<<"$b"
+    bash "scripts/build-$name.sh" ${arg:+"$arg"} >"$built/$name$arg" &
+    pids+=("$!")
+  done
+  bash scripts/fetch-cilium-crds.sh >"$built/crds" &
+  pids+=("$!")
+  failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  ((failed == 0)) || { echo "setup: a test binary failed to build (its errors are above)" >&2; exit 1; }
+  echo "setup: helm 3 at $(cat "$built/helm3")"
+  echo "setup: helm 4 at $(cat "$built/helm4")"
+  echo "setup: envtest binaries in $(cat "$built/envtest")"
+  echo "setup: kwok in $(cat "$built/kwok")"
+  echo "setup: talosctl at $(cat "$built/talosctl")"
+  echo "setup: Cilium policy CRDs from $(cat "$built/crds")"
 fi
