@@ -28,8 +28,6 @@ fi
 if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-lock.json ]]; then
   npm ci --no-audit --no-fund
 fi
-node scripts/ensure-helm.mjs
-
 if [[ "${1:-}" == "--test-deps" ]]; then
   # The five test binaries are built, and Cilium's CRD module fetched, at once: a cold build spends
   # much of its time downloading modules and linking on one core, so on a two-core machine they
@@ -55,3 +53,5 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   echo "setup: talosctl at $(cat "$built/talosctl")"
   echo "setup: Cilium policy CRDs from $(cat "$built/crds")"
 fi
+# After the builds: with --test-deps the Helm 4 it would build is already there (built beside the others).
+node scripts/ensure-helm.mjs
