@@ -95,3 +95,32 @@ export function describeMiss(miss: Extract<Lookup, {found: false}>): string {
       return miss.path ? `(${miss.path} does not exist)` : '(not on PATH)'
   }
 }
+
+/**
+ * A check of a resolved binary (does it run, which version), made once per process for each
+ * path it resolves to: a changed ICHOR_HELM or PATH is checked again, and a failed check (or
+ * one `forget` drops, when the binary later failed to start) is made again by the next call.
+ */
+export function checkedOncePerPath<T>(resolvePath: () => string, check: (path: string) => Promise<T>): {get(): Promise<T>; forget(path: string): void} {
+  let checked: {path: string; promise: Promise<T>} | undefined
+  const forget = (path: string, promise?: Promise<T>) => {
+    if (checked?.path === path && (!promise || checked.promise === promise)) checked = undefined
+  }
+  return {
+    get() {
+      let path: string
+      try {
+        path = resolvePath()
+      } catch (error) {
+        return Promise.reject(error)
+      }
+      if (checked?.path !== path) {
+        const promise = check(path)
+        checked = {path, promise}
+        promise.catch(() => forget(path, promise))
+      }
+      return checked.promise
+    },
+    forget: (path) => forget(path),
+  }
+}

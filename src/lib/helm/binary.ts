@@ -3,7 +3,7 @@
 // The binary is resolved on disk first (ICHOR_HELM, then `helm` on PATH): absence never
 // shows up as a failed spawn.
 import {IchorError} from '../errors/errors.js'
-import {resolveBinary} from '../exec/resolve.js'
+import {checkedOncePerPath, resolveBinary} from '../exec/resolve.js'
 import {runProcess, startError} from '../exec/run.js'
 import {helmEnv} from './env.js'
 
@@ -44,30 +44,13 @@ export function helmVersionProblem(v: {major: number; minor: number; patch: numb
   return undefined
 }
 
-let detected: {key: string; promise: Promise<HelmBinary>} | undefined
-
 /** The absolute path of the helm ichor runs; throws when there is none. */
 export function helmPath(): string {
   return resolveBinary({name: 'helm', envVar: 'ICHOR_HELM', hint: HINT})
 }
 
 /** The resolved helm and its version, checked once per process (per resolved path). */
-export function findHelm(): Promise<HelmBinary> {
-  let path: string
-  try {
-    path = helmPath()
-  } catch (error) {
-    return Promise.reject(error)
-  }
-  if (detected?.key !== path) {
-    const promise = detect(path)
-    detected = {key: path, promise}
-    promise.catch(() => {
-      if (detected?.promise === promise) detected = undefined // a later call retries after a fix
-    })
-  }
-  return detected.promise
-}
+export const findHelm: () => Promise<HelmBinary> = checkedOncePerPath(helmPath, detect).get
 
 async function detect(path: string): Promise<HelmBinary> {
   const out = await helmVersionOf(path)

@@ -7,7 +7,7 @@ import {join} from 'node:path'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
-import {resolveBinary} from '../exec/resolve.js'
+import {checkedOncePerPath, resolveBinary} from '../exec/resolve.js'
 import {runProcess, startError, type RunResult} from '../exec/run.js'
 
 export class TalosctlError extends IchorError {
@@ -40,29 +40,13 @@ export function talosctlEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.Proce
   return Object.fromEntries(Object.entries(base).filter(([name]) => !TALOS_TARGET_VARIABLES.includes(name)))
 }
 
-let checked: {path: string; promise: Promise<string>} | undefined
+const talosctlCheck = checkedOncePerPath(talosctlPath, async (path) => {
+  await talosctlVersionOf(path)
+  return path
+})
 
 /** Checks once (per resolved path) that talosctl runs; resolves to its absolute path. */
-export function findTalosctl(): Promise<string> {
-  let path: string
-  try {
-    path = talosctlPath()
-  } catch (error) {
-    return Promise.reject(error)
-  }
-  if (checked?.path !== path) checked = {path, promise: check(path)}
-  return checked.promise
-}
-
-async function check(path: string): Promise<string> {
-  const result = await exec(path, ['version', '--client'], 20_000)
-  if (result.exitCode !== 0 || result.timedOut) {
-    if (checked?.path === path) checked = undefined // let a later call retry after a fix
-    const why = result.timedOut ? 'no answer within 20s' : firstLine((result.stderr || result.stdout).trim())
-    throw new IchorError(`cannot run talosctl at "${path}": ${why}`, {hint: HINT})
-  }
-  return path
-}
+export const findTalosctl: () => Promise<string> = talosctlCheck.get
 
 /**
  * The Tag line of `talosctl version --client` ("Client:\n\tTag:  v1.14.1\n\tSHA: ..."), or
@@ -110,7 +94,7 @@ async function exec(bin: string, args: string[], timeoutMs: number, onLine?: (li
   try {
     return await runProcess(bin, args, {env: talosctlEnv(), timeoutMs, maxBuffer: 64 * 1024 * 1024, onLine})
   } catch (error: unknown) {
-    if (checked?.path === bin) checked = undefined
+    talosctlCheck.forget(bin) // a binary that no longer starts is checked again next time
     throw startError('talosctl', bin, error, HINT)
   } finally {
     free()
