@@ -224,6 +224,50 @@ describe('the preview before the question', () => {
   })
 })
 
+describe('a plan with an editor (values edit)', () => {
+  const editing = (calls: string[], saved: string | undefined): Plan<string, string, string> => ({
+    command: 'test edit',
+    checkLocal: () => 'seed',
+    edit: {
+      async open(_ctx, seed) {
+        calls.push(`edit ${seed}`)
+        return saved
+      },
+      unchanged: () => 'unchanged',
+    },
+    async prepare(_ctx, input) {
+      calls.push(`prepare ${input}`)
+      return input
+    },
+    consent: () => 'apply?',
+    steps: () => [step('a', calls)],
+    result: (_run, p) => p,
+  })
+
+  it('given a saved buffer, then the editor opens in the same session before prepare, prepare gets what was saved, and nothing is asked after it', async () => {
+    const s = fakeSession()
+    const opened = vi.fn(() => s as unknown as Session)
+    const r = await runPlan(editing(s.calls, 'saved'), opts({yes: false}), {open: opened, tty: true, ask: async () => expect.unreachable('asked')})
+    expect(r).toBe('saved')
+    expect(opened).toHaveBeenCalledTimes(1)
+    expect(s.calls).toEqual(['clusterAnswers', 'edit seed', 'prepare saved', 'takeLease', 'guard', 'run a', 'close'])
+  })
+
+  it('given a buffer left unchanged, then nothing is prepared, taken or run, and the plan says so', async () => {
+    const s = fakeSession()
+    const r = await runPlan(editing(s.calls, undefined), opts({yes: false}), {open: () => s as unknown as Session, tty: true})
+    expect(r).toBe('unchanged')
+    expect(s.calls).toEqual(['clusterAnswers', 'edit seed', 'close'])
+  })
+
+  it('given no terminal and no --yes, then exit 2 before the session opens: the editor never opens', async () => {
+    const open = vi.fn()
+    const e = await rejection(runPlan(editing([], 'saved'), opts({yes: false}), {open, tty: false}))
+    expect(reportOf(e)).toMatchObject({exitCode: 2})
+    expect(open).not.toHaveBeenCalled()
+  })
+})
+
 describe('runReadPlan', () => {
   it('given a read plan, then it reads on the session without a question, a Lease or a guard, even with no terminal and no --yes; the session is closed', async () => {
     const s = fakeSession()

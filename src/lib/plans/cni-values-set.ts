@@ -8,9 +8,7 @@ import {diffCiliumValues, type CniValuesDiff} from '../cilium/diff.js'
 import {effectiveValuesDiff} from '../cilium/diff.js'
 import {editCiliumValues} from '../cilium/edit.js'
 import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTask, waitCiliumRolloutTask, type CiliumValuesChange} from '../cilium/tasks.js'
-import {consentNeeded} from './consent.js'
 import {checkCiliumChartFlag, checkCiliumValuesInput} from './local-input.js'
-import {withSession} from '../session/session.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Later} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
@@ -34,9 +32,11 @@ export interface CniValuesSetResult extends RunResult {
 
 type Change = Awaited<ReturnType<typeof prepareValuesChange>>
 
-function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult, ReadValuesInput> {
+function cniValuesSetPlan(
+  o: CniValuesSetOptions,
+  edit?: {seeded: boolean},
+): Plan<Later<Change>, CniValuesSetResult | {changed: false}, ReadValuesInput | undefined> {
   const {timeoutMs} = o
-  const edit = o.input.kind === 'layer' && o.input.base !== undefined
   return {
     command: edit ? 'cni values edit' : 'cni values set',
     session: {kubeconfig: o.kubeconfig, context: o.context},
@@ -44,14 +44,22 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
     checkLocal() {
       // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
       checkCiliumChartFlag(o.chart)
-      return checkCiliumValuesInput(o.input)
+      return edit && !edit.seeded ? undefined : checkCiliumValuesInput(o.input)
+    },
+    // `cni values edit`: the stored layer (with the command line's change) in the editor, each
+    // saved buffer checked as the set would check it, with the run's node reads.
+    edit: edit && {
+      async open({session, talos}, seed) {
+        const edited = await editCiliumValues(await session.kube(), {...o, talos}, seed)
+        return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
+      },
+      unchanged: () => ({changed: false}),
     },
     async prepare({session, talos}, input) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input, {...o, talos})))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input ?? o.input, {...o, talos})))
     },
-    // `cni values edit`: saving the buffer was the confirmation.
-    consent: () => (edit ? undefined : 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)'),
+    consent: () => 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)',
     steps: (change: Later<CiliumValuesChange>, {session}) => [
       validateCiliumValuesTask({change}),
       upgradeCiliumValuesTask({session, change, timeoutMs}),
@@ -68,25 +76,17 @@ function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValues
 }
 
 export function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValuesSetResult> {
-  return runPlan(cniValuesSetPlan(o), runOptions(o))
+  return runPlan(cniValuesSetPlan(o), runOptions(o)) as Promise<CniValuesSetResult>
 }
 
-/** `ichor cni values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-/** `cni values edit`: `seed` (-f/--set/KEY=VALUE) is the starting change the editor opens with. */
-export async function runCniValuesEdit(
-  o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput},
-): Promise<CniValuesSetResult | {changed: false}> {
-  checkCiliumChartFlag(o.chart)
-  // This machine's input first, before the cluster and the editor.
-  const seed = o.seed && checkCiliumValuesInput(o.seed)
-  // The confirmation rule before the editor opens: without a terminal it needs --yes.
-  consentNeeded({command: 'cni values edit', yes: o.yes, dryRun: false, json: o.json})
-  const edited = await withSession({command: 'cni values edit', kubeconfig: o.kubeconfig, context: o.context}, async (session) =>
-    editCiliumValues(await session.kube(), o, seed),
-  )
-  if (!edited.user) return {changed: false}
-  // Saving the buffer was the confirmation.
-  return runCniValuesSet({...o, input: {kind: 'layer', user: edited.user, base: edited.base}, dryRun: false, yes: true})
+/**
+ * `ichor cni values edit`: the set plan with an editor first, in its session (no Lease held while
+ * it is open); `seed` (-f/--set/KEY=VALUE) is the starting change the editor opens with.
+ */
+export function runCniValuesEdit(o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput}): Promise<CniValuesSetResult | {changed: false}> {
+  const {seed, ...rest} = o
+  const options = {...rest, input: seed ?? {kind: 'given' as const, given: {}, replace: false}, dryRun: false}
+  return runPlan(cniValuesSetPlan(options, {seeded: seed !== undefined}), runOptions(options))
 }
 
 /** `ichor cni values diff`: validated as a set is, against the live release; changes nothing. */

@@ -5,7 +5,8 @@
 //   1. this machine's input (exit 2 even when the cluster is down),
 //   2. the confirmation rule (consent.ts): refused without a terminal before any connection,
 //   3. the session: the named cluster must answer,
-//   4. prepare (read-only, no Lease yet), then the question on a terminal, never after a change,
+//   4. an editor when the plan has one (`values edit`: saving it is the confirmation), prepare
+//      (read-only, no Lease yet), then the question on a terminal, never after a change,
 //   5. the steps, the Lease first and visible (or, for a plan that makes its cluster, right after
 //      the step that brings the API server up), every mutating step guarded by it,
 //   6. the result; the session (Lease, tunnel, temp files) is closed on every path, and on
@@ -60,12 +61,18 @@ export interface Plan<P, R, L = void> {
   talos?: PlanTalos
   /** This machine's input, checked before anything else (exit 2 with nothing contacted); what it parsed goes to prepare. */
   checkLocal?(): L | Promise<L>
+  /**
+   * An editor the operator fills in (`values edit`), in the run's session before prepare, with no
+   * Lease held while it is open: what was saved replaces what checkLocal parsed; undefined (a
+   * buffer left unchanged) ends the run with `unchanged()`. Saving is the confirmation: no
+   * question follows it.
+   */
+  edit?: {open(ctx: PlanContext, local: L): Promise<L | undefined>; unchanged(): R}
   /** Reads what the plan needs before any step: read-only, no Lease held yet. */
   prepare?(ctx: PlanContext, local: L): Promise<P>
   /**
    * The question a terminal is asked, specific about what changes, and what the runner shows
-   * before it (the plan, a diff; its warnings). Undefined only when the operator already agreed
-   * in prepare (an editor buffer saved).
+   * before it (the plan, a diff; its warnings). Undefined when there is nothing to ask.
    */
   consent(prepared: P, ctx: PlanContext): Consent | undefined | Promise<Consent | undefined>
   /** After the answer, before the steps: what may prompt for a secret (a state key). */
@@ -118,8 +125,14 @@ export async function runPlan<P, R, L = void>(plan: Plan<P, R, L>, o: PlanRunOpt
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
   return inPlanContext(plan, sealedKey, deps, async (ctx) => {
     const {session} = ctx
-    const prepared = (plan.prepare ? await plan.prepare(ctx, local) : undefined) as P
-    if (ask) {
+    let input = local
+    if (plan.edit) {
+      const saved = await plan.edit.open(ctx, local)
+      if (saved === undefined) return plan.edit.unchanged()
+      input = saved
+    }
+    const prepared = (plan.prepare ? await plan.prepare(ctx, input) : undefined) as P
+    if (ask && !plan.edit) {
       const consent = await plan.consent(prepared, ctx)
       if (typeof consent === 'object') {
         o.report?.show(consent.preview)

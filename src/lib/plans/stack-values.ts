@@ -6,7 +6,6 @@ import {storeStackValuesTask} from '../stack/values-tasks.js'
 import {isDeepStrictEqual} from 'node:util'
 import {ciliumReleaseView} from '../cilium/tasks.js'
 import {checkStackValuesInput} from './local-input.js'
-import {consentNeeded} from './consent.js'
 import {withSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {checkStackArtifacts, type StackArtifactSources, type StackRender} from '../stack/from-installation.js'
@@ -29,8 +28,6 @@ export interface StackValuesSetOptions {
   component: StackComponent
   /** The -f files, --set and KEY=VALUE arguments, merged onto the stored layer (a null removes a key). */
   input: ValuesInput
-  /** `stack values edit`: the whole new layer, and the stored layer the editor started from. */
-  layer?: {user: Values; base: Values}
   kubeconfig?: string
   context?: string
   registryEndpoint?: string
@@ -49,6 +46,13 @@ export interface StackValuesSetResult extends RunResult {
   digest: string
   /** Promotion Manual: what was published and waits for `ichor stack promote`, one line per component. */
   awaitingApproval: string[]
+}
+
+/** `stack values edit` with the buffer left unchanged. */
+export interface StackValuesUnchanged {
+  changed: false
+  component: StackComponent
+  awaitingApproval?: undefined
 }
 
 /** The stored user layer of one component. */
@@ -73,18 +77,30 @@ interface SetPreparation {
   later: Later<StackRender>
 }
 
-export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult, ReadValuesInput> {
+/** `edit`: `stack values edit`, whose editor opens in the plan's session before anything is read for the set. */
+export function stackValuesSetPlan(o: StackValuesSetOptions, edit = false): Plan<SetPreparation, StackValuesSetResult | StackValuesUnchanged, ReadValuesInput> {
   const awaiting = new Map<StackComponent, string>()
   return {
-    command: o.layer ? 'stack values edit' : 'stack values set',
+    command: edit ? 'stack values edit' : 'stack values set',
     session: {kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
     checkLocal: () => checkStackValuesInput(o.component, o.input), // this machine's input first: exit 2 even when the cluster is down
+    edit: edit
+      ? {
+          async open({session}, seed) {
+            // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
+            await checkStackArtifacts(session, o.sources)
+            const edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined}, seed)
+            return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
+          },
+          unchanged: () => ({changed: false, component: o.component}),
+        }
+      : undefined,
     async prepare({session}, input) {
       const read = async () => {
         const cr = await requireInstallation(await session.kube())
         const stored = cr.spec.stack[o.component].values ?? {}
-        if (o.layer) checkEditBase(o.component, stored, o.layer.base)
-        return {cr, values: dropNulls(o.layer ? o.layer.user : newUserLayer(stored, input))}
+        if (input.kind === 'layer') checkEditBase(o.component, stored, input.base)
+        return {cr, values: dropNulls(newUserLayer(stored, input))}
       }
       // Render before anything is touched: invalid values are exit 2 with nothing changed.
       const first = await read()
@@ -100,8 +116,7 @@ export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparatio
       )
       return {prepared, later: async () => (await prepared()).stack}
     },
-    // `stack values edit`: saving the buffer was the confirmation.
-    consent: () => (o.layer ? undefined : `Store the new ${o.component} values, publish a new ${o.component} bundle and move Order ${o.component} to it?`),
+    consent: () => `Store the new ${o.component} values, publish a new ${o.component} bundle and move Order ${o.component} to it?`,
     steps: ({prepared, later}, {session}) => [
       storeStackValuesTask(session, o.component, prepared),
       publishBundlesTask({session, stack: later}),
@@ -122,7 +137,8 @@ export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparatio
 }
 
 export function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
-  return runPlan(stackValuesSetPlan(o), runOptions(o))
+  // Only an edit plan ends unchanged.
+  return runPlan(stackValuesSetPlan(o), runOptions(o)) as Promise<StackValuesSetResult>
 }
 
 /** The components whose Order already asks for the tag this run publishes (the Order step leaves them as they are). */
@@ -159,22 +175,8 @@ export async function runStackValuesDiff(o: {
   )
 }
 
-/** `ichor stack values edit`: the editor (no Lease held while it is open), then the set plan with the whole layer. */
-export async function runStackValuesEdit(
-  o: Omit<StackValuesSetOptions, 'layer' | 'dryRun'>,
-): Promise<StackValuesSetResult | {changed: false; component: StackComponent; awaitingApproval?: undefined}> {
-  const input = checkStackValuesInput(o.component, o.input) // this machine's input first, before the cluster and the editor
-  // The confirmation rule before the editor opens: without a terminal it needs --yes.
-  consentNeeded({command: 'stack values edit', yes: o.yes, dryRun: false, json: o.json})
-  const edited = await withSession(
-    {command: 'stack values edit', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
-    async (session) => {
-      // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
-      await checkStackArtifacts(session, o.sources)
-      return editStackValues(session, o.component, {...o.sources, pinning: undefined}, input)
-    },
-  )
-  if (!edited.user) return {changed: false, component: o.component}
-  // Saving the buffer was the confirmation.
-  return runStackValuesSetPlan({...o, input: {kind: 'layer', user: edited.user}, layer: {user: edited.user, base: edited.base}, dryRun: false, yes: true})
+/** `ichor stack values edit`: the set plan with an editor first, in its session (no Lease held while it is open). */
+export function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'dryRun'>): Promise<StackValuesSetResult | StackValuesUnchanged> {
+  const options = {...o, dryRun: false}
+  return runPlan(stackValuesSetPlan(options, true), runOptions(options))
 }
