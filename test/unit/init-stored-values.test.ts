@@ -2,7 +2,7 @@
 // differs is refused, naming the day-2 command that changes them safely.
 import {describe, expect, it} from 'vitest'
 import {ValidationError} from '../../src/lib/errors/errors.js'
-import {keepStoredLayers, keepStoredSettings} from '../../src/lib/plans/init-plan.js'
+import {keepStoredLayers, keepStoredSettings} from '../../src/lib/init/stored-settings.js'
 import {checkInitInputs} from '../../src/lib/init/inputs.js'
 import type {InstallationSpec} from '../../src/lib/state/installation.js'
 import type {Values} from '../../src/lib/values/path.js'

@@ -13,7 +13,7 @@ import {
   type KubernetesVersion,
   type TalosVersion,
 } from '../talos/versions.js'
-import {readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
+import {installDiskFor, readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
 import {nodeProblem} from '../talos/node-address.js'
 
 export interface InitFlags {
@@ -155,4 +155,15 @@ function defaultKubernetesFor(talos: TalosVersion | undefined): string {
 function stripFlag(error: unknown, flag: string): string {
   if (!(error instanceof IchorError)) throw error
   return error.message.replace(new RegExp(`^${flag}:\\s*`), '')
+}
+
+/** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
+export function installDiskLines(inputs: InitInputs): string[] {
+  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
+  return nodes.map(([node, role]) => {
+    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
+    return disk
+      ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)`
+      : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+  })
 }

@@ -2,21 +2,19 @@
 // terminal), values read, rendering started, then either the offline dry run's folder or
 // the plan against the nodes and the cluster.
 import type {Reporter} from '../log/reporter.js'
-import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
-import {isDeepStrictEqual} from 'node:util'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
-import {IchorError, ValidationError, type Issue} from '../errors/errors.js'
+import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 import type {PlanOptions} from './options.js'
-import type {ConfigPatch, GeneratedStackSecrets, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
+import type {GeneratedStackSecrets, MachineConfigInputs, PromotionMode} from '../state/installation-types.js'
 import {generateStackSecrets} from '../stack/prepare.js'
 import type {StackSecretsOutcome} from '../stack/install-tasks.js'
 import type {Kube} from '../kube/client.js'
 import type {Reachability} from '../talos/talosctl.js'
 import {readServedApiGroups} from '../kube/reads.js'
-import {readInstallation, readTalosBundleSecret, type InstallationSpec} from '../state/installation.js'
+import {readInstallation, readTalosBundleSecret} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
@@ -26,8 +24,8 @@ import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from '../init/dry-run.js'
 import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
-import {checkInitInputs, initInputWarnings, type InitFlags, type InitInputs} from '../init/inputs.js'
-import {installDiskFor, NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from '../talos/machine-config.js'
+import {checkInitInputs, initInputWarnings, installDiskLines, type InitFlags, type InitInputs} from '../init/inputs.js'
+import {keepStoredLayers, keepStoredSettings} from '../init/stored-settings.js'
 import {confirm, consentNeeded} from './consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
 import {renderInit, type InitRender} from '../init/render.js'
@@ -107,13 +105,13 @@ interface LocalInit {
   state: LocalState
 }
 
-/** The inputs a run uses once the cluster's stored state (if any) is read, and the render started with them. */
 /** The chart's tested Kubernetes range, said on stderr and kept in the --json result's warnings. */
 function compatibilityWarnings(r: InitRender, inputs: InitInputs): string[] {
   const warning = kubernetesCompatibilityWarning(r.assets.cilium.version, inputs.kubernetesVersion, inputs.talosVersion)
   return warning ? [warning] : []
 }
 
+/** The inputs a run uses once the cluster's stored state (if any) is read, and the render started with them. */
 interface Decided {
   inputs: InitInputs
   userValues: {cilium: Values; argocd: Values; kokumi: Values}
@@ -282,152 +280,11 @@ async function unlockStoredBundle(
   return {stateKey, clusterBundle: opened?.bundle}
 }
 
-/**
- * The machine-config inputs of a rerun: each omitted flag keeps what the cluster stores; a given
- * one replaces it, and the plan applies the change to the running nodes (node-config-changes)
- * before the spec stores it. Patches are compared by their text, not file name.
- */
-export function keepStoredMachineConfig(
-  f: MachineConfigFlags,
-  given: MachineConfigInputs,
-  stored: Partial<MachineConfigInputs> | undefined,
-): MachineConfigInputs {
-  const held = {...NO_MACHINE_CONFIG_INPUTS, ...stored}
-  const list = <T extends ConfigPatch>(flagGiven: boolean, mine: T[], theirs: T[]) => (flagGiven ? mine : theirs)
-  return {
-    installDisk: f.installDisk ?? held.installDisk,
-    installImage: f.installImage ?? held.installImage,
-    patches: list((f.configPatch?.length ?? 0) > 0, given.patches, held.patches),
-    controlPlanePatches: list((f.configPatchControlPlane?.length ?? 0) > 0, given.controlPlanePatches, held.controlPlanePatches),
-    workerPatches: list((f.configPatchWorker?.length ?? 0) > 0, given.workerPatches, held.workerPatches),
-    nodePatches: keepNodePatches(given.nodePatches, held.nodePatches),
-  }
-}
-
-/** Node patches by the same rule, one node at a time: a node without --node-patch keeps what is stored for it. */
-function keepNodePatches(given: NodeConfigPatch[], held: NodeConfigPatch[]): NodeConfigPatch[] {
-  const givenNodes = [...new Set(given.map((p) => p.node))]
-  return [...held.filter((p) => !givenNodes.includes(p.node)), ...given]
-}
-
 function talosctlFound(): boolean {
   try {
     talosctlPath()
     return true
   } catch {
     return false
-  }
-}
-
-/** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
-export function installDiskLines(inputs: InitInputs): string[] {
-  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
-  return nodes.map(([node, role]) => {
-    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
-    return disk
-      ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)`
-      : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
-  })
-}
-
-const CHANGE_COMMAND = {
-  cilium: 'ichor cni values set -f FILE --replace',
-  argocd: 'ichor stack values set argocd -f FILE',
-  kokumi: 'ichor stack values set kokumi -f FILE',
-} as const
-
-/**
- * The user layers a run uses: a values flag on a new cluster, else what the cluster stores.
- * A values file that differs from the stored layer is refused (exit 2), naming the
- * command that changes it safely (validated against the live cluster, rolled back on failure).
- */
-export function keepStoredLayers(
-  given: {cilium?: Values; argocd?: Values; kokumi?: Values},
-  stored: InstallationSpec | undefined,
-  earlier: Issue[] = [],
-): {cilium: Values; argocd: Values; kokumi: Values} {
-  const held = {cilium: stored?.cni.cilium.values, argocd: stored?.stack.argocd.values, kokumi: stored?.stack.kokumi.values}
-  const issues: Issue[] = [...earlier]
-  for (const c of ['cilium', 'argocd', 'kokumi'] as const) {
-    const mine = given[c]
-    const theirs = held[c]
-    if (mine && theirs && !isDeepStrictEqual(mine, theirs)) {
-      issues.push({
-        path: `--${c}-values`,
-        message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`,
-      })
-    }
-  }
-  if (issues.length > 0) throw new ValidationError('ichor init: nothing was changed', issues)
-  return {cilium: given.cilium ?? held.cilium ?? {}, argocd: given.argocd ?? held.argocd ?? {}, kokumi: given.kokumi ?? held.kokumi ?? {}}
-}
-
-/**
- * The init flags with a default whose value the cluster stores (IchorInstallation spec): an
- * omitted flag takes the stored value (a rerun never resets a day-2 change to a default); a
- * given one that differs is an issue naming what changes it on an existing cluster, as a
- * changed values file is (keepStoredLayers). Nothing is compared on a new cluster.
- */
-export function keepStoredSettings(
-  given: {flags: InitFlags; promotion?: PromotionMode},
-  checked: InitInputs,
-  stored: InstallationSpec | undefined,
-): {flags: InitFlags; promotion: PromotionMode; machineConfig: MachineConfigInputs; previousMachineConfig?: MachineConfigInputs; issues: Issue[]} {
-  if (!stored) return {flags: given.flags, promotion: given.promotion ?? 'Automatic', machineConfig: checked.machineConfig, issues: []}
-  const f = given.flags
-  const issues: Issue[] = []
-  const differs = (flag: string, mine: string, theirs: string, change: string) =>
-    issues.push({path: flag, message: `"${mine}" differs from the ${theirs} the cluster stores; ${change} (or leave the flag out to keep it)`})
-  if (given.promotion !== undefined && given.promotion !== stored.stack.promotion) {
-    differs('--promotion', given.promotion, stored.stack.promotion, `change it with \`ichor stack promotion set ${given.promotion}\``)
-  }
-  if (f.kubeProxy !== undefined && checked.kubeProxy !== stored.cni.kubeProxy) {
-    differs(
-      '--kube-proxy',
-      checked.kubeProxy,
-      stored.cni.kubeProxy,
-      `change it with \`ichor cni kube-proxy ${checked.kubeProxy === 'replaced' ? 'replace' : 'restore'}\``,
-    )
-  }
-  if (f.tunnel !== undefined && checked.tunnel !== stored.cni.tunnel) {
-    differs(
-      '--tunnel',
-      checked.tunnel,
-      stored.cni.tunnel,
-      'the tunnel protocol is fixed once the cluster exists (Cilium cannot change it in place): no command changes it',
-    )
-  }
-  if (f.talosVersion !== undefined && checked.talosVersion.tag !== stored.talos.talosVersion) {
-    differs(
-      '--talos-version',
-      checked.talosVersion.tag,
-      stored.talos.talosVersion,
-      'init does not upgrade Talos on existing nodes: no ichor command changes it',
-    )
-  }
-  if (f.kubernetesVersion !== undefined && checked.kubernetesVersion.version !== stored.talos.kubernetesVersion) {
-    const newer = compareVersions(checked.kubernetesVersion, parseKubernetesVersion(stored.talos.kubernetesVersion)) > 0
-    differs(
-      '--kubernetes-version',
-      checked.kubernetesVersion.version,
-      stored.talos.kubernetesVersion,
-      newer
-        ? `init does not change Kubernetes on an existing cluster: upgrade it with \`ichor kubernetes upgrade --to ${checked.kubernetesVersion.version}\` (one minor at a time)`
-        : `Kubernetes is never downgraded; leave --kubernetes-version out to keep ${stored.talos.kubernetesVersion} (\`ichor kubernetes upgrade\` moves it forward)`,
-    )
-  }
-  const machineConfig = keepStoredMachineConfig(f.machineConfig ?? {}, checked.machineConfig, stored.talos.machineConfig)
-  return {
-    machineConfig,
-    previousMachineConfig: {...NO_MACHINE_CONFIG_INPUTS, ...stored.talos.machineConfig},
-    flags: {
-      ...f,
-      kubeProxy: f.kubeProxy ?? stored.cni.kubeProxy,
-      tunnel: f.tunnel ?? stored.cni.tunnel,
-      talosVersion: f.talosVersion ?? stored.talos.talosVersion,
-      kubernetesVersion: f.kubernetesVersion ?? stored.talos.kubernetesVersion,
-    },
-    promotion: given.promotion ?? stored.stack.promotion,
-    issues,
   }
 }
