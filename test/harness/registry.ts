@@ -6,6 +6,7 @@ import {accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, rmSyn
 import {createServer} from 'node:net'
 import {tmpdir} from 'node:os'
 import {delimiter, join} from 'node:path'
+import {GO_GC_TUNING} from './apiserver.js'
 
 export interface RunningRegistry {
   /** `http://127.0.0.1:<port>` */
@@ -115,7 +116,7 @@ async function startOnce(binary: string, port: number, restoreFrom?: string): Pr
 /** Starts the registry process and waits until /v2/ answers. */
 async function serve(binary: string, config: string, endpoint: string): Promise<{stop(): Promise<void>}> {
   // REGISTRY_* variables override the config file; keep the run hermetic.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('REGISTRY_')))
+  const env = {...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('REGISTRY_'))), ...GO_GC_TUNING}
   const child = spawn(binary, ['serve', config], {env, stdio: ['ignore', 'ignore', 'pipe']})
   let stderr = ''
   child.stderr!.on('data', (c: Buffer) => {
