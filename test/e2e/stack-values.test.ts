@@ -358,15 +358,27 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
         const drifted = await readBundleDrift(counting, oci, 'argocd', tag)
         return {drifted, dryRuns}
       }
+      // A look after a look dry-runs only the Secrets, unless an object moved in between: a
+      // controller may still write one (a Deployment's status after this file's roll-outs), and
+      // that object is rightly dry-run again. So it looks again, a few times at most, until the
+      // cluster holds still; a cache that remembers nothing fails every time.
+      const lookAgain = async (want: number) => {
+        let r = await look()
+        for (let i = 0; i < 5 && r.dryRuns.length !== want; i++) {
+          await new Promise((res) => setTimeout(res, 1000))
+          r = await look()
+        }
+        return r
+      }
       const bundle = parseObjects((await readPublishedManifest(oci, 'argocd', tag))!)
       const secrets = bundle.filter((o) => o.kind === 'Secret').length
 
       const cold = await look()
       expect(cold.drifted).toEqual([])
       expect(cold.dryRuns).toHaveLength(bundle.length)
-      const warm = await look()
+      const warm = await lookAgain(secrets)
       expect(warm.drifted).toEqual([])
-      expect(warm.dryRuns).toHaveLength(secrets)
+      expect(warm.dryRuns, warm.dryRuns.join(' ')).toHaveLength(secrets)
 
       const cm = '/api/v1/namespaces/argocd/configmaps/argocd-cm'
       const before = (await kube.request<Obj & {data?: Record<string, string>}>('GET', cm)).data ?? {}
@@ -379,11 +391,12 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       const changed = await look()
       expect(changed.drifted).toEqual([{object: 'ConfigMap argocd/argocd-cm', fields: [`data.${key}`]}])
       expect(changed.dryRuns).toEqual(expect.arrayContaining([cm]))
-      expect(changed.dryRuns).toHaveLength(secrets + 1)
+      expect(changed.dryRuns.length).toBeGreaterThanOrEqual(secrets + 1) // more only when a controller moved another object meanwhile (above)
       // Put back as Argo CD would (its manager, forced): in line again, and remembered again.
       await kube.request('PATCH', cm, {body: {data: {[key]: value}}, contentType: 'application/merge-patch+json', query: {fieldManager: 'argocd-controller'}})
       expect((await look()).drifted).toEqual([])
-      expect((await look()).dryRuns).toHaveLength(secrets)
+      const again = await lookAgain(secrets)
+      expect(again.dryRuns, again.dryRuns.join(' ')).toHaveLength(secrets)
 
       // A CRD change (as `cni upgrade` makes one): the verdicts on its custom resources no longer
       // hold. Here the CiliumNetworkPolicy schema loses spec.description, which the bundle's
@@ -404,7 +417,8 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
         await kube.request('PATCH', crd, {body: [{op: 'add', path: at, value: description}], contentType: 'application/json-patch+json'})
       }
       expect((await look()).drifted).toEqual([])
-      expect((await look()).dryRuns).toHaveLength(secrets)
+      const remembered = await lookAgain(secrets)
+      expect(remembered.dryRuns, remembered.dryRuns.join(' ')).toHaveLength(secrets)
     } finally {
       if (saved === undefined) delete process.env.XDG_CACHE_HOME
       else process.env.XDG_CACHE_HOME = saved
