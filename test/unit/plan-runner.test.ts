@@ -225,7 +225,7 @@ describe('the preview before the question', () => {
 })
 
 describe('a plan with an editor (values edit)', () => {
-  const editing = (calls: string[], saved: string | undefined): Plan<string, string, string> => ({
+  const editing = (calls: string[], saved: string | undefined): Plan<string, string, string, string> => ({
     command: 'test edit',
     checkLocal: () => 'seed',
     edit: {

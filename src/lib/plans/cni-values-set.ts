@@ -32,32 +32,20 @@ export interface CniValuesSetResult extends RunResult {
 
 type Change = Awaited<ReturnType<typeof prepareValuesChange>>
 
-function cniValuesSetPlan(
-  o: CniValuesSetOptions,
-  edit?: {seeded: boolean},
-): Plan<Later<Change>, CniValuesSetResult | {changed: false}, ReadValuesInput | undefined> {
+function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult, ReadValuesInput> {
   const {timeoutMs} = o
   return {
-    command: edit ? 'cni values edit' : 'cni values set',
+    command: 'cni values set',
     session: {kubeconfig: o.kubeconfig, context: o.context},
     talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
     checkLocal() {
       // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
       checkCiliumChartFlag(o.chart)
-      return edit && !edit.seeded ? undefined : checkCiliumValuesInput(o.input)
-    },
-    // `cni values edit`: the stored layer (with the command line's change) in the editor, each
-    // saved buffer checked as the set would check it, with the run's node reads.
-    edit: edit && {
-      async open({session, talos}, seed) {
-        const edited = await editCiliumValues(await session.kube(), {...o, talos}, seed)
-        return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
-      },
-      unchanged: () => ({changed: false}),
+      return checkCiliumValuesInput(o.input)
     },
     async prepare({session, talos}, input) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
-      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input ?? o.input, {...o, talos})))
+      return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input, {...o, talos})))
     },
     consent: () => 'Apply the new Cilium values with helm upgrade of kube-system/cilium? (--dry-run shows the diff)',
     steps: (change: Later<CiliumValuesChange>, {session}) => [
@@ -76,17 +64,28 @@ function cniValuesSetPlan(
 }
 
 export function runCniValuesSet(o: CniValuesSetOptions): Promise<CniValuesSetResult> {
-  return runPlan(cniValuesSetPlan(o), runOptions(o)) as Promise<CniValuesSetResult>
+  return runPlan(cniValuesSetPlan(o), runOptions(o))
 }
 
 /**
  * `ichor cni values edit`: the set plan with an editor first, in its session (no Lease held while
- * it is open); `seed` (-f/--set/KEY=VALUE) is the starting change the editor opens with.
+ * it is open); `input` (-f/--set/KEY=VALUE) is the starting change the editor opens with. Each
+ * saved buffer is checked as the set checks it, with the run's node reads.
  */
-export function runCniValuesEdit(o: Omit<CniValuesSetOptions, 'input' | 'dryRun'> & {seed?: ValuesInput}): Promise<CniValuesSetResult | {changed: false}> {
-  const {seed, ...rest} = o
-  const options = {...rest, input: seed ?? {kind: 'given' as const, given: {}, replace: false}, dryRun: false}
-  return runPlan(cniValuesSetPlan(options, {seeded: seed !== undefined}), runOptions(options))
+export function runCniValuesEdit(o: Omit<CniValuesSetOptions, 'dryRun'>): Promise<CniValuesSetResult | {changed: false}> {
+  const options = {...o, dryRun: false}
+  const plan: Plan<Later<Change>, CniValuesSetResult, ReadValuesInput, {changed: false}> = {
+    ...cniValuesSetPlan(options),
+    command: 'cni values edit',
+    edit: {
+      async open({session, talos}, seed) {
+        const edited = await editCiliumValues(await session.kube(), {...options, talos}, seed)
+        return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
+      },
+      unchanged: () => ({changed: false}),
+    },
+  }
+  return runPlan(plan, runOptions(options))
 }
 
 /** `ichor cni values diff`: validated as a set is, against the live release; changes nothing. */

@@ -50,8 +50,11 @@ export interface PlanTalos {
   missingInstallationExit?: number
 }
 
-/** L: what checkLocal parsed (files read, versions checked), handed to prepare so nothing is read twice. */
-export interface Plan<P, R, L = void> {
+/**
+ * L: what checkLocal parsed (files read, versions checked), handed to prepare so nothing is read twice.
+ * U: what a plan with an editor returns when the buffer was left unchanged (none without one).
+ */
+export interface Plan<P, R, L = void, U = never> {
   /** The command as typed (`stack sync`): the Lease's holder and the refusal's subject. */
   command: string
   session?: Omit<SessionOptions, 'command'>
@@ -67,7 +70,7 @@ export interface Plan<P, R, L = void> {
    * buffer left unchanged) ends the run with `unchanged()`. Saving is the confirmation: no
    * question follows it.
    */
-  edit?: {open(ctx: PlanContext, local: L): Promise<L | undefined>; unchanged(): R}
+  edit?: {open(ctx: PlanContext, local: L): Promise<L | undefined>; unchanged(): U}
   /** Reads what the plan needs before any step: read-only, no Lease held yet. */
   prepare?(ctx: PlanContext, local: L): Promise<P>
   /**
@@ -119,11 +122,11 @@ export interface PlanRunDeps {
   ask?: (question: string) => Promise<boolean>
 }
 
-export async function runPlan<P, R, L = void>(plan: Plan<P, R, L>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R> {
+export async function runPlan<P, R, L = void, U = never>(plan: Plan<P, R, L, U>, o: PlanRunOptions, deps: PlanRunDeps = {}): Promise<R | U> {
   const local = (await plan.checkLocal?.()) as L
   const sealedKey = await sealedKeyFor(plan, o)
   const ask = consentNeeded({command: plan.command, yes: o.yes, dryRun: o.dryRun, json: o.json}, deps.tty) === 'ask'
-  return inPlanContext(plan, sealedKey, deps, async (ctx) => {
+  return inPlanContext<R | U>(plan, sealedKey, deps, async (ctx) => {
     const {session} = ctx
     let input = local
     if (plan.edit) {

@@ -77,24 +77,12 @@ interface SetPreparation {
   later: Later<StackRender>
 }
 
-/** `edit`: `stack values edit`, whose editor opens in the plan's session before anything is read for the set. */
-export function stackValuesSetPlan(o: StackValuesSetOptions, edit = false): Plan<SetPreparation, StackValuesSetResult | StackValuesUnchanged, ReadValuesInput> {
+export function stackValuesSetPlan(o: StackValuesSetOptions): Plan<SetPreparation, StackValuesSetResult, ReadValuesInput> {
   const awaiting = new Map<StackComponent, string>()
   return {
-    command: edit ? 'stack values edit' : 'stack values set',
+    command: 'stack values set',
     session: {kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint},
     checkLocal: () => checkStackValuesInput(o.component, o.input), // this machine's input first: exit 2 even when the cluster is down
-    edit: edit
-      ? {
-          async open({session}, seed) {
-            // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
-            await checkStackArtifacts(session, o.sources)
-            const edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined}, seed)
-            return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
-          },
-          unchanged: () => ({changed: false, component: o.component}),
-        }
-      : undefined,
     async prepare({session}, input) {
       const read = async () => {
         const cr = await requireInstallation(await session.kube())
@@ -137,8 +125,7 @@ export function stackValuesSetPlan(o: StackValuesSetOptions, edit = false): Plan
 }
 
 export function runStackValuesSetPlan(o: StackValuesSetOptions): Promise<StackValuesSetResult> {
-  // Only an edit plan ends unchanged.
-  return runPlan(stackValuesSetPlan(o), runOptions(o)) as Promise<StackValuesSetResult>
+  return runPlan(stackValuesSetPlan(o), runOptions(o))
 }
 
 /** The components whose Order already asks for the tag this run publishes (the Order step leaves them as they are). */
@@ -178,5 +165,18 @@ export async function runStackValuesDiff(o: {
 /** `ichor stack values edit`: the set plan with an editor first, in its session (no Lease held while it is open). */
 export function runStackValuesEdit(o: Omit<StackValuesSetOptions, 'dryRun'>): Promise<StackValuesSetResult | StackValuesUnchanged> {
   const options = {...o, dryRun: false}
-  return runPlan(stackValuesSetPlan(options, true), runOptions(options))
+  const plan: Plan<SetPreparation, StackValuesSetResult, ReadValuesInput, StackValuesUnchanged> = {
+    ...stackValuesSetPlan(options),
+    command: 'stack values edit',
+    edit: {
+      async open({session}, seed) {
+        // Unpinned artifacts are refused before the editor opens, not after the operator's edit.
+        await checkStackArtifacts(session, o.sources)
+        const edited = await editStackValues(session, o.component, {...o.sources, pinning: undefined}, seed)
+        return edited.user && {kind: 'layer', user: edited.user, base: edited.base}
+      },
+      unchanged: () => ({changed: false, component: o.component}),
+    },
+  }
+  return runPlan(plan, runOptions(options))
 }

@@ -23,8 +23,8 @@ export default class CniValuesEdit extends ValuesCommand {
 
   async run() {
     const {argv, flags} = await this.parse(CniValuesEdit)
-    const seed = valuesInputFrom(argv, flags)
-    const result = await runCniValuesEdit({...this.planOptions(flags), ...ciliumChangeOptions(flags), seed})
+    const input = valuesInputFrom(argv, flags)
+    const result = await runCniValuesEdit({...this.planOptions(flags), ...ciliumChangeOptions(flags), input})
     if (!('values' in result)) this.note('Edit cancelled: the values were left unchanged, nothing to apply.')
     return result
   }
