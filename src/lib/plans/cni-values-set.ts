@@ -32,17 +32,24 @@ export interface CniValuesSetResult extends RunResult {
 
 type Change = Awaited<ReturnType<typeof prepareValuesChange>>
 
+/** What set, edit and diff share: the cluster, the nodes, and this machine's input checked first. */
+function valuesChangeAccess(o: Pick<CniValuesSetOptions, 'input' | 'kubeconfig' | 'context' | 'talosconfig' | 'stateDir' | 'chart'>) {
+  return {
+    session: {kubeconfig: o.kubeconfig, context: o.context},
+    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
+    checkLocal(): ReadValuesInput {
+      // A bad file or an owned key is exit 2 even when the cluster is down.
+      checkCiliumChartFlag(o.chart)
+      return checkCiliumValuesInput(o.input)
+    },
+  }
+}
+
 function cniValuesSetPlan(o: CniValuesSetOptions): Plan<Later<Change>, CniValuesSetResult, ReadValuesInput> {
   const {timeoutMs} = o
   return {
     command: 'cni values set',
-    session: {kubeconfig: o.kubeconfig, context: o.context},
-    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
-    checkLocal() {
-      // This machine's input first: a bad file or an owned key is exit 2 even when the cluster is down.
-      checkCiliumChartFlag(o.chart)
-      return checkCiliumValuesInput(o.input)
-    },
+    ...valuesChangeAccess(o),
     async prepare({session, talos}, input) {
       // Read once, after the Lease step (the first) has run: the stored layer cannot move under us.
       return once((): Promise<Change> => session.kube().then((kube) => prepareValuesChange(kube, input, {...o, talos})))
@@ -101,12 +108,7 @@ export function runCniValuesDiff(o: {
 }): Promise<CniValuesDiff> {
   const plan: ReadPlan<CniValuesDiff, ReadValuesInput> = {
     command: 'cni values diff',
-    session: {kubeconfig: o.kubeconfig, context: o.context},
-    talos: {talosconfig: o.talosconfig, stateDir: o.stateDir},
-    checkLocal() {
-      checkCiliumChartFlag(o.chart)
-      return checkCiliumValuesInput(o.input)
-    },
+    ...valuesChangeAccess(o),
     read: async ({session, talos}, input) => diffCiliumValues(await session.kube(), input, {chart: o.chart, mirror: o.mirror, talos}),
   }
   return runReadPlan(plan, o)

@@ -148,14 +148,9 @@ function dropNulls(v: Values): Values {
 }
 
 /** `ichor stack values diff`: opens a session, diffs, closes. Changes nothing. */
-export async function runStackValuesDiff(o: {
-  component: StackComponent
-  input: ValuesInput
-  kubeconfig?: string
-  context?: string
-  registryEndpoint?: string
-  sources: StackArtifactSources
-}): Promise<StackValuesDiff> {
+export async function runStackValuesDiff(
+  o: Pick<StackValuesSetOptions, 'component' | 'input' | 'kubeconfig' | 'context' | 'registryEndpoint' | 'sources'>,
+): Promise<StackValuesDiff> {
   const input = checkStackValuesInput(o.component, o.input) // this machine's input first: exit 2 even when the cluster is down
   return withSession({command: 'stack values diff', kubeconfig: o.kubeconfig, context: o.context, registryEndpoint: o.registryEndpoint}, (session) =>
     diffStackValues(session, o.component, input, o.sources),
