@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real kwok the e2e harness runs for its simulated machines (Nodes with kubelet-like
 # status and heartbeats, pods taken through their lifecycle by stages), from the Go module in
-# test/kwok (version pinned by its go.mod/go.sum). The binary is cached outside the repo, keyed
+# test/envtest (version pinned by its go.mod/go.sum; it shares the control plane's k8s.io
+# modules, so a cold build after build-envtest.sh compiles only kwok's own packages). The binary is cached outside the repo, keyed
 # by version, and only built when missing; the stage configurations kwok ships in its module
 # (kustomize/stage/) are copied beside it. Prints the directory on stdout.
 #
@@ -10,7 +11,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mod="$root/test/kwok"
+mod="$root/test/envtest"
 
 fail() { echo "build-kwok: $*" >&2; exit 1; }
 

@@ -29,18 +29,22 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
   npm ci --no-audit --no-fund
 fi
 if [[ "${1:-}" == "--test-deps" ]]; then
-  # The five test binaries are built, and Cilium's CRD module fetched, at once: a cold build spends
+  # The test binaries are built, and Cilium's CRD module fetched, at once: a cold build spends
   # much of its time downloading modules and linking on one core, so on a two-core machine they
-  # finish sooner together than one after another. Each script locks its own output folder; Go's
-  # caches take concurrent builds.
+  # finish sooner together than one after another. kwok waits for the control plane: it shares
+  # their module, and after them it compiles only its own packages (two builds at once would
+  # both compile the shared ones). Each script locks its own output folder; Go's caches take
+  # concurrent builds.
   built="$(mktemp -d)"
   trap 'rm -rf "$built"' EXIT
   pids=()
-  for b in "helm 3" "helm 4" "envtest" "kwok" "talosctl"; do
+  for b in "helm 3" "helm 4" "talosctl"; do
     read -r name arg <<<"$b"
     bash "scripts/build-$name.sh" ${arg:+"$arg"} >"$built/$name$arg" &
     pids+=("$!")
   done
+  { bash scripts/build-envtest.sh >"$built/envtest" && bash scripts/build-kwok.sh >"$built/kwok"; } &
+  pids+=("$!")
   bash scripts/fetch-cilium-crds.sh >"$built/crds" &
   pids+=("$!")
   failed=0

@@ -1,7 +1,8 @@
 //go:build tools
 
-// Package envtest pins the main packages scripts/build-envtest.sh builds, so that
-// `go mod tidy` keeps their dependencies in go.sum.
+// Package envtest pins the main packages scripts/build-envtest.sh and scripts/build-kwok.sh
+// build, so that `go mod tidy` keeps their dependencies in go.sum. kwok lives in this module
+// too: it then builds on the same k8s.io packages as the control plane, compiled once.
 package envtest
 
 import (
@@ -9,4 +10,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )

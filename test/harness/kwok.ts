@@ -1,4 +1,4 @@
-// The harness's machines: kwok (sigs.k8s.io/kwok, built from the Go module in test/kwok by
+// The harness's machines: kwok (sigs.k8s.io/kwok, built from the Go module in test/envtest by
 // scripts/build-kwok.sh) plays the kubelet of every Node that carries its annotation: it keeps
 // the Node Ready with lease heartbeats and takes the pods the real scheduler binds there through
 // their lifecycle with Stages. The Stages are kwok's own node ones (node/fast, node/heartbeat-
