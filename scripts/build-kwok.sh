@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the real kwok the e2e harness runs for its simulated machines (Nodes with kubelet-like
 # status and heartbeats, pods taken through their lifecycle by stages), from the Go module in
-# test/envtest (version pinned by its go.mod/go.sum; it shares the control plane's k8s.io
-# modules, so a cold build after build-envtest.sh compiles only kwok's own packages). The binary is cached outside the repo, keyed
-# by version, and only built when missing; the stage configurations kwok ships in its module
-# (kustomize/stage/) are copied beside it. Prints the directory on stdout.
+# test/envtest (version pinned by its go.mod/go.sum). It shares the control plane's k8s.io
+# modules, so a cold build after build-envtest.sh compiles only kwok's own packages. The binary
+# is cached outside the repo, keyed by version, and only built when missing; the stage
+# configurations kwok ships in its module (kustomize/stage/) are copied beside it.
+# Prints the directory on stdout.
 #
 #   scripts/build-kwok.sh              # build if missing, print the directory
 #   ICHOR_KWOK_FORCE=1 scripts/...     # rebuild even when cached

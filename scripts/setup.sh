@@ -29,11 +29,10 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
   npm ci --no-audit --no-fund
 fi
 if [[ "${1:-}" == "--test-deps" ]]; then
-  # The test binaries are built, and Cilium's CRD module fetched, at once: a cold build spends
-  # much of its time downloading modules and linking on one core, so on a two-core machine they
-  # finish sooner together than one after another. kwok waits for the control plane: it shares
-  # their module, and after them it compiles only its own packages (two builds at once would
-  # both compile the shared ones). Each script locks its own output folder; Go's caches take
+  # The test binaries are built, and Cilium's CRD module fetched, at once: each build's module
+  # downloads and single-core links overlap the others' compiles. kwok waits for the control
+  # plane: it shares their module, and after them it compiles only its own packages (two builds
+  # at once would both compile the shared ones). Each script locks its own output folder; Go's caches take
   # concurrent builds.
   built="$(mktemp -d)"
   trap 'rm -rf "$built"' EXIT
