@@ -46,7 +46,7 @@ cd "$mod"
 # binary share one compiled standard library and skips the C compiler.
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" CGO_ENABLED=0
 # nice: the first build takes many minutes on small machines; keep the rest usable.
-gobuild() { nice -n 10 go build -trimpath "$@"; }
+gobuild() { nice -n 10 go build -trimpath -gcflags=all=-dwarf=false "$@"; }
 
 # Without these the apiserver reports v0.0.0-master and charts' kubeVersion checks fail.
 k8s_minor="$(echo "$k8s_version" | cut -d. -f2)"

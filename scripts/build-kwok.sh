@@ -43,7 +43,7 @@ cd "$mod"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" CGO_ENABLED=0
 echo "build-kwok: building kwok $version into $out" >&2
 start=$SECONDS
-nice -n 10 go build -trimpath -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok \
+nice -n 10 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok \
   || fail "go build of kwok $version failed (see the errors above)"
 src="$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" || fail "cannot find the kwok module's folder"
 rm -rf "$out/stage"

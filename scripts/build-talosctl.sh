@@ -45,7 +45,7 @@ export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" CGO_ENABLED=0
 echo "build-talosctl: building talosctl $version into $out (the first build takes many minutes)" >&2
 start=$SECONDS
 # nice: the first build is long on small machines; keep the rest usable.
-nice -n 10 go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/siderolabs/talos/cmd/talosctl \
+nice -n 10 go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$bin.tmp" github.com/siderolabs/talos/cmd/talosctl \
   || fail "go build of talosctl $version failed (see the errors above)"
 # Rename last, so an interrupted build never leaves a binary that looks complete.
 mv -f "$bin.tmp" "$bin"

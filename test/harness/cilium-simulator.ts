@@ -46,6 +46,7 @@ import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {waitForCrdEstablished} from './kube.js'
+import {wakeOnWatch} from './wake-on-watch.js'
 
 /** A CRD as plain JSON, with the API's own key names. */
 export interface RawCrd {
@@ -373,7 +374,11 @@ export interface CiliumOperatorSimulator {
  * it): when it appears and whenever its pod template changes (a rollout starts a new operator),
  * registers the CRDs of the version its image names, with the cilium-config of that moment.
  */
-export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; intervalMs?: number}): CiliumOperatorSimulator {
+export function startCiliumOperatorSimulator(opts: {
+  kubeconfigPath: string
+  /** Resync period (default 5000 ms): a tick runs at once on a watch event of the Deployment, and 300 ms after a failed one (an operator that fails restarts). */
+  intervalMs?: number
+}): CiliumOperatorSimulator {
   // Downloaded if missing, now: a missing module fails the harness start, not a later wait.
   for (const v of pinnedCiliumVersions()) ciliumModuleDir(v)
   const kc = new KubeConfig()
@@ -437,6 +442,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
     resolveInstalled()
   }
 
+  const waker = wakeOnWatch(kc, [{path: '/apis/apps/v1/namespaces/kube-system/deployments', query: {fieldSelector: 'metadata.name=cilium-operator'}}])
   const loop = (async () => {
     while (!stopped) {
       try {
@@ -448,7 +454,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
         lastError = err as Error
         if ((err as {permanent?: boolean}).permanent) rejectInstalled(lastError)
       }
-      await new Promise((r) => setTimeout(r, opts.intervalMs ?? 300))
+      await waker.wait(lastError ? Math.min(300, opts.intervalMs ?? 300) : (opts.intervalMs ?? 5000))
     }
   })()
 
@@ -470,6 +476,7 @@ export function startCiliumOperatorSimulator(opts: {kubeconfigPath: string; inte
     },
     async stop() {
       stopped = true
+      waker.stop()
       await loop
     },
   }

@@ -11,6 +11,7 @@
 //   which acts only while Argo CD's application controller has a Ready pod.
 import {AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
 import {OciClient} from '../../src/lib/oci/client.js'
+import {wakeOnWatch} from './wake-on-watch.js'
 import {APPLICATIONS, ARGOCD_NAMESPACE, createArgoCdSimulator} from './argocd-simulator.js'
 import {ALLOWED_ORDER_ANNOTATION, createKokumiSimulator, isCode, KOKUMI_CONTROLLER, type Obj} from './kokumi-simulator.js'
 
@@ -38,7 +39,11 @@ export interface StackSimulatorOptions {
   kubeconfigPath: string
   /** The harness registry, `http://127.0.0.1:<port>`; stands in for Kokumi's in-cluster registry. */
   registryEndpoint: string
-  /** Poll interval (default 300 ms). */
+  /**
+   * Resync period (default 2000 ms): a round runs at once on a watch event of the kinds the
+   * controllers watch (wake-on-watch.ts), every 300 ms for 3 s after one, and at least this often
+   * for what no event announces (a requeue, a managed object's drift, self-heal's backoff).
+   */
   intervalMs?: number
   /** Kokumi's clock (oras stamps each push with it); tests set it. */
   now?: () => Date
@@ -84,6 +89,17 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
   })
   let stopped = false
   let inFlight: Promise<void> = Promise.resolve()
+  // What Kokumi's informers (Orders, Preparations, Servings, its Deployment) and Argo CD's (its
+  // Applications, its controller's pods, and the workloads whose health it reports) would see.
+  const waker = wakeOnWatch(kc, [
+    {path: `/apis/${ORDERS.group}/${ORDERS.version}/orders`},
+    {path: `/apis/${ORDERS.group}/${ORDERS.version}/preparations`},
+    {path: `/apis/${ORDERS.group}/${ORDERS.version}/servings`},
+    {path: `/apis/${APPLICATIONS.group}/${APPLICATIONS.version}/namespaces/${ARGOCD_NAMESPACE}/${APPLICATIONS.plural}`},
+    {path: `/api/v1/namespaces/${ARGOCD_NAMESPACE}/pods`},
+    {path: '/apis/apps/v1/deployments'},
+    {path: '/apis/apps/v1/statefulsets'},
+  ])
 
   const round = async (): Promise<void> => {
     let orders: Obj[]
@@ -164,7 +180,9 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
         // fresh CRD answers 429 while its storage initializes: both pass by the next round.
         if (!stopped && !isCode(err, 429)) console.error(`stack simulator: ${(err as Error).message}`)
       }
-      await new Promise((r) => setTimeout(r, opts.intervalMs ?? 300))
+      // While objects change (a command at work, a roll-out), as often as before: Argo CD compares
+      // at most once a second (argocd-simulator.ts) and a skipped comparison has no event to wake it.
+      await waker.wait(waker.busy(3000) ? Math.min(300, opts.intervalMs ?? 300) : (opts.intervalMs ?? 2000))
     }
   }
   const looping = loop()
@@ -179,6 +197,7 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
     },
     async stop() {
       stopped = true
+      waker.stop()
       await looping
     },
   }
