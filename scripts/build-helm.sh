@@ -43,9 +43,6 @@ fi
 
 cd "$mod"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" CGO_ENABLED=0
-# -ldflags -w drops DWARF from the binary but go build still has every package compiled with it;
-# -dwarf=false skips that too (4% of a cold client-go compile's CPU). Every test binary uses the
-# same flags, so they still share one compiled standard library in the build cache.
 # What helm's Makefile stamps on a tagged release build: without the version, helm
 # reports "v4.3"/"v3.18" and its metadata; Helm 3 also takes the Kubernetes version
 # that `helm template` assumes from client-go's (Helm 4 reads it from the build info).
@@ -62,7 +59,9 @@ fi
 
 echo "build-helm: building helm $version into $out (the first build takes minutes)" >&2
 start=$SECONDS
-# nice: the first build is long on small machines; keep the rest usable.
+# nice: the first build is long on small machines; keep the rest usable. -ldflags -w drops
+# DWARF from the binary, -dwarf=false from every compiled package too (4% of a cold client-go
+# compile's CPU). All test binaries build with the same flags, so they share one standard library.
 nice -n 10 go build -trimpath -gcflags=all=-dwarf=false -ldflags "$ldflags" -o "$bin.tmp" "$pkg/cmd/helm" \
   || fail "go build of helm $version failed (see the errors above)"
 # Rename last, so an interrupted build never leaves a binary that looks complete.
