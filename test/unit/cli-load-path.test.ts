@@ -4,7 +4,7 @@
 // command; client-node may appear only where a tunnel or an auth provider needs it, and
 // these imports open neither. Needs `npm run build` first (dist/).
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -69,4 +69,25 @@ describe('the day-2 load path', () => {
       expect(modules.filter((m) => m.includes('node_modules/age-encryption/'))).toEqual([])
     },
   )
+})
+
+describe('the entry point under a developer NODE_ENV', () => {
+  // oclif treats NODE_ENV=development|test as "transpile TypeScript sources": it loads the
+  // typescript compiler to read tsconfig.json on every run (0.6 s of CPU). ichor runs dist/ only.
+  const preload = join(dir, 'cjs-on-exit.cjs')
+  writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.ICHOR_CJS_LOG, JSON.stringify(Object.keys(require.cache))))")
+
+  it.each(['development', 'test'])('NODE_ENV=%s: `ichor --version` loads no module of typescript', (nodeEnv) => {
+    const log = join(dir, `entry-${nodeEnv}.json`)
+    const run = spawnSync(process.execPath, ['--require', preload, join(ROOT, 'bin', 'run.js'), '--version'], {
+      cwd: ROOT,
+      env: {...process.env, NODE_ENV: nodeEnv, ICHOR_CJS_LOG: log},
+      encoding: 'utf8',
+    })
+    expect(run.status, run.stderr).toBe(0)
+    const modules = JSON.parse(readFileSync(log, 'utf8')) as string[]
+    // it did record oclif's own modules (CommonJS), which is where typescript would come from
+    expect(modules.some((m) => m.includes('node_modules/@oclif/core/'))).toBe(true)
+    expect(modules.filter((m) => m.includes('node_modules/typescript/'))).toEqual([])
+  })
 })
