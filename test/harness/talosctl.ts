@@ -1,5 +1,5 @@
-// The real talosctl, built from Go modules by scripts/build-talosctl.sh (cached), for
-// `gen secrets`, `gen config` and `validate` in every test that generates Talos configs.
+// The real talosctl's offline commands, built from Go modules by scripts/build-talosctl.sh
+// (cached), for `gen`, `validate` and `machineconfig patch` in every test that generates Talos configs.
 // ICHOR_REAL_TALOSCTL points at another binary. A failed build fails the test loudly.
 import {execFileSync} from 'node:child_process'
 import {join} from 'node:path'

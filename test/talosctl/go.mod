@@ -1,4 +1,4 @@
-// Builds the real talosctl for the tests (see scripts/build-talosctl.sh).
+// Builds talosctl's offline commands for the tests (main.go, scripts/build-talosctl.sh).
 // talos's own go.mod has replace directives, which `go install pkg@version`
 // refuses; this module requires talos and repeats the replaces it needs
 // (not siderolabs/ethtool: that fork is not served, and talosctl does not import it).
