@@ -71,18 +71,18 @@ export function nodeFor(node) {
 
 /**
  * Registers the machine's Node, or brings its role label and taints in line with the config
- * (Talos reconciles them on every config change). `core` is a client-node CoreV1Api.
+ * (Talos reconciles them on every config change). `kube` is ./kube-rest.mjs's client.
  */
-export async function syncKubelet(core, node) {
+export async function syncKubelet(kube, node) {
   if (node.mode !== 'configured') return
   const want = nodeFor(node)
   let live
   try {
-    live = await core.readNode({name: want.metadata.name})
+    live = await kube.request('GET', `/api/v1/nodes/${want.metadata.name}`)
   } catch (e) {
     if (e?.code !== 404) throw e
     try {
-      await core.createNode({body: want})
+      await kube.request('POST', '/api/v1/nodes', {body: want})
     } catch (err) {
       if (err?.code !== 409) throw err
     }
@@ -97,10 +97,10 @@ export async function syncKubelet(core, node) {
   const same = JSON.stringify(taints) === JSON.stringify(live.spec?.taints ?? []) && JSON.stringify(labels) === JSON.stringify(live.metadata?.labels ?? {})
   if (same) return
   try {
-    await core.replaceNode({name: want.metadata.name, body: {...live, metadata: {...live.metadata, labels}, spec: {...live.spec, taints}}})
+    await kube.request('PUT', `/api/v1/nodes/${want.metadata.name}`, {body: {...live, metadata: {...live.metadata, labels}, spec: {...live.spec, taints}}})
   } catch (e) {
     // kwok's heartbeat wrote the Node meanwhile: read it again.
-    if (e?.code === 409) return syncKubelet(core, node)
+    if (e?.code === 409) return syncKubelet(kube, node)
     throw e
   }
 }

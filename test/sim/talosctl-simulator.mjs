@@ -47,10 +47,12 @@ import {join} from 'node:path'
 import {isDeepStrictEqual} from 'node:util'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
+import {kubeRest} from './kube-rest.mjs'
 import {syncKubelet} from './kubelet-registration.mjs'
 
 const INVENTORY_NAMESPACE = 'kube-system'
 const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory'
+const INVENTORY_PATH = `/api/v1/namespaces/${INVENTORY_NAMESPACE}/configmaps/${INVENTORY_NAME}`
 const INVENTORY_ANNOTATION = 'config.k8s.io/owning-inventory'
 const FIELD_MANAGER = 'talos'
 const RBAC_KINDS = new Set(['Role', 'ClusterRole', 'RoleBinding', 'ClusterRoleBinding'])
@@ -346,17 +348,10 @@ function manifestObjects(configText) {
 
 // ---------- Kubernetes side ----------
 
-// Loaded only by the commands that talk to the apiserver: the client is slow to import.
-let k8s
-let kubeClients
+let client
 async function kube() {
-  if (kubeClients) return kubeClients
-  const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
-  k8s = await import('@kubernetes/client-node')
-  const kc = new k8s.KubeConfig()
-  kc.loadFromFile(path)
-  kubeClients = {kc, objects: k8s.KubernetesObjectApi.makeApiClient(kc), core: kc.makeApiClient(k8s.CoreV1Api), apis: kc.makeApiClient(k8s.ApisApi)}
-  return kubeClients
+  client ??= kubeRest(process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)'))
+  return client
 }
 
 const isNotFound = (e) => e?.code === 404
@@ -386,8 +381,7 @@ function parseInventoryKey(key) {
 
 /** Sets the namespace the way Talos does: defaulted for namespaced kinds, dropped for cluster-scoped ones. */
 async function normalizeScope(obj) {
-  const {objects} = await kube()
-  const res = await objects.resource(obj.apiVersion, obj.kind)
+  const res = await (await kube()).resource(obj.apiVersion, obj.kind)
   if (!res) fail(`error creating mapping for object ${obj.apiVersion}/${obj.kind}/${obj.metadata?.name}: no matches for kind "${obj.kind}"`)
   obj.metadata ??= {}
   if (res.namespaced) obj.metadata.namespace ||= 'default'
@@ -397,9 +391,7 @@ async function normalizeScope(obj) {
 
 async function readLive(obj) {
   try {
-    return await (
-      await kube()
-    ).objects.read({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: obj.metadata.namespace}})
+    return await (await kube()).read({apiVersion: obj.apiVersion, kind: obj.kind, metadata: {name: obj.metadata.name, namespace: obj.metadata.namespace}})
   } catch (e) {
     if (isNotFound(e)) return undefined
     throw e
@@ -407,13 +399,15 @@ async function readLive(obj) {
 }
 
 async function readInventory() {
-  const {core} = await kube()
+  const k = await kube()
   try {
-    const cm = await core.readNamespacedConfigMap({name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE})
+    const cm = await k.request('GET', INVENTORY_PATH)
     return new Set(Object.keys(cm.data ?? {}))
   } catch (e) {
     if (!isNotFound(e)) throw e
-    await core.createNamespacedConfigMap({namespace: INVENTORY_NAMESPACE, body: {metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}}})
+    await k.request('POST', INVENTORY_PATH.replace(/\/[^/]+$/, ''), {
+      body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}},
+    })
     return new Set()
   }
 }
@@ -423,11 +417,7 @@ async function writeInventory(keys) {
   const data = Object.fromEntries([...keys].sort().map((k) => [k, '']))
   await (
     await kube()
-  ).core.replaceNamespacedConfigMap({
-    name: INVENTORY_NAME,
-    namespace: INVENTORY_NAMESPACE,
-    body: {metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}, data},
-  })
+  ).request('PUT', INVENTORY_PATH, {body: {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: INVENTORY_NAME, namespace: INVENTORY_NAMESPACE}, data}})
 }
 
 const describe = (o) => `${groupOf(o.apiVersion)}/${o.apiVersion.split('/').at(-1)}/${o.kind}/${o.metadata.name}`
@@ -651,7 +641,7 @@ function spawnRunner(ip) {
 
 /** After a config change on a bootstrapped control plane, Talos runs its manifest controller again (in the background). */
 async function afterConfigChange(node) {
-  if (isBootstrapped()) await syncKubelet((await kube()).core, node)
+  if (isBootstrapped()) await syncKubelet(await kube(), node)
   if (!(node.mode === 'configured' && isControlPlane(node) && isBootstrapped())) return
   // The node's loop is running: it runs again after its current run (a coalesced event).
   if (!claim(runnerPidFile(node.ip))) return
@@ -744,7 +734,7 @@ function checkInventoryPolicy(live, policy) {
 
 async function preferredGroupVersion(group) {
   if (group === '') return 'v1'
-  const list = await (await kube()).apis.getAPIVersions()
+  const list = await (await kube()).request('GET', '/apis')
   const g = list.groups.find((x) => x.name === group) ?? fail(`no API group ${group}`)
   return g.preferredVersion?.groupVersion ?? g.versions[0].groupVersion
 }
@@ -970,7 +960,7 @@ async function syncManifests(node, args, nodes, dryRun) {
       continue
     }
     checkInventoryPolicy(live, policy)
-    await (await kube()).objects.delete(live, undefined, undefined, undefined, undefined, 'Background')
+    await (await kube()).delete(live, 'Background')
     inventory.delete(key)
     log(` < deleted ${describe(live)}`)
   }
@@ -1253,7 +1243,7 @@ async function bootstrap(args) {
   if (isBootstrapped()) fail('error executing bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
   writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
   // The API server is up: every configured machine's kubelet registers its Node.
-  for (const decl of declaredNodes()) await syncKubelet((await kube()).core, loadNode(decl.ip, 'bootstrap'))
+  for (const decl of declaredNodes()) await syncKubelet(await kube(), loadNode(decl.ip, 'bootstrap'))
   // Every configured control plane runs the manifest controller once etcd is up.
   for (const decl of declaredNodes()) {
     const cp = loadNode(decl.ip, 'bootstrap')
