@@ -192,8 +192,9 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   let kube: Promise<Kube> | undefined
   // Per Application: every kind its revisions held (the kinds whose live objects it may track).
   const appKinds = new Map<string, Map<string, {apiVersion: string; kind: string}>>()
-  // The revision's manifest text by `repository@digest`.
-  const manifests = new Map<string, string>()
+  // The revision's objects as parsed from its manifest.yaml, by `repository@digest` (a digest's
+  // content never changes; parsing it again each round was most of an idle cluster's CPU here).
+  const manifests = new Map<string, readonly KubeObject[]>()
   // Live objects by key, with the resourceVersion they were read at.
   const liveCache = new Map<string, KubeObject>()
   // Diff verdicts by live uid/resourceVersion and target content.
@@ -210,20 +211,22 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   /** The revision's objects, namespaced into the destination and stamped with the tracking id. */
   async function targetObjects(app: AppObj, repository: string, digest: string): Promise<KubeObject[]> {
     const ref = `${repository}@${digest}`
-    let text = manifests.get(ref)
-    if (text === undefined) {
+    let parsed = manifests.get(ref)
+    if (parsed === undefined) {
       const fetched = await oci.getManifest(repository, digest)
+      let text: string | undefined
       for (const layer of (fetched.manifest as PulledManifest).layers)
         text ??= untarSync(await oci.getBlob(repository, layer.digest), ref)
           .get('manifest.yaml')
           ?.toString('utf8')
       if (text === undefined) throw new Error(`${ref} holds no manifest.yaml`)
-      manifests.set(ref, text)
+      parsed = parseObjects(text, ref)
+      manifests.set(ref, parsed)
     }
     const k = await connect()
     const destination = app.spec?.destination?.namespace as string | undefined
     const objects: KubeObject[] = []
-    for (const o of parseObjects(text, ref)) {
+    for (const o of parsed) {
       const served = await k.resourceFor(o.apiVersion, o.kind)
       const clusterScoped = served ? !served.namespaced : CLUSTER_SCOPED.has(o.kind)
       // gitops-engine pkg/sync/sync_context.go: the target namespace is set on namespaced
