@@ -45,7 +45,7 @@ import {request} from 'node:https'
 import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
 import {PROJECT_ROOT} from '../support/upstream.js'
-import {waitForCrdEstablished} from './kube.js'
+import {loadKubeConfig, waitForCrdEstablished} from './kube.js'
 import {wakeOnWatch} from './wake-on-watch.js'
 
 /** A CRD as plain JSON, with the API's own key names. */
@@ -336,8 +336,7 @@ export async function installCiliumCrdsSimulated(
   timeoutMs = 30_000,
   opts: {version?: string; config?: CiliumConfig} = {},
 ): Promise<void> {
-  const kc = new KubeConfig()
-  kc.loadFromFile(kubeconfigPath)
+  const kc = loadKubeConfig(kubeconfigPath)
   await registerCiliumCrds(kc, opts.version ?? DEFAULT_CILIUM_VERSION, opts.config ?? {}, timeoutMs)
 }
 
@@ -381,8 +380,7 @@ export function startCiliumOperatorSimulator(opts: {
 }): CiliumOperatorSimulator {
   // Downloaded if missing, now: a missing module fails the harness start, not a later wait.
   for (const v of pinnedCiliumVersions()) ciliumModuleDir(v)
-  const kc = new KubeConfig()
-  kc.loadFromFile(opts.kubeconfigPath)
+  const kc = loadKubeConfig(opts.kubeconfigPath)
   const apps = kc.makeApiClient(AppsV1Api)
   const core = kc.makeApiClient(CoreV1Api)
   const starts: CiliumOperatorStart[] = []

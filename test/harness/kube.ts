@@ -4,9 +4,20 @@
 import {ApiextensionsV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject} from '@kubernetes/client-node'
 import {randomBytes} from 'node:crypto'
 
+/**
+ * A KubeConfig of the harness's kubeconfig whose API clients share one keep-alive connection pool.
+ * client-node makes a new https.Agent for every request (config.js createAgent, 1.4.0): a TLS
+ * handshake on both sides and a CA parsed again per request, which the simulators' polling paid
+ * many times a second.
+ */
 export function loadKubeConfig(kubeconfigPath: string): KubeConfig {
   const kc = new KubeConfig()
   kc.loadFromFile(kubeconfigPath)
+  const reusable = kc as unknown as {createAgent(cluster: unknown, options: Record<string, unknown>): unknown}
+  const create = reusable.createAgent.bind(kc)
+  let agent: unknown
+  // The cluster and credentials of a harness kubeconfig never change, so neither do the agent's options.
+  reusable.createAgent = (cluster, options) => (agent ??= create(cluster, {...options, keepAlive: true}))
   return kc
 }
 

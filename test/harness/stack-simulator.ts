@@ -9,7 +9,8 @@
 //   roll-out) restarts them.
 // - Argo CD: the Application's sync, health, prune and self-heal are ./argocd-simulator.ts,
 //   which acts only while Argo CD's application controller has a Ready pod.
-import {AppsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
+import {AppsV1Api, CustomObjectsApi} from '@kubernetes/client-node'
+import {loadKubeConfig} from './kube.js'
 import {OciClient} from '../../src/lib/oci/client.js'
 import {wakeOnWatch} from './wake-on-watch.js'
 import {APPLICATIONS, ARGOCD_NAMESPACE, createArgoCdSimulator} from './argocd-simulator.js'
@@ -71,8 +72,7 @@ export interface StackSimulator {
 }
 
 export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator {
-  const kc = new KubeConfig()
-  kc.loadFromFile(opts.kubeconfigPath)
+  const kc = loadKubeConfig(opts.kubeconfigPath)
   const custom = kc.makeApiClient(CustomObjectsApi)
   const apps = kc.makeApiClient(AppsV1Api)
   const registry = opts.registryEndpoint.replace(/\/+$/, '')
