@@ -19,7 +19,7 @@ const e2eWorkers = Math.max(1, Number(process.env.ICHOR_E2E_WORKERS ?? 2) || 2)
 
 export default defineConfig({
   test: {
-    // Tests run the real Helm 4 built from Go modules (scripts/build-helm.sh, cached; the
+    // Tests run the real Helm 4 release scripts/get-helm.sh pins (cached outside the repo; the
     // helm e2e tests also run Helm 3), on every render (the render cache is tested on its own).
     env: {ICHOR_HELM: testHelmPath(4), ICHOR_RENDER_CACHE: 'off'},
     testTimeout: 120_000,

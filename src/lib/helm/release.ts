@@ -227,7 +227,7 @@ export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> 
   if (result.exitCode !== 0) {
     const message = helmError(result)
     // Only helm knows whether its rollback worked: it says "has been rolled back" then, and
-    // "an error occurred while rolling back" when not (helm v3.18.6 and v4.3.2
+    // "an error occurred while rolling back" when not (helm v3.18.0 to v4.3.2
     // pkg/action/upgrade.go failRelease).
     const rolledBack = (opts.rollbackOnFailure ?? true) && /has been rolled back/.test(message)
     throw new HelmReleaseError('upgrade', opts.release, message, {
