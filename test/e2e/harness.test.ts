@@ -18,7 +18,9 @@ const run = promisify(execFile)
 function helmBinary(): string {
   const helm = process.env.ICHOR_HELM
   if (!helm || !existsSync(helm))
-    throw new Error(`real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/get-helm.sh puts in place`)
+    throw new Error(
+      `real helm not found at ${helm ?? '(ICHOR_HELM unset)'}: vitest.config.ts points ICHOR_HELM at the Helm 4 scripts/get-helm.sh puts in place`,
+    )
   return helm
 }
 

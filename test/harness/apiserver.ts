@@ -77,6 +77,9 @@ export interface ControlPlane {
   save(dir: string): Promise<void>
 }
 
+/** The leader Leases the controllers take in kube-system (their default --leader-elect-resource-name). */
+const CONTROLLER_LEASES = ['kube-controller-manager', 'kube-scheduler']
+
 /** What save() keeps and restoreFrom copies back: etcd's data and the credentials everything in it was made with. */
 const SAVED = ['etcd', 'certs', 'tokens.csv', 'sa.key', 'sa.pub'] as const
 
@@ -204,10 +207,10 @@ function logTail(path: string, lines = 30): string {
   }
 }
 
-/** GET over TLS without verifying the server (used only before the CA is known). */
-function probe(url: string, token: string, ca?: string): Promise<{status: number; body: string}> {
+/** A GET (or `method`) over TLS; without `ca` the server is not verified (only before the CA is known). */
+function probe(url: string, token: string, ca?: string, method = 'GET'): Promise<{status: number; body: string}> {
   return new Promise((resolvePromise, reject) => {
-    const req = request(url, {headers: {Authorization: `Bearer ${token}`}, ca, rejectUnauthorized: Boolean(ca), timeout: 2000}, (res) => {
+    const req = request(url, {method, headers: {Authorization: `Bearer ${token}`}, ca, rejectUnauthorized: Boolean(ca), timeout: 2000}, (res) => {
       let body = ''
       res.on('data', (c: Buffer) => (body += c.toString()))
       res.on('end', () => resolvePromise({status: res.statusCode ?? 0, body}))
@@ -346,6 +349,17 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (controllers) {
       const caPath = join(dir, 'ca.crt')
       writeFileSync(caPath, caPem)
+      const leaderLease = (name: string) => `${server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${name}`
+      if (opts.restoreFrom) {
+        // A restored etcd still holds the leader Leases of the controllers save() killed. New
+        // controllers would wait out their 15 s lease duration (client-go leaderelection's
+        // default) before acting, so a file that changes a workload right after restoring would
+        // see no rollout for up to 15 s. Their holders are gone for sure: release the Leases.
+        for (const name of CONTROLLER_LEASES) {
+          const res = await probe(leaderLease(name), token, caPem, 'DELETE')
+          if (res.status !== 200 && res.status !== 404) throw new Error(`envtest: deleting the saved Lease ${name} answered ${res.status}: ${res.body}`)
+        }
+      }
       // Both talk to the API server as the admin (no per-controller credentials: nothing here
       // tests the controllers' RBAC) and serve no port of their own. They take their leader
       // Leases in kube-system as on a real control plane (at once: nobody holds them), which is
@@ -381,6 +395,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         timeoutMs,
         async () => (await probe(`${server}/api/v1/namespaces/default/serviceaccounts/default`, token, caPem)).status === 200,
       )
+      // Leading, not just started: on a restored cluster the ServiceAccount above was there before.
+      for (const [name, proc] of [
+        ['kube-controller-manager', kcm],
+        ['kube-scheduler', scheduler],
+      ] as const)
+        await waitFor(`${name} (its leader Lease)`, proc, timeoutMs, async () => (await probe(leaderLease(name), token, caPem)).status === 200)
       if (scheduler.child.exitCode !== null) throw new Error(`envtest: kube-scheduler exited:\n${logTail(scheduler.logPath)}`)
     }
 
