@@ -10,6 +10,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/cached-binary.sh"
 mod="$root/test/envtest"
 
 fail() { echo "build-envtest: $*" >&2; exit 1; }
@@ -17,8 +18,8 @@ fail() { echo "build-envtest: $*" >&2; exit 1; }
 [[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
 
 # The versions come from go.mod, so the cache key follows the pinned modules.
-k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
-etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+k8s_version="$(gomod_require "$mod/go.mod" k8s.io/kubernetes)"
+etcd_version="$(gomod_require "$mod/go.mod" go.etcd.io/etcd/server/v3)"
 [[ -n "$k8s_version" && -n "$etcd_version" ]] || fail "cannot read the kubernetes/etcd versions from $mod/go.mod"
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/envtest-${k8s_version#v}-${etcd_version#v}"
@@ -26,19 +27,7 @@ out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/envtest-${k8s_version#v}-${etcd_
 bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
 have_all() { local b; for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || return 1; done; }
 
-if have_all && [[ -z "${ICHOR_ENVTEST_FORCE:-}" ]]; then
-  echo "$out"
-  exit 0
-fi
-
-mkdir -p "$out"
-# Several test files may ask at once: one builds, the others wait and then reuse it.
-exec 9>"$out/.lock"
-flock 9
-if have_all && [[ -z "${ICHOR_ENVTEST_FORCE:-}" ]]; then
-  echo "$out"
-  exit 0
-fi
+reuse_or_lock have_all "$out" "$out" ICHOR_ENVTEST_FORCE
 
 command -v go >/dev/null 2>&1 || fail "Go is not installed: need go >= 1.26 on PATH to build $out"
 cd "$mod"

@@ -12,32 +12,20 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/cached-binary.sh"
 mod="$root/test/envtest"
 
 fail() { echo "build-kwok: $*" >&2; exit 1; }
 
 [[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
-version="$(awk '$1 == "require" && $2 == "sigs.k8s.io/kwok" {print $3; exit}
-  $1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+version="$(gomod_require "$mod/go.mod" sigs.k8s.io/kwok)"
 [[ -n "$version" ]] || fail "cannot read the kwok version from $mod/go.mod"
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/kwok-${version#v}"
 have_all() { [[ -x "$out/kwok" && -d "$out/stage/pod" && -d "$out/stage/node" ]]; }
 
-if have_all && [[ -z "${ICHOR_KWOK_FORCE:-}" ]]; then
-  echo "$out"
-  exit 0
-fi
-
+reuse_or_lock have_all "$out" "$out" ICHOR_KWOK_FORCE
 command -v go >/dev/null 2>&1 || fail "Go is not installed: need go >= 1.26 on PATH to build kwok $version"
-mkdir -p "$out"
-# Several callers may ask at once: one builds, the others wait and then reuse it.
-exec 9>"$out/.lock"
-flock 9
-if have_all && [[ -z "${ICHOR_KWOK_FORCE:-}" ]]; then
-  echo "$out"
-  exit 0
-fi
 
 cd "$mod"
 export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false" CGO_ENABLED=0

