@@ -48,7 +48,7 @@ import {isDeepStrictEqual} from 'node:util'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {parseAllDocuments, stringify} from 'yaml'
 import {kubeRest} from './kube-rest.mjs'
-import {syncKubelet} from './kubelet-registration.mjs'
+import {KWOK_NODE_ANNOTATION, nodeFor, syncKubelet} from './kubelet-registration.mjs'
 
 const INVENTORY_NAMESPACE = 'kube-system'
 const INVENTORY_NAME = 'talos-bootstrap-manifests-inventory'
@@ -68,6 +68,9 @@ const BOOLEAN_FLAGS = new Set([
   'with-docs',
   'with-examples',
   'manifests-force',
+  'drain',
+  'no-reboot',
+  'wait',
 ])
 const SHORT_FLAGS = {n: 'nodes', e: 'endpoints', o: 'output', i: 'insecure', p: 'patch', m: 'mode', c: 'config'}
 
@@ -134,15 +137,19 @@ function loadNode(ip, what) {
   const saved = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {mode: 'maintenance', config: null, configVersion: 0}
   // A machine rebooting after an apply answers nothing until it is back (apid is down).
   if (saved.rebootUntil && Date.now() < saved.rebootUntil) connectionRefused(ip, what)
-  return {...decl, ...saved, path}
+  return {...decl, ...saved, talosVersion: saved.bootedVersion ?? decl.talosVersion, path}
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion, installError, rebootUntil} = node
+  const {mode, config, configVersion, installError, rebootUntil, bootedVersion, booting, lastBoot} = node
   writeJsonAtomic(node.path, {
     mode,
     config,
     configVersion,
+    // The version an upgrade booted (nodes.json's until one did), and an upgrade's boot to come.
+    ...(bootedVersion ? {bootedVersion} : {}),
+    ...(booting ? {booting} : {}),
+    ...(lastBoot ? {lastBoot} : {}),
     ...(installError ? {installError} : {}),
     ...(rebootUntil && Date.now() < rebootUntil ? {rebootUntil} : {}),
   })
@@ -1002,6 +1009,256 @@ async function diffManifests(objects, inventory, policy, noPrune) {
   }
 }
 
+// ---------- upgrade: the Talos OS of one node ----------
+// talosctl v1.14 cmd/talosctl/cmd/talos/upgrade.go (v1.14.0-rc.1) `upgradeViaLifecycleService`,
+// for nodes newer than 1.13.0-alpha.2 (`talosUpgradeAPIVersionRange`; older ones take the legacy
+// MachineService path, not modelled here: refused, never faked). In order, as the client runs it:
+//   1. the image is pulled, then LifecycleService.Upgrade installs it into the other boot slot
+//      (an image the node cannot pull fails here: "error pulling upgrade image");
+//   2. --drain (default true; --no-reboot turns it off) is done by the CLIENT
+//      (cmd/talosctl/cmd/talos/drain.go drainNodes, cmd/talosctl/pkg/talos/nodedrain): cordon
+//      (spec.unschedulable, no annotation), then kubectl's drain library as go-kubernetes
+//      kubernetes/nodedrain/nodedrain.go configures it (IgnoreAllDaemonSets, DeleteEmptyDirData,
+//      Force, eviction API so PodDisruptionBudgets hold, --drain-timeout default 5m);
+//   3. reboot (rebootInternal, waiting while --wait, which --drain forces);
+//   4. uncordonNodes: wait for the Node to be Ready, then uncordon it (a deferred step: it runs
+//      only when the process lives that long; a client killed before it leaves the Node cordoned).
+// The reboot: the kubelet stops (the Node goes NotReady: Talos's kubelet runs graceful node
+// shutdown, which posts Ready=False "node is shutting down"; kwok stops playing the Node), apid
+// answers nothing for TALOS_SIM_REBOOT_MS (default 2000), then the machine boots the new slot
+// and the kubelet restarts the node's pods (same pod objects, containers started again: their
+// Ready goes False until kwok starts them). An image the machine cannot boot (listed in
+// $TALOS_SIM_STATE/unbootable-images, one reference per line) boots the old slot again: Talos's
+// A/B fallback, the node runs its old version. NOT modelled: graceful shutdown's termination of
+// the node's pods, staged upgrades (--stage), --reboot-mode, the image cache.
+// The boot happens at the first talosctl call after its time (nothing runs between calls here):
+// a node is never back sooner than a real one, and every call sees it back once its time passed.
+const REBOOT_NOTE = 'node is shutting down'
+
+function rebootMs() {
+  return Number(process.env.TALOS_SIM_REBOOT_MS ?? 2000)
+}
+
+function listedIn(file, value) {
+  const path = join(stateDir(), file)
+  return (
+    existsSync(path) &&
+    readFileSync(path, 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .includes(value)
+  )
+}
+
+async function nodeObject(node) {
+  return (await kube()).request('GET', `/api/v1/nodes/${nodeFor(node).metadata.name}`)
+}
+
+/** A read-modify-write of the Node (409: kwok's heartbeat wrote it meanwhile, read again). */
+async function updateNode(node, change, subresource = '') {
+  for (;;) {
+    const live = await nodeObject(node)
+    const next = change(structuredClone(live))
+    if (!next) return live
+    try {
+      return await (await kube()).request('PUT', `/api/v1/nodes/${live.metadata.name}${subresource}`, {body: next})
+    } catch (e) {
+      if (e?.code !== 409) throw e
+    }
+  }
+}
+
+async function podsOn(node) {
+  const name = nodeFor(node).metadata.name
+  return (await (await kube()).request('GET', '/api/v1/pods', {query: {fieldSelector: `spec.nodeName=${name}`}})).items ?? []
+}
+
+/** The containers of the node's pods stop (or start again): Ready False until kwok starts them. */
+async function podsNotReady(node) {
+  for (const pod of await podsOn(node)) {
+    if (pod.metadata.deletionTimestamp) continue
+    const conditions = (pod.status?.conditions ?? []).map((c) => (c.type === 'Ready' || c.type === 'ContainersReady' ? {...c, status: 'False'} : c))
+    try {
+      await (
+        await kube()
+      ).request('PUT', `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/status`, {
+        body: {...pod, status: {...pod.status, conditions}},
+      })
+    } catch (e) {
+      if (e?.code !== 404 && e?.code !== 409) throw e
+    }
+  }
+}
+
+/** The kubelet stops: kwok no longer plays the Node, which says it is shutting down. */
+async function kubeletDown(node) {
+  await updateNode(node, (n) => {
+    n.metadata.annotations = {...n.metadata.annotations, [KWOK_NODE_ANNOTATION]: 'rebooting'}
+    return n
+  })
+  await updateNode(
+    node,
+    (n) => {
+      const now = new Date().toISOString()
+      const ready = {type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: REBOOT_NOTE, lastHeartbeatTime: now, lastTransitionTime: now}
+      n.status.conditions = [...(n.status?.conditions ?? []).filter((c) => c.type !== 'Ready'), ready]
+      return n
+    },
+    '/status',
+  )
+  await podsNotReady(node)
+}
+
+/** The machine booted: the kubelet is back (kwok plays the Node again) and restarts its pods. */
+async function kubeletUp(node) {
+  await updateNode(node, (n) => {
+    n.metadata.annotations = {...n.metadata.annotations, [KWOK_NODE_ANNOTATION]: 'fake'}
+    return n
+  })
+  await podsNotReady(node)
+}
+
+/** Every node whose reboot time has passed boots now (the slot it installed, or the old one). */
+async function bootDueNodes() {
+  const dir = process.env.TALOS_SIM_STATE
+  if (!dir || !existsSync(join(dir, 'nodes.json'))) return
+  for (const decl of declaredNodes()) {
+    const path = join(dir, `node-${decl.ip}.json`)
+    const saved = readJson(path)
+    if (!saved?.booting || Date.now() < saved.booting.at) continue
+    const node = {...decl, ...saved, path}
+    node.bootedVersion = node.talosVersion = node.booting.bootable ? node.booting.version : node.booting.from
+    node.lastBoot = {image: node.booting.image, slot: node.booting.bootable ? 'new' : 'old (the new one failed to boot)'}
+    delete node.booting
+    node.rebootUntil = undefined
+    await kubeletUp(node)
+    saveNode(node)
+  }
+}
+
+async function upgradeTalos(args) {
+  const what = 'error during upgrade'
+  const ip = requireNode(args, what)
+  const node = loadNode(ip, what)
+  requireConfigured(node, args, what)
+  if (!versionAtLeast(node.talosVersion, 1, 13)) fail(`the talosctl simulator does not model the legacy upgrade path (node ${ip} runs ${node.talosVersion})`)
+  const image = args.one('image') ?? fail('error during upgrade: an upgrade image is required (--image)')
+  const version = tagOf(image) ? `v${tagOf(image)}` : fail(`error pulling upgrade image: invalid reference format: "${image}"`)
+  if (listedIn('missing-images', image)) fail(`error pulling upgrade image: error from node ${ip}: failed to resolve reference "${image}": not found`)
+  say(`${ip}: pulling ${image}`)
+  say(`${ip}: upgrade completed`)
+  const drain = args.bool('no-reboot') ? false : args.flags.drain === undefined || args.bool('drain')
+  const cordoned = drain && !(await nodeObject(node)).spec?.unschedulable
+  if (drain) await cordonAndDrain(node, args)
+  if (args.bool('no-reboot')) return
+  node.booting = {version, from: node.talosVersion, image, bootable: !listedIn('unbootable-images', image), at: Date.now() + rebootMs()}
+  node.rebootUntil = node.booting.at
+  saveNode(node)
+  say(`${ip}: rebooting`)
+  await kubeletDown(node)
+  // --wait (forced by --drain): the client waits for the node to come back.
+  while (Date.now() < node.booting.at) await sleep(100)
+  await bootDueNodes()
+  say(`${ip}: post check passed`)
+  if (!drain) return
+  const deadline = Date.now() + 10 * 60_000
+  while (!(await nodeObject(node)).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) {
+    if (Date.now() > deadline) fail(`error waiting for node "${nodeFor(node).metadata.name}" to become Ready`)
+    await sleep(200)
+  }
+  // drain.go uncordons every node it drained, whether it was cordoned before or not.
+  void cordoned
+  await updateNode(node, (n) => (n.spec.unschedulable ? ((n.spec.unschedulable = false), n) : undefined))
+  say(`${nodeFor(node).metadata.name}: node uncordoned`)
+}
+
+async function cordonAndDrain(node, args) {
+  const name = nodeFor(node).metadata.name
+  const timeoutMs = parseDuration(args.one('drain-timeout') ?? '5m')
+  await updateNode(node, (n) => (n.spec.unschedulable ? undefined : ((n.spec.unschedulable = true), n)))
+  say(`${name}: node cordoned`)
+  const deadline = Date.now() + timeoutMs
+  const daemonSetPod = (p) => (p.metadata.ownerReferences ?? []).some((o) => o.controller && o.kind === 'DaemonSet')
+  const mirror = (p) => p.metadata.annotations?.['kubernetes.io/config.mirror'] !== undefined
+  for (const pod of (await podsOn(node)).filter((p) => !daemonSetPod(p) && !mirror(p) && !p.metadata.deletionTimestamp)) {
+    const path = `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}`
+    for (;;) {
+      try {
+        await (
+          await kube()
+        ).request('POST', `${path}/eviction`, {
+          body: {apiVersion: 'policy/v1', kind: 'Eviction', metadata: {name: pod.metadata.name, namespace: pod.metadata.namespace}},
+        })
+        break
+      } catch (e) {
+        if (e?.code === 404) break
+        if (e?.code !== 429) throw e
+        if (Date.now() > deadline)
+          fail(
+            `error draining node "${name}": [error when evicting pods/"${pod.metadata.name}" -n "${pod.metadata.namespace}": global timeout reached: ${args.one('drain-timeout') ?? '5m0s'}]`,
+          )
+        say(
+          `${name}: error when evicting pods/"${pod.metadata.name}" -n "${pod.metadata.namespace}" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`,
+        )
+        await sleep(Math.min(5000, Math.max(0, deadline - Date.now())))
+      }
+    }
+  }
+  say(`${name}: node drained`)
+}
+
+function parseDuration(text) {
+  const m = /^(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$/.exec(text)
+  if (!m || text === '') fail(`invalid argument "${text}" for "--drain-timeout" flag: time: invalid duration "${text}"`)
+  return (Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 1000
+}
+
+// ---------- etcd status ----------
+// talosctl v1.14 cmd/talosctl/cmd/talos/etcd.go `etcdStatusCmd` (v1.14.0-rc.1): a tabwriter
+// table (padding 3) of one row per node that answered, "error from node <ip>: <error>" for each
+// one that did not (joined on stderr, exit 1). The member of a node is its own; a worker runs
+// no etcd. A test makes a member report errors by writing them to
+// $TALOS_SIM_STATE/etcd-errors-<ip> (what etcd's Status answers in `errors`, e.g. a raft alarm).
+function etcdStatus(args) {
+  const nodes = args.list('nodes')
+  if (nodes.length === 0) fail('failed to determine endpoints: nodes are not set for the command')
+  const rows = [['NODE', 'MEMBER', 'DB SIZE', 'IN USE', 'LEADER', 'RAFT INDEX', 'RAFT TERM', 'RAFT APPLIED INDEX', 'LEARNER', 'PROTOCOL', 'STORAGE', 'ERRORS']]
+  const errors = []
+  const memberId = (ip) =>
+    ip
+      .split('.')
+      .map((n) => Number(n).toString(16).padStart(2, '0'))
+      .join('')
+      .padStart(16, '0')
+  const leader = declaredNodes().find(isControlPlane)?.ip
+  for (const ip of nodes) {
+    try {
+      const node = loadNode(ip, `error from node ${ip}`)
+      requireConfigured(node, args, `error from node ${ip}`)
+      if (!isControlPlane(node)) fail(`error from node ${ip}: rpc error: code = Unknown desc = etcd is not running on this node`)
+      if (!isBootstrapped()) fail(`error from node ${ip}: rpc error: code = Unavailable desc = etcd is not running`)
+      const file = join(stateDir(), `etcd-errors-${ip}`)
+      const problems = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+      rows.push([ip, memberId(ip), '4.2 MB', '3.1 MB (73.81%)', memberId(leader), '4711', '2', '4711', 'false', '3.6.0', '3.6.0', problems])
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error
+      errors.push(error.message)
+    }
+  }
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
+  process.stdout.write(
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] + 3)))
+          .join('')
+          .trimEnd(),
+      )
+      .join('\n') + '\n',
+  )
+  if (errors.length) fail(errors.join('\n'))
+}
+
 // ---------- commands ----------
 
 function log(line) {
@@ -1506,6 +1763,7 @@ function validate(args) {
 async function main(argv) {
   const args = parseArgs(argv)
   const [cmd, sub] = args.positionals
+  if (cmd !== RUNNER_ARG) await bootDueNodes()
   switch (cmd) {
     case RUNNER_ARG:
       return manifestRunner(sub)
@@ -1537,6 +1795,11 @@ async function main(argv) {
       return patchMachineConfig(args)
     case 'upgrade-k8s':
       return upgradeK8s(args)
+    case 'upgrade':
+      return upgradeTalos(args)
+    case 'etcd':
+      if (sub === 'status') return etcdStatus(args)
+      return fail(`the simulator does not implement etcd ${sub}`)
     default:
       return fail(`the talosctl simulator does not implement "${argv.join(' ')}"`)
   }
