@@ -59,8 +59,19 @@ export interface KubernetesStatus {
   upgradedTo?: string
 }
 
+/** What `ichor talos upgrade` last saw of the nodes. */
+export interface TalosUpgradeStatus {
+  /** The Talos version each node was last seen running, by address. */
+  nodes?: Record<string, string>
+  /** The node an unfinished upgrade was upgrading (it may be rebooting: a rerun waits for it). */
+  upgrading?: string
+  /** Nodes (their Kubernetes names) an unfinished upgrade cordoned, to make schedulable again. */
+  uncordon?: string[]
+}
+
 export interface InstallationStatus {
   cni: CniStatus
+  talos?: TalosUpgradeStatus
   kubernetes?: KubernetesStatus
   stack: Partial<Record<StackComponent, ComponentStatus>>
   /** The Kokumi admin password was put into a successful init's result (shown once, then only on demand). */

@@ -427,29 +427,44 @@ export async function getMachineConfigs(opts: {nodes: string[]; talosconfig: str
  * <ip>: <error>" for each that did not. A node named in neither (the call timed out) is absent.
  */
 export async function getTalosVersions(opts: {nodes: string[]; talosconfig: string; timeoutMs?: number}): Promise<Map<string, string | TalosctlError>> {
-  const action = 'talosctl version'
+  return askNodes(opts, {action: 'talosctl version', args: ['version'], errorPrefix: 'error getting version from node'}, (stdout) => {
+    const answers: [string, string][] = []
+    let node: string | undefined
+    for (const line of (stdout.split(/^Server:$/m)[1] ?? '').split('\n')) {
+      const [, key, value] = /^\s*([A-Za-z ]+):\s*(.*?)\s*$/.exec(line) ?? []
+      if (key === 'NODE') node = value
+      else if (key === 'Tag' && node) answers.push([node, value!])
+    }
+    return answers
+  })
+}
+
+/**
+ * One talosctl call for several nodes (`--nodes a,b,c`, talosctl's multiplexing): per node, what
+ * `parse` read from stdout, or the error stderr gives it ("<errorPrefix> <ip>: <error>"). A node
+ * named in neither (the call timed out) is absent; nothing at all (no talosctl, no talosconfig):
+ * the command's error, as the first node's.
+ */
+async function askNodes<T>(
+  opts: {nodes: string[]; talosconfig: string; timeoutMs?: number},
+  call: {action: string; args: string[]; errorPrefix: string},
+  parse: (stdout: string) => [string, T][],
+): Promise<Map<string, T | TalosctlError>> {
   const [first] = opts.nodes
-  const answers = new Map<string, string | TalosctlError>()
+  const answers = new Map<string, T | TalosctlError>()
   if (first === undefined) return answers
   const result = await exec(
     talosctlPath(),
-    ['version', '--nodes', opts.nodes.join(','), '--endpoints', first, '--talosconfig', opts.talosconfig],
+    [...call.args, '--nodes', opts.nodes.join(','), '--endpoints', first, '--talosconfig', opts.talosconfig],
     opts.timeoutMs ?? 30_000,
   )
   if (result.timedOut) return answers
-  const server = result.stdout.split(/^Server:$/m)[1] ?? ''
-  let node: string | undefined
-  for (const line of server.split('\n')) {
-    const [, key, value] = /^\s*([A-Za-z ]+):\s*(.*?)\s*$/.exec(line) ?? []
-    if (key === 'NODE') node = value
-    else if (key === 'Tag' && node && opts.nodes.includes(node)) answers.set(node, value!)
-  }
+  for (const [node, value] of parse(result.stdout)) if (opts.nodes.includes(node) && !answers.has(node)) answers.set(node, value)
   for (const line of result.stderr.split('\n')) {
-    const m = /^error getting version from node (\S+): (.*)$/.exec(line.trim())
-    if (m && opts.nodes.includes(m[1]!) && !answers.has(m[1]!)) answers.set(m[1]!, new TalosctlError(m[1], action, m[2]!))
+    const m = new RegExp(`^${call.errorPrefix} (\\S+): (.*)$`).exec(line.trim())
+    if (m && opts.nodes.includes(m[1]!) && !answers.has(m[1]!)) answers.set(m[1]!, new TalosctlError(m[1], call.action, m[2]!))
   }
-  // Nothing at all (no talosconfig, a talosctl that does not run): the command's error is the first node's.
-  if (answers.size === 0 && result.exitCode !== 0) answers.set(first, new TalosctlError(first, action, talosctlMessage(result.stderr || result.stdout)))
+  if (answers.size === 0 && result.exitCode !== 0) answers.set(first, new TalosctlError(first, call.action, talosctlMessage(result.stderr || result.stdout)))
   return answers
 }
 
@@ -528,6 +543,74 @@ export async function upgradeK8s(opts: UpgradeK8sOptions): Promise<string> {
     timeoutMs: opts.timeoutMs,
     onLine: opts.onLine,
   })
+}
+
+export interface UpgradeTalosOptions {
+  node: string
+  talosconfig: string
+  /** The installer image at the target tag. */
+  image: string
+  /** The whole call: pull, install, drain, reboot, the wait for the Node, uncordon. */
+  timeoutMs: number
+  /** How long the drain may take (talosctl's --drain-timeout). */
+  drainTimeoutMs: number
+  onLine?: (line: string) => void
+}
+
+/**
+ * `talosctl upgrade --image IMAGE` on one node, addressed through itself. talosctl v1.14
+ * (cmd/talosctl/cmd/talos/upgrade.go, LifecycleService path) pulls and installs the image into
+ * the other boot slot, cordons and drains the Node itself (--drain, on by default), reboots the
+ * node, waits for it, waits for the Node to be Ready and uncordons it. Whether the node booted
+ * the new version is not its concern: the caller asks the node afterwards.
+ */
+export async function upgradeTalos(opts: UpgradeTalosOptions): Promise<string> {
+  const drainTimeout = `${Math.max(1, Math.round(opts.drainTimeoutMs / 1000))}s`
+  return run(['upgrade', '--image', opts.image, '--drain-timeout', drainTimeout, ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: `talosctl upgrade --image ${opts.image}`,
+    timeoutMs: opts.timeoutMs,
+    onLine: opts.onLine,
+    withStderr: true,
+  })
+}
+
+export interface EtcdMemberStatus {
+  node: string
+  member: string
+  learner: boolean
+  /** What etcd's Status answered in `errors` (an alarm, a raft problem); empty when healthy. */
+  errors: string
+}
+
+/**
+ * `talosctl etcd status` of the control planes in one call, as talosctl v1.14 prints it
+ * (cmd/talosctl/cmd/talos/etcd.go etcdStatusCmd): a table of one row per node that answered
+ * (columns NODE, MEMBER, DB SIZE, IN USE, LEADER, RAFT INDEX, RAFT TERM, RAFT APPLIED INDEX,
+ * LEARNER, PROTOCOL, STORAGE, ERRORS, padded by at least 3 spaces), and on stderr "error from
+ * node <ip>: <error>" for each that did not. A node named in neither is absent.
+ */
+export async function getEtcdStatus(opts: {nodes: string[]; talosconfig: string; timeoutMs?: number}): Promise<Map<string, EtcdMemberStatus | TalosctlError>> {
+  return askNodes(opts, {action: 'talosctl etcd status', args: ['etcd', 'status'], errorPrefix: 'error from node'}, (stdout) =>
+    parseEtcdStatusTable(stdout).map((row): [string, EtcdMemberStatus] => [row.node, row]),
+  )
+}
+
+/** The rows of `talosctl etcd status`'s table, by its header's column offsets (cells hold single spaces). */
+export function parseEtcdStatusTable(stdout: string): EtcdMemberStatus[] {
+  const lines = stdout.split('\n')
+  const header = lines.findIndex((l) => /^NODE\s+MEMBER\s+/.test(l))
+  if (header < 0) return []
+  const columns = [...lines[header]!.matchAll(/\S+(?: \S+)*/g)].map((m) => ({name: m[0], at: m.index}))
+  const cell = (line: string, name: string) => {
+    const i = columns.findIndex((c) => c.name === name)
+    if (i < 0) return ''
+    return line.slice(columns[i]!.at, columns[i + 1]?.at ?? line.length).trim()
+  }
+  return lines
+    .slice(header + 1)
+    .filter((l) => l.trim())
+    .map((l) => ({node: cell(l, 'NODE'), member: cell(l, 'MEMBER'), learner: cell(l, 'LEARNER') === 'true', errors: cell(l, 'ERRORS')}))
 }
 
 async function exists(path: string): Promise<boolean> {

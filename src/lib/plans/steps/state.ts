@@ -137,6 +137,8 @@ async function observedStatus(
     ...(artifacts === undefined ? {} : {artifacts}),
     // Recorded by `kubernetes upgrade` only: kept as recorded.
     ...(recorded?.kubernetes === undefined ? {} : {kubernetes: recorded.kubernetes}),
+    // Recorded by `talos upgrade` only (an unfinished one's node and cordons too): kept as recorded.
+    ...(recorded?.talos === undefined ? {} : {talos: recorded.talos}),
   }
   for (const c of Object.values(stack.components)) {
     const [app, order] = await Promise.all([readApplication(kube, c.component), readOrder(kube, c.component)])
