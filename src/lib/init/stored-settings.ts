@@ -6,7 +6,7 @@ import {ValidationError, type Issue} from '../errors/errors.js'
 import type {InstallationSpec} from '../state/installation.js'
 import type {ConfigPatch, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
 import {NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from '../talos/machine-config.js'
-import {compareVersions, parseKubernetesVersion} from '../talos/versions.js'
+import {compareVersions, parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
 import type {Values} from '../values/path.js'
 import type {InitFlags, InitInputs} from './inputs.js'
 
@@ -106,11 +106,14 @@ export function keepStoredSettings(
     )
   }
   if (f.talosVersion !== undefined && checked.talosVersion.tag !== stored.talos.talosVersion) {
+    const newer = compareVersions(checked.talosVersion, parseTalosVersion(stored.talos.talosVersion)) > 0
     differs(
       '--talos-version',
       checked.talosVersion.tag,
       stored.talos.talosVersion,
-      'init does not upgrade Talos on existing nodes: no ichor command changes it',
+      newer
+        ? `init does not upgrade Talos on existing nodes: upgrade them with \`ichor talos upgrade --to ${checked.talosVersion.tag}\` (node by node)`
+        : `Talos is never downgraded; leave --talos-version out to keep ${stored.talos.talosVersion} (\`ichor talos upgrade\` moves it forward)`,
     )
   }
   if (f.kubernetesVersion !== undefined && checked.kubernetesVersion.version !== stored.talos.kubernetesVersion) {

@@ -98,7 +98,7 @@ function disagreements(nodes: TalosNodeStatus[], key: 'talosVersion' | 'kubernet
     what: `${on.join(', ')} ${on.length > 1 ? 'run' : 'runs'} ${what} ${version}; the IchorInstallation records ${recorded} (changed outside ichor)`,
     fix:
       what === 'Talos'
-        ? `an init rerun installs new nodes at ${recorded}: bring every node to one version with talosctl upgrade, and keep init's --talos-version at ${recorded} until ichor records the upgrade`
+        ? `an init rerun installs new nodes at ${recorded}: ichor talos upgrade --to ${version} records the version these nodes run (without touching them) and brings the others to it`
         : `ichor kubernetes upgrade --to ${bare(version)} records it (talosctl upgrade-k8s alone does not)`,
   }))
 }
