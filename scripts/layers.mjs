@@ -25,6 +25,7 @@ const order = [
   'cilium',
   'stack',
   'kubernetes',
+  'talos-upgrade',
   'doctor',
   'init',
   'plans',

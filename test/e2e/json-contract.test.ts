@@ -44,6 +44,7 @@ const CASES: Record<string, Case> = {
   'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
   'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  'talos:upgrade': {args: () => ['--to', 'v1.14.2', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'stack:sync': {args: () => ['--yes', ...stack()]},
   'stack:values:set': {args: () => ['argocd', '--yes', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
   'stack:values:edit': {
