@@ -15,13 +15,18 @@ import {connectKube} from '../../src/lib/kube/client.js'
 import {runIchor, SAVED_MANIFEST, startHarnessCluster, type CliRun, type HarnessCluster} from './cluster.js'
 import {canonicalDump} from './dump.js'
 
-/** Control planes + workers; `1` is one control plane that runs the workloads too. */
-export type Shape = '1+1' | '3+2' | '1'
+/**
+ * Control planes + workers; `1` is one control plane that runs the workloads too. A shape with a
+ * Talos version runs it (and a Kubernetes version inside that Talos minor's range) instead of the
+ * harness's default.
+ */
+export type Shape = '1+1' | '3+2' | '1' | '3+1@v1.13.9'
 
-const SHAPES: Record<Shape, {controlPlanes: number; workers: number}> = {
+const SHAPES: Record<Shape, {controlPlanes: number; workers: number; talosVersion?: string; initArgs?: string[]}> = {
   '1+1': {controlPlanes: 1, workers: 1},
   '3+2': {controlPlanes: 3, workers: 2},
   '1': {controlPlanes: 1, workers: 0},
+  '3+1@v1.13.9': {controlPlanes: 3, workers: 1, talosVersion: 'v1.13.9', initArgs: ['--kubernetes-version', '1.36.0']},
 }
 
 /** A hook that may have to make the shape first (one `init`) before restoring it. */
@@ -76,10 +81,11 @@ async function savedCluster(shape: Shape): Promise<string> {
 }
 
 async function makeConverged(shape: Shape, dir: string): Promise<void> {
-  const h = await startHarnessCluster(SHAPES[shape])
+  const {initArgs = [], ...options} = SHAPES[shape]
+  const h = await startHarnessCluster(options)
   const partial = `${dir}.partial`
   try {
-    const init = await runIchor([...h.initArgs, '--json'], h.env)
+    const init = await runIchor([...h.initArgs, ...initArgs, '--json'], h.env)
     if (init.code !== 0) throw new Error(`init of the converged ${shape} cluster failed (exit ${init.code ?? init.signal}):\n${init.stderr.slice(-4000)}`)
     await h.nodes.manifestRunsDone()
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
