@@ -13,6 +13,7 @@
 //   stack-day2  `stack status`, a no-op `stack sync` and `stack values set` on the harness
 //   cni     cni status, a no-op cni values set, cni values diff on the harness
 //   nodes   the node-count curve: 1+1 to 3+30, wall/CPU/RSS, talosctl calls and API requests per node
+//   talos-upgrade  ichor's own time per node on top of talosctl upgrade's, on a 3+2 harness
 // `node bench/run.mjs values stack` runs only the sections named.
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -24,7 +25,7 @@ process.env.ICHOR_HELM ??= ensureHelm().path
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'fixed', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes']
+const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'fixed', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes', 'talos-upgrade']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 

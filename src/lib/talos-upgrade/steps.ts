@@ -187,21 +187,21 @@ async function ciliumAgentOn(kube: Kube, nodeName: string): Promise<PodObject | 
   return pods.find((p) => !p.metadata.deletionTimestamp)
 }
 
-/** Why the node is not back yet (empty: it is), as of now. */
-async function notBack(p: TalosUpgradeInput, node: string, to: string): Promise<string[]> {
+/** Why the node is not back yet (empty: it is), as of now, and the version it answered. */
+async function notBack(p: TalosUpgradeInput, node: string, to: string): Promise<{why: string[]; version?: string}> {
   const kube = await p.session.kube()
-  const [version, k, cr] = await Promise.all([p.talos.runningVersions([node]), kubeNodeOf(kube, node), readInstallation(kube)])
-  const v = version.get(node)
-  if (typeof v !== 'string') return [`it does not answer (${v instanceof TalosctlError ? v.talosctlMessage : 'no answer'})`]
-  if (parseTalosVersion(v).tag !== to) return [`it runs ${v}`]
+  const [versions, k, cr] = await Promise.all([p.talos.runningVersions([node]), kubeNodeOf(kube, node), readInstallation(kube)])
+  const version = versions.get(node)
+  if (typeof version !== 'string') return {why: [`it does not answer (${version instanceof TalosctlError ? version.talosctlMessage : 'no answer'})`]}
+  if (parseTalosVersion(version).tag !== to) return {why: [`it runs ${version}`], version}
   const why: string[] = []
-  if (!k) return [`no Kubernetes Node has its address`]
+  if (!k) return {why: [`no Kubernetes Node has its address`], version}
   if (!ready(k)) why.push(`its Node ${k.metadata.name} is not Ready`)
   if (k.spec?.unschedulable && cr?.status?.talos?.uncordon?.includes(k.metadata.name)) why.push(`its Node ${k.metadata.name} is still cordoned`)
   const agent = await ciliumAgentOn(kube, k.metadata.name)
   if (!agent || !ready(agent)) why.push(`the Cilium agent on ${k.metadata.name} is not Ready`)
   if (cr?.status?.talos?.nodes?.[node] !== to) why.push(`the IchorInstallation does not record ${to} for it`)
-  return why
+  return {why, version}
 }
 
 /** The status's Talos part changed over the latest read (status writes of this plan only). */
@@ -235,17 +235,20 @@ export function checkUpgradeTask(j: TalosUpgradeJudgement): Task {
 
 /** One node: talosctl upgrade, then the node proven back (version, Node, Cilium agent), recorded. */
 export function upgradeNodeTask(p: TalosUpgradeInput, j: TalosUpgradeJudgement, n: NodeUpgrade): Task {
+  // What the probe just heard the node answer: the action starts from it (one talosctl call less a node).
+  let answered: string | undefined
   return {
     id: `upgrade-${n.node}`,
     title: `Upgrade ${n.role === 'controlplane' ? 'control plane' : 'worker'} ${n.node} to ${j.to} (${n.image}); wait for it, its Node and its Cilium agent`,
     hint: `rerun the same command: it continues with ${n.node}`,
     async probe() {
-      const why = await notBack(p, n.node, j.to)
+      const {why, version} = await notBack(p, n.node, j.to)
+      answered = version
       return why.length === 0 ? holds(`runs ${j.to}, Ready, Cilium agent Ready`) : missing(why.join('; '))
     },
     async run(progress) {
       const kube = await p.session.kube()
-      const running = await waitForVersion(p.talos, n.node, p.timeoutMs, progress)
+      const running = answered ?? (await waitForVersion(p.talos, n.node, p.timeoutMs, progress))
       if (parseTalosVersion(running).tag !== j.to) {
         // Which Node to make schedulable again: only one this upgrade cordons (an operator's cordon stays).
         const k = await kubeNodeOf(kube, n.node)
@@ -277,7 +280,7 @@ export function upgradeNodeTask(p: TalosUpgradeInput, j: TalosUpgradeJudgement, 
           const node = await kubeNodeOf(kube, n.node)
           return {done: !!node && ready(node), state: node ? `Node ${node.metadata.name} ${ready(node) ? 'Ready' : 'not Ready'}` : 'no Node', value: node}
         },
-        {timeoutMs: p.timeoutMs, onProgress: progress},
+        {timeoutMs: p.timeoutMs, intervalMs: 250, onProgress: progress},
       )
       const cr = await readInstallation(kube)
       if (k && k.spec?.unschedulable && cr?.status?.talos?.uncordon?.includes(k.metadata.name)) {
@@ -290,7 +293,7 @@ export function upgradeNodeTask(p: TalosUpgradeInput, j: TalosUpgradeJudgement, 
           const agent = k && (await ciliumAgentOn(kube, k.metadata.name))
           return {done: !!agent && ready(agent), state: agent ? `${agent.metadata.name} ${ready(agent) ? 'Ready' : 'not Ready'}` : 'no agent pod'}
         },
-        {timeoutMs: p.timeoutMs, onProgress: progress},
+        {timeoutMs: p.timeoutMs, intervalMs: 250, onProgress: progress},
       )
       await updateTalosStatus(kube, (t) => ({
         ...t,
