@@ -5,26 +5,17 @@
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
-import {readInstallation} from '../../src/lib/state/installation.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {jsonEvents, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {talosUpgradeState} from '../support/talos-upgrade-state.js'
 
 type Event = {event?: string; id?: string; status?: string; changed?: boolean; message?: string}
-type NodeObject = KubeObject & {spec?: {unschedulable?: boolean}; status?: {conditions?: {type: string; status: string}[]}}
 
 const show = (run: CliRun) => `${run.stderr.slice(-4000)}${run.stdout.slice(-2000)}`.replace(/ ?\n ›\s+/g, ' ')
 
-/** What each node runs, each Node's readiness and cordon, what the IchorInstallation records. */
 async function clusterState(h: HarnessCluster, kube: Kube) {
-  const all = [...h.controlPlanes, ...h.workers]
-  const version = await h.nodes.run(['version', '--nodes', all.join(','), '--talosconfig', join(h.stateDir, 'talosconfig')])
-  const tags = [...version.stdout.matchAll(/NODE:\s+(\S+)\n\s+Tag:\s+(\S+)/g)].map((m) => `${m[1]}=${m[2]}`).sort()
-  const nodes = (await listObjects<NodeObject>(kube, {apiVersion: 'v1', kind: 'Node'}))
-    .map((n) => `${n.metadata.name}:${n.status?.conditions?.find((c) => c.type === 'Ready')?.status}${n.spec?.unschedulable ? ':cordoned' : ''}`)
-    .sort()
-  const cr = await readInstallation(kube)
-  return {tags, nodes, spec: cr?.spec.talos.talosVersion, recorded: cr?.status?.talos?.nodes}
+  const {status, ...rest} = await talosUpgradeState(h, kube)
+  return {...rest, recorded: status?.nodes}
 }
 
 describe('ichor talos upgrade from Talos v1.13.9 to v1.14.1 on a 3+1 cluster', () => {

@@ -8,14 +8,12 @@ import {readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
-import {readInstallation} from '../../src/lib/state/installation.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {jsonEvents, jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {killTree} from '../harness/kill.js'
+import {talosUpgradeState} from '../support/talos-upgrade-state.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; message?: string}
-type NodeObject = KubeObject & {spec?: {unschedulable?: boolean}; status?: {conditions?: {type: string; status: string}[]}}
 
 describe('ichor talos upgrade on the harness (Talos nodes simulated)', () => {
   let h: HarnessCluster
@@ -33,17 +31,7 @@ describe('ichor talos upgrade on the harness (Talos nodes simulated)', () => {
   const nodeFile = (ip: string) =>
     JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')) as {bootedVersion?: string; lastBoot?: {image: string}}
 
-  /** What each node runs (talosctl version), each Node's readiness and cordon, and what the IchorInstallation records. */
-  const state = async () => {
-    const all = [...h.controlPlanes, ...h.workers]
-    const version = await h.nodes.run(['version', '--nodes', all.join(','), '--talosconfig', join(h.stateDir, 'talosconfig')])
-    const tags = [...version.stdout.matchAll(/NODE:\s+(\S+)\n\s+Tag:\s+(\S+)/g)].map((m) => `${m[1]}=${m[2]}`)
-    const nodes = (await listObjects<NodeObject>(kube, {apiVersion: 'v1', kind: 'Node'})).map(
-      (n) => `${n.metadata.name}:${n.status?.conditions?.find((c) => c.type === 'Ready')?.status}${n.spec?.unschedulable ? ':cordoned' : ''}`,
-    )
-    const cr = await readInstallation(kube)
-    return {tags: tags.sort(), nodes: nodes.sort(), spec: cr?.spec.talos.talosVersion, status: cr?.status?.talos}
-  }
+  const state = () => talosUpgradeState(h, kube)
   /** SIGKILL of ichor and everything it started (talosctl too), as Ctrl-C of its process group does. */
   const killWhen = (when: (e: Event) => boolean) => {
     let killed = false
