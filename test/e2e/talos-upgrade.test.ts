@@ -152,6 +152,14 @@ describe('ichor talos upgrade on the harness (Talos nodes simulated)', () => {
     const byHand = await h.nodes.run(['upgrade', '--image', image, '--nodes', worker, '--endpoints', worker, '--talosconfig', join(h.stateDir, 'talosconfig')])
     expect(byHand.exitCode, byHand.stderr).toBe(0)
     const bootedByHand = readFileSync(join(h.nodes.stateDir, `node-${worker}.json`), 'utf8')
+    // cni status names the node and the command that records it.
+    const status = await runIchor(['cni', 'status', '-o', 'json', ...common.slice(0, 4)], h.env)
+    const problems = (JSON.parse(status.stdout) as {problems: {severity: string; what: string; fix: string}[]}).problems
+    expect(problems, status.stderr).toContainEqual({
+      severity: 'warning',
+      what: `${worker} runs Talos v1.14.4; the IchorInstallation records v1.14.2 (changed outside ichor)`,
+      fix: expect.stringMatching(/ichor talos upgrade --to v1\.14\.4 records the version these nodes run/),
+    })
     const dry = await cli(['--to', 'v1.14.4', '--dry-run'])
     expect(dry.code, show(dry)).toBe(0)
     expect(show(dry)).toMatch(

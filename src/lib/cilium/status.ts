@@ -19,6 +19,8 @@ import {nextMinorNeedsCilium} from './compatibility.js'
 import {compareVersions as compareKubernetes, kubernetesVersionOfConfig, parseKubernetesVersion} from '../talos/versions.js'
 import {effectiveFor, readCniContext} from './context.js'
 import {TalosAccess} from '../talos/access.js'
+import {getTalosVersions} from '../talos/talosctl.js'
+import {talosVersionDisagreements} from '../talos/status.js'
 import {nextCiliumUpgrade} from './versions.js'
 import type {KubeProxyMode} from '../state/installation-types.js'
 import {switchCommand} from './defaults.js'
@@ -105,7 +107,10 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   // Talos created the bootstrap objects as field manager `talos`: while it co-owns a field, a values change cannot remove it.
   // Read with the rest (one GET per object of the release), not after it.
   const talosManaged = ctx.release ? objectsManagedByTalos(kube, releaseObjectRefs(ctx.release.manifest, ctx.release.namespace)) : Promise.resolve([])
-  const [daemonSet, operator, kprConfig, inInventory, inlineOn, kubeProxyDs, talosNodes, managedRefs] = await Promise.all([
+  // What each node runs, in one talosctl call beside the others: a node upgraded with talosctl alone is named.
+  const allNodes = [...controlPlanes, ...(ctx.installation.spec.talos.workers ?? [])]
+  const runningTalos = talosconfig ? getTalosVersions({nodes: allNodes, talosconfig}) : Promise.resolve(undefined)
+  const [daemonSet, operator, kprConfig, inInventory, inlineOn, kubeProxyDs, talosNodes, managedRefs, talosVersions] = await Promise.all([
     readWorkloadRollout(kube, 'DaemonSet', ns, 'cilium'),
     readWorkloadRollout(kube, 'Deployment', ns, 'cilium-operator'),
     readConfigMapKey(kube, ns, 'cilium-config', 'kube-proxy-replacement'),
@@ -122,6 +127,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
         )
       : Promise.resolve(undefined),
     talosManaged,
+    runningTalos,
   ])
   const problems: CniProblem[] = []
   const release = ctx.release
@@ -218,6 +224,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
       fix: initAgain,
     })
   }
+  if (talosVersions) problems.push(...talosVersionDisagreements(ctx.installation, talosVersions).map((p) => ({...p, severity: 'warning' as const})))
   const localConfigsWithInline = access.localConfigs.filter((f) => inlineManifestForms(readFileSync(f, 'utf8')).length > 0)
   for (const file of localConfigsWithInline) {
     // One --patch per document, each as one line of JSON (valid YAML) so it pastes into a shell.

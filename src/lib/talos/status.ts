@@ -85,8 +85,25 @@ export function talosStatusOf(
   return {healthy: !problems.some((p) => p.severity === 'error'), cluster: talos.clusterName, recorded, nodes, problems}
 }
 
+/**
+ * Nodes whose Talos version (as `talosctl version` answered) is not the recorded one, with the
+ * command that records it: `cni status` says it too, from the same rule.
+ */
+export function talosVersionDisagreements(cr: Pick<Installation, 'spec'>, versions: Map<string, string | TalosctlError>): TalosProblem[] {
+  const nodes = [...cr.spec.talos.controlPlanes, ...cr.spec.talos.workers].map((node) => {
+    const v = versions.get(node)
+    return {node, talosVersion: typeof v === 'string' ? v : undefined}
+  })
+  return disagreements(nodes, 'talosVersion', cr.spec.talos.talosVersion, 'Talos')
+}
+
 /** Nodes that run another version than the recorded one, grouped by the version they run. */
-function disagreements(nodes: TalosNodeStatus[], key: 'talosVersion' | 'kubernetesVersion', recorded: string, what: 'Talos' | 'Kubernetes'): TalosProblem[] {
+function disagreements(
+  nodes: Pick<TalosNodeStatus, 'node' | 'talosVersion' | 'kubernetesVersion'>[],
+  key: 'talosVersion' | 'kubernetesVersion',
+  recorded: string,
+  what: 'Talos' | 'Kubernetes',
+): TalosProblem[] {
   const bare = (v: string) => v.replace(/^v/, '')
   const byVersion = new Map<string, string[]>()
   for (const n of nodes) {
