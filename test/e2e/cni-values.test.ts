@@ -97,7 +97,7 @@ describe('ichor cni status / values on the harness', () => {
     expect(report.problems).toEqual([])
   })
 
-  it("cni status reads each node's machine config once, with one talosctl process per node and no helm", async () => {
+  it("cni status reads every node's machine config in one talosctl call and asks their Talos versions in one more, with no helm", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ichor-cni-status-procs-'))
     const log = join(dir, 'calls')
     const wrap = (name: string, real: string) => {
@@ -108,13 +108,15 @@ describe('ichor cni status / values on the harness', () => {
     const run = await runIchor(['cni', 'status', '-o', 'json', ...common], env)
     expect(run.code, run.stderr).toBe(0)
     expect(JSON.parse(run.stdout).talos).toMatchObject({checked: true, inlineManifestOn: []})
-    // Talos v1.14: kube-proxy lives in the control plane's config, so one node serves both checks.
+    // Talos v1.14: kube-proxy lives in the control plane's config, so one node serves both checks;
+    // the versions (a node upgraded with talosctl alone) go out beside it, all nodes in one call.
     expect(
       readFileSync(log, 'utf8')
         .trim()
         .split('\n')
-        .map((l) => l.split(' ').slice(0, 3).join(' ')),
-    ).toEqual(['talosctl get machineconfig'])
+        .map((l) => l.split(' ').slice(0, 3).join(' '))
+        .sort(),
+    ).toEqual(['talosctl get machineconfig', 'talosctl version --nodes'])
   })
 
   it('cni values get: the stored user layer, and the effective values', async () => {
