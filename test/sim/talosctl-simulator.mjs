@@ -1148,7 +1148,6 @@ async function upgradeTalos(args) {
   say(`${ip}: pulling ${image}`)
   say(`${ip}: upgrade completed`)
   const drain = args.bool('no-reboot') ? false : args.flags.drain === undefined || args.bool('drain')
-  const cordoned = drain && !(await nodeObject(node)).spec?.unschedulable
   if (drain) await cordonAndDrain(node, args)
   if (args.bool('no-reboot')) return
   node.booting = {version, from: node.talosVersion, image, bootable: !listedIn('unbootable-images', image), at: Date.now() + rebootMs()}
@@ -1167,7 +1166,6 @@ async function upgradeTalos(args) {
     await sleep(200)
   }
   // drain.go uncordons every node it drained, whether it was cordoned before or not.
-  void cordoned
   await updateNode(node, (n) => (n.spec.unschedulable ? ((n.spec.unschedulable = false), n) : undefined))
   say(`${nodeFor(node).metadata.name}: node uncordoned`)
 }

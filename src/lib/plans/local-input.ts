@@ -6,7 +6,8 @@ import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
 import {parseCiliumVersion} from '../cilium/versions.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {parseKubernetesVersion} from '../talos/versions.js'
+import {nodeProblem} from '../talos/node-address.js'
+import {parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
 import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
 import type {StackComponent} from '../state/installation-types.js'
 import {ownedKeyIssues} from '../values/engine.js'
@@ -55,8 +56,22 @@ export function checkCiliumVersionFlag(to: string | undefined): void {
 
 /** `kubernetes upgrade --to`: a Kubernetes release version, the error naming --to. */
 export function checkKubernetesVersionFlag(to: string): void {
+  asToFlag(() => parseKubernetesVersion(to))
+}
+
+/** `talos upgrade --to` (a Talos release version) and its `--node`s (addresses), the errors naming the flag. */
+export function checkTalosUpgradeFlags(to: string, nodes: readonly string[]): void {
+  asToFlag(() => parseTalosVersion(to))
+  for (const node of nodes) {
+    const problem = nodeProblem(node)
+    if (problem) throw new IchorError(`--node: ${problem}`, {exitCode: EXIT.usage})
+  }
+}
+
+/** A version parser's refusal, naming --to instead of init's flag. */
+function asToFlag(parse: () => unknown): void {
   try {
-    parseKubernetesVersion(to)
+    parse()
   } catch (error) {
     if (error instanceof IchorError) throw new IchorError(error.message.replace(/^--[a-z-]+:/, '--to:'), {exitCode: EXIT.usage})
     throw error

@@ -4,10 +4,8 @@
 // Cilium's operator and agents and both Applications; the version recorded last.
 import {waitCiliumRolloutTask} from '../cilium/tasks.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {IchorError} from '../errors/errors.js'
 import {STACK_COMPONENTS} from '../state/installation-types.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
-import {parseTalosVersion} from '../talos/versions.js'
 import {
   checkUpgradeTask,
   judgeTalosUpgrade,
@@ -18,6 +16,7 @@ import {
 } from '../talos-upgrade/steps.js'
 import type {RunResult, Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {checkTalosUpgradeFlags} from './local-input.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 
 export interface TalosUpgradeOptions extends PlanOptions {
@@ -48,18 +47,6 @@ function talosUpgradeSteps(input: TalosUpgradeInput, j: TalosUpgradeJudgement): 
   ]
 }
 
-/** --to and --node, before anything is contacted. */
-function checkFlags(o: TalosUpgradeOptions): void {
-  try {
-    parseTalosVersion(o.to)
-  } catch (error) {
-    if (error instanceof IchorError) throw new IchorError(error.message.replace(/^--[a-z-]+:/, '--to:'), {exitCode: EXIT.usage})
-    throw error
-  }
-  const bad = o.nodes.filter((n) => !/^[\w.:[\]-]+$/.test(n))
-  if (bad.length) throw new IchorError(`--node: "${bad[0]}" is not a node address (an IP address or host name)`, {exitCode: EXIT.usage})
-}
-
 interface Prepared {
   input: TalosUpgradeInput
   judgement: TalosUpgradeJudgement
@@ -79,7 +66,7 @@ function talosUpgradePlan(o: TalosUpgradeOptions): Plan<Prepared, TalosUpgradeRe
     command: 'talos upgrade',
     session: {kubeconfig: o.kubeconfig, context: o.context},
     talos: {talosconfig: o.talosconfig, stateDir: o.stateDir, sealed: {statePassphraseFile: o.statePassphraseFile}, missingInstallationExit: EXIT.usage},
-    checkLocal: () => checkFlags(o),
+    checkLocal: () => checkTalosUpgradeFlags(o.to, o.nodes),
     async prepare({session, talos}) {
       const input: TalosUpgradeInput = {session, talos, to: o.to, only: o.nodes, timeoutMs: o.timeoutMs}
       return {input, judgement: await judgeTalosUpgrade(input)}

@@ -72,12 +72,13 @@ export async function judgeTalosUpgrade(p: TalosUpgradeInput): Promise<TalosUpgr
   const kubernetesVersion = await lowestKubernetes(p.talos, cr)
   const verdict = checkTalosUpgrade({to: p.to, nodes: selected.map((s) => ({node: s.node, version: versions.get(s.node)!})), kubernetesVersion})
   if (verdict.behind.length > 0) await requireHealthyEtcd(p.talos, controlPlanes)
-  const nodes: NodeUpgrade[] = []
-  for (const s of selected) {
-    const installed = installImageOfConfig(await p.talos.machineConfig(s.node)) ?? cr.spec.talos.machineConfig?.installImage
+  // Asked in one turn: the nodes' configs go out as one talosctl call (node-reads.ts).
+  const configs = await Promise.all(selected.map((s) => p.talos.machineConfig(s.node)))
+  const nodes: NodeUpgrade[] = selected.map((s, i) => {
+    const installed = installImageOfConfig(configs[i]!) ?? cr.spec.talos.machineConfig?.installImage
     if (!installed) throw usage(`node ${s.node}: its machine config names no installer image, and ichor init stored none (--install-image)`)
-    nodes.push({...s, from: versions.get(s.node)!, image: retagImage(installed, verdict.to)})
-  }
+    return {...s, from: versions.get(s.node)!, image: retagImage(installed, verdict.to)}
+  })
   const warnings: string[] = []
   if (controlPlanes.length < 3 && verdict.behind.some((n) => controlPlanes.includes(n)))
     warnings.push(
