@@ -71,6 +71,8 @@ const BOOLEAN_FLAGS = new Set([
   'drain',
   'no-reboot',
   'wait',
+  'graceful',
+  'reboot',
 ])
 const SHORT_FLAGS = {n: 'nodes', e: 'endpoints', o: 'output', i: 'insecure', p: 'patch', m: 'mode', c: 'config'}
 
@@ -130,6 +132,13 @@ function connectionRefused(ip, what) {
   )
 }
 
+/** What the machine's file says, whether it answers or not. */
+function loadNodeFile(decl) {
+  const path = join(stateDir(), `node-${decl.ip}.json`)
+  const saved = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {mode: 'maintenance', config: null, configVersion: 0}
+  return {...decl, ...saved, talosVersion: saved.bootedVersion ?? decl.talosVersion, path}
+}
+
 function loadNode(ip, what) {
   const decl = declaredNodes().find((n) => n.ip === ip)
   if (!decl) connectionRefused(ip, what)
@@ -137,15 +146,19 @@ function loadNode(ip, what) {
   const saved = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {mode: 'maintenance', config: null, configVersion: 0}
   // A machine rebooting after an apply answers nothing until it is back (apid is down).
   if (saved.rebootUntil && Date.now() < saved.rebootUntil) connectionRefused(ip, what)
+  // A machine shut down by `reset` without --reboot answers nothing until someone powers it on.
+  if (saved.mode === 'off') connectionRefused(ip, what)
   return {...decl, ...saved, talosVersion: saved.bootedVersion ?? decl.talosVersion, path}
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion, installError, rebootUntil, bootedVersion, booting, lastBoot} = node
+  const {mode, config, configVersion, installError, rebootUntil, bootedVersion, booting, lastBoot, etcdLeft} = node
   writeJsonAtomic(node.path, {
     mode,
     config,
     configVersion,
+    // Its etcd member was removed (`etcd leave`): etcd is stopped and its data gone until a reset.
+    ...(etcdLeft ? {etcdLeft} : {}),
     // The version an upgrade booted (nodes.json's until one did), and an upgrade's boot to come.
     ...(bootedVersion ? {bootedVersion} : {}),
     ...(booting ? {booting} : {}),
@@ -1211,38 +1224,89 @@ function parseDuration(text) {
   return (Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 1000
 }
 
-// ---------- etcd status ----------
-// talosctl v1.14 cmd/talosctl/cmd/talos/etcd.go `etcdStatusCmd` (v1.14.0-rc.1): a tabwriter
-// table (padding 3) of one row per node that answered, "error from node <ip>: <error>" for each
-// one that did not (joined on stderr, exit 1). The member of a node is its own; a worker runs
-// no etcd. A test makes a member report errors by writing them to
-// $TALOS_SIM_STATE/etcd-errors-<ip> (what etcd's Status answers in `errors`, e.g. a raft alarm).
-function etcdStatus(args) {
+// ---------- etcd ----------
+
+/** A member's id as talosctl prints it (etcdresource.FormatMemberID: %016x); here made of the address. */
+function memberId(ip) {
+  return ip
+    .split('.')
+    .map((n) => Number(n).toString(16).padStart(2, '0'))
+    .join('')
+    .padStart(16, '0')
+}
+
+/** The etcd members: every configured control plane whose member has not left (a new one joins when configured). */
+function etcdMembers() {
+  if (!isBootstrapped()) return []
+  return declaredNodes()
+    .map(loadNodeFile)
+    .filter((n) => n.mode === 'configured' && isControlPlane(n) && !n.etcdLeft)
+}
+
+/** The node's own member must be running (the local client of EtcdMemberList QueryLocal, EtcdStatus). */
+function requireRunningEtcd(node, what) {
+  if (!isControlPlane(node)) fail(`${what}: rpc error: code = Unimplemented desc = etcd is only available on control plane nodes`)
+  if (!isBootstrapped() || node.etcdLeft) fail(`${what}: rpc error: code = Unavailable desc = etcd is not running`)
+}
+
+/**
+ * `etcd members`, as talosctl v1.14 prints it (cmd/talosctl/cmd/talos/etcd.go etcdMemberListCmd,
+ * v1.14.0-rc.1): each node asked answers its local member's view (QueryLocal), one tabwriter row
+ * (padding 3) per member; a node that fails is "error from node <ip>: <error>" on stderr, exit 1.
+ */
+function etcdMembersCmd(args) {
   const nodes = args.list('nodes')
   if (nodes.length === 0) fail('failed to determine endpoints: nodes are not set for the command')
-  const rows = [['NODE', 'MEMBER', 'DB SIZE', 'IN USE', 'LEADER', 'RAFT INDEX', 'RAFT TERM', 'RAFT APPLIED INDEX', 'LEARNER', 'PROTOCOL', 'STORAGE', 'ERRORS']]
+  const rows = [['NODE', 'ID', 'HOSTNAME', 'PEER URLS', 'CLIENT URLS', 'LEARNER']]
   const errors = []
-  const memberId = (ip) =>
-    ip
-      .split('.')
-      .map((n) => Number(n).toString(16).padStart(2, '0'))
-      .join('')
-      .padStart(16, '0')
-  const leader = declaredNodes().find(isControlPlane)?.ip
   for (const ip of nodes) {
     try {
       const node = loadNode(ip, `error from node ${ip}`)
       requireConfigured(node, args, `error from node ${ip}`)
-      if (!isControlPlane(node)) fail(`error from node ${ip}: rpc error: code = Unknown desc = etcd is not running on this node`)
-      if (!isBootstrapped()) fail(`error from node ${ip}: rpc error: code = Unavailable desc = etcd is not running`)
-      const file = join(stateDir(), `etcd-errors-${ip}`)
-      const problems = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
-      rows.push([ip, memberId(ip), '4.2 MB', '3.1 MB (73.81%)', memberId(leader), '4711', '2', '4711', 'false', '3.6.0', '3.6.0', problems])
+      requireRunningEtcd(node, `error from node ${ip}`)
+      for (const m of etcdMembers()) rows.push([ip, memberId(m.ip), nodeFor(m).metadata.name, `https://${m.ip}:2380`, `https://${m.ip}:2379`, 'false'])
     } catch (error) {
       if (!(error instanceof CliError)) throw error
       errors.push(error.message)
     }
   }
+  printTable(rows)
+  if (errors.length) fail(errors.join('\n'))
+}
+
+/**
+ * The node's member leaves: internal/pkg/etcd/etcd.go LeaveCluster (v1.14.0-rc.1) removes the
+ * local member (MemberRemove), stops etcd and empties its data folder. etcd refuses to remove
+ * a voting member when the members left would not have quorum of started members
+ * (etcdserver mayRemoveMember / IsReadyToRemoveVotingMember: ErrNotEnoughStartedMembers), the
+ * last member included, and Talos returns that error at once (only ErrUnhealthy and ErrStopped
+ * are retried). A member a test marks unhealthy (etcd-errors-<ip>) counts as not started.
+ */
+function leaveEtcd(node, what) {
+  const others = etcdMembers().filter((m) => m.ip !== node.ip)
+  const started = others.filter((m) => !existsSync(join(stateDir(), `etcd-errors-${m.ip}`))).length
+  if (started < Math.floor(others.length / 2) + 1)
+    fail(
+      `${what}: rpc error: code = Unknown desc = failed to leave cluster: failed to remove member ${BigInt(`0x${memberId(node.ip)}`)}: etcdserver: re-configuration failed due to not enough started members`,
+    )
+  node.etcdLeft = true
+  saveNode(node)
+}
+
+/** `etcd leave`: exactly one node (BuildClientEnforceSingleNode), a control plane (CheckControlplane), its member leaves. */
+function etcdLeaveCmd(args) {
+  const nodes = args.list('nodes')
+  if (nodes.length !== 1) fail(`command "etcd leave" requires exactly one node (got ${nodes.length})`)
+  const what = 'error leaving etcd'
+  const node = loadNode(nodes[0], what)
+  requireConfigured(node, args, what)
+  if (!isControlPlane(node)) fail(`${what}: rpc error: code = Unimplemented desc = etcd leave is only available on control plane nodes`)
+  if (node.etcdLeft) return // LeaveCluster: the member is not found, nothing to do; etcd is stopped already
+  requireRunningEtcd(node, what)
+  leaveEtcd(node, what)
+}
+
+function printTable(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)))
   process.stdout.write(
     rows
@@ -1254,6 +1318,75 @@ function etcdStatus(args) {
       )
       .join('\n') + '\n',
   )
+}
+
+// ---------- reset ----------
+// talosctl v1.14 `reset` (cmd/talosctl/cmd/talos/reset.go, v1.14.0-rc.1): --graceful (default
+// true) and --reboot (default false); the client waits (--wait) until the node is back in
+// maintenance mode (with --reboot) or gone. The machine runs the Reset sequence
+// (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_sequencer.go Reset): when graceful, cordon
+// and drain (errors only logged), then on a control plane LeaveEtcd (a failure fails the reset:
+// the node keeps running configured), then the system disk is wiped; after the reboot the machine
+// has no config: maintenance mode. Its kubelet is gone: kwok stops playing the Node, which stays
+// NotReady until someone deletes it (Talos never deletes its Node).
+async function resetNode(args) {
+  const what = 'error executing reset'
+  const ip = requireNode(args, what)
+  const node = loadNode(ip, what)
+  requireConfigured(node, args, what)
+  const graceful = args.flags.graceful === undefined || args.bool('graceful')
+  if (graceful && isBootstrapped()) {
+    try {
+      await cordonAndDrain(node, args)
+    } catch (e) {
+      if (!(e instanceof CliError)) throw e
+      log(`${ip}: drain: ${e.message}`) // taskErrorHandler(logError, CordonAndDrainNode)
+    }
+    if (isControlPlane(node) && !node.etcdLeft) leaveEtcd(node, what)
+  }
+  say(`${ip}: resetting`)
+  await kubeletDown(node)
+  const reboot = args.bool('reboot')
+  node.mode = reboot ? 'maintenance' : 'off'
+  node.config = null
+  node.configVersion = 0
+  node.etcdLeft = undefined
+  node.rebootUntil = reboot ? Date.now() + rebootMs() : undefined
+  for (const f of [`manifeststatus-${ip}.json`]) rmSync(join(stateDir(), f), {force: true})
+  saveNode(node)
+  const wait = args.flags.wait === undefined || args.bool('wait')
+  if (!wait || !reboot) return
+  while (Date.now() < node.rebootUntil) await sleep(100)
+  say(`${ip}: post check passed`)
+}
+
+// ---------- etcd status ----------
+// talosctl v1.14 cmd/talosctl/cmd/talos/etcd.go `etcdStatusCmd` (v1.14.0-rc.1): a tabwriter
+// table (padding 3) of one row per node that answered, "error from node <ip>: <error>" for each
+// one that did not (joined on stderr, exit 1). The member of a node is its own; a worker runs
+// no etcd. A test makes a member report errors by writing them to
+// $TALOS_SIM_STATE/etcd-errors-<ip> (what etcd's Status answers in `errors`, e.g. a raft alarm).
+function etcdStatus(args) {
+  const nodes = args.list('nodes')
+  if (nodes.length === 0) fail('failed to determine endpoints: nodes are not set for the command')
+  const rows = [['NODE', 'MEMBER', 'DB SIZE', 'IN USE', 'LEADER', 'RAFT INDEX', 'RAFT TERM', 'RAFT APPLIED INDEX', 'LEARNER', 'PROTOCOL', 'STORAGE', 'ERRORS']]
+  const errors = []
+  const leader = etcdMembers()[0]?.ip
+  for (const ip of nodes) {
+    try {
+      const node = loadNode(ip, `error from node ${ip}`)
+      requireConfigured(node, args, `error from node ${ip}`)
+      if (!isControlPlane(node)) fail(`error from node ${ip}: rpc error: code = Unknown desc = etcd is not running on this node`)
+      if (!isBootstrapped() || node.etcdLeft) fail(`error from node ${ip}: rpc error: code = Unavailable desc = etcd is not running`)
+      const file = join(stateDir(), `etcd-errors-${ip}`)
+      const problems = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
+      rows.push([ip, memberId(ip), '4.2 MB', '3.1 MB (73.81%)', memberId(leader), '4711', '2', '4711', 'false', '3.6.0', '3.6.0', problems])
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error
+      errors.push(error.message)
+    }
+  }
+  printTable(rows)
   if (errors.length) fail(errors.join('\n'))
 }
 
@@ -1795,8 +1928,12 @@ async function main(argv) {
       return upgradeK8s(args)
     case 'upgrade':
       return upgradeTalos(args)
+    case 'reset':
+      return resetNode(args)
     case 'etcd':
       if (sub === 'status') return etcdStatus(args)
+      if (sub === 'members') return etcdMembersCmd(args)
+      if (sub === 'leave') return etcdLeaveCmd(args)
       return fail(`the simulator does not implement etcd ${sub}`)
     default:
       return fail(`the talosctl simulator does not implement "${argv.join(' ')}"`)
