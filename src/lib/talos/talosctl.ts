@@ -596,21 +596,71 @@ export async function getEtcdStatus(opts: {nodes: string[]; talosconfig: string;
   )
 }
 
-/** The rows of `talosctl etcd status`'s table, by its header's column offsets (cells hold single spaces). */
+/** The rows of `talosctl etcd status`'s table. */
 export function parseEtcdStatusTable(stdout: string): EtcdMemberStatus[] {
+  return tableRows(stdout, /^NODE\s+MEMBER\s+/).map((r) => ({node: r.NODE!, member: r.MEMBER!, learner: r.LEARNER === 'true', errors: r.ERRORS ?? ''}))
+}
+
+/** A talosctl tabwriter table (padding 3; a cell holds single spaces at most), each row by its header's column offsets. */
+function tableRows(stdout: string, header: RegExp): Record<string, string>[] {
   const lines = stdout.split('\n')
-  const header = lines.findIndex((l) => /^NODE\s+MEMBER\s+/.test(l))
-  if (header < 0) return []
-  const columns = [...lines[header]!.matchAll(/\S+(?: \S+)*/g)].map((m) => ({name: m[0], at: m.index}))
-  const cell = (line: string, name: string) => {
-    const i = columns.findIndex((c) => c.name === name)
-    if (i < 0) return ''
-    return line.slice(columns[i]!.at, columns[i + 1]?.at ?? line.length).trim()
-  }
+  const at = lines.findIndex((l) => header.test(l))
+  if (at < 0) return []
+  const columns = [...lines[at]!.matchAll(/\S+(?: \S+)*/g)].map((m) => ({name: m[0], at: m.index}))
   return lines
-    .slice(header + 1)
+    .slice(at + 1)
     .filter((l) => l.trim())
-    .map((l) => ({node: cell(l, 'NODE'), member: cell(l, 'MEMBER'), learner: cell(l, 'LEARNER') === 'true', errors: cell(l, 'ERRORS')}))
+    .map((l) => Object.fromEntries(columns.map((c, i) => [c.name, l.slice(c.at, columns[i + 1]?.at ?? l.length).trim()])))
+}
+
+export interface EtcdMember {
+  id: string
+  hostname: string
+  peerUrls: string[]
+  learner: boolean
+}
+
+/**
+ * `talosctl etcd members` asked of one control plane: its member's view of the cluster
+ * (EtcdMemberList with QueryLocal), as talosctl v1.14 prints it (cmd/talosctl/cmd/talos/etcd.go
+ * etcdMemberListCmd): columns NODE, ID, HOSTNAME, PEER URLS, CLIENT URLS, LEARNER.
+ */
+export async function getEtcdMembers(opts: {node: string; talosconfig: string; timeoutMs?: number}): Promise<EtcdMember[]> {
+  const out = await run(['etcd', 'members', ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl etcd members',
+    timeoutMs: opts.timeoutMs ?? 30_000,
+  })
+  return tableRows(out, /^NODE\s+ID\s+/).map((r) => ({
+    id: r.ID!,
+    hostname: r.HOSTNAME!,
+    peerUrls: (r['PEER URLS'] ?? '').split(',').filter(Boolean),
+    learner: r.LEARNER === 'true',
+  }))
+}
+
+/**
+ * `talosctl etcd leave` on the node itself: Talos removes its member, stops etcd and empties its
+ * data (internal/pkg/etcd/etcd.go LeaveCluster, v1.14). etcd refuses when the members left would
+ * lose quorum; the error is the caller's to stop on.
+ */
+export async function etcdLeave(opts: {node: string; talosconfig: string; timeoutMs: number}): Promise<void> {
+  await run(['etcd', 'leave', ...nodeFlags(opts.node, opts.talosconfig)], {node: opts.node, action: 'talosctl etcd leave', timeoutMs: opts.timeoutMs})
+}
+
+/**
+ * `talosctl reset --graceful --reboot` through the node's own endpoint: Talos cordons and
+ * drains, leaves etcd on a control plane, wipes the system disk and reboots into maintenance
+ * mode; talosctl waits until the node answers there (cmd/talosctl/cmd/talos/reset.go, v1.14).
+ */
+export async function resetNode(opts: {node: string; talosconfig: string; timeoutMs: number; onLine?: (line: string) => void}): Promise<string> {
+  return run(['reset', '--graceful', '--reboot', '--wait', ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl reset --graceful --reboot',
+    timeoutMs: opts.timeoutMs,
+    onLine: opts.onLine,
+    withStderr: true,
+  })
 }
 
 async function exists(path: string): Promise<boolean> {
