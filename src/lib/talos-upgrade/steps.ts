@@ -6,12 +6,11 @@
 // Ready and schedulable again, the Cilium agent on it Ready. The IchorInstallation's status says
 // which node is being upgraded and which Nodes the upgrade cordoned, so a run killed anywhere,
 // even while a node reboots, is finished by the next one.
-import {CILIUM_RELEASE} from '../constants.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {Kube} from '../kube/client.js'
-import {listObjects, type KubeObject} from '../kube/objects.js'
 import {waitFor} from '../kube/wait.js'
+import {ciliumAgentOn, isReady as ready, kubeNodeOf} from '../nodes/kube-nodes.js'
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec, writeInstallationStatus, type Installation, type TalosUpgradeStatus} from '../state/installation.js'
 import type {TalosAccess} from '../talos/access.js'
@@ -159,34 +158,6 @@ async function waitForVersion(talos: TalosAccess, node: string, timeoutMs: numbe
 }
 
 // ---------- the Kubernetes side of a node ----------
-
-type NodeObject = KubeObject & {
-  spec?: {unschedulable?: boolean}
-  status?: {addresses?: {type: string; address: string}[]; conditions?: {type: string; status: string; message?: string}[]}
-}
-type PodObject = KubeObject & {status?: {conditions?: {type: string; status: string}[]}}
-
-const ready = (o: {status?: {conditions?: {type: string; status: string}[]}}) =>
-  o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false
-
-/** The Node whose InternalIP is the Talos node's address. */
-async function kubeNodeOf(kube: Kube, address: string): Promise<NodeObject | undefined> {
-  const nodes = await listObjects<NodeObject>(kube, {apiVersion: 'v1', kind: 'Node'})
-  return nodes.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === address))
-}
-
-/** The Cilium agent pod on that Node (the DaemonSet's pod there). */
-async function ciliumAgentOn(kube: Kube, nodeName: string): Promise<PodObject | undefined> {
-  const pods = await listObjects<PodObject>(
-    kube,
-    {apiVersion: 'v1', kind: 'Pod', namespace: CILIUM_RELEASE.namespace},
-    {
-      labelSelector: 'k8s-app=cilium',
-      fieldSelector: `spec.nodeName=${nodeName}`,
-    },
-  )
-  return pods.find((p) => !p.metadata.deletionTimestamp)
-}
 
 /** Why the node is not back yet (empty: it is), as of now, and the version it answered. */
 async function notBack(p: TalosUpgradeInput, node: string, to: string): Promise<{why: string[]; version?: string}> {
