@@ -25,6 +25,7 @@ const order = [
   'cilium',
   'stack',
   'kubernetes',
+  'nodes',
   'talos-upgrade',
   'doctor',
   'init',
