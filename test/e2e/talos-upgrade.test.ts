@@ -10,7 +10,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {jsonEvents, jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
-import {killTree} from '../harness/kill.js'
+import {killTreeWhen, progressOf, stepStarts} from '../harness/kill.js'
 import {talosUpgradeState} from '../support/talos-upgrade-state.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; message?: string}
@@ -32,17 +32,6 @@ describe('ichor talos upgrade on the harness (Talos nodes simulated)', () => {
     JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')) as {bootedVersion?: string; lastBoot?: {image: string}}
 
   const state = () => talosUpgradeState(h, kube)
-  /** SIGKILL of ichor and everything it started (talosctl too), as Ctrl-C of its process group does. */
-  const killWhen = (when: (e: Event) => boolean) => {
-    let killed = false
-    return {
-      onEvent: (e: Record<string, unknown>, child: {pid?: number}) => {
-        if (killed || !when(e as Event)) return
-        killed = true
-        killTree(child.pid!)
-      },
-    }
-  }
 
   beforeAll(async () => {
     h = await convergedCluster('1+1')
@@ -87,20 +76,18 @@ describe('ichor talos upgrade on the harness (Talos nodes simulated)', () => {
 
   it('SIGKILL at every boundary of v1.14.1 to v1.14.2 (mid-drain and mid-reboot too), each run resuming the last: the reruns converge, one more changes nothing', async () => {
     const [cp, worker] = [h.controlPlanes[0]!, h.workers[0]!]
-    const step = (id: string) => (e: Event) => e.event === 'task' && e.id === id && e.status === 'checking'
-    const progress = (id: string, re: RegExp) => (e: Event) => e.event === 'progress' && e.id === id && re.test(e.message ?? '')
     const boundaries: [string, (e: Event) => boolean][] = [
-      ['before check-nodes', step('check-nodes')],
-      [`before upgrade-${cp}`, step(`upgrade-${cp}`)],
-      [`while ${cp} reboots`, progress(`upgrade-${cp}`, /rebooting/)],
-      [`inside the drain of ${worker}, after its cordon`, progress(`upgrade-${worker}`, /node cordoned/)],
-      [`while ${worker} reboots`, progress(`upgrade-${worker}`, /rebooting/)],
-      ['before wait-operator', step('wait-operator')],
-      ['before wait-applications', step('wait-applications')],
-      ['before record-version', step('record-version')],
+      ['before check-nodes', stepStarts('check-nodes')],
+      [`before upgrade-${cp}`, stepStarts(`upgrade-${cp}`)],
+      [`while ${cp} reboots`, progressOf(`upgrade-${cp}`, /rebooting/)],
+      [`inside the drain of ${worker}, after its cordon`, progressOf(`upgrade-${worker}`, /node cordoned/)],
+      [`while ${worker} reboots`, progressOf(`upgrade-${worker}`, /rebooting/)],
+      ['before wait-operator', stepStarts('wait-operator')],
+      ['before wait-applications', stepStarts('wait-applications')],
+      ['before record-version', stepStarts('record-version')],
     ]
     for (const [name, when] of boundaries) {
-      const killed = await cli(['--to', 'v1.14.2', '--yes', '--json'], killWhen(when))
+      const killed = await cli(['--to', 'v1.14.2', '--yes', '--json'], killTreeWhen(when))
       expect(killed.signal, `${name}: ${show(killed)}`).toBe('SIGKILL')
     }
     const rerun = await cli(['--to', 'v1.14.2', '--yes', '--json'])

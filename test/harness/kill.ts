@@ -51,6 +51,27 @@ export function taskIds(run: CliRun): string[] {
   return start.tasks.map((t) => t.id)
 }
 
+/**
+ * runIchor's `onEvent` that SIGKILLs ichor and what it started (talosctl) at the first event
+ * `when` accepts: a step starting, a progress line of one (mid-drain, mid-reboot).
+ */
+export function killTreeWhen(when: (e: Event) => boolean): {onEvent: (e: Event, child: {pid?: number}) => void} {
+  let killed = false
+  return {
+    onEvent: (e, child) => {
+      if (killed || !when(e)) return
+      killed = true
+      killTree(child.pid!)
+    },
+  }
+}
+
+/** A step starting (`checking`), by id. */
+export const stepStarts = (id: string) => (e: Event) => e.event === 'task' && e.id === id && e.status === 'checking'
+
+/** A progress line of the step `id` that matches `re`. */
+export const progressOf = (id: string, re: RegExp) => (e: Event) => e.event === 'progress' && e.id === id && re.test(String(e.message ?? ''))
+
 /** SIGKILL as step `k` starts. */
 export const killBeforeTask = (k: number) => (e: Event) => e.event === 'task' && e.index === k && e.status === 'checking'
 
