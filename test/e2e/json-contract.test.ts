@@ -6,6 +6,7 @@ import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube} from '../../src/lib/kube/client.js'
 import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
@@ -14,6 +15,8 @@ interface Case {
   /** The arguments after the command's words; `--json` and the cluster's flags are added. */
   args: () => string[]
   env?: () => NodeJS.ProcessEnv
+  /** What the cluster needs first (run just before the case). */
+  before?: () => Promise<void>
 }
 
 let h: HarnessCluster
@@ -54,6 +57,19 @@ const CASES: Record<string, Case> = {
   'stack:promote': {args: () => ['argocd', '--yes', ...kubeconfig()]},
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
+  // Last: the 1+1 cluster's one worker can go once the control plane takes workloads.
+  'node:remove': {args: () => [h.workers[0]!, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir], before: () => untaintControlPlanes()},
+}
+
+/** The control planes take workloads (their NoSchedule taint removed), as a cluster without workers has them. */
+async function untaintControlPlanes(): Promise<void> {
+  const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  const nodes = (await kube.request('GET', '/api/v1/nodes')) as {items: {metadata: {name: string}; spec?: {taints?: {key: string}[]}}[]}
+  for (const n of nodes.items) {
+    const taints = n.spec?.taints?.filter((t) => t.key !== 'node-role.kubernetes.io/control-plane')
+    if (taints?.length === n.spec?.taints?.length) continue
+    await kube.request('PATCH', `/api/v1/nodes/${n.metadata.name}`, {body: {spec: {taints}}, contentType: 'application/merge-patch+json'})
+  }
 }
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, unknown>}>}
@@ -106,6 +122,7 @@ describe('--json on the harness: one document on stdout, the step events on stde
 
   for (const [id, kase] of Object.entries(CASES)) {
     it(`ichor ${id.replaceAll(':', ' ')} --json`, async () => {
+      await kase.before?.()
       const run = id === 'init' ? init : await runIchor([...id.split(':'), ...kase.args(), '--json'], {...h.env, ...kase.env?.()})
       expectContract(id, run)
     }, 600_000)

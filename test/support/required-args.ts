@@ -5,6 +5,7 @@ export function requiredArgs(stateKeyFile: string): Record<string, string[]> {
     init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', stateKeyFile, '--yes'],
     'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
     'talos:upgrade': ['--to', 'v1.14.1', '--yes'],
+    'node:remove': ['192.0.2.11', '--yes'],
     'cni:upgrade': ['--yes'],
     'cni:kube-proxy:replace': ['--yes'],
     'cni:kube-proxy:restore': ['--yes'],

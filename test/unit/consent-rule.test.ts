@@ -37,6 +37,7 @@ const ARGS: Record<string, string[]> = {
   'cni:values:set': ['hubble.enabled=true'],
   'kubernetes:upgrade': ['--to', '1.37.1'],
   'talos:upgrade': ['--to', 'v1.14.1'],
+  'node:remove': ['192.0.2.11'],
   'stack:promote': ['argocd'],
   'stack:promotion:set': ['Manual'],
   'stack:repair-secrets': [],

@@ -59,12 +59,14 @@ export interface KubernetesStatus {
   upgradedTo?: string
 }
 
-/** What `ichor talos upgrade` last saw of the nodes. */
+/** What `ichor talos upgrade` and `ichor node remove` last saw of the nodes. */
 export interface TalosUpgradeStatus {
   /** The Talos version each node was last seen running, by address. */
   nodes?: Record<string, string>
   /** The node an unfinished upgrade was upgrading (it may be rebooting: a rerun waits for it). */
   upgrading?: string
+  /** The node an unfinished `ichor node remove` was resetting (it may be rebooting into maintenance mode). */
+  removing?: string
   /** Nodes (their Kubernetes names) an unfinished upgrade cordoned, to make schedulable again. */
   uncordon?: string[]
 }
