@@ -42,7 +42,7 @@
 // The objects carry the names and labels of k8stemplates/kube-proxy.go (no real pod spec).
 import {spawn, spawnSync} from 'node:child_process'
 import {X509Certificate, randomBytes} from 'node:crypto'
-import {appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {isDeepStrictEqual} from 'node:util'
 import {setTimeout as sleep} from 'node:timers/promises'
@@ -1649,7 +1649,31 @@ function kubeconfig(args) {
   let out = args.positionals[1] ?? fail('kubeconfig: the simulator needs an explicit output path')
   if (existsSync(out) && statSync(out).isDirectory()) out = join(out, 'kubeconfig')
   if (existsSync(out) && !args.bool('force')) fail(`kubeconfig file already exists, use --force to overwrite: ${out}`)
-  copyFileSync(source, out)
+  writeFileSync(out, stringify(talosKubeconfig(parseDocs(readFileSync(source, 'utf8'), 'kubeconfig')[0], node)), {mode: 0o600})
+}
+
+/**
+ * The admin kubeconfig in the shape Talos generates it (pkg/kubeconfig/generate.go GenerateAdmin,
+ * v1.14.0-rc.1): cluster `<clusterName>`, user `admin@<clusterName>`, context `admin@<clusterName>`
+ * in namespace default, current. The server and credentials are the harness's.
+ */
+function talosKubeconfig(source, node) {
+  // v1alpha1 `cluster.clusterName`, or the v1.14 contract's KubeClusterConfig document `clusterName`.
+  const docs = parseDocs(node.config, 'machine config')
+  const name = docs.find(isLegacy)?.cluster?.clusterName ?? docs.find((d) => d.kind === 'KubeClusterConfig')?.clusterName
+  if (!name) fail('error fetching kubeconfig: the machine config names no cluster')
+  const current = source.contexts.find((c) => c.name === source['current-context']) ?? source.contexts[0]
+  const cluster = source.clusters.find((c) => c.name === current.context.cluster)
+  const user = source.users.find((u) => u.name === current.context.user)
+  const admin = `admin@${name}`
+  return {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{name, cluster: cluster.cluster}],
+    users: [{name: admin, user: user.user}],
+    contexts: [{name: admin, context: {cluster: name, namespace: 'default', user: admin}}],
+    'current-context': admin,
+  }
 }
 
 /**
