@@ -18,3 +18,13 @@ export interface PlanOptions {
   /** Where notes, warnings and previews go (the command's; none: silent). */
   report?: Reporter
 }
+
+/** What a read plan that may reach the nodes takes from its command's flags (`talos status`, `kubeconfig`). */
+export interface ReadAccessOptions {
+  kubeconfig?: string
+  context?: string
+  talosconfig?: string
+  stateDir?: string
+  statePassphraseFile?: string
+  json: boolean
+}

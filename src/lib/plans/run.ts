@@ -162,6 +162,8 @@ export interface ReadPlan<R, L = void> {
   session?: Omit<SessionOptions, 'command'>
   /** The nodes: ctx.talos follows these flags, as a plan's does. */
   talos?: PlanTalos
+  /** A private folder for the run (ctx.tempDir), with this name prefix; removed when it ends. */
+  tempDir?: string
   /** This machine's input, checked before anything else (exit 2 with nothing contacted); what it parsed goes to read. */
   checkLocal?(): L | Promise<L>
   read(ctx: PlanContext, local: L): Promise<R>

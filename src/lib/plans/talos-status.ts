@@ -2,16 +2,10 @@
 // flags (the talosconfig by the one rule, the sealed copy when this machine has none); the plan
 // only says what it reads.
 import {readTalosStatus, type TalosStatusReport} from '../talos/status.js'
+import type {ReadAccessOptions} from './options.js'
 import {runReadPlan, type ReadPlan} from './run.js'
 
-export interface TalosStatusOptions {
-  kubeconfig?: string
-  context?: string
-  talosconfig?: string
-  stateDir?: string
-  statePassphraseFile?: string
-  json: boolean
-}
+export type TalosStatusOptions = ReadAccessOptions
 
 export type TalosStatusResult = TalosStatusReport & {
   /** Accepted but unwise (a short passphrase opened the sealed copy). */
