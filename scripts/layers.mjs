@@ -26,6 +26,7 @@ const order = [
   'stack',
   'kubernetes',
   'nodes',
+  'credentials',
   'talos-upgrade',
   'doctor',
   'init',
