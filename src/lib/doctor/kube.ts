@@ -1,15 +1,21 @@
 // The kubeconfig and context a day-2 command would use, and whether the API server answers.
+import {expiryWarning, kubeconfigCertificate} from '../talos/credential-expiry.js'
 import {connectKube} from '../kube/client.js'
 import {loadKubeconfig, type KubeconfigOptions} from '../kube/kubeconfig.js'
-import {fail, hintOf, messageOf, ok, type DoctorCheck} from './types.js'
+import {fail, hintOf, messageOf, ok, warn, type DoctorCheck} from './types.js'
+
+/** What renews the admin kubeconfig: a fresh certificate from a control plane. */
+const KUBECONFIG_RENEWAL = 'ichor kubeconfig --force (a fresh admin certificate from a control plane, merged where the old one was)'
 
 /** Two checks: the kubeconfig (file and context readable) and the API server (GET /version). */
 export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck[]> {
   let source: string
   let context: string
   let server: string | undefined
+  let certificate: ReturnType<typeof kubeconfigCertificate>
   try {
     const config = loadKubeconfig(options)
+    certificate = kubeconfigCertificate(config)
     source = config.files.join(', ') || config.source
     context = config.context
     server = config.cluster?.server
@@ -26,6 +32,9 @@ export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck
     ]
   }
   const checks = [ok('kubeconfig', `context "${context}" in ${source}, server ${server}`)]
+  const expiring = expiryWarning(certificate, KUBECONFIG_RENEWAL)
+  if (expiring) checks.push(warn('kubeconfig-expiry', expiring.what, expiring.fix))
+  else if (certificate) checks.push(ok('kubeconfig-expiry', `client certificate valid until ${certificate.notAfter.toISOString().slice(0, 10)}`))
   try {
     const kube = await connectKube({...options, probe: true})
     checks.push(ok('kube-api', `${server} answers: Kubernetes ${kube.serverVersion ?? 'version unknown'}`))

@@ -1,0 +1,78 @@
+// When the client certificates run out: a warning within 30 days (certificates from openssl).
+import {execFileSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {stringify} from 'yaml'
+import {describe, expect, it} from 'vitest'
+import {expiryWarning, kubeconfigCertificate, talosconfigCertificate} from '../../src/lib/talos/credential-expiry.js'
+import {loadKubeconfig} from '../../src/lib/kube/kubeconfig.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'ichor-expiry-'))
+/** A self-signed client certificate valid for `days`, base64 of its PEM (as kubeconfigs carry it). */
+function certificate(name: string, days: number): string {
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      String(days),
+      '-subj',
+      `/CN=${name}`,
+    ],
+    {cwd: dir, stdio: 'pipe'},
+  )
+  return readFileSync(join(dir, `${name}.pem`)).toString('base64')
+}
+const kubeconfigWith = (crt: string) => {
+  const path = join(dir, `kubeconfig-${crt.length}-${Math.random()}`)
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{name: 'homelab', cluster: {server: 'https://192.0.2.10:6443'}}],
+      users: [{name: 'admin@homelab', user: {'client-certificate-data': crt, 'client-key-data': 'eA=='}}],
+      contexts: [{name: 'admin@homelab', context: {cluster: 'homelab', user: 'admin@homelab'}}],
+      'current-context': 'admin@homelab',
+    }),
+  )
+  return path
+}
+
+describe('client certificate expiry', () => {
+  it('a kubeconfig certificate that ends in 10 days is warned about, with the date, the days left and the fix; one of 60 days is not', () => {
+    const soon = kubeconfigCertificate(loadKubeconfig({kubeconfig: kubeconfigWith(certificate('soon', 10))}))
+    const warning = expiryWarning(soon, 'ichor kubeconfig --force')
+    expect(warning?.what).toMatch(/^the kubeconfig's client certificate \(context "admin@homelab"\) expires on \d{4}-\d{2}-\d{2}, in (9|10) day\(s\)$/)
+    expect(warning?.fix).toBe('ichor kubeconfig --force')
+    const later = kubeconfigCertificate(loadKubeconfig({kubeconfig: kubeconfigWith(certificate('later', 60))}))
+    expect(later).toBeDefined()
+    expect(expiryWarning(later, 'x')).toBeUndefined()
+  })
+
+  it('an expired one says so; a token user has no certificate to warn about', () => {
+    const cert = kubeconfigCertificate(loadKubeconfig({kubeconfig: kubeconfigWith(certificate('old', 1))}))
+    const inTwoDays = new Date(Date.now() + 2 * 86_400_000)
+    expect(expiryWarning(cert, 'x', inTwoDays)?.what).toMatch(/expired on \d{4}-\d{2}-\d{2}$/)
+    expect(expiryWarning(undefined, 'x')).toBeUndefined()
+  })
+
+  it("reads a talosconfig's current context", () => {
+    const path = join(dir, 'talosconfig')
+    writeFileSync(path, stringify({context: 'homelab', contexts: {homelab: {crt: certificate('talos', 5), key: 'x', ca: 'y'}}}))
+    expect(expiryWarning(talosconfigCertificate(path), 'renew')?.what).toMatch(
+      /^the talosconfig's client certificate \(.*talosconfig, context "homelab"\) expires on/,
+    )
+  })
+})
