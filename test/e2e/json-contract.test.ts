@@ -9,6 +9,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
 import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
+import {untaintControlPlanes} from '../support/control-plane-taint.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 interface Case {
@@ -58,18 +59,10 @@ const CASES: Record<string, Case> = {
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
   // Last: the 1+1 cluster's one worker can go once the control plane takes workloads.
-  'node:remove': {args: () => [h.workers[0]!, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir], before: () => untaintControlPlanes()},
-}
-
-/** The control planes take workloads (their NoSchedule taint removed), as a cluster without workers has them. */
-async function untaintControlPlanes(): Promise<void> {
-  const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
-  const nodes = (await kube.request('GET', '/api/v1/nodes')) as {items: {metadata: {name: string}; spec?: {taints?: {key: string}[]}}[]}
-  for (const n of nodes.items) {
-    const taints = n.spec?.taints?.filter((t) => t.key !== 'node-role.kubernetes.io/control-plane')
-    if (taints?.length === n.spec?.taints?.length) continue
-    await kube.request('PATCH', `/api/v1/nodes/${n.metadata.name}`, {body: {spec: {taints}}, contentType: 'application/merge-patch+json'})
-  }
+  'node:remove': {
+    args: () => [h.workers[0]!, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],
+    before: async () => untaintControlPlanes(await connectKube({kubeconfig: h.cp.kubeconfigPath})),
+  },
 }
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, {flags: Record<string, unknown>}>}

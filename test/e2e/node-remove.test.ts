@@ -12,10 +12,11 @@ import {readInstallation, writeInstallationSpec} from '../../src/lib/state/insta
 import {jsonEvents, jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {killTreeWhen, progressOf, stepStarts} from '../harness/kill.js'
+import {untaintControlPlanes} from '../support/control-plane-taint.js'
 
 type Event = {event?: string; id?: string; status?: string; changed?: boolean; message?: string}
 type NodeList = {
-  items: {metadata: {name: string}; spec?: {unschedulable?: boolean; taints?: {key: string}[]}; status?: {addresses?: {type: string; address: string}[]}}[]
+  items: {metadata: {name: string}; spec?: {unschedulable?: boolean}; status?: {addresses?: {type: string; address: string}[]}}[]
 }
 
 describe('ichor node remove on the harness (Talos nodes simulated)', () => {
@@ -146,11 +147,7 @@ describe('ichor node remove on the harness (Talos nodes simulated)', () => {
   it('a worker: a PodDisruptionBudget that forbids the eviction stops the drain at --timeout (exit 1, named; the node is not reset); once it allows it, the removal finishes', async () => {
     const worker = h.workers[0]!
     // The control planes take workloads, as a cluster without workers has them: the worker may go.
-    for (const n of (await kube.request<NodeList>('GET', '/api/v1/nodes')).items) {
-      const taints = n.spec?.taints?.filter((t) => t.key !== 'node-role.kubernetes.io/control-plane')
-      if (taints?.length !== n.spec?.taints?.length)
-        await kube.request('PATCH', `/api/v1/nodes/${n.metadata.name}`, {body: {spec: {taints}}, contentType: 'application/merge-patch+json'})
-    }
+    await untaintControlPlanes(kube)
     const nodeName = (await kube.request<NodeList>('GET', '/api/v1/nodes')).items.find((n) => n.status?.addresses?.some((a) => a.address === worker))!.metadata
       .name
     const labels = {app: 'pinned'}

@@ -4,12 +4,12 @@
 // talosconfig is the one of the cluster's bundle (this machine's state folder, else the sealed
 // copy in the cluster), its endpoints and default node set to the control planes so talosctl
 // works at once. Either is written 0600, atomically, never printed.
-import {X509Certificate} from 'node:crypto'
 import {readFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {parse as parseYaml, stringify} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import type {TalosAccess} from '../talos/access.js'
+import {certificateOf} from '../talos/credential-expiry.js'
 import {kubeconfig as fetchKubeconfig, TalosctlError} from '../talos/talosctl.js'
 import {
   mergeKubeconfig,
@@ -100,11 +100,7 @@ export async function writeTalosconfig(talos: TalosAccess, o: CredentialRequest)
 }
 
 /** The notAfter of a base64 PEM certificate (kubeconfig and talosconfig both carry it so). */
-export function certificateExpiry(base64Pem: string | undefined): string | undefined {
-  if (!base64Pem) return undefined
-  try {
-    return new Date(new X509Certificate(Buffer.from(base64Pem, 'base64')).validTo).toISOString()
-  } catch {
-    return undefined
-  }
+function certificateExpiry(base64Pem: string | undefined): string | undefined {
+  const cert = certificateOf(base64Pem)
+  return cert && new Date(cert.validTo).toISOString()
 }

@@ -24,7 +24,16 @@ import {
 } from '../state/installation.js'
 import type {TalosAccess} from '../talos/access.js'
 import {NO_MACHINE_CONFIG_INPUTS, storedMachineConfig} from '../talos/machine-config.js'
-import {etcdLeave, getEtcdMembers, getEtcdStatus, isReachable, resetNode, TalosctlError, type EtcdMemberStatus} from '../talos/talosctl.js'
+import {
+  etcdLeave,
+  getEtcdMembers,
+  getEtcdStatus,
+  isReachable,
+  resetNode,
+  TalosctlError,
+  unhealthyEtcdMembers,
+  type EtcdMemberStatus,
+} from '../talos/talosctl.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {drainNode, podsToEvict, withEmptyDir} from './drain.js'
@@ -65,13 +74,7 @@ export function checkNodeRemoval(p: {node: string; cr: Installation; controlPlan
       `${p.node} is the last control plane: removing it ends the cluster (etcd and the Kubernetes API run there)`,
       'add a control plane first (ichor init with one more --control-plane), then remove this one',
     )
-  let host = ''
-  try {
-    host = new URL(endpoint).hostname.replace(/^\[|\]$/g, '')
-  } catch {
-    // an endpoint that is not a URL names no node
-  }
-  if (host === p.node)
+  if (hostOf(endpoint) === p.node)
     throw usage(
       `${p.node} is the cluster endpoint (${endpoint}): every kubeconfig and every node reaches the Kubernetes API through it`,
       'move the endpoint to a shared address (a VIP or a DNS name of all control planes) first; ichor does not change the endpoint',
@@ -90,14 +93,7 @@ export function checkNodeRemoval(p: {node: string; cr: Installation; controlPlan
  * learner or reports errors counts as not started.
  */
 export function checkEtcdQuorum(node: string, remaining: string[], status: Map<string, EtcdMemberStatus | TalosctlError>): void {
-  const sick: string[] = []
-  for (const cp of remaining) {
-    const s = status.get(cp)
-    if (s === undefined) sick.push(`${cp}: no answer in time`)
-    else if (s instanceof TalosctlError) sick.push(`${cp}: ${s.talosctlMessage}`)
-    else if (s.learner) sick.push(`${cp}: member ${s.member} is a learner`)
-    else if (s.errors) sick.push(`${cp}: member ${s.member} reports ${s.errors}`)
-  }
+  const sick = unhealthyEtcdMembers(remaining, status)
   const quorum = Math.floor(remaining.length / 2) + 1
   const healthy = remaining.length - sick.length
   if (healthy >= quorum) return
@@ -211,6 +207,7 @@ async function stillMember(p: NodeRemovalInput, j: NodeRemovalJudgement): Promis
   throw new IchorError(`no control plane that stays lists the etcd members: ${errors.join('; ')}`)
 }
 
+/** The host of a URL without IPv6 brackets; '' for text that is not a URL (it names no node). */
 function hostOf(url: string): string {
   try {
     return new URL(url).hostname.replace(/^\[|\]$/g, '')

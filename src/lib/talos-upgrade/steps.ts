@@ -14,7 +14,7 @@ import {ciliumAgentOn, isReady as ready, kubeNodeOf} from '../nodes/kube-nodes.j
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec, writeInstallationStatus, type Installation, type TalosUpgradeStatus} from '../state/installation.js'
 import type {TalosAccess} from '../talos/access.js'
-import {getEtcdStatus, TalosctlError, upgradeTalos} from '../talos/talosctl.js'
+import {getEtcdStatus, TalosctlError, unhealthyEtcdMembers, upgradeTalos} from '../talos/talosctl.js'
 import {compareVersions, kubernetesVersionOfConfig, parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
@@ -127,14 +127,7 @@ async function lowestKubernetes(talos: TalosAccess, cr: Installation): Promise<s
 /** Every control plane's etcd member answers, is a voting member and reports no error. */
 async function requireHealthyEtcd(talos: TalosAccess, controlPlanes: string[]): Promise<void> {
   const status = await getEtcdStatus({nodes: controlPlanes, talosconfig: await talos.talosconfig()})
-  const sick: string[] = []
-  for (const node of controlPlanes) {
-    const s = status.get(node)
-    if (s === undefined) sick.push(`${node}: no answer in time`)
-    else if (s instanceof TalosctlError) sick.push(`${node}: ${s.talosctlMessage}`)
-    else if (s.learner) sick.push(`${node}: member ${s.member} is a learner, not a voting member yet`)
-    else if (s.errors) sick.push(`${node}: member ${s.member} reports ${s.errors}`)
-  }
+  const sick = unhealthyEtcdMembers(controlPlanes, status, 'is a learner, not a voting member yet')
   if (sick.length === 0) return
   const quorum = Math.floor(controlPlanes.length / 2) + 1
   throw usage(

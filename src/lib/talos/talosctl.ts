@@ -596,6 +596,22 @@ export async function getEtcdStatus(opts: {nodes: string[]; talosconfig: string;
   )
 }
 
+/**
+ * The members of `nodes` that etcd would not count as started and voting, each with why: no
+ * answer, talosctl's error, a learner, or the errors its Status reports.
+ */
+export function unhealthyEtcdMembers(nodes: readonly string[], status: Map<string, EtcdMemberStatus | TalosctlError>, learner = 'is a learner'): string[] {
+  const sick: string[] = []
+  for (const node of nodes) {
+    const s = status.get(node)
+    if (s === undefined) sick.push(`${node}: no answer in time`)
+    else if (s instanceof TalosctlError) sick.push(`${node}: ${s.talosctlMessage}`)
+    else if (s.learner) sick.push(`${node}: member ${s.member} ${learner}`)
+    else if (s.errors) sick.push(`${node}: member ${s.member} reports ${s.errors}`)
+  }
+  return sick
+}
+
 /** The rows of `talosctl etcd status`'s table. */
 export function parseEtcdStatusTable(stdout: string): EtcdMemberStatus[] {
   return tableRows(stdout, /^NODE\s+MEMBER\s+/).map((r) => ({node: r.NODE!, member: r.MEMBER!, learner: r.LEARNER === 'true', errors: r.ERRORS ?? ''}))
