@@ -5,7 +5,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {stringify} from 'yaml'
 import {describe, expect, it} from 'vitest'
-import {expiryWarning, kubeconfigCertificate, talosconfigCertificate} from '../../src/lib/talos/credential-expiry.js'
+import {credentialExpiryWarnings, expiryWarning, kubeconfigCertificate, talosconfigCertificate} from '../../src/lib/talos/credential-expiry.js'
+import {checkTalosconfigExpiry} from '../../src/lib/doctor/talosconfig.js'
 import {loadKubeconfig} from '../../src/lib/kube/kubeconfig.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'ichor-expiry-'))
@@ -74,5 +75,40 @@ describe('client certificate expiry', () => {
     expect(expiryWarning(talosconfigCertificate(path), 'renew')?.what).toMatch(
       /^the talosconfig's client certificate \(.*talosconfig, context "homelab"\) expires on/,
     )
+  })
+
+  it('cni status and stack status: one warning per credential that ends soon, each naming its renewal', () => {
+    const kubeconfig = loadKubeconfig({kubeconfig: kubeconfigWith(certificate('status-kube', 7))})
+    const talosconfig = join(dir, 'talosconfig-status')
+    writeFileSync(talosconfig, stringify({context: 'homelab', contexts: {homelab: {crt: certificate('status-talos', 20), key: 'x', ca: 'y'}}}))
+    const warnings = credentialExpiryWarnings({kubeconfig, talosconfig})
+    expect(warnings.map((w) => w.what)).toEqual([
+      expect.stringMatching(/^the kubeconfig's client certificate/),
+      expect.stringMatching(/^the talosconfig's client certificate/),
+    ])
+    expect(warnings[0]!.fix).toMatch(/^ichor kubeconfig --force/)
+    expect(warnings[1]!.fix).toMatch(/config new/)
+    // Far from their end: nothing to say.
+    const fresh = loadKubeconfig({kubeconfig: kubeconfigWith(certificate('status-fresh', 365))})
+    expect(credentialExpiryWarnings({kubeconfig: fresh})).toEqual([])
+  })
+
+  it("doctor: the state folder's talosconfig within 30 days is a warning naming the file, a later one an ok", () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'ichor-expiry-state-'))
+    const home = mkdtempSync(join(tmpdir(), 'ichor-expiry-home-'))
+    const saved = process.env.TALOSCONFIG
+    process.env.TALOSCONFIG = join(home, 'no-such-config')
+    try {
+      writeFileSync(join(stateDir, 'talosconfig'), stringify({context: 'c', contexts: {c: {crt: certificate('doctor-soon', 3)}}}))
+      const [soon, ...rest] = checkTalosconfigExpiry(stateDir)
+      expect(rest).toEqual([])
+      expect(soon).toMatchObject({id: 'talosconfig-expiry', status: 'warn'})
+      expect(soon!.fix).toContain(join(stateDir, 'talosconfig'))
+      writeFileSync(join(stateDir, 'talosconfig'), stringify({context: 'c', contexts: {c: {crt: certificate('doctor-later', 200)}}}))
+      expect(checkTalosconfigExpiry(stateDir)).toEqual([expect.objectContaining({id: 'talosconfig-expiry', status: 'ok'})])
+    } finally {
+      if (saved === undefined) delete process.env.TALOSCONFIG
+      else process.env.TALOSCONFIG = saved
+    }
   })
 })

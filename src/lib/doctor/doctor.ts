@@ -5,6 +5,7 @@ import {checkAssets, type AssetOverrides} from './assets.js'
 import {checkHelm, checkTalosctl} from './binaries.js'
 import {checkKube} from './kube.js'
 import {checkStateDir} from './state-dir.js'
+import {checkTalosconfigExpiry} from './talosconfig.js'
 import type {DoctorCheck, DoctorReport} from './types.js'
 
 export interface DoctorOptions {
@@ -26,7 +27,14 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     checkHelm(),
     kubeGiven ? checkKube({kubeconfig: options.kubeconfig, context: options.context}) : Promise.resolve([]),
   ])
-  const checks: DoctorCheck[] = [talosctl, helm, ...kube, ...checkAssets(options.assets), checkStateDir(options.stateDir)]
+  const checks: DoctorCheck[] = [
+    talosctl,
+    helm,
+    ...kube,
+    ...checkAssets(options.assets),
+    checkStateDir(options.stateDir),
+    ...checkTalosconfigExpiry(options.stateDir),
+  ]
   return {
     ok: checks.every((c) => c.status !== 'fail'),
     checks,

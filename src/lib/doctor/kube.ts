@@ -1,11 +1,8 @@
 // The kubeconfig and context a day-2 command would use, and whether the API server answers.
-import {expiryWarning, kubeconfigCertificate} from '../talos/credential-expiry.js'
+import {expiryWarning, KUBECONFIG_RENEWAL, kubeconfigCertificate} from '../talos/credential-expiry.js'
 import {connectKube} from '../kube/client.js'
 import {loadKubeconfig, type KubeconfigOptions} from '../kube/kubeconfig.js'
 import {fail, hintOf, messageOf, ok, warn, type DoctorCheck} from './types.js'
-
-/** What renews the admin kubeconfig: a fresh certificate from a control plane. */
-const KUBECONFIG_RENEWAL = 'ichor kubeconfig --force (a fresh admin certificate from a control plane, merged where the old one was)'
 
 /** Two checks: the kubeconfig (file and context readable) and the API server (GET /version). */
 export async function checkKube(options: KubeconfigOptions): Promise<DoctorCheck[]> {

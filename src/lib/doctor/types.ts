@@ -3,7 +3,7 @@
 export type CheckStatus = 'ok' | 'warn' | 'fail'
 
 export interface DoctorCheck {
-  /** Stable name for scripts: `talosctl`, `helm`, `kubeconfig`, `kube-api`, `asset:cilium`, `state-dir`. */
+  /** Stable name for scripts: `talosctl`, `helm`, `kubeconfig`, `kube-api`, `asset:cilium`, `state-dir`, `kubeconfig-expiry`, `talosconfig-expiry`. */
   id: string
   status: CheckStatus
   /** What was found, in one line. */

@@ -68,3 +68,16 @@ export function expiryWarning(cert: ClientCertificate | undefined, fix: string, 
   const what = left <= 0 ? `${cert.what} expired on ${date}` : `${cert.what} expires on ${date}, in ${Math.ceil(left / DAY_MS)} day(s)`
   return {what, fix}
 }
+
+/** What renews the admin kubeconfig: a fresh certificate from a control plane. */
+export const KUBECONFIG_RENEWAL = 'ichor kubeconfig --force (a fresh admin certificate from a control plane, merged where the old one was)'
+/** What renews a talosconfig's certificate: talosctl signs a new one with an admin talosconfig that still works. */
+export const TALOSCONFIG_RENEWAL =
+  'talosctl --talosconfig FILE -n CONTROL_PLANE config new NEW_FILE --roles os:admin (a fresh client certificate), then use NEW_FILE'
+
+/** The warnings `cni status` and `stack status` add: the kubeconfig in use and this machine's talosconfig. */
+export function credentialExpiryWarnings(p: {kubeconfig?: Kubeconfig; talosconfig?: string}, now = new Date()): ExpiryWarning[] {
+  const kube = p.kubeconfig && expiryWarning(kubeconfigCertificate(p.kubeconfig), KUBECONFIG_RENEWAL, now)
+  const talos = p.talosconfig ? expiryWarning(talosconfigCertificate(p.talosconfig), TALOSCONFIG_RENEWAL, now) : undefined
+  return [kube, talos].filter((w): w is ExpiryWarning => w !== undefined)
+}
