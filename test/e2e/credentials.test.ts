@@ -3,6 +3,7 @@
 // shape Talos's GenerateAdmin gives them) and the nodes that check the talosconfig. Real: the
 // apiserver the merged kubeconfig reaches, read by ichor's kubectl-style loader and by
 // @kubernetes/client-node's.
+import {execFileSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -127,4 +128,55 @@ describe('ichor kubeconfig and ichor talosconfig on the harness', () => {
     expect(run.code, show(run)).toBe(2)
     expect(run.stderr).toMatch(/--context-name: "has space" is not a context name/)
   })
+
+  it('a kubeconfig whose client certificate ends in 10 days: cni status, stack status and doctor warn, naming the renewal; the cluster stays healthy (exit 0)', async () => {
+    // The harness's apiserver takes the token; the short-lived certificate rides beside it, as in a Talos kubeconfig.
+    const certDir = mkdtempSync(join(tmpdir(), 'ichor-shortcert-'))
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        'k.pem',
+        '-out',
+        'c.pem',
+        '-days',
+        '10',
+        '-subj',
+        '/O=system:masters/CN=admin',
+      ],
+      {cwd: certDir, stdio: 'pipe'},
+    )
+    const doc = parse(readFileSync(join(h.stateDir, 'kubeconfig'), 'utf8')) as Kubeconfig
+    const b64 = (f: string) => readFileSync(join(certDir, f)).toString('base64')
+    doc.users = doc.users.map((u) => ({...u, user: {...u.user, 'client-certificate-data': b64('c.pem'), 'client-key-data': b64('k.pem')}}))
+    const short = join(certDir, 'kubeconfig')
+    writeFileSync(short, stringify(doc), {mode: 0o600})
+    const expiring = /the kubeconfig's client certificate \(context "[^"]+"\) expires on \d{4}-\d{2}-\d{2}, in (9|10) day\(s\)/
+    const cni = await ichor(['cni', 'status', '--kubeconfig', short, '--state-dir', h.stateDir, '-o', 'json'])
+    expect(cni.code, show(cni)).toBe(0)
+    const cniReport = JSON.parse(cni.stdout) as {healthy: boolean; problems: {severity: string; what: string; fix: string}[]}
+    expect(cniReport.problems).toContainEqual({
+      severity: 'warning',
+      what: expect.stringMatching(expiring),
+      fix: expect.stringMatching(/^ichor kubeconfig --force/),
+    })
+    const stack = await ichor(['stack', 'status', '--kubeconfig', short, '--registry-endpoint', h.registry.endpoint])
+    expect(stack.code, show(stack)).toBe(0)
+    expect(stack.stdout).toMatch(expiring)
+    expect(stack.stdout).toMatch(/fix: ichor kubeconfig --force/)
+    const doctor = await ichor(['doctor', '--kubeconfig', short, '--state-dir', h.stateDir, '--json'])
+    const checks = (jsonResult(doctor) as {checks: {id: string; status: string; detail: string}[]}).checks
+    expect(checks).toContainEqual(expect.objectContaining({id: 'kubeconfig-expiry', status: 'warn', detail: expect.stringMatching(expiring)}))
+    // Control: the harness's own kubeconfig (a token, no certificate) gives no such warning.
+    const plain = await ichor(['stack', 'status', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint])
+    expect(plain.code, show(plain)).toBe(0)
+    expect(plain.stdout).not.toMatch(/client certificate/)
+  }, 120_000)
 })

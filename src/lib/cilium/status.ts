@@ -1,6 +1,7 @@
 // `ichor cni status`: what the Cilium release runs against what the IchorInstallation asks
 // for, the chart this CLI pins, the kube-proxy mode on each side, readiness, and the
 // Talos hand-over. Every problem names the command that fixes it. Read-only.
+import {credentialExpiryWarnings} from '../talos/credential-expiry.js'
 import {readFileSync} from 'node:fs'
 import {parseAllDocuments} from 'yaml'
 import {pinnedAssets} from '../assets/lock.js'
@@ -225,6 +226,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     })
   }
   if (talosVersions) problems.push(...talosVersionDisagreements(ctx.installation, talosVersions).map((p) => ({...p, severity: 'warning' as const})))
+  // The credentials this command used: warned about before they end (the fix names what renews them).
+  for (const w of credentialExpiryWarnings({kubeconfig: kube.kubeconfig, talosconfig})) problems.push({severity: 'warning', ...w})
   const localConfigsWithInline = access.localConfigs.filter((f) => inlineManifestForms(readFileSync(f, 'utf8')).length > 0)
   for (const file of localConfigsWithInline) {
     // One --patch per document, each as one line of JSON (valid YAML) so it pastes into a shell.

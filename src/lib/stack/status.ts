@@ -2,6 +2,7 @@
 // whether Kokumi's registry still holds it, the Order and its latest Preparation, and the
 // Application Kokumi made. Read-only: the same reads serve `stack sync`'s probes.
 import type {Kube} from '../kube/client.js'
+import {credentialExpiryWarnings, type ExpiryWarning} from '../talos/credential-expiry.js'
 import {getObject, type KubeObject} from '../kube/objects.js'
 import {explainApplicationHealth, readApplication, readOrder, type ApplicationState} from './delivery.js'
 import type {OciClient} from '../oci/client.js'
@@ -59,6 +60,8 @@ export interface StackStatus {
   healthy: boolean
   kokumiVersion?: string
   components: ComponentStackStatus[]
+  /** The kubeconfig's client certificate when it ends within 30 days (a warning: the stack stays healthy). */
+  warnings: ExpiryWarning[]
 }
 
 type OrderObject = KubeObject & {
@@ -97,7 +100,7 @@ async function readStackStatus(session: Session): Promise<StackStatus> {
       return {...status, healthy: status.problems.length === 0}
     }),
   )
-  return {healthy: components.every((c) => c.healthy), kokumiVersion, components}
+  return {healthy: components.every((c) => c.healthy), kokumiVersion, components, warnings: credentialExpiryWarnings({kubeconfig: kube.kubeconfig})}
 }
 
 async function readComponentStatus(
@@ -221,5 +224,6 @@ export function renderStackStatus(s: StackStatus): string {
     for (const p of c.problems) lines.push(`  ! ${p}`)
   }
   if (!s.healthy) lines.push('', 'Run `ichor stack sync` to republish lost bundles and have Kokumi render again.')
+  for (const w of s.warnings) lines.push('', `warning: ${w.what}`, `  fix: ${w.fix}`)
   return lines.join('\n')
 }
