@@ -2,7 +2,8 @@
 // from a node's machine config, and the reading of `talosctl etcd status`.
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {checkTalosUpgrade, installImageOfConfig, NEWEST_TALOS_PATCH, retagImage} from '../../src/lib/talos-upgrade/policy.js'
+import {checkTalosUpgrade, NEWEST_TALOS_PATCH, retagImage} from '../../src/lib/talos-upgrade/policy.js'
+import {installImageOfConfig} from '../../src/lib/talos/machine-config.js'
 import {parseEtcdStatusTable} from '../../src/lib/talos/talosctl.js'
 import {KUBERNETES_RANGE_BY_TALOS_MINOR, parseTalosVersion, SUPPORTED_TALOS} from '../../src/lib/talos/versions.js'
 

@@ -8,7 +8,6 @@
 //     the `ichor kubernetes upgrade` that comes first is named.
 // And the installer image a node is upgraded with: the one its machine config installed it
 // with, at the target's tag, so an Image Factory schematic keeps its extensions.
-import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {
@@ -120,18 +119,6 @@ function requireKubernetesRuns(to: TalosVersion, kubernetes: string): void {
   }
   if (compareVersions(k, parseKubernetesVersion(range.max)) > 0)
     throw usage(`--to: Talos ${to.tag} runs Kubernetes ${range.min} to ${range.max.replace(/\.99$/, '.x')}; the cluster runs ${k.version}`)
-}
-
-/**
- * The installer image a node was installed with, from its machine config: Talos v1.14's
- * UnattendedInstallConfig document (`installer.image`, as talosctl v1.14.1 gen config writes
- * it) or v1alpha1's `machine.install.image`. Undefined when the config names none.
- */
-export function installImageOfConfig(configYaml: string): string | undefined {
-  type Doc = {kind?: unknown; installer?: {image?: unknown}; machine?: {install?: {image?: unknown}}}
-  const docs = parseAllDocuments(configYaml).map((d) => d.toJS() as Doc | null)
-  const image = docs.find((d) => d?.kind === 'UnattendedInstallConfig')?.installer?.image ?? docs.find((d) => d && !d.kind)?.machine?.install?.image
-  return typeof image === 'string' && image ? image : undefined
 }
 
 /** The same image at another tag (a digest pins the old release, so it goes). */

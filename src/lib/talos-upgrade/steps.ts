@@ -18,7 +18,8 @@ import {getEtcdStatus, TalosctlError, unhealthyEtcdMembers, upgradeTalos} from '
 import {compareVersions, kubernetesVersionOfConfig, parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
-import {checkTalosUpgrade, installImageOfConfig, retagImage} from './policy.js'
+import {checkTalosUpgrade, retagImage} from './policy.js'
+import {installImageOfConfig} from '../talos/machine-config.js'
 
 export interface TalosUpgradeInput {
   session: Session

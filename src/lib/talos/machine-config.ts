@@ -289,3 +289,15 @@ function diskInPatch(yaml: string): {disk?: string} | undefined {
   }
   return found
 }
+
+/**
+ * The installer image a node was installed with, from its machine config: Talos v1.14's
+ * UnattendedInstallConfig document (`installer.image`, as talosctl v1.14.1 gen config writes
+ * it) or v1alpha1's `machine.install.image`. Undefined when the config names none.
+ */
+export function installImageOfConfig(configYaml: string): string | undefined {
+  type Doc = {kind?: unknown; installer?: {image?: unknown}; machine?: {install?: {image?: unknown}}}
+  const docs = parseAllDocuments(configYaml).map((d) => d.toJS() as Doc | null)
+  const image = docs.find((d) => d?.kind === 'UnattendedInstallConfig')?.installer?.image ?? docs.find((d) => d && !d.kind)?.machine?.install?.image
+  return typeof image === 'string' && image ? image : undefined
+}
