@@ -152,13 +152,15 @@ function loadNode(ip, what) {
 }
 
 function saveNode(node) {
-  const {mode, config, configVersion, installError, rebootUntil, bootedVersion, booting, lastBoot, etcdLeft} = node
+  const {mode, config, configVersion, installError, rebootUntil, bootedVersion, booting, lastBoot, etcdLeft, etcdJoinedAt} = node
   writeJsonAtomic(node.path, {
     mode,
     config,
     configVersion,
     // Its etcd member was removed (`etcd leave`): etcd is stopped and its data gone until a reset.
     ...(etcdLeft ? {etcdLeft} : {}),
+    // When its member joined a running etcd as a learner (a control plane configured after bootstrap).
+    ...(etcdJoinedAt ? {etcdJoinedAt} : {}),
     // The version an upgrade booted (nodes.json's until one did), and an upgrade's boot to come.
     ...(bootedVersion ? {bootedVersion} : {}),
     ...(booting ? {booting} : {}),
@@ -1243,6 +1245,16 @@ function etcdMembers() {
     .filter((n) => n.mode === 'configured' && isControlPlane(n) && !n.etcdLeft)
 }
 
+/**
+ * A control plane configured after bootstrap joins a running etcd as a learner
+ * (internal/app/machined/pkg/system/services/etcd.go, v1.14: MemberAddAsLearner, then
+ * promoteMember retries PromoteMember until etcd takes it, which it does once the learner's log
+ * has caught up). Here the learner is promoted TALOS_SIM_LEARNER_MS (default 1500) after it joined.
+ */
+function isLearner(node) {
+  return !!node.etcdJoinedAt && Date.now() < node.etcdJoinedAt + Number(process.env.TALOS_SIM_LEARNER_MS ?? 1500)
+}
+
 /** The node's own member must be running (the local client of EtcdMemberList QueryLocal, EtcdStatus). */
 function requireRunningEtcd(node, what) {
   if (!isControlPlane(node)) fail(`${what}: rpc error: code = Unimplemented desc = etcd is only available on control plane nodes`)
@@ -1264,7 +1276,8 @@ function etcdMembersCmd(args) {
       const node = loadNode(ip, `error from node ${ip}`)
       requireConfigured(node, args, `error from node ${ip}`)
       requireRunningEtcd(node, `error from node ${ip}`)
-      for (const m of etcdMembers()) rows.push([ip, memberId(m.ip), nodeFor(m).metadata.name, `https://${m.ip}:2380`, `https://${m.ip}:2379`, 'false'])
+      for (const m of etcdMembers())
+        rows.push([ip, memberId(m.ip), nodeFor(m).metadata.name, `https://${m.ip}:2380`, `https://${m.ip}:2379`, String(isLearner(m))])
     } catch (error) {
       if (!(error instanceof CliError)) throw error
       errors.push(error.message)
@@ -1283,9 +1296,10 @@ function etcdMembersCmd(args) {
  * are retried). A member a test marks unhealthy (etcd-errors-<ip>) counts as not started.
  */
 function leaveEtcd(node, what) {
-  const others = etcdMembers().filter((m) => m.ip !== node.ip)
+  // A learner is not a voting member: it neither counts towards quorum nor needs one (etcdserver mayRemoveMember).
+  const others = etcdMembers().filter((m) => m.ip !== node.ip && !isLearner(m))
   const started = others.filter((m) => !existsSync(join(stateDir(), `etcd-errors-${m.ip}`))).length
-  if (started < Math.floor(others.length / 2) + 1)
+  if (!isLearner(node) && started < Math.floor(others.length / 2) + 1)
     fail(
       `${what}: rpc error: code = Unknown desc = failed to leave cluster: failed to remove member ${BigInt(`0x${memberId(node.ip)}`)}: etcdserver: re-configuration failed due to not enough started members`,
     )
@@ -1351,6 +1365,7 @@ async function resetNode(args) {
   node.config = null
   node.configVersion = 0
   node.etcdLeft = undefined
+  node.etcdJoinedAt = undefined
   node.rebootUntil = reboot ? Date.now() + rebootMs() : undefined
   for (const f of [`manifeststatus-${ip}.json`]) rmSync(join(stateDir(), f), {force: true})
   saveNode(node)
@@ -1380,7 +1395,7 @@ function etcdStatus(args) {
       if (!isBootstrapped() || node.etcdLeft) fail(`error from node ${ip}: rpc error: code = Unavailable desc = etcd is not running`)
       const file = join(stateDir(), `etcd-errors-${ip}`)
       const problems = existsSync(file) ? readFileSync(file, 'utf8').trim() : ''
-      rows.push([ip, memberId(ip), '4.2 MB', '3.1 MB (73.81%)', memberId(leader), '4711', '2', '4711', 'false', '3.6.0', '3.6.0', problems])
+      rows.push([ip, memberId(ip), '4.2 MB', '3.1 MB (73.81%)', memberId(leader), '4711', '2', '4711', String(isLearner(node)), '3.6.0', '3.6.0', problems])
     } catch (error) {
       if (!(error instanceof CliError)) throw error
       errors.push(error.message)
@@ -1521,6 +1536,7 @@ async function applyConfig(args) {
     current.mode = 'configured'
     current.config = text
     current.configVersion = (current.configVersion ?? 0) + 1
+    if (isControlPlane(current) && isBootstrapped()) current.etcdJoinedAt = Date.now()
     saveNode(current)
     return afterConfigChange(current)
   })
