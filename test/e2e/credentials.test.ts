@@ -3,7 +3,6 @@
 // shape Talos's GenerateAdmin gives them) and the nodes that check the talosconfig. Real: the
 // apiserver the merged kubeconfig reaches, read by ichor's kubectl-style loader and by
 // @kubernetes/client-node's.
-import {execFileSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -13,6 +12,7 @@ import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
 import {jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
+import {shortCertificate} from '../support/short-certificate.js'
 
 type Kubeconfig = {'current-context': string; contexts: {name: string}[]; users: {name: string; user: Record<string, string>}[]}
 type Talosconfig = {context: string; contexts: Record<string, {endpoints: string[]; nodes: string[]; key: string}>}
@@ -131,32 +131,10 @@ describe('ichor kubeconfig and ichor talosconfig on the harness', () => {
 
   it('a kubeconfig whose client certificate ends in 10 days: cni status, stack status and doctor warn, naming the renewal; the cluster stays healthy (exit 0)', async () => {
     // The harness's apiserver takes the token; the short-lived certificate rides beside it, as in a Talos kubeconfig.
-    const certDir = mkdtempSync(join(tmpdir(), 'ichor-shortcert-'))
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        'k.pem',
-        '-out',
-        'c.pem',
-        '-days',
-        '10',
-        '-subj',
-        '/O=system:masters/CN=admin',
-      ],
-      {cwd: certDir, stdio: 'pipe'},
-    )
+    const cert = shortCertificate(10, '/O=system:masters/CN=admin')
     const doc = parse(readFileSync(join(h.stateDir, 'kubeconfig'), 'utf8')) as Kubeconfig
-    const b64 = (f: string) => readFileSync(join(certDir, f)).toString('base64')
-    doc.users = doc.users.map((u) => ({...u, user: {...u.user, 'client-certificate-data': b64('c.pem'), 'client-key-data': b64('k.pem')}}))
-    const short = join(certDir, 'kubeconfig')
+    doc.users = doc.users.map((u) => ({...u, user: {...u.user, 'client-certificate-data': cert.crt, 'client-key-data': cert.key}}))
+    const short = join(mkdtempSync(join(tmpdir(), 'ichor-shortcert-')), 'kubeconfig')
     writeFileSync(short, stringify(doc), {mode: 0o600})
     const expiring = /the kubeconfig's client certificate \(context "[^"]+"\) expires on \d{4}-\d{2}-\d{2}, in (9|10) day\(s\)/
     const cni = await ichor(['cni', 'status', '--kubeconfig', short, '--state-dir', h.stateDir, '-o', 'json'])

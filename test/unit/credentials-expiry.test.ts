@@ -1,6 +1,5 @@
 // When the client certificates run out: a warning within 30 days (certificates from openssl).
-import {execFileSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {stringify} from 'yaml'
@@ -8,33 +7,11 @@ import {describe, expect, it} from 'vitest'
 import {credentialExpiryWarnings, expiryWarning, kubeconfigCertificate, talosconfigCertificate} from '../../src/lib/talos/credential-expiry.js'
 import {checkTalosconfigExpiry} from '../../src/lib/doctor/talosconfig.js'
 import {loadKubeconfig} from '../../src/lib/kube/kubeconfig.js'
+import {shortCertificate} from '../support/short-certificate.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'ichor-expiry-'))
 /** A self-signed client certificate valid for `days`, base64 of its PEM (as kubeconfigs carry it). */
-function certificate(name: string, days: number): string {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.pem`,
-      '-days',
-      String(days),
-      '-subj',
-      `/CN=${name}`,
-    ],
-    {cwd: dir, stdio: 'pipe'},
-  )
-  return readFileSync(join(dir, `${name}.pem`)).toString('base64')
-}
+const certificate = (_name: string, days: number) => shortCertificate(days).crt
 const kubeconfigWith = (crt: string) => {
   const path = join(dir, `kubeconfig-${crt.length}-${Math.random()}`)
   writeFileSync(
