@@ -161,6 +161,22 @@ describe('renderTalosPatches below v1.14 (legacy v1alpha1 fields)', () => {
   })
 })
 
+describe('renderTalosPatches for a node joining a running cluster (no manifest: Helm owns Cilium)', () => {
+  it('v1.14: the same switches as init, no KubeInlineManifestConfig', () => {
+    const join = docs(renderTalosPatches({talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: null}).controlPlane)
+    const init = docs(renderTalosPatches({talosVersion: 'v1.14.1', kubeProxy: 'replaced', ciliumManifest: SMALL_CILIUM_MANIFEST}).controlPlane)
+    expect(join).toEqual(init.filter((d) => d.kind !== 'KubeInlineManifestConfig'))
+    expect(init.some((d) => d.kind === 'KubeInlineManifestConfig')).toBe(true)
+  })
+
+  it('below v1.14: cni none and proxy disabled, no cluster.inlineManifests', () => {
+    const [cp] = docs(
+      renderTalosPatches({talosVersion: 'v1.13.9', kubeProxy: 'replaced', ciliumManifest: null, allowSchedulingOnControlPlanes: true}).controlPlane,
+    )
+    expect(cp!.cluster).toEqual({allowSchedulingOnControlPlanes: true, network: {cni: {name: 'none'}}, proxy: {disabled: true}})
+  })
+})
+
 describe('removeInlineManifestPatch', () => {
   it('v1.14: a document delete selector matched by kind and name', () => {
     expect(docs(removeInlineManifestPatch('v1.14.1', 'cilium'))).toEqual([

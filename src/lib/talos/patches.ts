@@ -24,8 +24,12 @@ const CONTROL_PLANE_TAINT = 'node-role.kubernetes.io/control-plane'
 export interface TalosPatchInput {
   talosVersion: TalosVersion | string
   kubeProxy: KubeProxyMode
-  /** The rendered Cilium manifest, already carrying Helm's ownership metadata. */
-  ciliumManifest: string
+  /**
+   * The rendered Cilium manifest, already carrying Helm's ownership metadata. Null for a node
+   * joining a cluster whose Cilium Helm already owns (node replace): no inline manifest, which
+   * Talos would apply again over the release.
+   */
+  ciliumManifest: string | null
   /** Name of the inline manifest entry (default `cilium`); the hand-over removes it by this name. */
   inlineManifestName?: string
   /** Sets Talos host DNS `forwardKubeDNSToHost` when given; left as `gen config` made it otherwise. */
@@ -54,11 +58,12 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
   if (input.kubeProxy !== 'replaced' && input.kubeProxy !== 'kube-proxy') {
     throw new IchorError(`--kube-proxy: "${String(input.kubeProxy)}" is not a mode (accepted: replaced, kube-proxy)`, {exitCode: EXIT.usage})
   }
-  if (input.ciliumManifest.trim() === '') {
+  if (input.ciliumManifest?.trim() === '') {
     throw new IchorError('the Cilium manifest for the inline manifest is empty')
   }
   const replaced = input.kubeProxy === 'replaced'
-  const manifest = input.ciliumManifest.endsWith('\n') ? input.ciliumManifest : `${input.ciliumManifest}\n`
+  const given = input.ciliumManifest
+  const manifest = given === null ? undefined : given.endsWith('\n') ? given : `${given}\n`
 
   if (hasMultidocKubernetesConfig(version)) {
     const resolver = hasMultidocHostDNSConfig(version) ? resolverDocument(input.forwardKubeDNSToHost) : []
@@ -73,7 +78,7 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
       ...(replaced ? [{apiVersion: API_VERSION, kind: 'KubeProxyConfig', enabled: false}] : []),
       {apiVersion: API_VERSION, kind: 'KubePrismConfig', port: KUBEPRISM_PORT},
       ...resolver,
-      {apiVersion: API_VERSION, kind: 'KubeInlineManifestConfig', name, manifest},
+      ...(manifest === undefined ? [] : [{apiVersion: API_VERSION, kind: 'KubeInlineManifestConfig', name, manifest}]),
     ]
     const worker: Doc[] = [{apiVersion: API_VERSION, kind: 'KubePrismConfig', port: KUBEPRISM_PORT}, ...resolver]
     return {controlPlane: renderDocuments(controlPlane), worker: renderDocuments(worker)}
@@ -87,7 +92,7 @@ export function renderTalosPatches(input: TalosPatchInput): TalosPatches {
     ...(withManifest && input.allowSchedulingOnControlPlanes ? {allowSchedulingOnControlPlanes: true} : {}),
     network: {cni: {name: 'none'}},
     ...(replaced ? {proxy: {disabled: true}} : {}),
-    ...(withManifest ? {inlineManifests: [{name, contents: manifest}]} : {}),
+    ...(withManifest && manifest !== undefined ? {inlineManifests: [{name, contents: manifest}]} : {}),
   })
   return {
     controlPlane: renderDocuments([{machine, cluster: cluster(true)}]),
