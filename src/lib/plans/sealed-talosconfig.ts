@@ -18,9 +18,11 @@ export interface SealedKeyFlags {
 /** Reads the key file now (this machine's input); the returned function gives the key when the sealed copy is opened. */
 export async function sealedKeySource(o: SealedKeyFlags): Promise<() => Promise<StateKey>> {
   const givenKey = await givenStateKey(o.statePassphraseFile)
+  // Asked once per run: the talosconfig and the secrets (node replace) both open the sealed copy.
+  let asked: Promise<StateKey> | undefined
   return async () => {
     if (givenKey) return givenKey
-    if (!o.json && !o.yes && canPrompt()) return promptStateKey({confirm: false})
+    if (!o.json && !o.yes && canPrompt()) return (asked ??= promptStateKey({confirm: false}))
     throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
   }
 }

@@ -116,7 +116,7 @@ export class TalosAccess {
   private readonly localFile: Once<string | undefined>
 
   constructor(
-    kube: () => Promise<Kube>,
+    private readonly kube: () => Promise<Kube>,
     private readonly o: TalosAccessOptions = {},
     /** The run's node reads (init's steps take them as ctx.talos.reads). */
     readonly reads: TalosNodeReads = new TalosNodeReads(),
@@ -143,6 +143,26 @@ export class TalosAccess {
   /** The talosconfig by the one rule (this machine, else the sealed copy when the command may open it), found once. */
   talosconfig(): Promise<string> {
     return this.file()
+  }
+
+  /**
+   * The Talos secrets bundle a joining node's config is generated from (talosctl gen config
+   * --with-secrets): init's state folder on this machine, else the sealed copy in the cluster
+   * (which asks for its key), written into the private folder.
+   */
+  async secretsFile(): Promise<string> {
+    const cr = await this.cr()
+    const local = localState(cr.spec.talos.clusterName, this.o.stateDir).secrets
+    if (existsSync(local)) return local
+    const bundle = this.o.sealedKey && (await readTalosBundle(await this.kube(), this.o.sealedKey, (w) => void this.warnings.push(w)))?.bundle
+    if (!bundle)
+      throw new IchorError(`no Talos secrets bundle: none in ${localTalosFiles(cr, this.o).stateDir}, and the cluster holds no copy`, {
+        exitCode: EXIT.usage,
+        hint: 'pass --state-dir DIR of the machine that ran ichor init',
+      })
+    const file = join(this.privateDir(), 'secrets.yaml')
+    writePrivateFileAtomic(file, bundle.secretsYaml)
+    return file
   }
 
   /** This machine's talosconfig only, or undefined: for reads that go on without the nodes and never ask a passphrase. */
