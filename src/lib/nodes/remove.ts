@@ -74,11 +74,7 @@ export function checkNodeRemoval(p: {node: string; cr: Installation; controlPlan
       `${p.node} is the last control plane: removing it ends the cluster (etcd and the Kubernetes API run there)`,
       'add a control plane first (ichor init with one more --control-plane), then remove this one',
     )
-  if (hostOf(endpoint) === p.node)
-    throw usage(
-      `${p.node} is the cluster endpoint (${endpoint}): every kubeconfig and every node reaches the Kubernetes API through it`,
-      'move the endpoint to a shared address (a VIP or a DNS name of all control planes) first; ichor does not change the endpoint',
-    )
+  checkNotEndpoint(p.node, endpoint)
   if (role === 'worker' && workers.length === 1 && !p.controlPlanesSchedulable)
     throw usage(
       `${p.node} is the last worker and the control planes keep workloads off (the ${CONTROL_PLANE_TAINT}:NoSchedule taint): the stack would have nowhere to run`,
@@ -87,13 +83,31 @@ export function checkNodeRemoval(p: {node: string; cr: Installation; controlPlan
   return {role, remainingControlPlanes: controlPlanes.filter((c) => c !== p.node)}
 }
 
+/** The node the cluster endpoint names cannot go: every kubeconfig and node reaches the API through it. */
+export function checkNotEndpoint(node: string, endpoint: string): void {
+  if (hostOf(endpoint) === node)
+    throw usage(
+      `${node} is the cluster endpoint (${endpoint}): every kubeconfig and every node reaches the Kubernetes API through it`,
+      'move the endpoint to a shared address (a VIP or a DNS name of all control planes) first; ichor does not change the endpoint',
+    )
+}
+
 /**
  * etcd's own rule for removing a voting member (etcdserver IsReadyToRemoveVotingMember): the
  * members that stay must have a quorum of started members. A member that does not answer, is a
  * learner or reports errors counts as not started.
  */
-export function checkEtcdQuorum(node: string, remaining: string[], status: Map<string, EtcdMemberStatus | TalosctlError>): void {
-  const sick = unhealthyEtcdMembers(remaining, status)
+export function checkEtcdQuorum(
+  node: string,
+  remaining: string[],
+  status: Map<string, EtcdMemberStatus | TalosctlError>,
+  /** A member still to join (node replace): counted healthy here, proven a voting member before the leave. */
+  joining?: string,
+): void {
+  const sick = unhealthyEtcdMembers(
+    remaining.filter((n) => n !== joining),
+    status,
+  )
   const quorum = Math.floor(remaining.length / 2) + 1
   const healthy = remaining.length - sick.length
   if (healthy >= quorum) return
@@ -111,6 +125,19 @@ export async function judgeNodeRemoval(p: NodeRemovalInput): Promise<NodeRemoval
   const controlPlaneNodes = nodes.filter((n) => n.metadata.labels?.[CONTROL_PLANE_TAINT] !== undefined)
   const controlPlanesSchedulable = controlPlaneNodes.some((n) => !n.spec?.taints?.some((t) => t.key === CONTROL_PLANE_TAINT && t.effect === 'NoSchedule'))
   const {role, remainingControlPlanes} = checkNodeRemoval({node: p.node, cr, controlPlanesSchedulable})
+  return judgeLeavingNode(p, {cr, nodes, role, remainingControlPlanes})
+}
+
+/**
+ * The node that goes, as it is now: it answers (or is coming back from an earlier run's reset),
+ * from this bundle, etcd keeps quorum without it, and what its drain loses. Exit 2 otherwise.
+ */
+export async function judgeLeavingNode(
+  p: NodeRemovalInput,
+  o: {cr: Installation; nodes: NodeObject[]; role: NodeRole; remainingControlPlanes: string[]; joining?: string},
+): Promise<NodeRemovalJudgement> {
+  const {cr, nodes, role, remainingControlPlanes} = o
+  const kube = await p.session.kube()
   const talosconfig = await p.talos.talosconfig()
   let reach = await isReachable(p.node, {talosconfig})
   // The node an earlier run was resetting may still be rebooting into maintenance mode.
@@ -122,8 +149,9 @@ export async function judgeNodeRemoval(p: NodeRemovalInput): Promise<NodeRemoval
     )
   if (reach.state === 'configured' && reach.ours === false) throw usage(`${p.node} was configured from another secrets bundle: it is not this cluster's node`)
   if (role === 'controlplane') {
-    const status = await getEtcdStatus({nodes: remainingControlPlanes, talosconfig})
-    checkEtcdQuorum(p.node, remainingControlPlanes, status)
+    const asked = remainingControlPlanes.filter((n) => n !== o.joining)
+    const status = asked.length > 0 ? await getEtcdStatus({nodes: asked, talosconfig}) : new Map<string, EtcdMemberStatus | TalosctlError>()
+    checkEtcdQuorum(p.node, remainingControlPlanes, status, o.joining)
   }
   const kubeNode = nodes.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === p.node))
   const warnings: string[] = []
@@ -132,7 +160,7 @@ export async function judgeNodeRemoval(p: NodeRemovalInput): Promise<NodeRemoval
     if (lost.length > 0)
       warnings.push(`the drain deletes the emptyDir data of ${lost.join(', ')} (a registry's bundles among them come back with ichor stack sync)`)
   }
-  if (role === 'controlplane' && remainingControlPlanes.length === 2)
+  if (role === 'controlplane' && remainingControlPlanes.length === 2 && !o.joining)
     warnings.push('two control planes stay: etcd then tolerates no failure (quorum 2 of 2); add a third soon')
   return {node: p.node, role, nodeName: kubeNode?.metadata.name, remainingControlPlanes, state: reach.state, warnings}
 }
@@ -208,7 +236,7 @@ async function stillMember(p: NodeRemovalInput, j: NodeRemovalJudgement): Promis
 }
 
 /** The host of a URL without IPv6 brackets; '' for text that is not a URL (it names no node). */
-function hostOf(url: string): string {
+export function hostOf(url: string): string {
   try {
     return new URL(url).hostname.replace(/^\[|\]$/g, '')
   } catch {

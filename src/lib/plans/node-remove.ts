@@ -39,9 +39,13 @@ export interface NodeRemoveResult extends RunResult {
 }
 
 function nodeRemoveSteps(input: NodeRemovalInput, j: NodeRemovalJudgement): Task[] {
+  return [checkRemovalTask(j), ...removalSteps(input, j)]
+}
+
+/** The steps that take a node out, after its checks (node replace runs them once NEW has joined). */
+export function removalSteps(input: NodeRemovalInput, j: NodeRemovalJudgement): Task[] {
   const {session, timeoutMs} = input
   return [
-    checkRemovalTask(j),
     drainTask(input, j),
     ...(j.role === 'controlplane' ? [leaveEtcdTask(input, j)] : []),
     resetTask(input, j),
