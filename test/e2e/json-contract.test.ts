@@ -11,6 +11,7 @@ import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {untaintControlPlanes} from '../support/control-plane-taint.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {declareMachine} from '../sim/simulated-nodes.js'
 
 interface Case {
   /** The arguments after the command's words; `--json` and the cluster's flags are added. */
@@ -58,6 +59,11 @@ const CASES: Record<string, Case> = {
   'stack:promote': {args: () => ['argocd', '--yes', ...kubeconfig()]},
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
+  // A new machine in maintenance mode could take the worker's place (a dry run: nothing changes).
+  'node:replace': {
+    args: () => [h.workers[0]!, '127.0.0.46', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],
+    before: async () => declareMachine(h.nodes, {ip: '127.0.0.46', role: 'worker', talosVersion: 'v1.14.1'}),
+  },
   // Last: the 1+1 cluster's one worker can go once the control plane takes workloads.
   'node:remove': {
     args: () => [h.workers[0]!, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],

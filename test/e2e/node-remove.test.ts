@@ -1,5 +1,6 @@
-// `ichor node remove` on a restored converged 3+1 cluster. SIMULATED: the Talos side
-// (test/sim/talosctl-simulator.mjs `etcd members`, `etcd leave` and `reset`, following Talos
+// `ichor node remove`, and `node replace` of a control plane, on a restored converged 3+1
+// cluster. SIMULATED: the Talos side (test/sim/talosctl-simulator.mjs `etcd members`, `etcd
+// leave` and `reset`, and a new member's learner phase, following Talos
 // v1.14's etcd and reset handlers: a reset node boots into maintenance mode and kwok stops
 // playing its Node). Real: the apiserver, the Eviction API and PodDisruptionBudgets, the
 // controllers that recreate what the drain evicted, the scheduler, kwok's heartbeats, the
@@ -13,6 +14,7 @@ import {jsonEvents, jsonResult, runIchor, type CliRun, type HarnessCluster} from
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {killTreeWhen, progressOf, stepStarts} from '../harness/kill.js'
 import {untaintControlPlanes} from '../support/control-plane-taint.js'
+import {declareMachine} from '../sim/simulated-nodes.js'
 
 type Event = {event?: string; id?: string; status?: string; changed?: boolean; message?: string}
 type NodeList = {
@@ -195,8 +197,35 @@ describe('ichor node remove on the harness (Talos nodes simulated)', () => {
     expect(after.modes).toContain(`${worker}=maintenance`)
   }, 600_000)
 
-  it('the simulator, as Talos v1.14: etcd leave takes exactly one control plane; the last member cannot leave (etcd: not enough started members)', async () => {
+  it('node replace of a control plane: the new member joins as a learner and OLD leaves etcd only once it votes; killed at the etcd boundaries, the rerun converges', async () => {
     const [cp1, cp2] = h.controlPlanes as [string, string]
+    const fresh = '127.0.0.24'
+    declareMachine(h.nodes, {ip: fresh, role: 'controlplane', talosVersion: 'v1.13.9'})
+    // Talos promotes a learner once its log caught up: here 4 s after it joined.
+    const env = {...h.env, TALOS_SIM_LEARNER_MS: '4000'}
+    const replace = (opts?: Parameters<typeof runIchor>[2]) => runIchor(['node', 'replace', cp2, fresh, '--yes', '--json', ...common], env, opts)
+    const learnerSeen = await replace(killTreeWhen(stepStarts(`drain-${cp2}`)))
+    expect(learnerSeen.signal, show(learnerSeen)).toBe('SIGKILL')
+    const seen = events(learnerSeen)
+    expect(seen.filter((e) => e.event === 'progress' && e.id === `etcd-member-${fresh}`).map((e) => e.message)).toContain(`${fresh} is an etcd learner`)
+    expect(seen.find((e) => e.event === 'task' && e.id === `etcd-member-${fresh}` && e.status === 'done')).toBeDefined()
+    expect((await members(cp1)).ips).toEqual([cp1, cp2, fresh].sort())
+    const killed = await replace(killTreeWhen(stepStarts(`reset-${cp2}`)))
+    expect(killed.signal, show(killed)).toBe('SIGKILL')
+    expect((await members(cp1)).ips).toEqual([cp1, fresh].sort())
+    const run = await replace()
+    expect(run.code, show(run)).toBe(0)
+    const cr = await readInstallation(kube)
+    expect(cr?.spec.talos.controlPlanes).toEqual([cp1, fresh])
+    expect(nodeFile(cp2).mode).toBe('maintenance')
+    expect(nodeFile(fresh).mode).toBe('configured')
+    expect((await members(fresh)).ips).toEqual([cp1, fresh].sort())
+  }, 600_000)
+
+  it('the simulator, as Talos v1.14: etcd leave takes exactly one control plane; the last member cannot leave (etcd: not enough started members)', async () => {
+    const cp1 = h.controlPlanes[0]!
+    // The other member now (the test before replaced the second control plane).
+    const cp2 = (await members(cp1)).ips.find((ip) => ip !== cp1)!
     const leave = (nodes: string) => h.nodes.run(['etcd', 'leave', '--nodes', nodes, '--endpoints', cp1, '--talosconfig', talosconfig()])
     const two = await leave(`${cp1},${cp2}`)
     expect(two.exitCode).toBe(1)

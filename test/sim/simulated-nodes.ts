@@ -126,3 +126,10 @@ function liveManifestRunners(stateDir: string, opts: {runnersOnly?: boolean} = {
   }
   return pids
 }
+
+/** A new machine booted from Talos media into maintenance mode beside the declared ones (node replace's NEW). */
+export function declareMachine(nodes: Pick<SimulatedNodes, 'stateDir'>, node: SimNode): void {
+  const path = join(nodes.stateDir, 'nodes.json')
+  const declared = JSON.parse(readFileSync(path, 'utf8')) as SimNode[]
+  writeFileSync(path, JSON.stringify([...declared.filter((n) => n.ip !== node.ip), node], null, 2))
+}

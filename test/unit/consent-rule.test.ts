@@ -38,6 +38,7 @@ const ARGS: Record<string, string[]> = {
   'kubernetes:upgrade': ['--to', '1.37.1'],
   'talos:upgrade': ['--to', 'v1.14.1'],
   'node:remove': ['192.0.2.11'],
+  'node:replace': ['192.0.2.11', '192.0.2.12'],
   'stack:promote': ['argocd'],
   'stack:promotion:set': ['Manual'],
   'stack:repair-secrets': [],
