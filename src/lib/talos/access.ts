@@ -165,6 +165,12 @@ export class TalosAccess {
     return file
   }
 
+  /** The key of the sealed bundle in the cluster (asked once per run), for a command that seals it again. */
+  stateKey(): Promise<StateKey> {
+    if (!this.o.sealedKey) throw new Error("TalosAccess: this command was not given the sealed bundle's key")
+    return this.o.sealedKey()
+  }
+
   /** This machine's talosconfig only, or undefined: for reads that go on without the nodes and never ask a passphrase. */
   localTalosconfig(): Promise<string | undefined> {
     return this.localFile()
