@@ -63,8 +63,8 @@ describe('client certificate expiry', () => {
       expect.stringMatching(/^the kubeconfig's client certificate/),
       expect.stringMatching(/^the talosconfig's client certificate/),
     ])
-    expect(warnings[0]!.fix).toMatch(/^ichor kubeconfig --force/)
-    expect(warnings[1]!.fix).toMatch(/config new/)
+    expect(warnings[0]!.fix).toMatch(/^ichor credentials renew \(/)
+    expect(warnings[1]!.fix).toContain(`ichor credentials renew --talosconfig ${talosconfig} (`)
     // Far from their end: nothing to say.
     const fresh = loadKubeconfig({kubeconfig: kubeconfigWith(certificate('status-fresh', 365))})
     expect(credentialExpiryWarnings({kubeconfig: fresh})).toEqual([])

@@ -17,7 +17,7 @@ export function checkTalosconfigExpiry(stateDir?: string, now = new Date()): Doc
   return files.flatMap((file) => {
     const cert = talosconfigCertificate(file)
     if (!cert) return []
-    const expiring = expiryWarning(cert, TALOSCONFIG_RENEWAL.replace('FILE', file), now)
+    const expiring = expiryWarning(cert, TALOSCONFIG_RENEWAL.replaceAll('FILE', file), now)
     return [expiring ? warn(ID, expiring.what, expiring.fix) : ok(ID, `${file}: client certificate valid until ${cert.notAfter.toISOString().slice(0, 10)}`)]
   })
 }

@@ -69,15 +69,16 @@ export function expiryWarning(cert: ClientCertificate | undefined, fix: string, 
   return {what, fix}
 }
 
-/** What renews the admin kubeconfig: a fresh certificate from a control plane. */
-export const KUBECONFIG_RENEWAL = 'ichor kubeconfig --force (a fresh admin certificate from a control plane, merged where the old one was)'
-/** What renews a talosconfig's certificate: talosctl signs a new one with an admin talosconfig that still works. */
+/** What renews the admin kubeconfig: a fresh certificate from a control plane, where the old one was. */
+export const KUBECONFIG_RENEWAL =
+  'ichor credentials renew (fresh admin credentials from a control plane, written where the old ones were, the old file kept as .bak)'
+/** What renews a talosconfig's certificate: a new one signed with the cluster's secrets bundle. */
 export const TALOSCONFIG_RENEWAL =
-  'talosctl --talosconfig FILE -n CONTROL_PLANE config new NEW_FILE --roles os:admin (a fresh client certificate), then use NEW_FILE'
+  "ichor credentials renew --talosconfig FILE (a fresh client certificate from the cluster's secrets bundle, the old file kept as FILE.bak)"
 
 /** The warnings `cni status` and `stack status` add: the kubeconfig in use and this machine's talosconfig. */
 export function credentialExpiryWarnings(p: {kubeconfig?: Kubeconfig; talosconfig?: string}, now = new Date()): ExpiryWarning[] {
   const kube = p.kubeconfig && expiryWarning(kubeconfigCertificate(p.kubeconfig), KUBECONFIG_RENEWAL, now)
-  const talos = p.talosconfig ? expiryWarning(talosconfigCertificate(p.talosconfig), TALOSCONFIG_RENEWAL, now) : undefined
+  const talos = p.talosconfig ? expiryWarning(talosconfigCertificate(p.talosconfig), TALOSCONFIG_RENEWAL.replaceAll('FILE', p.talosconfig), now) : undefined
   return [kube, talos].filter((w): w is ExpiryWarning => w !== undefined)
 }
