@@ -4,12 +4,17 @@
 // apiserver the merged kubeconfig reaches, read by ichor's kubectl-style loader and by
 // @kubernetes/client-node's.
 import {mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync} from 'node:fs'
+import {X509Certificate} from 'node:crypto'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {CoreV1Api, KubeConfig} from '@kubernetes/client-node'
 import {parse, stringify} from 'yaml'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
+import {readTalosBundle, readTalosBundleSecret} from '../../src/lib/state/installation.js'
+import {sealedBundleSecret} from '../../src/lib/state/sealed-bundle.js'
+import {givenStateKey} from '../../src/lib/state/state-key.js'
+import {killTreeWhen, stepStarts} from '../harness/kill.js'
 import {jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {shortCertificate} from '../support/short-certificate.js'
@@ -143,12 +148,12 @@ describe('ichor kubeconfig and ichor talosconfig on the harness', () => {
     expect(cniReport.problems).toContainEqual({
       severity: 'warning',
       what: expect.stringMatching(expiring),
-      fix: expect.stringMatching(/^ichor kubeconfig --force/),
+      fix: expect.stringMatching(/^ichor credentials renew /),
     })
     const stack = await ichor(['stack', 'status', '--kubeconfig', short, '--registry-endpoint', h.registry.endpoint])
     expect(stack.code, show(stack)).toBe(0)
     expect(stack.stdout).toMatch(expiring)
-    expect(stack.stdout).toMatch(/fix: ichor kubeconfig --force/)
+    expect(stack.stdout).toMatch(/fix: ichor credentials renew /)
     const doctor = await ichor(['doctor', '--kubeconfig', short, '--state-dir', h.stateDir, '--json'])
     const checks = (jsonResult(doctor) as {checks: {id: string; status: string; detail: string}[]}).checks
     expect(checks).toContainEqual(expect.objectContaining({id: 'kubeconfig-expiry', status: 'warn', detail: expect.stringMatching(expiring)}))
@@ -157,4 +162,88 @@ describe('ichor kubeconfig and ichor talosconfig on the harness', () => {
     expect(plain.code, show(plain)).toBe(0)
     expect(plain.stdout).not.toMatch(/client certificate/)
   }, 120_000)
+
+  it('credentials renew: the state folder talosconfig, the kubeconfig in use and the sealed copy, each 10 days from its end, renewed with FILE.bak beside; SIGKILL before each step, the rerun converges; then nothing is due (a no-op) until --force', async () => {
+    const secrets = parse(readFileSync(join(h.stateDir, 'secrets.yaml'), 'utf8')) as {certs: {os: {crt: string; key: string}}}
+    const talosShort = shortCertificate(10, '/O=os:admin/CN=admin', secrets.certs.os)
+    const withTalosCert = (text: string, cert: {crt: string; key: string}) => {
+      const doc = parse(text) as Talosconfig & {contexts: Record<string, {crt: string}>}
+      const ctx = doc.contexts[doc.context]!
+      return stringify({...doc, contexts: {...doc.contexts, [doc.context]: {...ctx, crt: cert.crt, key: cert.key}}})
+    }
+    const talosconfigPath = join(h.stateDir, 'talosconfig')
+    writeFileSync(talosconfigPath, withTalosCert(readFileSync(talosconfigPath, 'utf8'), talosShort), {mode: 0o600})
+    // The simulated node checks the client certificate against the machine CA, as apid does: the short one is accepted.
+    const before = await h.nodes.run(['version', '--nodes', h.controlPlanes[0]!, '--talosconfig', talosconfigPath])
+    expect(before.exitCode, before.stderr).toBe(0)
+    // The sealed copy in the cluster with the same short certificate, sealed again with the cluster's key.
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const key = (await givenStateKey(h.stateKeyFile))!
+    const opened = (await readTalosBundle(
+      kube,
+      async () => key,
+      () => undefined,
+    ))!.bundle
+    const stored = (await readTalosBundleSecret(kube))!
+    const resealed = await sealedBundleSecret({...opened, talosconfig: Buffer.from(withTalosCert(opened.talosconfig.toString('utf8'), talosShort))}, key)
+    await kube.request('PUT', `/api/v1/namespaces/ichor-system/secrets/ichor-talos`, {
+      body: {...resealed, metadata: {...resealed.metadata, resourceVersion: stored.metadata.resourceVersion}},
+    })
+    // The kubeconfig in use: a short certificate beside the harness's token.
+    const kubeShort = shortCertificate(10, '/O=system:masters/CN=admin')
+    const doc = parse(readFileSync(join(h.stateDir, 'kubeconfig'), 'utf8')) as Kubeconfig
+    doc.users = doc.users.map((u) => ({...u, user: {...u.user, 'client-certificate-data': kubeShort.crt, 'client-key-data': kubeShort.key}}))
+    const kubeconfigPath = join(mkdtempSync(join(tmpdir(), 'ichor-renew-')), 'kubeconfig')
+    writeFileSync(kubeconfigPath, stringify(doc), {mode: 0o600})
+    const renew = (args: string[], opts?: Parameters<typeof runIchor>[2]) =>
+      runIchor(['credentials', 'renew', '--kubeconfig', kubeconfigPath, '--state-dir', h.stateDir, '--yes', '--json', ...args], env, opts)
+
+    const dry = await renew(['--dry-run'])
+    expect(dry.code, show(dry)).toBe(0)
+    expect(
+      jsonResult<{tasks: {id: string; status: string}[]}>(dry)
+        .tasks.filter((t) => t.status === 'would-run' && t.id !== 'lease')
+        .map((t) => t.id),
+    ).toEqual(['renew-talosconfig', 'renew-kubeconfig', 'renew-sealed-talosconfig'])
+    expect(readFileSync(kubeconfigPath, 'utf8')).toContain(kubeShort.crt)
+    for (const step of ['renew-talosconfig', 'renew-kubeconfig', 'renew-sealed-talosconfig']) {
+      const killed = await renew([], killTreeWhen(stepStarts(step)))
+      expect(killed.signal, `${step}: ${show(killed)}`).toBe('SIGKILL')
+    }
+    const run = await renew([])
+    expect(run.code, show(run)).toBe(0)
+    const yearAway = (b64: string | undefined) =>
+      new Date(new X509Certificate(Buffer.from(b64 ?? '', 'base64').toString('utf8')).validTo).getTime() - Date.now()
+    const talosAfter = parse(readFileSync(talosconfigPath, 'utf8')) as Talosconfig & {contexts: Record<string, {crt: string}>}
+    expect(yearAway(talosAfter.contexts[talosAfter.context]!.crt)).toBeGreaterThan(300 * 86_400_000)
+    expect(statSync(talosconfigPath).mode & 0o777).toBe(0o600)
+    expect(readFileSync(`${talosconfigPath}.bak`, 'utf8')).toContain(talosShort.crt)
+    expect(statSync(`${talosconfigPath}.bak`).mode & 0o777).toBe(0o600)
+    const after = await h.nodes.run(['version', '--nodes', h.controlPlanes[0]!, '--talosconfig', talosconfigPath])
+    expect(after.exitCode, after.stderr).toBe(0)
+    // The kubeconfig's user holds what the control plane handed out (the harness's token, no short certificate), the old one in .bak.
+    const kubeAfter = parse(readFileSync(kubeconfigPath, 'utf8')) as Kubeconfig
+    expect(kubeAfter.users[0]!.user['client-certificate-data']).toBeUndefined()
+    expect(readFileSync(`${kubeconfigPath}.bak`, 'utf8')).toContain(kubeShort.crt)
+    expect(((await (await connectKube({kubeconfig: kubeconfigPath})).request('GET', '/api/v1/nodes')) as {items: unknown[]}).items.length).toBe(2)
+    const sealedAfter = (await readTalosBundle(
+      kube,
+      async () => key,
+      () => undefined,
+    ))!.bundle
+    const sealedDoc = parse(sealedAfter.talosconfig.toString('utf8')) as Talosconfig & {contexts: Record<string, {crt: string}>}
+    // A fresh certificate of its own (the runs the test killed each issued one), a year away; the secrets unchanged.
+    expect(yearAway(sealedDoc.contexts[sealedDoc.context]!.crt)).toBeGreaterThan(300 * 86_400_000)
+    expect(sealedAfter.secretsYaml.equals(opened.secretsYaml)).toBe(true)
+    const cni = await ichor(['cni', 'status', '--kubeconfig', kubeconfigPath, '--state-dir', h.stateDir, '-o', 'json'])
+    expect(cni.code, show(cni)).toBe(0)
+    expect(JSON.stringify(JSON.parse(cni.stdout).problems)).not.toMatch(/client certificate/)
+    // Nothing is due now: a rerun changes nothing; --force renews the talosconfig again.
+    const again = await renew([])
+    expect(again.code, show(again)).toBe(0)
+    expect(jsonResult<{changed: boolean}>(again).changed).toBe(false)
+    const forced = await renew(['--force'])
+    expect(forced.code, show(forced)).toBe(0)
+    expect(jsonResult<{files: {kind: string}[]}>(forced).files.map((f) => f.kind)).toEqual(['talosconfig'])
+  }, 300_000)
 })

@@ -59,6 +59,7 @@ const CASES: Record<string, Case> = {
   'stack:promote': {args: () => ['argocd', '--yes', ...kubeconfig()]},
   'stack:promotion:set': {args: () => ['Automatic', '--dry-run', ...kubeconfig()]},
   'stack:repair-secrets': {args: () => ['--dry-run', ...kubeconfig()]},
+  'credentials:renew': {args: () => ['--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   // A new machine in maintenance mode could take the worker's place (a dry run: nothing changes).
   'node:replace': {
     args: () => [h.workers[0]!, '127.0.0.46', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],

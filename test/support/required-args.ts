@@ -7,6 +7,7 @@ export function requiredArgs(stateKeyFile: string): Record<string, string[]> {
     'talos:upgrade': ['--to', 'v1.14.1', '--yes'],
     'node:remove': ['192.0.2.11', '--yes'],
     'node:replace': ['192.0.2.11', '192.0.2.12', '--yes'],
+    'credentials:renew': ['--yes'],
     'cni:upgrade': ['--yes'],
     'cni:kube-proxy:replace': ['--yes'],
     'cni:kube-proxy:restore': ['--yes'],

@@ -31,6 +31,7 @@ const keyFile = join(work, 'state-key')
 const ARGS: Record<string, string[]> = {
   init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-dir', join(work, 'state')],
   'cni:kube-proxy:replace': [],
+  'credentials:renew': [],
   'cni:kube-proxy:restore': [],
   'cni:upgrade': ['--to', '1.19.6'],
   'cni:values:edit': [],
