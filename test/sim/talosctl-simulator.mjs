@@ -1237,13 +1237,20 @@ function memberId(ip) {
     .padStart(16, '0')
 }
 
-/** The etcd members: every configured control plane whose member has not left (a new one joins when configured). */
+/**
+ * The etcd members: every control plane that runs a config and whose member has not left (a new
+ * one joins when configured). A machine that went off with its config (`shutdown`, a dead disk)
+ * stays a member, not started: only a leave or a remove-member takes it out.
+ */
 function etcdMembers() {
   if (!isBootstrapped()) return []
   return declaredNodes()
     .map(loadNodeFile)
-    .filter((n) => n.mode === 'configured' && isControlPlane(n) && !n.etcdLeft)
+    .filter((n) => (n.mode === 'configured' || (n.mode === 'off' && n.config)) && isControlPlane(n) && !n.etcdLeft)
 }
+
+/** A member counts as started when its machine runs and the test did not mark it unhealthy (etcd-errors-<ip>). */
+const isStarted = (m) => m.mode === 'configured' && !existsSync(join(stateDir(), `etcd-errors-${m.ip}`))
 
 /**
  * A control plane configured after bootstrap joins a running etcd as a learner
@@ -1298,7 +1305,7 @@ function etcdMembersCmd(args) {
 function leaveEtcd(node, what) {
   // A learner is not a voting member: it neither counts towards quorum nor needs one (etcdserver mayRemoveMember).
   const others = etcdMembers().filter((m) => m.ip !== node.ip && !isLearner(m))
-  const started = others.filter((m) => !existsSync(join(stateDir(), `etcd-errors-${m.ip}`))).length
+  const started = others.filter(isStarted).length
   if (!isLearner(node) && started < Math.floor(others.length / 2) + 1)
     fail(
       `${what}: rpc error: code = Unknown desc = failed to leave cluster: failed to remove member ${BigInt(`0x${memberId(node.ip)}`)}: etcdserver: re-configuration failed due to not enough started members`,
@@ -1318,6 +1325,56 @@ function etcdLeaveCmd(args) {
   if (node.etcdLeft) return // LeaveCluster: the member is not found, nothing to do; etcd is stopped already
   requireRunningEtcd(node, what)
   leaveEtcd(node, what)
+}
+
+/**
+ * `etcd remove-member <id>` (talosctl v1.14 etcd.go etcdMemberRemoveCmd; machined
+ * EtcdRemoveMemberByID, v1alpha1_server.go): a control plane removes another member by its hex
+ * ID through the control planes' etcd, for a member whose machine cannot `etcd leave` itself. etcd
+ * refuses when the members that stay lack a started quorum (as for a leave); an ID that is no
+ * member is NotFound. The removed machine's etcd, if it ever runs again, is no member.
+ */
+function etcdRemoveMemberCmd(args) {
+  const id = args.positionals[2] ?? fail('accepts 1 arg(s), received 0')
+  const nodes = args.list('nodes')
+  if (nodes.length === 0) fail('failed to determine endpoints: nodes are not set for the command')
+  const errors = []
+  for (const ip of nodes) {
+    try {
+      const what = `error from node ${ip}`
+      const node = loadNode(ip, what)
+      requireConfigured(node, args, what)
+      if (!isControlPlane(node)) fail(`${what}: rpc error: code = Unimplemented desc = etcd remove member is only available on control plane nodes`)
+      if (!isBootstrapped()) fail(`${what}: rpc error: code = Unavailable desc = etcd is not running`)
+      const target = etcdMembers().find((m) => memberId(m.ip) === id.toLowerCase())
+      if (!target) fail(`${what}: rpc error: code = NotFound desc = etcdserver: member not found`)
+      const others = etcdMembers().filter((m) => m.ip !== target.ip && !isLearner(m))
+      if (!isLearner(target) && others.filter(isStarted).length < Math.floor(others.length / 2) + 1)
+        fail(`${what}: failed to remove member: etcdserver: re-configuration failed due to not enough started members`)
+      const file = loadNodeFile(target)
+      file.etcdLeft = true
+      saveNode(file)
+    } catch (error) {
+      if (!(error instanceof CliError)) throw error
+      errors.push(error.message)
+    }
+  }
+  if (errors.length) fail(errors.join('\n'))
+}
+
+// ---------- shutdown ----------
+// talosctl v1.14 `shutdown [--force]` (cmd/talosctl/cmd/talos/shutdown.go): the machine powers
+// off. Here it is also how a test makes a machine die (a dead disk, a pulled plug): it answers
+// nothing any more, its kubelet is gone (kwok stops playing its Node), and a control plane's etcd
+// member stays in the member list, not started, with its config kept on the dead disk.
+async function shutdownNode(args) {
+  const what = 'error executing shutdown'
+  const ip = requireNode(args, what)
+  const node = loadNode(ip, what)
+  requireConfigured(node, args, what)
+  if (isBootstrapped()) await kubeletDown(node)
+  node.mode = 'off'
+  saveNode(node)
 }
 
 function printTable(rows) {
@@ -1970,10 +2027,13 @@ async function main(argv) {
       return upgradeTalos(args)
     case 'reset':
       return resetNode(args)
+    case 'shutdown':
+      return shutdownNode(args)
     case 'etcd':
       if (sub === 'status') return etcdStatus(args)
       if (sub === 'members') return etcdMembersCmd(args)
       if (sub === 'leave') return etcdLeaveCmd(args)
+      if (sub === 'remove-member') return etcdRemoveMemberCmd(args)
       return fail(`the simulator does not implement etcd ${sub}`)
     default:
       return fail(`the talosctl simulator does not implement "${argv.join(' ')}"`)
