@@ -7,7 +7,7 @@ import {runNodeReplace} from '../../lib/plans/node-replace.js'
 export default class NodeReplace extends IchorCommand {
   static override summary = 'Replace a node by a new machine: NEW joins first (same role), then OLD is removed as node remove removes it.'
   static override description = `NEW is a machine in maintenance mode (or one an earlier run already configured). Refused before anything runs (exit 2): OLD is not a node of this cluster or is the cluster endpoint's node, NEW does not answer, is configured from another bundle or lacks the install disk, or etcd would lose quorum.
-Then: NEW is written into the IchorInstallation (--move-patches gives it OLD's per-node patches); NEW gets the config init would give it (this cluster's secrets, the stored patches, the installer image the cluster's nodes run); its Node must be Ready with its Cilium agent, and a control plane's etcd member must be a voting member, not a learner; only then is OLD drained, taken out of etcd, reset to maintenance mode, its Node deleted and its address forgotten. A run stopped anywhere is finished by running the same command again.`
+Then: NEW is written into the IchorInstallation (--move-patches gives it OLD's per-node patches); NEW gets the config init would give it (this cluster's secrets, the stored patches, the installer image the cluster's nodes run); its Node must be Ready with its Cilium agent, and a control plane's etcd member must be a voting member, not a learner; only then is OLD drained, taken out of etcd, reset to maintenance mode, its Node deleted and its address forgotten (with --unreachable, for an OLD that is gone: its member removed through a control plane that stays and its Node deleted). A run stopped anywhere is finished by running the same command again.`
   static override examples = [
     '<%= config.bin %> node replace 10.5.0.5 10.5.0.9 --dry-run',
     '<%= config.bin %> node replace 10.5.0.5 10.5.0.9 --move-patches --yes',
@@ -23,6 +23,11 @@ Then: NEW is written into the IchorInstallation (--move-patches gives it OLD's p
       dryRun: 'check both machines, the install disk and etcd, and show the steps; change nothing',
     }),
     'move-patches': Flags.boolean({description: "give OLD's per-node patches (--node-patch) to NEW", default: false}),
+    unreachable: Flags.boolean({
+      description:
+        'the machine is gone (a dead disk, a pulled plug): remove its etcd member through a control plane that stays and delete its Node, without a drain or a reset through it',
+      default: false,
+    }),
     ...talosAccessFlags,
     ...statePassphraseFlags,
   }
@@ -35,6 +40,7 @@ Then: NEW is written into the IchorInstallation (--move-patches gives it OLD's p
       old: args.old,
       newNode: args.new,
       movePatches: flags['move-patches'],
+      unreachable: flags.unreachable,
     })
     this.warnAll(result.warnings)
     return result

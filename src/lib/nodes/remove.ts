@@ -26,6 +26,7 @@ import type {TalosAccess} from '../talos/access.js'
 import {NO_MACHINE_CONFIG_INPUTS, storedMachineConfig} from '../talos/machine-config.js'
 import {
   etcdLeave,
+  etcdRemoveMember,
   getEtcdMembers,
   getEtcdStatus,
   isReachable,
@@ -45,6 +46,8 @@ export interface NodeRemovalInput {
   /** The address to remove, as the IchorInstallation names it. */
   node: string
   timeoutMs: number
+  /** --unreachable: the machine is gone (a dead disk): its member goes through a control plane that stays, no drain or reset through it. */
+  unreachable?: boolean
 }
 
 export type NodeRole = 'controlplane' | 'worker'
@@ -56,13 +59,20 @@ export interface NodeRemovalJudgement {
   nodeName?: string
   /** The control planes that stay (the etcd members after the removal). */
   remainingControlPlanes: string[]
-  /** Where the node is now: configured (to be reset) or maintenance (an earlier run reset it). */
-  state: 'configured' | 'maintenance'
+  /** Where the node is now: configured (to be reset), maintenance (an earlier run reset it), or unreachable (--unreachable). */
+  state: 'configured' | 'maintenance' | 'unreachable'
   warnings: string[]
 }
 
 const CONTROL_PLANE_TAINT = 'node-role.kubernetes.io/control-plane'
 const usage = (message: string, hint?: string) => new IchorError(message, {exitCode: EXIT.usage, hint})
+
+/** What happens to the node that goes, for the question asked before anything runs. */
+export function removalSummary(j: NodeRemovalJudgement): string {
+  if (j.state === 'unreachable')
+    return `it does not answer: ${j.role === 'controlplane' ? 'its etcd member is removed through a control plane that stays and ' : ''}its Node is deleted; the machine itself is not touched`
+  return `it is drained${j.role === 'controlplane' ? ', leaves etcd' : ''} and reset to maintenance mode (its disk is wiped)`
+}
 
 /** The address rules, from the IchorInstallation and the control planes' Nodes alone (exit 2). */
 export function checkNodeRemoval(p: {node: string; cr: Installation; controlPlanesSchedulable: boolean}): {role: NodeRole; remainingControlPlanes: string[]} {
@@ -140,12 +150,17 @@ export async function judgeLeavingNode(
   const kube = await p.session.kube()
   const talosconfig = await p.talos.talosconfig()
   let reach = await isReachable(p.node, {talosconfig})
+  if (p.unreachable && reach.state !== 'unreachable')
+    throw usage(
+      `${p.node} answers (${reach.state}): --unreachable is for a machine that is gone`,
+      'leave out --unreachable: the node is drained, leaves etcd and is reset through its own Talos API',
+    )
   // The node an earlier run was resetting may still be rebooting into maintenance mode.
-  if (reach.state === 'unreachable' && cr.status?.talos?.removing === p.node) reach = await waitForAnswer(p.node, talosconfig, p.timeoutMs)
-  if (reach.state === 'unreachable')
+  if (!p.unreachable && reach.state === 'unreachable' && cr.status?.talos?.removing === p.node) reach = await waitForAnswer(p.node, talosconfig, p.timeoutMs)
+  if (!p.unreachable && reach.state === 'unreachable')
     throw usage(
       `${p.node} does not answer (${reach.message ?? 'no answer'}): ichor removes a node through its own Talos API (etcd leave, reset)`,
-      'bring the machine up and rerun; a machine that is gone for good needs talosctl etcd remove-member and kubectl delete node by hand',
+      'bring the machine up and rerun; for a machine that is gone for good (a dead disk) add --unreachable: its etcd member is removed through a control plane that stays and its Node deleted, without a drain or a reset',
     )
   if (reach.state === 'configured' && reach.ours === false) throw usage(`${p.node} was configured from another secrets bundle: it is not this cluster's node`)
   if (role === 'controlplane') {
@@ -155,7 +170,11 @@ export async function judgeLeavingNode(
   }
   const kubeNode = nodes.find((n) => n.status?.addresses?.some((a) => a.type === 'InternalIP' && a.address === p.node))
   const warnings: string[] = []
-  if (kubeNode) {
+  if (kubeNode && reach.state === 'unreachable')
+    warnings.push(
+      `the pods of ${kubeNode.metadata.name} start elsewhere once its Node is deleted; what they kept on the machine (emptyDir, local volumes) is lost with it`,
+    )
+  else if (kubeNode) {
     const lost = withEmptyDir(await podsToEvict(kube, kubeNode.metadata.name))
     if (lost.length > 0)
       warnings.push(`the drain deletes the emptyDir data of ${lost.join(', ')} (a registry's bundles among them come back with ichor stack sync)`)
@@ -255,6 +274,34 @@ export function leaveEtcdTask(p: NodeRemovalInput, j: NodeRemovalJudgement): Tas
     async run() {
       await etcdLeave({node: j.node, talosconfig: await p.talos.talosconfig(), timeoutMs: p.timeoutMs})
       if (await stillMember(p, j)) throw new IchorError(`talosctl etcd leave on ${j.node} returned, yet the members still list it`)
+    },
+  }
+}
+
+/** A gone machine's member, removed through a control plane that stays (talosctl etcd remove-member). */
+export function removeMemberTask(p: NodeRemovalInput, j: NodeRemovalJudgement): Task {
+  return {
+    id: `remove-member-${j.node}`,
+    title: `Remove ${j.node}'s etcd member through a control plane that stays (talosctl etcd remove-member)`,
+    hint: `fix what etcd says (talosctl -n ${j.remainingControlPlanes[0]} etcd status), then rerun`,
+    async probe() {
+      return (await stillMember(p, j)) ? missing(`${j.node} is an etcd member`) : holds(`${j.node} is not an etcd member`)
+    },
+    async run() {
+      const talosconfig = await p.talos.talosconfig()
+      const errors: string[] = []
+      for (const cp of j.remainingControlPlanes) {
+        try {
+          const member = (await getEtcdMembers({node: cp, talosconfig})).find((m) => m.peerUrls.some((u) => hostOf(u) === j.node))
+          if (member) await etcdRemoveMember({node: cp, talosconfig, memberId: member.id, timeoutMs: p.timeoutMs})
+          if (await stillMember(p, j)) throw new IchorError(`talosctl etcd remove-member on ${cp} returned, yet the members still list ${j.node}`)
+          return
+        } catch (error) {
+          if (!(error instanceof TalosctlError)) throw error
+          errors.push(`${cp}: ${error.talosctlMessage}`)
+        }
+      }
+      throw new IchorError(`no control plane that stays removed ${j.node}'s member: ${errors.join('; ')}`)
     },
   }
 }

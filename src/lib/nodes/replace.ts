@@ -153,9 +153,11 @@ export function addToInstallationTask(p: NodeReplaceInput, j: NodeReplaceJudgeme
   }
 }
 
-/** The installer image the cluster's nodes run: OLD's, else another node's of the role. */
+/** The installer image the cluster's nodes run: OLD's, else another node's of the role, else any node's. */
 async function runningInstallImage(p: NodeReplaceInput, cr: Installation, role: NodeRole): Promise<string | undefined> {
-  const peers = [p.node, ...(role === 'controlplane' ? cr.spec.talos.controlPlanes : cr.spec.talos.workers).filter((n) => n !== p.newNode)]
+  const {controlPlanes, workers} = cr.spec.talos
+  const sameRole = role === 'controlplane' ? controlPlanes : workers
+  const peers = [...new Set([p.node, ...sameRole, ...controlPlanes, ...workers])].filter((n) => n !== p.newNode)
   for (const peer of peers) {
     try {
       const image = installImageOfConfig(await p.talos.machineConfig(peer))

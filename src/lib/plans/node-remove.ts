@@ -11,6 +11,8 @@ import {
   forgetNodeTask,
   judgeNodeRemoval,
   leaveEtcdTask,
+  removalSummary,
+  removeMemberTask,
   resetTask,
   type NodeRemovalInput,
   type NodeRemovalJudgement,
@@ -26,6 +28,8 @@ export interface NodeRemoveOptions extends PlanOptions {
   node: string
   yes: boolean
   json: boolean
+  /** --unreachable: the machine that goes is gone. */
+  unreachable: boolean
   talosconfig?: string
   stateDir?: string
   statePassphraseFile?: string
@@ -45,10 +49,13 @@ function nodeRemoveSteps(input: NodeRemovalInput, j: NodeRemovalJudgement): Task
 /** The steps that take a node out, after its checks (node replace runs them once NEW has joined). */
 export function removalSteps(input: NodeRemovalInput, j: NodeRemovalJudgement): Task[] {
   const {session, timeoutMs} = input
+  const cp = j.role === 'controlplane'
+  // A gone machine cannot drain, leave or reset: its member goes through a control plane that
+  // stays, and deleting its Node lets the pod garbage collector take what ran there.
+  const takeOut =
+    j.state === 'unreachable' ? (cp ? [removeMemberTask(input, j)] : []) : [drainTask(input, j), ...(cp ? [leaveEtcdTask(input, j)] : []), resetTask(input, j)]
   return [
-    drainTask(input, j),
-    ...(j.role === 'controlplane' ? [leaveEtcdTask(input, j)] : []),
-    resetTask(input, j),
+    ...takeOut,
     deleteNodeTask(input, j),
     waitCiliumRolloutTask({session, kind: 'Deployment', timeoutMs}),
     waitCiliumRolloutTask({session, kind: 'DaemonSet', timeoutMs}),
@@ -72,11 +79,11 @@ function nodeRemovePlan(o: NodeRemoveOptions): Plan<Prepared, NodeRemoveResult> 
       if (problem) throw new IchorError(`ADDR: ${problem}`, {exitCode: EXIT.usage})
     },
     async prepare({session, talos}) {
-      const input: NodeRemovalInput = {session, talos, node: o.node, timeoutMs: o.timeoutMs}
+      const input: NodeRemovalInput = {session, talos, node: o.node, timeoutMs: o.timeoutMs, unreachable: o.unreachable}
       return {input, judgement: await judgeNodeRemoval(input)}
     },
     consent: ({judgement: j}) => ({
-      question: `Remove ${j.role === 'controlplane' ? 'control plane' : 'worker'} ${j.node} from the cluster? It is drained${j.role === 'controlplane' ? ', leaves etcd' : ''} and reset to maintenance mode (its disk is wiped).`,
+      question: `Remove ${j.role === 'controlplane' ? 'control plane' : 'worker'} ${j.node} from the cluster? ${removalSummary(j)}.`,
       preview: [
         `Node removal: ${j.node}${j.nodeName ? ` (Node ${j.nodeName})` : ''}, ${j.role === 'controlplane' ? 'control plane' : 'worker'}, ${j.state}`,
         ...(j.role === 'controlplane' ? [`  etcd members after: ${j.remainingControlPlanes.join(', ')}`] : []),

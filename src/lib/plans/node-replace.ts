@@ -16,6 +16,7 @@ import {
 import {nodeProblem} from '../talos/node-address.js'
 import type {RunResult, Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
+import {removalSummary} from '../nodes/remove.js'
 import {removalSteps} from './node-remove.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 
@@ -25,6 +26,8 @@ export interface NodeReplaceOptions extends PlanOptions {
   movePatches: boolean
   yes: boolean
   json: boolean
+  /** --unreachable: the machine that goes is gone. */
+  unreachable: boolean
   talosconfig?: string
   stateDir?: string
   statePassphraseFile?: string
@@ -71,11 +74,19 @@ function nodeReplacePlan(o: NodeReplaceOptions): Plan<Prepared, NodeReplaceResul
       }
     },
     async prepare({session, talos}) {
-      const input: NodeReplaceInput = {session, talos, node: o.old, newNode: o.newNode, movePatches: o.movePatches, timeoutMs: o.timeoutMs}
+      const input: NodeReplaceInput = {
+        session,
+        talos,
+        node: o.old,
+        newNode: o.newNode,
+        movePatches: o.movePatches,
+        timeoutMs: o.timeoutMs,
+        unreachable: o.unreachable,
+      }
       return {input, judgement: await judgeNodeReplace(input)}
     },
     consent: ({judgement: j}) => ({
-      question: `Replace ${roleName(j.role)} ${o.old} by ${o.newNode}? ${o.newNode} is configured and joins first; then ${o.old} is drained${j.role === 'controlplane' ? ', leaves etcd' : ''} and reset to maintenance mode (its disk is wiped).`,
+      question: `Replace ${roleName(j.role)} ${o.old} by ${o.newNode}? ${o.newNode} is configured and joins first; then ${o.old} goes: ${j.old ? removalSummary(j.old) : 'it is gone already'}.`,
       preview: [
         `Node replacement: ${roleName(j.role)} ${o.old}${j.old?.nodeName ? ` (Node ${j.old.nodeName})` : ''} → ${o.newNode} (${j.newState})`,
         ...(j.movedPatches ? [`  ${j.movedPatches} per-node patch(es) of ${o.old} move to ${o.newNode}`] : []),

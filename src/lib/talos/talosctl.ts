@@ -665,6 +665,19 @@ export async function etcdLeave(opts: {node: string; talosconfig: string; timeou
 }
 
 /**
+ * `talosctl etcd remove-member ID` asked of a control plane that stays: the member of a machine
+ * that cannot leave itself (it no longer answers) is removed through the control planes' etcd
+ * (machined EtcdRemoveMemberByID, v1.14). etcd refuses when the members left would lose quorum.
+ */
+export async function etcdRemoveMember(opts: {node: string; talosconfig: string; memberId: string; timeoutMs: number}): Promise<void> {
+  await run(['etcd', 'remove-member', opts.memberId, ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl etcd remove-member',
+    timeoutMs: opts.timeoutMs,
+  })
+}
+
+/**
  * `talosctl reset --graceful --reboot` through the node's own endpoint: Talos cordons and
  * drains, leaves etcd on a control plane, wipes the system disk and reboots into maintenance
  * mode; talosctl waits until the node answers there (cmd/talosctl/cmd/talos/reset.go, v1.14).
