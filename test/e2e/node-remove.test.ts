@@ -222,23 +222,46 @@ describe('ichor node remove on the harness (Talos nodes simulated)', () => {
     expect((await members(fresh)).ips).toEqual([cp1, fresh].sort())
   }, 600_000)
 
-  it('the simulator, as Talos v1.14: etcd leave takes exactly one control plane; the last member cannot leave (etcd: not enough started members)', async () => {
+  it('a control plane whose machine died: refused without --unreachable (exit 2, named); with it, its member goes through the control plane that stays and its Node is deleted; killed before each step, the rerun converges', async () => {
     const cp1 = h.controlPlanes[0]!
-    // The other member now (the test before replaced the second control plane).
-    const cp2 = (await members(cp1)).ips.find((ip) => ip !== cp1)!
-    const leave = (nodes: string) => h.nodes.run(['etcd', 'leave', '--nodes', nodes, '--endpoints', cp1, '--talosconfig', talosconfig()])
-    const two = await leave(`${cp1},${cp2}`)
+    const dead = '127.0.0.24' // the control plane the test before brought in
+    const off = await h.nodes.run(['shutdown', '--force', '--nodes', dead, '--endpoints', dead, '--talosconfig', talosconfig()])
+    expect(off.exitCode, off.stderr).toBe(0)
+    expect((await members(cp1)).ips).toEqual([cp1, dead].sort())
+    const refused = await cli([dead, '--yes', '--json'])
+    expect(refused.code, show(refused)).toBe(2)
+    expect(failure(refused)).toMatch(/127\.0\.0\.24 does not answer .*\n.*add --unreachable/)
+    for (const step of [`remove-member-${dead}`, `delete-node-${dead}`, `forget-${dead}`]) {
+      const killed = await cli([dead, '--unreachable', '--yes', '--json'], killTreeWhen(stepStarts(step)))
+      expect(killed.signal, `${step}: ${show(killed)}`).toBe('SIGKILL')
+    }
+    const run = await cli([dead, '--unreachable', '--yes', '--json'])
+    expect(run.code, show(run)).toBe(0)
+    expect(events(run).some((e) => e.id?.startsWith('drain-') || e.id?.startsWith('reset-'))).toBe(false)
+    expect((await members(cp1)).ips).toEqual([cp1])
+    expect((await readInstallation(kube))?.spec.talos.controlPlanes).toEqual([cp1])
+    expect((await state()).nodes.some((n) => n.startsWith(dead))).toBe(false)
+  }, 300_000)
+
+  it('the simulator, as Talos v1.14: etcd leave takes exactly one control plane; the last member can neither leave nor be removed (etcd: not enough started members); an unknown member ID is NotFound', async () => {
+    const cp1 = h.controlPlanes[0]!
+    const etcd = (args: string[]) => h.nodes.run(['etcd', ...args, '--nodes', cp1, '--endpoints', cp1, '--talosconfig', talosconfig()])
+    const two = await h.nodes.run(['etcd', 'leave', '--nodes', `${cp1},127.0.0.24`, '--endpoints', cp1, '--talosconfig', talosconfig()])
     expect(two.exitCode).toBe(1)
     expect(two.stderr).toMatch(/command "etcd leave" requires exactly one node \(got 2\)/)
-    const first = await leave(cp2)
-    expect(first.exitCode, first.stderr).toBe(0)
-    expect((await members(cp1)).ips).toEqual([cp1])
-    const gone = await members(cp2)
-    expect(gone.exitCode).toBe(1)
-    expect(gone.stderr).toMatch(/etcd is not running/)
-    const last = await leave(cp1)
+    const last = await etcd(['leave'])
     expect(last.exitCode).toBe(1)
     expect(last.stderr).toMatch(/failed to leave cluster: failed to remove member \d+: etcdserver: re-configuration failed due to not enough started members/)
+    const [own] = (await etcd(['members'])).stdout
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split(/\s+/)[1])
+    const removeLast = await etcd(['remove-member', own!])
+    expect(removeLast.exitCode).toBe(1)
+    expect(removeLast.stderr).toMatch(/failed to remove member: etcdserver: re-configuration failed due to not enough started members/)
+    const unknown = await etcd(['remove-member', 'abcdef0123456789'])
+    expect(unknown.exitCode).toBe(1)
+    expect(unknown.stderr).toMatch(/code = NotFound desc = etcdserver: member not found/)
     expect((await members(cp1)).ips).toEqual([cp1])
   }, 120_000)
 })
