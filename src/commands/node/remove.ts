@@ -1,7 +1,7 @@
-import {Args, Flags} from '@oclif/core'
+import {Args} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
 import {talosOptions} from '../../lib/cli/bind.js'
-import {planFlags, statePassphraseFlags, talosAccessFlags} from '../../lib/cli/flags.js'
+import {planFlags, statePassphraseFlags, talosAccessFlags, unreachableFlag} from '../../lib/cli/flags.js'
 import {runNodeRemove} from '../../lib/plans/node-remove.js'
 
 export default class NodeRemove extends IchorCommand {
@@ -16,11 +16,7 @@ Then: the Node is cordoned and drained through the Eviction API (PodDisruptionBu
       timeoutDescription: "how long the drain, the node's reset and each readiness step may take",
       dryRun: 'check the address, the node and etcd, and show the steps; change nothing',
     }),
-    unreachable: Flags.boolean({
-      description:
-        'the machine is gone (a dead disk, a pulled plug): remove its etcd member through a control plane that stays and delete its Node, without a drain or a reset through it',
-      default: false,
-    }),
+    ...unreachableFlag,
     ...talosAccessFlags,
     ...statePassphraseFlags,
   }

@@ -1,7 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 import {IchorCommand} from '../../lib/cli/base.js'
 import {talosOptions} from '../../lib/cli/bind.js'
-import {planFlags, statePassphraseFlags, talosAccessFlags} from '../../lib/cli/flags.js'
+import {planFlags, statePassphraseFlags, talosAccessFlags, unreachableFlag} from '../../lib/cli/flags.js'
 import {runNodeReplace} from '../../lib/plans/node-replace.js'
 
 export default class NodeReplace extends IchorCommand {
@@ -23,11 +23,7 @@ Then: NEW is written into the IchorInstallation (--move-patches gives it OLD's p
       dryRun: 'check both machines, the install disk and etcd, and show the steps; change nothing',
     }),
     'move-patches': Flags.boolean({description: "give OLD's per-node patches (--node-patch) to NEW", default: false}),
-    unreachable: Flags.boolean({
-      description:
-        'the machine is gone (a dead disk, a pulled plug): remove its etcd member through a control plane that stays and delete its Node, without a drain or a reset through it',
-      default: false,
-    }),
+    ...unreachableFlag,
     ...talosAccessFlags,
     ...statePassphraseFlags,
   }

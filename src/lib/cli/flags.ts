@@ -60,6 +60,15 @@ export const statePassphraseFlags = {
   }),
 }
 
+/** node remove and node replace: the machine that goes is gone (a dead disk), nothing goes through it. */
+export const unreachableFlag = {
+  unreachable: Flags.boolean({
+    description:
+      'the machine is gone (a dead disk, a pulled plug): remove its etcd member through a control plane that stays and delete its Node, without a drain or a reset through it',
+    default: false,
+  }),
+}
+
 const DURATION_FORMS = 'a Go/helm duration such as 90s, 15m, 1h or 1h30m, or plain seconds'
 const UNIT_MS: Record<string, number> = {ms: 1, s: 1000, m: 60_000, h: 3_600_000}
 

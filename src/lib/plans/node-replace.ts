@@ -15,22 +15,15 @@ import {
 } from '../nodes/replace.js'
 import {nodeProblem} from '../talos/node-address.js'
 import type {RunResult, Task} from '../tasks/types.js'
-import type {PlanOptions} from './options.js'
 import {removalSummary} from '../nodes/remove.js'
-import {removalSteps} from './node-remove.js'
+import {removalSteps, type NodeRemoveOptions} from './node-remove.js'
 import {runOptions, runPlan, type Plan} from './run.js'
 
-export interface NodeReplaceOptions extends PlanOptions {
+/** node remove's options, OLD in place of its address, and NEW. */
+export interface NodeReplaceOptions extends Omit<NodeRemoveOptions, 'node'> {
   old: string
   newNode: string
   movePatches: boolean
-  yes: boolean
-  json: boolean
-  /** --unreachable: the machine that goes is gone. */
-  unreachable: boolean
-  talosconfig?: string
-  stateDir?: string
-  statePassphraseFile?: string
 }
 
 export interface NodeReplaceResult extends RunResult {
