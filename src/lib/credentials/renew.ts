@@ -14,8 +14,8 @@ import {IchorError} from '../errors/errors.js'
 import {writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Kubeconfig} from '../kube/kubeconfig.js'
 import type {Session} from '../session/session.js'
-import {readTalosBundle, readTalosBundleSecret} from '../state/installation.js'
-import {sealedBundleSecret, type TalosBundle} from '../state/sealed-bundle.js'
+import {readTalosBundleSecret} from '../state/installation.js'
+import {bundleOfSecret, sealedBundleSecret, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import type {TalosAccess} from '../talos/access.js'
 import {certificateOf, RENEW_WITHIN_DAYS} from '../talos/credential-expiry.js'
 import {genConfig, kubeconfig as fetchKubeconfig, TalosctlError} from '../talos/talosctl.js'
@@ -87,6 +87,14 @@ function withCertificate(doc: TalosconfigFile, cert: {crt: string; key: string},
 }
 
 const currentTalosCert = (doc: TalosconfigFile) => (doc.context ? doc.contexts?.[doc.context]?.crt : undefined)
+const userOf = (doc: KubeconfigFile, userName: string) => doc.users?.find((u) => u.name === userName)?.user as Record<string, unknown> | undefined
+
+/** Whether the talosconfig file's current certificate is renewed, and why (the step's probe and the plan's preview). */
+export const talosconfigRenewal = (file: string, force: boolean) => renewal(currentTalosCert(readYaml<TalosconfigFile>(file)), force)
+
+/** Whether the kubeconfig file's user certificate is renewed, and why. */
+export const kubeconfigRenewal = (file: string, userName: string, force: boolean) =>
+  renewal(userOf(readYaml<KubeconfigFile>(file), userName)?.['client-certificate-data'], force)
 
 export function renewTalosconfigTask(p: RenewInput, file: string, fresh: () => Promise<{crt: string; key: string}>): Task {
   let renewed = false
@@ -94,7 +102,7 @@ export function renewTalosconfigTask(p: RenewInput, file: string, fresh: () => P
     id: 'renew-talosconfig',
     title: `Renew the talosconfig's client certificate (${file}; the old file kept as ${file}.bak)`,
     async probe() {
-      return probeOf(renewal(currentTalosCert(readYaml<TalosconfigFile>(file)), p.force), renewed)
+      return probeOf(talosconfigRenewal(file, p.force), renewed)
     },
     async run() {
       const doc = readYaml<TalosconfigFile>(file)
@@ -110,13 +118,12 @@ export function kubeconfigFileOfUser(config: Kubeconfig): string | undefined {
 }
 
 export function renewKubeconfigTask(p: RenewInput, userName: string, file: string): Task {
-  const userOf = (doc: KubeconfigFile) => doc.users?.find((u) => u.name === userName)?.user as Record<string, unknown> | undefined
   let renewed = false
   return {
     id: 'renew-kubeconfig',
     title: `Renew the kubeconfig's admin credentials (user "${userName}" in ${file}; the old file kept as ${file}.bak)`,
     async probe() {
-      return probeOf(renewal(userOf(readYaml<KubeconfigFile>(file))?.['client-certificate-data'], p.force), renewed)
+      return probeOf(kubeconfigRenewal(file, userName, p.force), renewed)
     },
     async run(progress) {
       const cr = await p.talos.installation()
@@ -146,27 +153,37 @@ export function renewKubeconfigTask(p: RenewInput, userName: string, file: strin
 
 /** The talosconfig in the cluster's sealed bundle: the same fresh certificate, sealed again with the same key. */
 export function renewSealedTalosconfigTask(p: RenewInput, fresh: () => Promise<{crt: string; key: string}>): Task {
-  const opened = async (): Promise<TalosBundle | undefined> =>
-    (
-      await readTalosBundle(
-        await p.session.kube(),
-        () => p.talos.stateKey(),
-        () => undefined,
-      )
-    )?.bundle
+  // Opened once per stored version: a passphrase key costs a scrypt run (seconds) per open, and the
+  // probe, the action and the re-probe each need it.
+  let cached: {resourceVersion?: string; bundle?: TalosBundle} | undefined
+  const opened = async (): Promise<{stored?: SecretWithData; bundle?: TalosBundle}> => {
+    const stored = await readTalosBundleSecret(await p.session.kube())
+    if (!stored) return {}
+    let entry = cached
+    if (!entry || entry.resourceVersion !== stored.metadata.resourceVersion) {
+      const bundle = (
+        await bundleOfSecret(
+          stored,
+          () => p.talos.stateKey(),
+          () => undefined,
+        )
+      )?.bundle
+      entry = cached = {resourceVersion: stored.metadata.resourceVersion, bundle}
+    }
+    return {stored, bundle: entry.bundle}
+  }
   let renewed = false
   return {
     id: 'renew-sealed-talosconfig',
     title: `Renew the certificate of the talosconfig in the cluster's sealed bundle (${ICHOR_SYSTEM}/${STATE_SECRETS.talos})`,
     async probe() {
-      const bundle = await opened()
+      const {bundle} = await opened()
       if (!bundle) return holds('the cluster keeps no Talos bundle')
       return probeOf(renewal(currentTalosCert(parseYaml(bundle.talosconfig.toString('utf8')) as TalosconfigFile), p.force), renewed)
     },
     async run() {
       const kube = await p.session.kube()
-      const stored = await readTalosBundleSecret(kube)
-      const bundle = await opened()
+      const {stored, bundle} = await opened()
       if (!stored || !bundle) throw new IchorError(`${ICHOR_SYSTEM}/${STATE_SECRETS.talos} is gone`)
       const doc = withCertificate(parseYaml(bundle.talosconfig.toString('utf8')) as TalosconfigFile, await fresh(), 'the sealed talosconfig')
       const sealed = await sealedBundleSecret({...bundle, talosconfig: Buffer.from(stringify(doc))}, await p.talos.stateKey())

@@ -4,14 +4,13 @@
 import {
   kubeconfigFileOfUser,
   freshTalosCertificate,
-  renewal,
+  kubeconfigRenewal,
+  talosconfigRenewal,
   renewKubeconfigTask,
   renewSealedTalosconfigTask,
   renewTalosconfigTask,
   type RenewInput,
 } from '../credentials/renew.js'
-import {readFileSync} from 'node:fs'
-import {parse as parseYaml} from 'yaml'
 import {EXIT} from '../errors/exit-codes.js'
 import type {RunResult, Task} from '../tasks/types.js'
 import type {PlanOptions} from './options.js'
@@ -61,9 +60,9 @@ function renewPlan(o: CredentialsRenewOptions): Plan<Prepared, CredentialsRenewR
     consent: (p) => ({
       question: 'Renew the client certificates that are due, keeping the old files as FILE.bak?',
       preview: [
-        ...(p.talosconfigFile ? [`talosconfig ${p.talosconfigFile}: ${talosconfigDetail(p.talosconfigFile, o.force)}`] : []),
+        ...(p.talosconfigFile ? [`talosconfig ${p.talosconfigFile}: ${talosconfigRenewal(p.talosconfigFile, o.force).detail}`] : []),
         ...(p.kubeconfigFile
-          ? [`kubeconfig ${p.kubeconfigFile} (user "${p.kubeconfigUser}"): ${kubeconfigDetail(p.kubeconfigFile, p.kubeconfigUser, o.force)}`]
+          ? [`kubeconfig ${p.kubeconfigFile} (user "${p.kubeconfigUser}"): ${kubeconfigRenewal(p.kubeconfigFile, p.kubeconfigUser, o.force).detail}`]
           : []),
         "the talosconfig in the cluster's sealed bundle: checked when the steps run (it needs the passphrase)",
       ].join('\n'),
@@ -85,16 +84,6 @@ function renewPlan(o: CredentialsRenewOptions): Plan<Prepared, CredentialsRenewR
       return {...run, files, warnings: [...p.warnings, ...talos.warnings]}
     },
   }
-}
-
-function talosconfigDetail(file: string, force: boolean): string {
-  const doc = parseYaml(readFileSync(file, 'utf8')) as {context?: string; contexts?: Record<string, {crt?: string}>}
-  return renewal(doc.context ? doc.contexts?.[doc.context]?.crt : undefined, force).detail
-}
-
-function kubeconfigDetail(file: string, user: string, force: boolean): string {
-  const doc = parseYaml(readFileSync(file, 'utf8')) as {users?: {name: string; user?: Record<string, unknown>}[]}
-  return renewal(doc.users?.find((u) => u.name === user)?.user?.['client-certificate-data'], force).detail
 }
 
 export function runCredentialsRenew(o: CredentialsRenewOptions): Promise<CredentialsRenewResult> {
