@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real kube-apiserver, kube-controller-manager, kube-scheduler and etcd the e2e
-# harness runs, from the Go module in
+# Builds the real kube-apiserver, kube-controller-manager, kube-scheduler, etcd and etcdutl (the
+# snapshot tool Talos restores etcd with) the e2e harness runs, from the Go module in
 # test/envtest (versions pinned by its go.mod/go.sum). The binaries are cached outside
 # the repo, keyed by version, and only built when missing; the Go build cache makes a
 # rebuild after a version bump incremental. Prints the binary directory on stdout.
@@ -24,7 +24,7 @@ etcd_version="$(gomod_require "$mod/go.mod" go.etcd.io/etcd/server/v3)"
 
 out="${XDG_CACHE_HOME:-$HOME/.cache}/ichor-test/envtest-${k8s_version#v}-${etcd_version#v}"
 
-bins=(kube-apiserver kube-controller-manager kube-scheduler etcd)
+bins=(kube-apiserver kube-controller-manager kube-scheduler etcd etcdutl)
 have_all() { local b; for b in "${bins[@]}"; do [[ -x "$out/$b" ]] || return 1; done; }
 
 reuse_or_lock have_all "$out" "$out" ICHOR_ENVTEST_FORCE
@@ -56,6 +56,11 @@ if [[ ! -x "$out/etcd" || -n "${ICHOR_ENVTEST_FORCE:-}" ]]; then
   gobuild -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3 \
     || fail "go build of etcd $etcd_version failed (see the errors above)"
   mv -f "$out/etcd.tmp" "$out/etcd"
+fi
+if [[ ! -x "$out/etcdutl" || -n "${ICHOR_ENVTEST_FORCE:-}" ]]; then
+  gobuild -ldflags "-s -w" -o "$out/etcdutl.tmp" go.etcd.io/etcd/etcdutl/v3 \
+    || fail "go build of etcdutl $etcd_version failed (see the errors above)"
+  mv -f "$out/etcdutl.tmp" "$out/etcdutl"
 fi
 have_all || fail "binaries missing in $out after the build"
 echo "build-envtest: done in $((SECONDS - start))s" >&2

@@ -23,7 +23,7 @@ import {stringify} from 'yaml'
 
 const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 const BUILD_SCRIPT = join(REPO_ROOT, 'scripts', 'build-envtest.sh')
-const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd'] as const
+const BINARIES = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd', 'etcdutl'] as const
 const BUILD_HINT = `build them with: scripts/build-envtest.sh (or point ICHOR_ENVTEST_DIR at a directory holding ${BINARIES.join(', ')})`
 
 export interface ControlPlaneOptions {
@@ -63,6 +63,10 @@ export interface ControlPlane {
   controllers: boolean
   /** The loopback ports in use (apiserver, etcd client, etcd peer), so tests can check they close. */
   ports: {apiServer: number; etcdClient: number; etcdPeer: number}
+  /** etcd's client URL (http on loopback). */
+  etcdEndpoint: string
+  /** The real etcdutl of the same etcd (snapshot status and restore). */
+  etcdutl: string
   /** Milliseconds from the call to /readyz answering ok. */
   startMs: number
   /** Kills both processes and removes every temp file. Safe to call twice. */
@@ -412,6 +416,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       caPem,
       controllers,
       ports: {apiServer, etcdClient, etcdPeer},
+      etcdEndpoint: etcdUrl,
+      etcdutl: join(binDir, 'etcdutl'),
       startMs: Date.now() - t0,
       stop,
       async save(to: string) {

@@ -138,6 +138,8 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     ICHOR_TALOSCTL: nodes.talosctl,
     TALOS_SIM_STATE: nodes.stateDir,
     TALOS_SIM_KUBECONFIG: cp.kubeconfigPath,
+    TALOS_SIM_ETCD_ENDPOINT: cp.etcdEndpoint,
+    TALOS_SIM_ETCDUTL: cp.etcdutl,
     TALOS_SIM_REAL_TALOSCTL: realTalosctlPath(),
     ICHOR_MIRROR: '',
     TALOS_SIM_CLIENT_KUBECONFIG: apiProxy.kubeconfigPath,

@@ -14,6 +14,8 @@
 //                                    stand-ins of this simulator (their output is NOT checked by Talos)
 //   $TALOS_SIM_CLIENT_KUBECONFIG     optional: what `kubeconfig` hands out instead (the harness's
 //                                    proxy that refuses until bootstrap, test/harness/api-proxy.ts)
+//   $TALOS_SIM_ETCD_ENDPOINT      the harness etcd's client URL (`etcd snapshot` reads the real snapshot)
+//   $TALOS_SIM_ETCDUTL            the real etcdutl (`etcd snapshot`'s status line, as talosctl prints it)
 //   $TALOS_SIM_MANIFEST_RUN_MS       how long a manifest run takes from its inventory read to its
 //                                    write (default 1000)
 //   $TALOS_SIM_STATE/manifest-*, manifeststatus-<ip>.json   the background manifest runs (below)
@@ -1362,6 +1364,55 @@ function etcdRemoveMemberCmd(args) {
   if (errors.length) fail(errors.join('\n'))
 }
 
+/**
+ * `etcd snapshot <path>` (talosctl v1.14 cmd/talosctl/cmd/talos/etcd.go etcdSnapshotCmd; machined
+ * EtcdSnapshot in internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go): exactly one
+ * node (BuildClientEnforceSingleNode), a control plane (CheckControlplane) whose etcd runs. The
+ * snapshot is the real one of the harness's etcd ($TALOS_SIM_ETCD_ENDPOINT), read through etcd's
+ * Maintenance.Snapshot API as machined's local client reads it (here through etcd's gRPC gateway,
+ * POST /v3/maintenance/snapshot), which ends with etcd's sha256 trailer. talosctl writes PATH.part
+ * (0600), checks the trailer's place (size % 512 == 32), renames it to PATH and prints two lines,
+ * the second from etcdutl's snapshot Status: here the real etcdutl ($TALOS_SIM_ETCDUTL).
+ */
+async function etcdSnapshotCmd(args) {
+  const path = args.positionals[2] ?? fail('accepts 1 arg(s), received 0')
+  const nodes = args.list('nodes')
+  if (nodes.length !== 1) fail(`command "etcd snapshot" requires exactly one node (got ${nodes.length})`)
+  const node = loadNode(nodes[0], 'error reading file')
+  requireConfigured(node, args, 'error reading file')
+  if (!isControlPlane(node)) fail('error reading: rpc error: code = Unimplemented desc = etcd snapshot is only available on control plane nodes')
+  if (!isBootstrapped() || node.etcdLeft || !isStarted(node))
+    fail('error reading: rpc error: code = Unknown desc = failed to create etcd client: etcd is not running')
+  const endpoint = process.env.TALOS_SIM_ETCD_ENDPOINT ?? fail('TALOS_SIM_ETCD_ENDPOINT is not set (the harness etcd)')
+  const part = `${path}.part`
+  try {
+    const res = await fetch(`${endpoint}/v3/maintenance/snapshot`, {method: 'POST', body: '{}'})
+    if (!res.ok) fail(`error reading: rpc error: code = Unknown desc = failed reading etcd snapshot: ${res.status} ${await res.text()}`)
+    // The gateway streams one JSON object per message: {"result": {"blob": base64, "remaining_bytes": ...}} or {"error": ...}.
+    const chunks = []
+    for (const line of (await res.text()).split('\n')) {
+      if (!line.trim()) continue
+      const message = JSON.parse(line)
+      if (message.error) fail(`error reading: rpc error: code = Unknown desc = failed reading etcd snapshot: ${message.error.message}`)
+      if (message.result?.blob) chunks.push(Buffer.from(message.result.blob, 'base64'))
+    }
+    const bytes = Buffer.concat(chunks)
+    writeFileSync(part, bytes, {mode: 0o600})
+    if (bytes.length % 512 !== 32) fail(`sha256 checksum not found (size ${bytes.length})`)
+    renameSync(part, path)
+    process.stdout.write(`etcd snapshot saved to ${JSON.stringify(path)} (${bytes.length} bytes)\n`)
+  } finally {
+    rmSync(part, {force: true})
+  }
+  const etcdutl = process.env.TALOS_SIM_ETCDUTL ?? fail('TALOS_SIM_ETCDUTL is not set (the real etcdutl reads the snapshot status)')
+  const status = spawnSync(etcdutl, ['snapshot', 'status', path, '-w', 'json'], {encoding: 'utf8'})
+  if (status.status !== 0) fail(status.stderr || `etcdutl snapshot status exited ${status.status}`)
+  const s = JSON.parse(status.stdout)
+  process.stdout.write(
+    `snapshot info: hash ${(s.hash >>> 0).toString(16).padStart(8, '0')}, revision ${s.revision}, total keys ${s.totalKey}, total size ${s.totalSize}\n`,
+  )
+}
+
 // ---------- shutdown ----------
 // talosctl v1.14 `shutdown [--force]` (cmd/talosctl/cmd/talos/shutdown.go): the machine powers
 // off. Here it is also how a test makes a machine die (a dead disk, a pulled plug): it answers
@@ -2034,6 +2085,7 @@ async function main(argv) {
       if (sub === 'members') return etcdMembersCmd(args)
       if (sub === 'leave') return etcdLeaveCmd(args)
       if (sub === 'remove-member') return etcdRemoveMemberCmd(args)
+      if (sub === 'snapshot') return etcdSnapshotCmd(args)
       return fail(`the simulator does not implement etcd ${sub}`)
     default:
       return fail(`the talosctl simulator does not implement "${argv.join(' ')}"`)
