@@ -20,6 +20,7 @@ import {
   writeSync,
   type Stats,
 } from 'node:fs'
+import {open} from 'node:fs/promises'
 import {tmpdir} from 'node:os'
 import {basename, dirname, join} from 'node:path'
 import {onExit} from 'signal-exit'
@@ -178,6 +179,60 @@ export function writePrivateFileAtomic(path: string, content: string | Uint8Arra
   fsyncDir(dir)
 }
 
+/**
+ * writePrivateFileAtomic for content too large to hold in memory (a backup): streamed into the
+ * same kind of 0600 temp file beside `path`, fsynced, renamed over it. The temp file is removed
+ * on every way out of the process (signal-exit); one a SIGKILL left is removed by the next write
+ * of the same path (its name carries the dead pid). Resolves to the bytes written.
+ */
+export async function writePrivateFileFromStream(path: string, source: AsyncIterable<Uint8Array>): Promise<number> {
+  const dir = dirname(path)
+  sweepDeadTempFiles(dir, basename(path))
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  liveTempFiles.add(tmp)
+  installExitHook()
+  let written = 0
+  try {
+    const file = await open(tmp, 'wx', PRIVATE_FILE_MODE)
+    try {
+      for await (const chunk of source) {
+        await file.write(chunk)
+        written += chunk.byteLength
+      }
+      await file.sync()
+    } finally {
+      await file.close()
+    }
+    chmodSync(tmp, PRIVATE_FILE_MODE)
+    renameSync(tmp, path)
+  } catch (err) {
+    rmSync(tmp, {force: true})
+    if (err instanceof IchorError) throw err
+    const full = codeOf(err) === 'ENOSPC' || codeOf(err) === 'EDQUOT'
+    throw new IchorError(`cannot write ${path}: ${full ? 'the disk is full' : reasonOf(err)}; the previous file, if any, is unchanged`, {cause: err})
+  } finally {
+    liveTempFiles.delete(tmp)
+  }
+  fsyncDir(dir)
+  return written
+}
+
+/** Temp files of writes to `name` in `dir` (`.<name>.<pid>.<hex>.tmp`) whose process no longer runs. */
+function sweepDeadTempFiles(dir: string, name: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return
+  }
+  const pattern = new RegExp(`^\\.${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(\\d+)\\.[0-9a-f]{8}\\.tmp$`)
+  for (const entry of names) {
+    const pid = Number(pattern.exec(entry)?.[1] ?? Number.NaN)
+    if (!Number.isSafeInteger(pid) || pid === process.pid || isAlive(pid)) continue
+    rmSync(join(dir, entry), {force: true})
+  }
+}
+
 export type PrivateFileRead = {status: 'absent'; path: string} | {status: 'corrupt'; path: string; reason: string} | {status: 'ok'; path: string; text: string}
 
 /**
@@ -204,8 +259,18 @@ export function readCheckedFile(path: string, check: (text: string) => string | 
 }
 
 const liveTempDirs = new Set<string>()
+const liveTempFiles = new Set<string>()
 let exitHookInstalled = false
 const swept = new Set<string>()
+
+function installExitHook(): void {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  onExit(() => {
+    for (const d of liveTempDirs) rmSync(d, {recursive: true, force: true})
+    for (const f of liveTempFiles) rmSync(f, {force: true})
+  })
+}
 
 /**
  * A fresh 0700 folder under the system temp dir, removed by `remove()` and on every way out
@@ -217,12 +282,7 @@ export function openPrivateTempDir(prefix: string): {dir: string; remove(): void
   sweepDeadTempDirs(prefix)
   const dir = mkdtempSync(join(tmpdir(), `${prefix}${process.pid}-`))
   liveTempDirs.add(dir)
-  if (!exitHookInstalled) {
-    exitHookInstalled = true
-    onExit(() => {
-      for (const d of liveTempDirs) rmSync(d, {recursive: true, force: true})
-    })
-  }
+  installExitHook()
   return {
     dir,
     remove() {

@@ -655,6 +655,40 @@ export async function getEtcdMembers(opts: {node: string; talosconfig: string; t
   }))
 }
 
+/** What `talosctl etcd snapshot` says of the snapshot it saved (etcdutl's snapshot Status). */
+export interface EtcdSnapshotInfo {
+  bytes: number
+  /** The snapshot's hash as talosctl prints it (%08x). */
+  hash: string
+  revision: number
+  totalKeys: number
+  totalSize: number
+}
+
+/**
+ * `talosctl etcd snapshot PATH` from one control plane: machined streams its member's snapshot
+ * (the etcd Maintenance API), talosctl writes it to PATH.part, checks etcd's sha256 trailer,
+ * renames it to PATH and prints two lines (cmd/talosctl/cmd/talos/etcd.go etcdSnapshotCmd, v1.14):
+ * `etcd snapshot saved to "PATH" (N bytes)` and `snapshot info: hash %08x, revision %d, total
+ * keys %d, total size %d`.
+ */
+export async function etcdSnapshot(opts: {node: string; talosconfig: string; outPath: string; timeoutMs: number}): Promise<EtcdSnapshotInfo> {
+  const out = await run(['etcd', 'snapshot', opts.outPath, ...nodeFlags(opts.node, opts.talosconfig)], {
+    node: opts.node,
+    action: 'talosctl etcd snapshot',
+    timeoutMs: opts.timeoutMs,
+  })
+  return parseEtcdSnapshotOutput(out, opts.node)
+}
+
+export function parseEtcdSnapshotOutput(stdout: string, node?: string): EtcdSnapshotInfo {
+  const saved = /etcd snapshot saved to ".*" \((\d+) bytes\)/.exec(stdout)
+  const info = /snapshot info: hash ([0-9a-f]+), revision (\d+), total keys (\d+), total size (\d+)/.exec(stdout)
+  if (!saved || !info)
+    throw new TalosctlError(node, 'talosctl etcd snapshot', `its output does not say what it saved: ${firstLine(stdout.trim()) || '(nothing)'}`)
+  return {bytes: Number(saved[1]), hash: info[1]!, revision: Number(info[2]), totalKeys: Number(info[3]), totalSize: Number(info[4])}
+}
+
 /**
  * `talosctl etcd leave` on the node itself: Talos removes its member, stops etcd and empties its
  * data (internal/pkg/etcd/etcd.go LeaveCluster, v1.14). etcd refuses when the members left would
