@@ -27,6 +27,7 @@ const order = [
   'kubernetes',
   'nodes',
   'credentials',
+  'backup',
   'talos-upgrade',
   'doctor',
   'init',

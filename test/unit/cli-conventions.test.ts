@@ -57,8 +57,11 @@ describe('help', () => {
   })
 })
 
+// A topic that is a command too (`ichor backup`, `ichor backup inspect`) runs the command; its help lists the subcommands.
+const COMMAND_IDS = new Set(COMMANDS.map((c) => c.join(' ')))
+
 describe('topics', () => {
-  it.each(TOPICS)("`ichor %s` shows the topic's own description, not a subcommand's", async (topic) => {
+  it.each(TOPICS.filter((t) => !COMMAND_IDS.has(t)))("`ichor %s` shows the topic's own description, not a subcommand's", async (topic) => {
     const description = topicDescription(topic)
     expect(description, `package.json oclif.topics has no description for "${topic}"`).toBeTruthy()
     for (const args of [topic.split(' '), [...topic.split(' '), '--help']]) {
@@ -67,6 +70,18 @@ describe('topics', () => {
       expect(r.stdout.split('\n')[0], args.join(' ')).toBe(description)
       expect(r.stdout).toContain(`$ ichor ${topic} COMMAND`)
     }
+  })
+})
+
+describe('topics that are commands too', () => {
+  it.each(TOPICS.filter((t) => COMMAND_IDS.has(t)))("`ichor %s --help` is the command's help and lists its subcommands", async (topic) => {
+    expect(topicDescription(topic), `package.json oclif.topics has no description for "${topic}"`).toBeTruthy()
+    const r = await ichor([...topic.split(' '), '--help'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain(`$ ichor ${topic}`)
+    const subcommands = COMMANDS.filter((c) => c.length === topic.split(' ').length + 1 && c.join(' ').startsWith(`${topic} `))
+    expect(subcommands.length).toBeGreaterThan(0)
+    for (const c of subcommands) expect(r.stdout).toMatch(new RegExp(`COMMANDS[\\s\\S]*${c.join(' ')}`))
   })
 })
 

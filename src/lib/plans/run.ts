@@ -45,7 +45,7 @@ export interface PlanTalos {
    * The sealed copy in the cluster may be opened when this machine has no talosconfig: its key
    * from --state-passphrase-file (read with this machine's input), else asked on a terminal.
    */
-  sealed?: {statePassphraseFile?: string}
+  sealed?: {statePassphraseFile?: string; needed?: string}
   /** The exit code of the "not set up by ichor init" refusal (default 1). */
   missingInstallationExit?: number
 }

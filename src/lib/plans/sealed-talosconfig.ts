@@ -10,6 +10,8 @@ export interface SealedKeyFlags {
   statePassphraseFile?: string
   /** --state-dir, for the message. */
   stateDir?: string
+  /** Why the key is needed, for the error without a terminal (default: the talosconfig's copy in the cluster). */
+  needed?: string
   /** --yes and --json: never prompt. */
   yes: boolean
   json: boolean
@@ -23,6 +25,8 @@ export async function sealedKeySource(o: SealedKeyFlags): Promise<() => Promise<
   return async () => {
     if (givenKey) return givenKey
     if (!o.json && !o.yes && canPrompt()) return (asked ??= promptStateKey({confirm: false}))
-    throw missingStateKeyError(`no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`)
+    throw missingStateKeyError(
+      o.needed ?? `no talosconfig in ${o.stateDir ?? "init's state directory"} and --talosconfig not given, so the copy in the cluster is needed`,
+    )
   }
 }

@@ -45,14 +45,16 @@ export class WrongStateKeyError extends IchorError {
   }
 }
 
-function encrypter(key: StateKey): Encrypter {
+/** age's encrypter to the key: an identity's recipient, or the passphrase (scrypt). */
+export function encrypter(key: StateKey): Encrypter {
   const e = new Encrypter()
   if (key.kind === 'identity') e.addRecipient(key.recipient)
   else e.setPassphrase(key.reveal())
   return e
 }
 
-function decrypter(key: StateKey): Decrypter {
+/** age's decrypter with the key. */
+export function decrypter(key: StateKey): Decrypter {
   const d = new Decrypter()
   if (key.kind === 'identity') d.addIdentity(key.reveal())
   else d.addPassphrase(key.reveal())
