@@ -157,4 +157,55 @@ describe('ichor backup on the harness', () => {
     const {manifest} = await opened(file)
     expect(manifest.etcd.revision).toBeGreaterThan(0)
   }, 300_000)
+  // Last: it loses the whole cluster. A control test of the harness that `ichor restore` stands on:
+  // the backup's snapshot, recovered by the simulated `talosctl bootstrap --recover-from` into
+  // the real etcd, brings back what was there when it was taken, and nothing made after it.
+  it("the harness: a total loss, then the backup's etcd snapshot recovered by talosctl bootstrap --recover-from brings back the objects of its time with their uids, and not the later ones", async () => {
+    const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    const configMap = (name: string) => ({apiVersion: 'v1', kind: 'ConfigMap', metadata: {name, namespace: 'default'}, data: {at: name}})
+    const before = (await kube.request('POST', '/api/v1/namespaces/default/configmaps', {body: configMap('before-backup')})) as {metadata: {uid: string}}
+    const file = join(out, 'before-loss.ichor-backup')
+    const run = await backup(file)
+    expect(run.code, show(run)).toBe(0)
+    await kube.request('POST', '/api/v1/namespaces/default/configmaps', {body: configMap('after-backup')})
+    const {dir, manifest} = await opened(file)
+    const cp = h.controlPlanes[0]!
+    const talos = (args: string[], node = cp) => h.nodes.run([...args, '--nodes', node, '--endpoints', node, '--talosconfig', join(h.stateDir, 'talosconfig')])
+    const configs = Object.fromEntries(
+      [...h.controlPlanes, ...h.workers].map((ip) => [
+        ip,
+        (JSON.parse(readFileSync(join(h.nodes.stateDir, `node-${ip}.json`), 'utf8')) as {config: string}).config,
+      ]),
+    )
+
+    await h.loseEverything()
+    await expect(kube.request('GET', '/api/v1/namespaces/default/configmaps/before-backup')).rejects.toThrow()
+    expect((await h.nodes.run(['get', 'disks', '--insecure', '--nodes', cp])).exitCode).toBe(0) // maintenance mode
+    for (const [ip, config] of Object.entries(configs)) {
+      const path = join(dir, `${ip}.yaml`)
+      writeFileSync(path, config)
+      const applied = await h.nodes.run(['apply-config', '--insecure', '--nodes', ip, '--file', path])
+      expect(applied.exitCode, applied.stderr).toBe(0)
+    }
+    // A file that is no snapshot is refused by talosctl before anything reaches the node.
+    const junk = join(dir, 'junk.snapshot')
+    writeFileSync(junk, 'not a snapshot')
+    const refused = await talos(['bootstrap', '--recover-from', junk])
+    expect(refused.exitCode).not.toBe(0)
+    expect(refused.stderr).toMatch(/invalid database/) // etcdutl's Status of a file that is no bbolt database
+    expect(existsSync(join(h.nodes.stateDir, 'etcd-recover.request'))).toBe(false)
+
+    const recovered = await talos(['bootstrap', '--recover-from', join(dir, 'etcd.snapshot')])
+    expect(recovered.exitCode, recovered.stderr).toBe(0)
+    expect(recovered.stdout).toContain(`revision ${manifest.etcd.revision}, total keys ${manifest.etcd.totalKeys}`)
+    const back = (await kube.request('GET', '/api/v1/namespaces/default/configmaps/before-backup')) as {metadata: {uid: string}}
+    expect(back.metadata.uid).toBe(before.metadata.uid)
+    await expect(kube.request('GET', '/api/v1/namespaces/default/configmaps/after-backup')).rejects.toThrow(/404|not found/i)
+    const installation = JSON.parse(readFileSync(join(dir, 'installation.json'), 'utf8')) as {metadata: {uid: string}}
+    expect(((await kube.request('GET', '/apis/ichor.maesh.dev/v1alpha1/ichorinstallations/ichor')) as {metadata: {uid: string}}).metadata.uid).toBe(
+      installation.metadata.uid,
+    )
+    // A second bootstrap is refused as Talos refuses it.
+    expect((await talos(['bootstrap'])).stderr).toMatch(/AlreadyExists/)
+  }, 300_000)
 })

@@ -11,7 +11,7 @@
 // (siderolabs/talos pkg/machinery/config/types/v1alpha1/v1alpha1_provider.go
 // APIServerDefaultAdmissionControl at v1.14, the `cluster.apiServer.admissionControl` every
 // `talosctl gen config` writes), so a workload that a real Talos cluster refuses is refused here.
-import {spawn, type ChildProcess} from 'node:child_process'
+import {spawn, spawnSync, type ChildProcess} from 'node:child_process'
 import {generateKeyPairSync, randomBytes} from 'node:crypto'
 import {cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {request} from 'node:https'
@@ -79,6 +79,16 @@ export interface ControlPlane {
    * committed), which is how etcd itself recovers a member.
    */
   save(dir: string): Promise<void>
+  /**
+   * Every control plane lost at once: the processes are killed and etcd's data is gone. The
+   * credentials stay (on a real cluster they come back from the Talos secrets bundle).
+   */
+  lose(): Promise<void>
+  /**
+   * After lose(): etcd's data restored from an etcd snapshot file, and the control plane started
+   * again on the same ports with the same credentials.
+   */
+  recover(snapshot: string): Promise<void>
 }
 
 /** The leader Leases the controllers take in kube-system (their default --leader-elect-resource-name). */
@@ -251,7 +261,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const binDir = await envtestBinDir(opts.binDir)
   const timeoutMs = opts.startTimeoutMs ?? 60_000
   const dir = mkdtempSync(join(tmpdir(), 'ichor-envtest-'))
-  const procs: Proc[] = []
+  let procs: Proc[] = []
   let stopped = false
   const stop = async (): Promise<void> => {
     if (stopped) return
@@ -266,24 +276,25 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const [etcdClient, etcdPeer, apiServer] = await distinctFreePorts(3)
     const etcdUrl = `http://127.0.0.1:${etcdClient}`
     const peerUrl = `http://127.0.0.1:${etcdPeer}`
-    const etcd = startProcess(
-      join(binDir, 'etcd'),
-      [
-        '--name=envtest',
-        `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=envtest=${peerUrl}`,
-        // Throwaway data: skip fsync, which dominates etcd latency on shared disks.
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ],
-      dir,
-      'etcd.log',
-    )
-    procs.push(etcd)
+    const runEtcd = () =>
+      startProcess(
+        join(binDir, 'etcd'),
+        [
+          '--name=envtest',
+          `--data-dir=${join(dir, 'etcd')}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          `--initial-advertise-peer-urls=${peerUrl}`,
+          `--initial-cluster=envtest=${peerUrl}`,
+          // Throwaway data: skip fsync, which dominates etcd latency on shared disks.
+          '--unsafe-no-fsync=true',
+          '--log-level=warn',
+        ],
+        dir,
+        'etcd.log',
+      )
+    procs.push(runEtcd())
 
     // Credentials: a static admin token and the service-account signing key (a restored cluster's own).
     let token: string
@@ -302,36 +313,38 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const certDir = join(dir, 'certs')
     const admission = join(dir, 'admission.yaml')
     writeFileSync(admission, TALOS_ADMISSION_CONFIG)
-    const apiserver = startProcess(
-      join(binDir, 'kube-apiserver'),
-      [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiServer}`,
-        // It generates a self-signed serving cert (and its CA) into this directory.
-        `--cert-dir=${certDir}`,
-        `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        '--authorization-mode=RBAC',
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        '--allow-privileged=true',
-        '--profiling=false',
-        ...(opts.talosPodSecurity === false ? [] : [`--admission-control-config-file=${admission}`]),
-        ...(opts.apiServerArgs ?? []),
-      ],
-      dir,
-      'kube-apiserver.log',
-    )
-    procs.push(apiserver)
-
     const server = `https://127.0.0.1:${apiServer}`
-    await waitFor('kube-apiserver', apiserver, timeoutMs, async () => {
-      const res = await probe(`${server}/readyz`, token)
-      return res.status === 200 && res.body.trim() === 'ok'
-    })
+    const runApiserver = async (): Promise<void> => {
+      const apiserver = startProcess(
+        join(binDir, 'kube-apiserver'),
+        [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${apiServer}`,
+          // It generates a self-signed serving cert (and its CA) into this directory.
+          `--cert-dir=${certDir}`,
+          `--token-auth-file=${join(dir, 'tokens.csv')}`,
+          '--authorization-mode=RBAC',
+          '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+          `--service-account-key-file=${join(dir, 'sa.pub')}`,
+          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+          '--service-cluster-ip-range=10.96.0.0/16',
+          '--allow-privileged=true',
+          '--profiling=false',
+          ...(opts.talosPodSecurity === false ? [] : [`--admission-control-config-file=${admission}`]),
+          ...(opts.apiServerArgs ?? []),
+        ],
+        dir,
+        'kube-apiserver.log',
+      )
+      procs.push(apiserver)
+      await waitFor('kube-apiserver', apiserver, timeoutMs, async () => {
+        const res = await probe(`${server}/readyz`, token)
+        return res.status === 200 && res.body.trim() === 'ok'
+      })
+    }
+    await runApiserver()
 
     // The generated file holds the serving cert followed by the CA that signed it.
     const caPem = lastPemCertificate(readFileSync(join(certDir, 'apiserver.crt'), 'utf8'))
@@ -350,11 +363,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (verified.status !== 200) throw new Error(`envtest: /version answered ${verified.status}: ${verified.body}`)
 
     const controllers = opts.controllers !== false
-    if (controllers) {
+    const runControllers = async (restored: boolean): Promise<void> => {
       const caPath = join(dir, 'ca.crt')
       writeFileSync(caPath, caPem)
       const leaderLease = (name: string) => `${server}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${name}`
-      if (opts.restoreFrom) {
+      if (restored) {
         // A restored etcd still holds the leader Leases of the controllers save() killed. New
         // controllers would wait out their 15 s lease duration (client-go leaderelection's
         // default) before acting, so a file that changes a workload right after restoring would
@@ -407,7 +420,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         await waitFor(`${name} (its leader Lease)`, proc, timeoutMs, async () => (await probe(leaderLease(name), token, caPem)).status === 200)
       if (scheduler.child.exitCode !== null) throw new Error(`envtest: kube-scheduler exited:\n${logTail(scheduler.logPath)}`)
     }
+    if (controllers) await runControllers(Boolean(opts.restoreFrom))
 
+    const etcdutl = join(binDir, 'etcdutl')
+    let lost = false
     return {
       kubeconfigPath,
       kubeconfig,
@@ -417,7 +433,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       controllers,
       ports: {apiServer, etcdClient, etcdPeer},
       etcdEndpoint: etcdUrl,
-      etcdutl: join(binDir, 'etcdutl'),
+      etcdutl,
       startMs: Date.now() - t0,
       stop,
       async save(to: string) {
@@ -427,6 +443,37 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         mkdirSync(to, {recursive: true})
         for (const part of SAVED) cpSync(join(dir, part), join(to, part), {recursive: true})
         rmSync(dir, {recursive: true, force: true})
+      },
+      async lose() {
+        if (stopped || lost) throw new Error('envtest: lose() on a control plane that is not running')
+        lost = true
+        for (const p of [...procs].reverse()) await killKeepingFiles(p)
+        procs = []
+        rmSync(join(dir, 'etcd'), {recursive: true, force: true})
+      },
+      async recover(snapshot: string) {
+        if (stopped || !lost) throw new Error('envtest: recover() needs a control plane lose() stopped')
+        // As Talos's recoverFromSnapshot (internal/app/machined/pkg/system/services/etcd.go, v1.14):
+        // etcdutl's snapshot Restore into the empty data folder, as a one-member cluster of this
+        // member's name and peer URL; etcd then starts from it as after any restart.
+        const restored = spawnSync(
+          etcdutl,
+          [
+            'snapshot',
+            'restore',
+            snapshot,
+            `--data-dir=${join(dir, 'etcd')}`,
+            '--name=envtest',
+            `--initial-cluster=envtest=${peerUrl}`,
+            `--initial-advertise-peer-urls=${peerUrl}`,
+          ],
+          {encoding: 'utf8'},
+        )
+        if (restored.status !== 0) throw new Error(`envtest: etcdutl snapshot restore failed (exit ${restored.status}):\n${restored.stderr}`)
+        lost = false
+        procs.push(runEtcd())
+        await runApiserver()
+        if (controllers) await runControllers(true)
       },
     }
   } catch (err) {

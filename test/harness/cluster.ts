@@ -7,7 +7,7 @@
 import {spawn, type ChildProcess} from 'node:child_process'
 import {generateIdentity} from 'age-encryption'
 import {realTalosctlPath} from './talosctl.js'
-import {appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {startApiProxy} from './api-proxy.js'
@@ -61,6 +61,14 @@ export interface HarnessCluster {
    * own between rounds (they read every object again, as a restarted controller does).
    */
   save(dir: string): Promise<void>
+  /**
+   * A total loss: every control plane's etcd and API server gone with their data, every machine a
+   * new one in maintenance mode. From then on, a simulated `talosctl bootstrap --recover-from
+   * FILE` restores the real etcd from FILE and starts the control plane again on the same
+   * addresses with the same credentials (the cluster's identity, which the Talos secrets bundle
+   * carries on a real cluster).
+   */
+  loseEverything(): Promise<void>
 }
 
 export interface HarnessOptions {
@@ -105,7 +113,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
   const registry = await startRegistry({restoreFrom: from && join(from, 'registry')})
   const nodes = startSimulatedNodes(
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
-    {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes')},
+    {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes'), etcd: {endpoint: cp.etcdEndpoint, etcdutl: cp.etcdutl}},
   )
   const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath})
   const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
@@ -173,6 +181,23 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     // The mirror's Argo CD chart (10.1.1) and Kokumi (0.14.0) are older than the pins: a real run needs it.
     '--allow-unpinned',
   ]
+  // The nodes ask for a recovery by a request file (talosctl-simulator.mjs recoverEtcd); this process owns etcd.
+  let recovery: NodeJS.Timeout | undefined
+  const recoverOnRequest = () => {
+    const request = join(nodes.stateDir, 'etcd-recover.request')
+    let busy = false
+    recovery = setInterval(() => {
+      if (busy || !existsSync(request)) return
+      busy = true
+      const {snapshot} = JSON.parse(readFileSync(request, 'utf8')) as {snapshot: string}
+      rmSync(request)
+      cp.recover(snapshot).then(
+        () => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), '{}'),
+        (error: unknown) => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), JSON.stringify({error: String(error)})),
+      )
+    }, 100)
+    recovery.unref()
+  }
   return {
     cp,
     registry,
@@ -186,7 +211,13 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     stack,
     env,
     initArgs,
+    async loseEverything() {
+      await nodes.loseAll()
+      await cp.lose()
+      recoverOnRequest()
+    },
     async stop() {
+      clearInterval(recovery)
       await apiProxy.stop()
       await stack.stop()
       await operator.stop()

@@ -36,15 +36,30 @@ export interface SimulatedNodes {
   cleanup(): void
   /** Once no manifest run is going: copies the nodes' state to `dir` (for `restoreFrom`), then cleans up. */
   save(dir: string): Promise<void>
+  /**
+   * Every machine lost its disk (a total loss): once no manifest run is going, each declared
+   * machine is a new one in maintenance mode, and nothing was ever bootstrapped.
+   */
+  loseAll(): Promise<void>
 }
 
-const ENV_KEYS = ['ICHOR_TALOSCTL', 'TALOS_SIM_STATE', 'TALOS_SIM_KUBECONFIG', 'TALOS_SIM_REAL_TALOSCTL'] as const
+const ENV_KEYS = [
+  'ICHOR_TALOSCTL',
+  'TALOS_SIM_STATE',
+  'TALOS_SIM_KUBECONFIG',
+  'TALOS_SIM_REAL_TALOSCTL',
+  'TALOS_SIM_ETCD_ENDPOINT',
+  'TALOS_SIM_ETCDUTL',
+] as const
 
 /**
  * `restoreFrom`: a folder `save()` wrote. The nodes are the ones it holds, with their configs, modes
  * and manifest statuses (the folder itself is never changed).
  */
-export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: string; restoreFrom?: string} = {}): SimulatedNodes {
+export function startSimulatedNodes(
+  nodes: SimNode[],
+  opts: {kubeconfigPath?: string; restoreFrom?: string; etcd?: {endpoint: string; etcdutl: string}} = {},
+): SimulatedNodes {
   const root = mkdtempSync(join(tmpdir(), 'ichor-talos-sim-'))
   const stateDir = join(root, 'state')
   const binDir = join(root, 'bin')
@@ -60,6 +75,9 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
   process.env.TALOS_SIM_STATE = stateDir
   if (opts.kubeconfigPath) process.env.TALOS_SIM_KUBECONFIG = opts.kubeconfigPath
   else delete process.env.TALOS_SIM_KUBECONFIG
+  // The real etcd behind the control plane, for `etcd snapshot` and `bootstrap --recover-from`.
+  if (opts.etcd) Object.assign(process.env, {TALOS_SIM_ETCD_ENDPOINT: opts.etcd.endpoint, TALOS_SIM_ETCDUTL: opts.etcd.etcdutl})
+  else for (const k of ['TALOS_SIM_ETCD_ENDPOINT', 'TALOS_SIM_ETCDUTL'] as const) delete process.env[k]
   // gen/validate always go to the real talosctl (built from Go modules), never a stand-in.
   process.env.TALOS_SIM_REAL_TALOSCTL = realTalosctlPath()
 
@@ -92,6 +110,10 @@ export function startSimulatedNodes(nodes: SimNode[], opts: {kubeconfigPath?: st
         else process.env[k] = saved[k]
       }
       rmSync(root, {recursive: true, force: true})
+    },
+    async loseAll() {
+      await self.manifestRunsDone()
+      for (const file of readdirSync(stateDir)) if (file !== 'nodes.json') rmSync(join(stateDir, file), {recursive: true, force: true})
     },
     async save(dir) {
       await self.manifestRunsDone()

@@ -1404,13 +1404,43 @@ async function etcdSnapshotCmd(args) {
   } finally {
     rmSync(part, {force: true})
   }
+  process.stdout.write(`snapshot info: ${snapshotStatus(path)}\n`)
+}
+
+/** etcdutl's snapshot Status of a file, as talosctl prints it: `hash %08x, revision %d, total keys %d, total size %d`. */
+function snapshotStatus(path) {
   const etcdutl = process.env.TALOS_SIM_ETCDUTL ?? fail('TALOS_SIM_ETCDUTL is not set (the real etcdutl reads the snapshot status)')
   const status = spawnSync(etcdutl, ['snapshot', 'status', path, '-w', 'json'], {encoding: 'utf8'})
-  if (status.status !== 0) fail(status.stderr || `etcdutl snapshot status exited ${status.status}`)
+  if (status.status !== 0) fail(status.stderr.trim() || `etcdutl snapshot status exited ${status.status}`)
   const s = JSON.parse(status.stdout)
-  process.stdout.write(
-    `snapshot info: hash ${(s.hash >>> 0).toString(16).padStart(8, '0')}, revision ${s.revision}, total keys ${s.totalKey}, total size ${s.totalSize}\n`,
-  )
+  return `hash ${(s.hash >>> 0).toString(16).padStart(8, '0')}, revision ${s.revision}, total keys ${s.totalKey}, total size ${s.totalSize}`
+}
+
+/**
+ * `bootstrap --recover-from PATH` (talosctl v1.14 cmd/talosctl/cmd/talos/bootstrap.go): talosctl
+ * reads the file's status with etcdutl first (a file that is no snapshot never leaves the
+ * laptop), prints it, uploads it (EtcdRecover), then asks Bootstrap with RecoverEtcd; machined's
+ * etcd service restores it into the empty data folder with etcdutl's snapshot Restore as a
+ * one-member cluster (recoverFromSnapshot, internal/app/machined/pkg/system/services/etcd.go) and
+ * starts etcd from it. Here the harness does that to its real etcd (cluster.ts, after
+ * loseEverything()): the file goes to $TALOS_SIM_STATE/etcd-recover.snapshot with a request
+ * beside it, and the call returns once the harness says the control plane runs again.
+ */
+async function recoverEtcd(path) {
+  if (!existsSync(path)) fail(`open ${path}: no such file or directory`)
+  process.stdout.write(`recovering from snapshot ${JSON.stringify(path)}: ${snapshotStatus(path)}\n`)
+  const snapshot = join(stateDir(), 'etcd-recover.snapshot')
+  writeFileSync(snapshot, readFileSync(path), {mode: 0o600})
+  const done = join(stateDir(), 'etcd-recover.done')
+  rmSync(done, {force: true})
+  writeFileSync(join(stateDir(), 'etcd-recover.request'), JSON.stringify({snapshot}))
+  const deadline = Date.now() + 120_000
+  while (!existsSync(done)) {
+    if (Date.now() > deadline) fail('error executing bootstrap: the harness did not recover etcd within 120 s')
+    await sleep(100)
+  }
+  const outcome = JSON.parse(readFileSync(done, 'utf8'))
+  if (outcome.error) fail(`error executing bootstrap: error recovering from the snapshot: ${outcome.error}`)
 }
 
 // ---------- shutdown ----------
@@ -1753,6 +1783,8 @@ async function bootstrap(args) {
   requireConfigured(node, args, 'error executing bootstrap')
   if (!isControlPlane(node)) fail('error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap is not available on worker nodes')
   if (isBootstrapped()) fail('error executing bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
+  const recoverFrom = args.one('recover-from')
+  if (recoverFrom) await recoverEtcd(recoverFrom)
   writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
   // The API server is up: every configured machine's kubelet registers its Node.
   for (const decl of declaredNodes()) await syncKubelet(await kube(), loadNode(decl.ip, 'bootstrap'))
