@@ -19,6 +19,8 @@ export interface ApiProxy {
   kubeconfigPath: string
   /** Whether it forwards yet. */
   listening(): boolean
+  /** The control plane is gone (a total loss): refused again until the next bootstrap. */
+  close(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -78,6 +80,13 @@ export async function startApiProxy(opts: ApiProxyOptions): Promise<ApiProxy> {
     server,
     kubeconfigPath,
     listening: () => open,
+    async close() {
+      if (timer) clearTimeout(timer)
+      timer = undefined
+      for (const s of sockets) s.destroy()
+      if (open) await new Promise<void>((resolve) => proxy.close(() => resolve()))
+      open = false
+    },
     async stop() {
       stopped = true
       clearInterval(watch)

@@ -213,6 +213,9 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     initArgs,
     async loseEverything() {
       await nodes.loseAll()
+      await apiProxy.close()
+      // Kokumi's registry keeps its bundles in an emptyDir: they go with the nodes.
+      await registry.restartEmpty()
       await cp.lose()
       recoverOnRequest()
     },

@@ -176,9 +176,10 @@ export function startStackSimulator(opts: StackSimulatorOptions): StackSimulator
       try {
         await tick()
       } catch (err) {
-        // The apiserver or registry may be stopping under us at the end of a test, and a
-        // fresh CRD answers 429 while its storage initializes: both pass by the next round.
-        if (!stopped && !isCode(err, 429)) console.error(`stack simulator: ${(err as Error).message}`)
+        // The apiserver or registry may be stopping under us at the end of a test, a fresh CRD
+        // answers 429 while its storage initializes, and a restarted apiserver (a restore) 503
+        // until its paths are installed: all pass by the next round.
+        if (!stopped && !isCode(err, 429) && !isCode(err, 503)) console.error(`stack simulator: ${(err as Error).message}`)
       }
       // While objects change (a command at work, a roll-out), as often as before: Argo CD compares
       // at most once a second (argocd-simulator.ts) and a skipped comparison has no event to wake it.

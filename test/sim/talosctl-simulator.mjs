@@ -1426,7 +1426,7 @@ function snapshotStatus(path) {
  * loseEverything()): the file goes to $TALOS_SIM_STATE/etcd-recover.snapshot with a request
  * beside it, and the call returns once the harness says the control plane runs again.
  */
-async function recoverEtcd(path) {
+async function recoverEtcd(path, ip) {
   if (!existsSync(path)) fail(`open ${path}: no such file or directory`)
   process.stdout.write(`recovering from snapshot ${JSON.stringify(path)}: ${snapshotStatus(path)}\n`)
   const snapshot = join(stateDir(), 'etcd-recover.snapshot')
@@ -1434,6 +1434,8 @@ async function recoverEtcd(path) {
   const done = join(stateDir(), 'etcd-recover.done')
   rmSync(done, {force: true})
   writeFileSync(join(stateDir(), 'etcd-recover.request'), JSON.stringify({snapshot}))
+  // The Bootstrap call has reached the node: from here on it is bootstrapping (a second one is AlreadyExists), whatever becomes of this talosctl.
+  writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip, recovered: true}))
   const deadline = Date.now() + 120_000
   while (!existsSync(done)) {
     if (Date.now() > deadline) fail('error executing bootstrap: the harness did not recover etcd within 120 s')
@@ -1784,8 +1786,8 @@ async function bootstrap(args) {
   if (!isControlPlane(node)) fail('error executing bootstrap: rpc error: code = FailedPrecondition desc = bootstrap is not available on worker nodes')
   if (isBootstrapped()) fail('error executing bootstrap: rpc error: code = AlreadyExists desc = etcd data directory is not empty')
   const recoverFrom = args.one('recover-from')
-  if (recoverFrom) await recoverEtcd(recoverFrom)
-  writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
+  if (recoverFrom) await recoverEtcd(recoverFrom, ip)
+  else writeFileSync(join(stateDir(), 'bootstrapped'), JSON.stringify({node: ip}))
   // The API server is up: every configured machine's kubelet registers its Node.
   for (const decl of declaredNodes()) await syncKubelet(await kube(), loadNode(decl.ip, 'bootstrap'))
   // Every configured control plane runs the manifest controller once etcd is up.
