@@ -1,8 +1,9 @@
 import {Flags} from '@oclif/core'
-import {allowUnpinnedFlag, assetFlags, IchorCommand} from '../lib/cli/base.js'
-import {kubeFlags, lockFlags, registryEndpointFlag, statePassphraseFlags, timeoutFlag, yesFlag} from '../lib/cli/flags.js'
+import {IchorCommand, installFlags} from '../lib/cli/base.js'
+import {kubeFlags, statePassphraseFlags, yesFlag} from '../lib/cli/flags.js'
 import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {init} from '../lib/plans/init-plan.js'
+import {installSources} from '../lib/cli/bind.js'
 import {renderInitSummary} from '../lib/init/summary.js'
 import type {PromotionMode} from '../lib/state/installation-types.js'
 
@@ -63,11 +64,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
         "kubeconfig of an existing cluster, to continue it from a machine without the local state (default: the state directory's, never KUBECONFIG: init creates the cluster)",
       helpValue: 'FILE',
     }),
-    ...registryEndpointFlag,
-    ...lockFlags,
-    timeout: timeoutFlag(900),
-    ...assetFlags,
-    ...allowUnpinnedFlag,
+    ...installFlags,
   }
 
   async run() {
@@ -94,13 +91,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
         },
       },
       values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
-      sources: {
-        ciliumChart: f['cilium-chart'],
-        argocdChart: f['argocd-chart'],
-        kokumiManifest: f['kokumi-manifest'],
-        mirror: f.mirror,
-        assetsDir: f['assets-dir'],
-      },
+      sources: installSources(f),
       promotion: f.promotion as PromotionMode | undefined,
       allowUnpinned: f['allow-unpinned'],
       outputDir: f['output-dir'],

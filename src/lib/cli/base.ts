@@ -6,7 +6,7 @@ import {Command, Flags, type Interfaces} from '@oclif/core'
 import {configureLog} from '../log/log.js'
 import {configureRequests} from '../kube/request-settings.js'
 import {errorJson, errorText, reportOf, SCHEMA_VERSION} from './error-report.js'
-import {registryEndpointFlag, talosAccessFlags, verbosityFlags} from './flags.js'
+import {lockFlags, registryEndpointFlag, talosAccessFlags, timeoutFlag, verbosityFlags} from './flags.js'
 import {valuesChangeFlags} from './values-args.js'
 import {planOptions, type PlanFlags} from './bind.js'
 import {SILENT, type Reporter} from '../log/reporter.js'
@@ -131,6 +131,15 @@ export const allowUnpinnedFlag = {
     description:
       'let a real run install a Cilium chart, Argo CD chart or Kokumi manifest that is not the pinned one (assets/lock.json); the IchorInstallation records it as unpinned',
   }),
+}
+
+/** init and restore: the registry, the Lease, the time each wait may take, and the artifacts they install. */
+export const installFlags = {
+  ...registryEndpointFlag,
+  ...lockFlags,
+  timeout: timeoutFlag(900),
+  ...assetFlags,
+  ...allowUnpinnedFlag,
 }
 
 /** The Cilium chart a command renders: --cilium-chart and --mirror (ciliumChartOptions reads them). */

@@ -77,3 +77,8 @@ export function stackValuesOptions(
     sources: stackSourceOptions(flags, command),
   }
 }
+
+/** assetFlags (base.ts): the artifacts init and restore install from. */
+export function installSources(f: {'cilium-chart'?: string; 'argocd-chart'?: string; 'kokumi-manifest'?: string; mirror?: string; 'assets-dir'?: string}) {
+  return {ciliumChart: f['cilium-chart'], argocdChart: f['argocd-chart'], kokumiManifest: f['kokumi-manifest'], mirror: f.mirror, assetsDir: f['assets-dir']}
+}
