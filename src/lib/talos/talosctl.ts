@@ -336,10 +336,20 @@ export async function applyConfigDryRun(opts: {node: string; file: string; talos
   return {reboot: summary[1] === 'with', summary: summary[0]}
 }
 
-/** Bootstraps etcd once; a node that is already bootstrapped counts as success. */
-export async function bootstrap(opts: {node: string; talosconfig: string}): Promise<{alreadyBootstrapped: boolean}> {
+/**
+ * Bootstraps etcd once; a node that is already bootstrapped counts as success. With `recoverFrom`
+ * (an etcd snapshot file), etcd starts from it: talosctl v1.14 (cmd/talosctl/cmd/talos/bootstrap.go)
+ * reads the file's status, uploads it (EtcdRecover), and Talos restores it into the empty data
+ * folder as a one-member cluster before etcd starts.
+ */
+export async function bootstrap(opts: {node: string; talosconfig: string; recoverFrom?: string; timeoutMs?: number}): Promise<{alreadyBootstrapped: boolean}> {
+  const recover = opts.recoverFrom ? ['--recover-from', opts.recoverFrom] : []
   try {
-    await run(['bootstrap', ...nodeFlags(opts.node, opts.talosconfig)], {node: opts.node, action: 'talosctl bootstrap'})
+    await run(['bootstrap', ...recover, ...nodeFlags(opts.node, opts.talosconfig)], {
+      node: opts.node,
+      action: opts.recoverFrom ? 'talosctl bootstrap --recover-from' : 'talosctl bootstrap',
+      timeoutMs: opts.timeoutMs,
+    })
     return {alreadyBootstrapped: false}
   } catch (error) {
     // Talos answers a second bootstrap with gRPC AlreadyExists ("etcd data directory is not empty").

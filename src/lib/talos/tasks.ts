@@ -302,11 +302,18 @@ export function applyConfigsTask(p: {
 }
 
 /** Bootstraps etcd once (AlreadyExists is success), fetches the kubeconfig, waits for the API server. */
-export function bootstrapTask(p: {state: LocalState; inputs: TalosClusterSpec; session: Session; timeoutMs: number}): Task {
+export function bootstrapTask(p: {
+  state: LocalState
+  inputs: TalosClusterSpec
+  session: Session
+  timeoutMs: number
+  /** `ichor restore`: the etcd snapshot etcd starts from (talosctl bootstrap --recover-from). */
+  recoverFrom?: string
+}): Task {
   const node = p.inputs.controlPlanes[0]!
   return {
     id: 'bootstrap-etcd',
-    title: 'Bootstrap etcd on the first control plane',
+    title: p.recoverFrom ? "Bootstrap etcd on the first control plane from the backup's snapshot" : 'Bootstrap etcd on the first control plane',
     async probe() {
       return (await p.session.clusterAnswers()) ? holds('the API server answers') : missing('the cluster is not bootstrapped yet')
     },
@@ -314,7 +321,7 @@ export function bootstrapTask(p: {state: LocalState; inputs: TalosClusterSpec; s
       // Bootstrapping is etcd's point of no return: only on a node that runs this bundle.
       const r = await isReachable(node, {talosconfig: p.state.talosconfig})
       if (r.state === 'configured' && r.ours === false) throw otherBundleError(p.state, r)
-      const {alreadyBootstrapped} = await bootstrap({node, talosconfig: p.state.talosconfig})
+      const {alreadyBootstrapped} = await bootstrap({node, talosconfig: p.state.talosconfig, recoverFrom: p.recoverFrom, timeoutMs: p.timeoutMs})
       if (alreadyBootstrapped) progress('etcd was already bootstrapped')
       await fetchKubeconfig({node, talosconfig: p.state.talosconfig, outPath: p.state.kubeconfig})
       secureStateFiles(p.state)
