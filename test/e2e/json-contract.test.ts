@@ -10,6 +10,7 @@ import {connectKube} from '../../src/lib/kube/client.js'
 import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {untaintControlPlanes} from '../support/control-plane-taint.js'
+import {restoreArgs} from '../support/restore-args.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {declareMachine} from '../sim/simulated-nodes.js'
 
@@ -65,10 +66,19 @@ const CASES: Record<string, Case> = {
     args: () => [h.workers[0]!, '127.0.0.46', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],
     before: async () => declareMachine(h.nodes, {ip: '127.0.0.46', role: 'worker', talosVersion: 'v1.14.1'}),
   },
-  // Last: the 1+1 cluster's one worker can go once the control plane takes workloads.
+  // The 1+1 cluster's one worker could go once the control plane takes workloads (a dry run).
   'node:remove': {
     args: () => [h.workers[0]!, '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir],
     before: async () => untaintControlPlanes(await connectKube({kubeconfig: h.cp.kubeconfigPath})),
+  },
+  // Last: the whole cluster lost, and brought back from a backup taken just before onto the same machines.
+  restore: {
+    args: () => restoreArgs(h, join(h.stateDir, '..', 'json-contract.ichor-backup'), join(h.stateDir, '..', 'restore-laptop')).slice(1),
+    before: async () => {
+      const backup = await runIchor(['backup', join(h.stateDir, '..', 'json-contract.ichor-backup'), ...kubeconfig(), '--state-dir', h.stateDir], h.env)
+      if (backup.code !== 0) throw new Error(`backup failed: ${backup.stderr}`)
+      await h.loseEverything()
+    },
   },
 }
 

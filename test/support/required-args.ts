@@ -1,7 +1,12 @@
 // What each command needs besides the cluster to get as far as connecting (required arguments
 // and flags, no prompt): one table for every test that walks the commands against a fake server.
-export function requiredArgs(stateKeyFile: string): Record<string, string[]> {
+import {backupFixture} from './backup-fixture.js'
+
+export async function requiredArgs(stateKeyFile: string): Promise<Record<string, string[]>> {
+  // restore opens its backup (with the key it was written with) before it connects.
+  const backup = await backupFixture()
   return {
+    restore: ['--from', backup.file, '--state-passphrase-file', backup.keyFile, '--control-plane', '192.0.2.10', '--yes'],
     init: ['--cluster-name', 'x', '--endpoint', 'https://192.0.2.10:6443', '--control-plane', '192.0.2.10', '--state-passphrase-file', stateKeyFile, '--yes'],
     'kubernetes:upgrade': ['--to', '1.37.0', '--yes'],
     'talos:upgrade': ['--to', 'v1.14.1', '--yes'],

@@ -28,7 +28,7 @@ let port = 0
 let kubeconfig = ''
 const keyFile = join(work, 'state-key')
 
-const REQUIRED = requiredArgs(keyFile)
+const REQUIRED = await requiredArgs(keyFile)
 
 function argv(id: string, args: string[]): string[] {
   // A flag the case gives itself (a malformed --to) replaces the one REQUIRED has.

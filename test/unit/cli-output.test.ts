@@ -2,7 +2,7 @@
 // without -o, nothing under --json (oclif prints the result document), and the exit code of a
 // failed result set one way. Table-driven over oclif.manifest.json too: every command that takes
 // -o prints through the helper, so a new one cannot write a fifth variant.
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {sink} from '../support/sink.js'
 import {afterEach, describe, expect, it} from 'vitest'
@@ -13,6 +13,7 @@ import {INSTALLATION} from '../../src/lib/constants.js'
 import type {KubeObject} from '../../src/lib/kube/objects.js'
 import {installationCrd} from '../../src/lib/state/installation.js'
 import {runCli} from '../support/run-cli.js'
+import {backupFixture} from '../support/backup-fixture.js'
 import {requiredArgs} from '../support/required-args.js'
 import {sessionFixture} from '../support/session-fixture.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
@@ -80,7 +81,9 @@ describe('every command with -o prints through the one helper', () => {
     expect(WITH_OUTPUT.length).toBeGreaterThanOrEqual(4)
   })
   it.each(WITH_OUTPUT)('%s', (id) => {
-    const source = readFileSync(join(PROJECT_ROOT, 'src', 'commands', ...id.split(':')) + '.ts', 'utf8')
+    const file = join(PROJECT_ROOT, 'src', 'commands', ...id.split(':'))
+    // A command that is a topic too (`backup`) lives in its folder's index.ts.
+    const source = readFileSync(existsSync(`${file}.ts`) ? `${file}.ts` : join(file, 'index.ts'), 'utf8')
     expect(source).toMatch(/\bprintResult\(/)
     // No hand-written JSON or YAML printing, and no exit code set beside the helper.
     expect(source).not.toMatch(/JSON\.stringify|stringify\(|process\.exitCode/)
@@ -122,10 +125,27 @@ function talosArgs(id: string): string[] {
   return ['--talosconfig', talosconfig]
 }
 
+/**
+ * The commands that need more than an API server for a document: `backup` an etcd snapshot from a
+ * Talos node (its -o json and -o yaml run on the harness, test/e2e/backup.test.ts); `backup
+ * inspect` a backup file and no cluster (one is written here with the real age and tar).
+ */
+const OWN_FIXTURE: Record<string, (() => Promise<string[]>) | 'e2e'> = {
+  backup: 'e2e',
+  'backup:inspect': async () => {
+    const {file, keyFile} = await backupFixture()
+    return [file, '--state-passphrase-file', keyFile]
+  },
+}
+
 describe('every command with -o prints a parseable document for -o json and -o yaml, against a fake API server', () => {
-  it.each(WITH_OUTPUT)('%s', async (id) => {
+  it.each(WITH_OUTPUT.filter((id) => OWN_FIXTURE[id] !== 'e2e'))('%s', async (id) => {
+    const own = OWN_FIXTURE[id]
     const {kubeconfig} = await sessionFixture([installationCrd(), installation])
-    const args = [...id.split(':'), ...(requiredArgs('unused')[id] ?? []), ...talosArgs(id), '--kubeconfig', kubeconfig]
+    const args =
+      typeof own === 'function'
+        ? [...id.split(':'), ...(await own())]
+        : [...id.split(':'), ...((await requiredArgs('unused'))[id] ?? []), ...talosArgs(id), '--kubeconfig', kubeconfig]
     const env = {...process.env, ICHOR_MIRROR: '', XDG_STATE_HOME: join(PROJECT_ROOT, 'no-such-state-dir')}
     const json = await runCli([...args, '-o', 'json'], {env})
     expect([0, 1], json.stderr).toContain(json.code)

@@ -40,6 +40,7 @@ const ARGS: Record<string, string[]> = {
   'talos:upgrade': ['--to', 'v1.14.1'],
   'node:remove': ['192.0.2.11'],
   'node:replace': ['192.0.2.11', '192.0.2.12'],
+  restore: ['--from', join(work, 'no-such.ichor-backup'), '--control-plane', '192.0.2.10'],
   'stack:promote': ['argocd'],
   'stack:promotion:set': ['Manual'],
   'stack:repair-secrets': [],

@@ -63,7 +63,7 @@ async function fromFirstRequest(args: string[], config = kubeconfig): Promise<Cl
   return {...r, ms: connecting === undefined ? Number.NaN : Date.now() - connecting}
 }
 
-const REQUIRED = requiredArgs(keyFile)
+const REQUIRED = await requiredArgs(keyFile)
 
 const sockets = new Set<Socket>()
 const servers: Array<Server | HttpServer> = []

@@ -30,6 +30,7 @@ import {confirm, consentNeeded} from './consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
 import {renderInit, type InitRender} from '../init/render.js'
 import type {InitResult} from '../init/summary.js'
+import {checkRestoreTarget, markRestoreStarted, type RestoreSource} from '../backup/restore.js'
 
 /** init's flags; kubeconfig, context, --timeout, --dry-run, --break-lock, --yes and the output as every plan takes them (planOptions). */
 export interface InitRequest extends PlanOptions {
@@ -45,6 +46,8 @@ export interface InitRequest extends PlanOptions {
   stateDir?: string
   /** --state-passphrase-file: the key of the Talos bundle kept in the cluster (else the environment, else a prompt). */
   statePassphraseFile?: string
+  /** The key, already read (`ichor restore` opened the backup with it). */
+  stateKey?: StateKey
   registryEndpoint?: string
   yes: boolean
   /** --allow-reboot: a node Talos must reboot to take a changed machine config is rebooted without asking. */
@@ -53,6 +56,12 @@ export interface InitRequest extends PlanOptions {
   json: boolean
   /** Where notes for the operator go (which artifact was used, what a dry run would do). */
   report: Reporter
+  /**
+   * `ichor restore`: the backup the cluster comes back from. Until etcd is recovered its spec and
+   * sealed bundle are the cluster's stored state; the first control plane bootstraps from its
+   * snapshot.
+   */
+  restore?: RestoreSource
 }
 
 export interface OfflineDryRunResult {
@@ -82,7 +91,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const checked = checkInitInputs(flags, {requireNodes: !req.dryRun})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
-  const givenKey = await givenStateKey(req.statePassphraseFile)
+  const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
   if (!req.dryRun && !givenKey && !interactive) throw missingStateKeyError('ichor init')
   const given = {
     cilium: req.values.cilium ? readValuesFile(req.values.cilium, '--cilium-values') : undefined,
@@ -128,13 +137,13 @@ interface Decided {
  */
 async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   const {req} = l
-  const stored = live ? (await readInstallation(live))?.spec : undefined
+  const stored = (live ? (await readInstallation(live))?.spec : undefined) ?? req.restore?.spec
   // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
   const settings = keepStoredSettings({flags: l.flags, promotion: req.promotion}, l.checked, stored)
   const userValues = keepStoredLayers(l.given, stored, settings.issues)
   const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
   const servedApiGroups = live ? await readServedApiGroups(live) : undefined
-  const storedBundle = live ? await readTalosBundleSecret(live) : undefined
+  const storedBundle = (live ? await readTalosBundleSecret(live) : undefined) ?? req.restore?.bundle
   if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
     req.report.note(
       `${TALOS_SECRET_NAME} was stored in plaintext by an older ichor: ${req.dryRun ? 'a real run re-writes' : 'this run re-writes'} it encrypted with age`,
@@ -208,10 +217,12 @@ type InitPrepared = Decided & {stateKey?: StateKey; clusterBundle?: TalosBundle;
 function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}): Plan<InitPrepared, InitOutcome> {
   const {req, state} = l
   return {
-    command: 'init',
+    command: req.restore ? 'restore' : 'init',
     session: {kubeconfig: req.kubeconfig, context: req.context, ownKubeconfig: state.kubeconfig, registryEndpoint: req.registryEndpoint},
     lease: INIT_LEASE,
     async prepare({session}) {
+      const source = req.restore
+      if (source) await checkRestoreTarget({session, source, state, nodes: [...l.checked.controlPlanes, ...l.checked.workers], endpoint: l.checked.endpoint})
       const live = (await session.clusterAnswers()) ? await session.kube() : undefined
       const decided = await decide(l, live)
       // A live dry run names each node's install disk too (the plan then checks it exists on the node).
@@ -224,6 +235,9 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
       const nodes = [...p.inputs.controlPlanes, ...p.inputs.workers].join(', ')
       // Installing erases the disk: each node's is named before the operator agrees.
       for (const line of installDiskLines(p.inputs)) req.report.note(line)
+      const from = req.restore
+      if (from)
+        return `Restore cluster "${p.inputs.clusterName}" (${p.inputs.endpoint}) from ${from.file} (taken ${from.manifest.createdAt}, etcd revision ${from.manifest.etcd.revision}) onto ${nodes}?`
       return `Configure ${nodes} as cluster "${p.inputs.clusterName}" (${p.inputs.endpoint})?`
     },
     async afterConsent(p, ctx) {
@@ -233,6 +247,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
       p.nodes.catch(() => undefined) // awaited by the validate step
       const release = claimStateDir(state, {dryRun: req.dryRun, report: req.report})
       if (release) ctx.onClose(release)
+      if (req.restore && !req.dryRun) markRestoreStarted(state, req.restore)
     },
     steps: (p, {session, talos}) =>
       initSteps({
@@ -247,6 +262,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
         confirmReboot: o.interactive ? (question) => confirm(question, {default: false}) : undefined, // a reboot is never the default answer
         report: req.report,
         timeoutMs: req.timeoutMs,
+        restore: req.restore,
       }),
     async result(run, p, {session}) {
       const render = await p.rendering

@@ -3,6 +3,8 @@
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
 import type {Reporter} from '../log/reporter.js'
+import {recordRestoreTask, type RestoreSource} from '../backup/restore.js'
+import {rerenderTask} from '../stack/sync-tasks.js'
 import {onCluster, validateInitTask} from './steps/init.js'
 import {existsSync} from 'node:fs'
 import {installedArtifact} from '../assets/pinning.js'
@@ -13,7 +15,7 @@ import type {InitRender} from '../init/render.js'
 import type {InitResult} from '../init/summary.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import type {GeneratedStackSecrets, MachineConfigInputs} from '../state/installation-types.js'
+import {STACK_COMPONENTS, type GeneratedStackSecrets, type MachineConfigInputs} from '../state/installation-types.js'
 import {
   firstApplyTask,
   ordersTask,
@@ -69,6 +71,8 @@ export interface InitStepsInput {
   timeoutMs: number
   /** Filled by the stack-secrets step: the Kokumi password to show once. */
   secrets: StackSecretsOutcome
+  /** `ichor restore`: etcd bootstraps from the backup's snapshot, and the cluster records which backup. */
+  restore?: RestoreSource
 }
 
 /**
@@ -89,7 +93,8 @@ export function initSteps(d: InitStepsInput): Task[] {
     talosSecretsTask({state, clusterBundle: d.clusterBundle}),
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: d.reads}),
-    bootstrapTask({state, inputs, session, timeoutMs}),
+    bootstrapTask({state, inputs, session, timeoutMs, recoverFrom: d.restore?.snapshot}),
+    ...(d.restore ? [cluster(recordRestoreTask({session, source: d.restore}))] : []),
     nodeConfigChangesTask({
       state,
       inputs,
@@ -128,6 +133,8 @@ export function initSteps(d: InitStepsInput): Task[] {
     cluster(firstApplyTask({session, component: 'kokumi', stack, timeoutMs})),
     cluster(firstApplyTask({session, component: 'argocd', stack, timeoutMs})),
     cluster(publishBundlesTask({session, stack})),
+    // A restore: the registry (an emptyDir) lost what Kokumi rendered from the bundles too.
+    ...(d.restore ? [cluster(rerenderTask({session, components: STACK_COMPONENTS, timeoutMs}))] : []),
     closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
     cluster(promoteFirstInstallTask({session, stack, timeoutMs})),
