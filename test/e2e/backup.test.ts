@@ -86,6 +86,15 @@ describe('ichor backup on the harness', () => {
     expect(human.code, show(human)).toBe(0)
     expect(human.stdout).toContain(`etcd snapshot  revision ${m.etcd.revision}, ${m.etcd.totalKeys} keys`)
     expect(human.stdout).toContain('every part')
+
+    // -o yaml and -o json print the same result document as --json (the one output helper).
+    for (const format of ['yaml', 'json'] as const) {
+      const other = join(out, `as-${format}.ichor-backup`)
+      const printed = await runIchor(['backup', other, ...access(), '-o', format], h.env)
+      expect(printed.code, show(printed)).toBe(0)
+      const doc = (format === 'yaml' ? parse(printed.stdout) : JSON.parse(printed.stdout)) as BackupResult
+      expect(doc).toMatchObject({path: other, bytes: statSync(other).size, manifest: {format: 'ichor-backup/v1', nodes: m.nodes}})
+    }
   }, 180_000)
 
   it("holds no plaintext secret: neither the bundle's keys nor the generated passwords are in its bytes, nor in the output", async () => {
