@@ -17,6 +17,7 @@ import {givenStateKey} from '../../src/lib/state/state-key.js'
 import {jsonEvents, jsonResult, runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {killBeforeTask, taskIds} from '../harness/kill.js'
+import {declareMachine} from '../sim/simulated-nodes.js'
 import {restoreArgs} from '../support/restore-args.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -102,7 +103,7 @@ describe('ichor restore on the harness', () => {
       if (k > ids.length) throw new Error(`still killed after ${k} runs`)
     }
     expect(runs).toBeGreaterThan(10)
-    // init's steps, with the bootstrap from the snapshot, the record of the backup, and Kokumi's lost renders asked again.
+    // init's steps, with the bootstrap from the snapshot, the record of the backup, the old machines' Nodes, and Kokumi's lost renders asked again.
     expect(ids).toEqual([
       'validate',
       'talos-secrets',
@@ -111,6 +112,7 @@ describe('ichor restore on the harness', () => {
       'bootstrap-etcd',
       'lease',
       'record-restore',
+      'forget-old-nodes',
       'node-config-changes',
       'state-in-cluster',
       'wait-cilium',
@@ -154,5 +156,29 @@ describe('ichor restore on the harness', () => {
     const set = await runIchor(['cni', 'values', 'set', '--yes', 'debug.enabled=true', ...day2(laptop), '--cilium-chart', UPSTREAM.ciliumChart], h.env)
     expect(set.code, show(set)).toBe(0)
     expect(await readReleaseRecord(kube, 'cilium', 'kube-system')).toMatchObject({revision: 2, status: 'deployed'})
+  }, 600_000)
+
+  it("onto other machines with another endpoint: the old machines' Nodes are forgotten, the workloads move to the new ones, and the cluster is healthy", async () => {
+    const laptop = join(work, 'laptop')
+    const file = join(work, 'restored.ichor-backup')
+    const backup = await runIchor(['backup', file, ...day2(laptop)], h.env)
+    expect(backup.code, show(backup)).toBe(0)
+    const talosVersion = h.initArgs[h.initArgs.indexOf('--talos-version') + 1]!
+    const onto = {controlPlanes: ['127.0.0.61'], workers: ['127.0.0.62']}
+    declareMachine(h.nodes, {ip: onto.controlPlanes[0]!, role: 'controlplane', talosVersion})
+    declareMachine(h.nodes, {ip: onto.workers[0]!, role: 'worker', talosVersion})
+    await h.loseEverything()
+    const elsewhere = join(work, 'elsewhere')
+    const run = await runIchor([...restoreArgs(h, file, elsewhere, onto), '--endpoint', 'https://127.0.0.61:6443', '--json'], h.env)
+    expect(run.code, show(run)).toBe(0)
+    expect(jsonEvents(run)).toContainEqual(expect.objectContaining({event: 'task', id: 'forget-old-nodes', status: 'done'}))
+    const nodes = (await kube.request('GET', '/api/v1/nodes')) as {items: {status: {addresses: {type: string; address: string}[]}}[]}
+    const addresses = nodes.items.map((n) => n.status.addresses.find((a) => a.type === 'InternalIP')!.address).sort()
+    expect(addresses).toEqual(['127.0.0.61', '127.0.0.62'])
+    const cr = (await kube.request('GET', '/apis/ichor.maesh.dev/v1alpha1/ichorinstallations/ichor')) as {spec: {talos: Record<string, unknown>}}
+    expect(cr.spec.talos).toMatchObject({endpoint: 'https://127.0.0.61:6443', controlPlanes: onto.controlPlanes, workers: onto.workers})
+    expect((await runIchor(['cni', 'status', ...day2(elsewhere)], h.env)).code).toBe(0)
+    const stack = await runIchor(['stack', 'status', '--kubeconfig', join(elsewhere, 'kubeconfig'), '--registry-endpoint', h.registry.endpoint], h.env)
+    expect(stack.code, show(stack)).toBe(0)
   }, 600_000)
 })

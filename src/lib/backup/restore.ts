@@ -10,6 +10,8 @@ import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {writePrivateFileAtomic} from '../fs/private-files.js'
 import type {Session} from '../session/session.js'
+import {deleteObject, listObjects} from '../kube/objects.js'
+import type {NodeObject} from '../nodes/kube-nodes.js'
 import {readInstallation, type InstallationSpec} from '../state/installation.js'
 import type {LocalState} from '../state/local.js'
 import type {SecretWithData} from '../state/sealed-bundle.js'
@@ -116,6 +118,39 @@ export function recordRestoreTask(p: {session: Session; source: RestoreSource}):
         body: {metadata: {annotations: {[RESTORED_FROM_ANNOTATION]: p.source.id}}},
         contentType: 'application/merge-patch+json',
       })
+    },
+  }
+}
+
+/**
+ * The snapshot holds the Node objects of the machines it was taken on. On other machines they stay
+ * NotReady with their pods bound to them; deleting them lets Kubernetes' pod garbage collector
+ * delete those pods and their controllers start them on the new machines (as `ichor node remove
+ * --unreachable` does for one gone machine). Only a Node with an InternalIP that is none of the
+ * restored machines' goes; one still registering (no address yet) is left alone.
+ */
+export function forgetOldNodesTask(p: {session: Session; nodes: string[]}): Task {
+  const old = async () =>
+    (await listObjects<NodeObject>(await p.session.kube(), {apiVersion: 'v1', kind: 'Node'})).filter((n) => {
+      const ips = (n.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address)
+      return ips.length > 0 && !ips.some((ip) => p.nodes.includes(ip))
+    })
+  return {
+    id: 'forget-old-nodes',
+    title: "Delete the Nodes of the backup's machines that are not restored ones",
+    async probe() {
+      const gone = await old()
+      return gone.length > 0
+        ? missing(`Nodes of machines the cluster no longer has: ${gone.map((n) => n.metadata.name).join(', ')}`)
+        : holds('every Node is a restored machine')
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const node of await old()) {
+        await p.session.guard()
+        await deleteObject(kube, {apiVersion: 'v1', kind: 'Node', name: node.metadata.name})
+        progress(`deleted Node ${node.metadata.name}`)
+      }
     },
   }
 }

@@ -3,7 +3,7 @@
 // its action, so a rerun after a crash, from another machine or in a script converges to
 // the same end state without regenerating what must not change.
 import type {Reporter} from '../log/reporter.js'
-import {recordRestoreTask, type RestoreSource} from '../backup/restore.js'
+import {forgetOldNodesTask, recordRestoreTask, type RestoreSource} from '../backup/restore.js'
 import {rerenderTask} from '../stack/sync-tasks.js'
 import {onCluster, validateInitTask} from './steps/init.js'
 import {existsSync} from 'node:fs'
@@ -94,7 +94,9 @@ export function initSteps(d: InitStepsInput): Task[] {
     machineConfigsTask({state, inputs, render}),
     applyConfigsTask({state, inputs, seen: d.nodes, timeoutMs, reads: d.reads}),
     bootstrapTask({state, inputs, session, timeoutMs, recoverFrom: d.restore?.snapshot}),
-    ...(d.restore ? [cluster(recordRestoreTask({session, source: d.restore}))] : []),
+    ...(d.restore
+      ? [cluster(recordRestoreTask({session, source: d.restore})), cluster(forgetOldNodesTask({session, nodes: [...inputs.controlPlanes, ...inputs.workers]}))]
+      : []),
     nodeConfigChangesTask({
       state,
       inputs,
