@@ -7,6 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube} from '../../src/lib/kube/client.js'
+import {defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {runIchor, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {convergedCluster, convergedInit, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {untaintControlPlanes} from '../support/control-plane-taint.js'
@@ -49,7 +50,8 @@ const CASES: Record<string, Case> = {
   'cni:kube-proxy:replace': {args: () => ['--yes', ...cni()]},
   'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
   'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
-  'kubernetes:upgrade': {args: () => ['--to', '1.37.0', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  // The version the cluster runs (init's default): a dry run that proves and changes nothing.
+  'kubernetes:upgrade': {args: () => ['--to', defaultKubernetesVersion(), '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'talos:upgrade': {args: () => ['--to', 'v1.14.2', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'stack:sync': {args: () => ['--yes', ...stack()]},
   'stack:values:set': {args: () => ['argocd', '--yes', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},

@@ -11,7 +11,8 @@ import {parseAllDocuments} from 'yaml'
 import {addHelmOwnership} from '../../src/lib/talos/ownership.js'
 import {removeInlineManifestPatch, renderTalosPatches} from '../../src/lib/talos/patches.js'
 import type {KubeProxyMode} from '../../src/lib/state/installation-types.js'
-import {DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION, KUBERNETES_RANGE_BY_TALOS_MINOR} from '../../src/lib/talos/versions.js'
+import {kubernetesRangeOfTalos} from '../../src/lib/compatibility/queries.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
 import {renderRealCilium} from './fixtures.js'
 
@@ -97,7 +98,7 @@ const v114 = DEFAULT_TALOS_VERSION.split('.').slice(0, 2).join('.')
 
 describe(`real talosctl ${DEFAULT_TALOS_VERSION}: v1.14 contract (multi-document Kubernetes config)`, () => {
   it('replaced: no flannel, kube-proxy disabled, KubePrism 7445, Cilium inline on the control plane only', async () => {
-    const g = await generate('v114-replaced', v114, DEFAULT_KUBERNETES_VERSION, 'replaced', false)
+    const g = await generate('v114-replaced', v114, defaultKubernetesVersion(), 'replaced', false)
     expect(byKind(g.controlPlane, 'KubeFlannelCNIConfig')).toEqual([])
     expect(byKind(g.controlPlane, 'KubeProxyConfig').map((d) => d.enabled)).toEqual([false])
     expect(byKind(g.controlPlane, 'KubePrismConfig').map((d) => d.port)).toEqual([7445])
@@ -119,7 +120,7 @@ describe(`real talosctl ${DEFAULT_TALOS_VERSION}: v1.14 contract (multi-document
   })
 
   it('kube-proxy: kube-proxy stays enabled, flannel still gone, Cilium inline on the control plane only', async () => {
-    const g = await generate('v114-kube-proxy', v114, DEFAULT_KUBERNETES_VERSION, 'kube-proxy')
+    const g = await generate('v114-kube-proxy', v114, defaultKubernetesVersion(), 'kube-proxy')
     expect(byKind(g.controlPlane, 'KubeFlannelCNIConfig')).toEqual([])
     const proxy = byKind(g.controlPlane, 'KubeProxyConfig')
     expect(proxy).toHaveLength(1)
@@ -143,7 +144,7 @@ describe(`real talosctl ${DEFAULT_TALOS_VERSION}: v1.14 contract (multi-document
 })
 
 describe(`real talosctl ${DEFAULT_TALOS_VERSION}: v1.13 contract (legacy v1alpha1 fields)`, () => {
-  const k8s113 = KUBERNETES_RANGE_BY_TALOS_MINOR['1.13']!.max.replace(/\.99$/, '.0')
+  const k8s113 = kubernetesRangeOfTalos('1.13')!.max.replace(/\.99$/, '.0')
 
   it('replaced: cni none, proxy disabled, kubePrism 7445, cluster.inlineManifests on the control plane only', async () => {
     const g = await generate('v113-replaced', 'v1.13', k8s113, 'replaced', true)

@@ -1,17 +1,17 @@
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
 import {
-  DEFAULT_KUBERNETES_VERSION,
+  defaultKubernetesVersion,
   DEFAULT_TALOS_VERSION,
   hasMultidocHostDNSConfig,
   hasMultidocKubernetesConfig,
-  KUBERNETES_RANGE_BY_TALOS_MINOR,
   parseKubernetesVersion,
   parseTalosVersion,
   requireCompatibleKubernetesVersion,
   requireSupportedTalosVersion,
   SUPPORTED_TALOS,
 } from '../../src/lib/talos/versions.js'
+import {kubernetesRangeOfTalos} from '../../src/lib/compatibility/queries.js'
 
 function thrown(fn: () => unknown): IchorError {
   try {
@@ -50,7 +50,7 @@ describe('parseKubernetesVersion', () => {
   it('accepts 1.36.2 and v1.36.2, canonical without the v', () => {
     expect(parseKubernetesVersion('1.36.2').version).toBe('1.36.2')
     expect(parseKubernetesVersion('v1.36.2').version).toBe('1.36.2')
-    expect(parseKubernetesVersion(DEFAULT_KUBERNETES_VERSION).version).toBe(DEFAULT_KUBERNETES_VERSION)
+    expect(parseKubernetesVersion(defaultKubernetesVersion()).version).toBe(defaultKubernetesVersion())
   })
 
   it('refuses a partial version naming --kubernetes-version', () => {
@@ -91,7 +91,7 @@ describe('requireSupportedTalosVersion', () => {
 
 describe('requireCompatibleKubernetesVersion', () => {
   it('accepts the default pair and the edges of a range', () => {
-    expect(requireCompatibleKubernetesVersion(DEFAULT_TALOS_VERSION, DEFAULT_KUBERNETES_VERSION).version).toBe(DEFAULT_KUBERNETES_VERSION)
+    expect(requireCompatibleKubernetesVersion(DEFAULT_TALOS_VERSION, defaultKubernetesVersion()).version).toBe(defaultKubernetesVersion())
     expect(requireCompatibleKubernetesVersion('v1.13.9', 'v1.31.0').version).toBe('1.31.0')
     expect(requireCompatibleKubernetesVersion('v1.13.9', '1.36.7').version).toBe('1.36.7')
   })
@@ -108,6 +108,6 @@ describe('requireCompatibleKubernetesVersion', () => {
   })
 
   it('has a range for every supported Talos minor', () => {
-    for (let minor = 10; minor <= 14; minor++) expect(KUBERNETES_RANGE_BY_TALOS_MINOR[`1.${minor}`]).toBeDefined()
+    for (let minor = 10; minor <= 14; minor++) expect(kubernetesRangeOfTalos(`1.${minor}`)).toBeDefined()
   })
 })

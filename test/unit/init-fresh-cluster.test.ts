@@ -10,10 +10,12 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {kubernetesCompatibilityWarning} from '../../src/lib/cilium/compatibility.js'
 import {ciliumRenderApiVersions} from '../../src/lib/cilium/validate.js'
 import type {InitInputs} from '../../src/lib/init/inputs.js'
 import {freshClusterFacts} from '../../src/lib/init/render.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
@@ -58,7 +60,7 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
       {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
     )
     expect(r.status, r.stdout + r.stderr).toBe(0)
-    expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33, .*v1\.18\.14\)/)
+    expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33; .*v1\.18\.14\)/)
     // Issue 12 point 4: no Helm hook (the post-install hubble-generate-certs Job) in the Talos inline manifest.
     const inline = readFileSync(join(out, 'cilium', 'manifest.yaml'), 'utf8')
     expect(inline).toMatch(/kind: DaemonSet/)
@@ -68,7 +70,7 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toContain('CronJob/hubble-generate-certs') // the chart's non-hook renewal stays
   })
 
-  it("Given the default combination and --json, When the offline dry run ends, Then the result's warnings hold the compatibility warning and what to do", () => {
+  it('Given the default combination and --json, When the offline dry run ends, Then no compatibility warning is given and plan.txt names the tested versions', () => {
     const out = join(work, 'out-k8s-json')
     const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--json'], {
       encoding: 'utf8',
@@ -76,11 +78,11 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     })
     expect(r.status, r.stdout + r.stderr).toBe(0)
     const result = JSON.parse(r.stdout) as {warnings: string[]}
-    const warning = result.warnings.find((w) => w.includes('Cilium 1.18 is tested on'))
-    expect(warning, JSON.stringify(result.warnings)).toMatch(/Kubernetes 1\.37 is outside/)
-    // What to do: the newest tested minor that the Talos version also runs.
-    expect(warning).toMatch(/--kubernetes-version 1\.33\.N/)
-    expect(warning).not.toMatch(/^warning: /) // the array's entries carry no prefix, as initInputWarnings' do
+    expect(result.warnings.filter((w) => /is tested on|nobody tested/.test(w))).toEqual([])
+    expect(r.stderr).not.toMatch(/nobody tested/)
+    const plan = readFileSync(join(out, 'plan.txt'), 'utf8')
+    expect(plan).toContain(`Talos ${DEFAULT_TALOS_VERSION}, Kubernetes ${defaultKubernetesVersion()},`)
+    expect(plan).toMatch(new RegExp(`cilium: cilium ${pinnedAssets().cilium.version.replace(/\./g, '\\.')} \\(pinned\\)`))
   })
 
   it('names what to do: a tested minor the Talos version runs, or none when their ranges do not meet', () => {

@@ -2,10 +2,11 @@
 // from a node's machine config, and the reading of `talosctl etcd status`.
 import {describe, expect, it} from 'vitest'
 import {IchorError} from '../../src/lib/errors/errors.js'
-import {checkTalosUpgrade, NEWEST_TALOS_PATCH, retagImage} from '../../src/lib/talos-upgrade/policy.js'
+import {kubernetesRangeOfTalos, newestTalosPatch} from '../../src/lib/compatibility/queries.js'
+import {checkTalosUpgrade, retagImage} from '../../src/lib/talos-upgrade/policy.js'
 import {installImageOfConfig} from '../../src/lib/talos/machine-config.js'
 import {parseEtcdStatusTable} from '../../src/lib/talos/talosctl.js'
-import {KUBERNETES_RANGE_BY_TALOS_MINOR, parseTalosVersion, SUPPORTED_TALOS} from '../../src/lib/talos/versions.js'
+import {parseTalosVersion, SUPPORTED_TALOS} from '../../src/lib/talos/versions.js'
 
 function refusal(fn: () => unknown): IchorError {
   try {
@@ -36,7 +37,7 @@ describe('checkTalosUpgrade', () => {
   })
 
   it('the next minor from the newest patch ichor knows of the current one', () => {
-    expect(checkTalosUpgrade({to: 'v1.14.1', nodes: nodes(NEWEST_TALOS_PATCH['1.13']!), kubernetesVersion: '1.36.2'}).behind).toEqual(['10.5.0.2'])
+    expect(checkTalosUpgrade({to: 'v1.14.1', nodes: nodes(newestTalosPatch('1.13')!), kubernetesVersion: '1.36.2'}).behind).toEqual(['10.5.0.2'])
   })
 
   it('a downgrade is refused naming the node and talosctl rollback (exit 2)', () => {
@@ -82,8 +83,8 @@ describe('checkTalosUpgrade', () => {
   it('every supported minor has a newest patch and a Kubernetes range', () => {
     const newest = parseTalosVersion(`${SUPPORTED_TALOS.newestMinor}.0`)
     for (let minor = parseTalosVersion(SUPPORTED_TALOS.oldest).minor; minor <= newest.minor; minor++) {
-      expect(NEWEST_TALOS_PATCH[`1.${minor}`], `1.${minor}`).toMatch(new RegExp(`^v1\\.${minor}\\.\\d+$`))
-      expect(KUBERNETES_RANGE_BY_TALOS_MINOR[`1.${minor}`], `1.${minor}`).toBeDefined()
+      expect(newestTalosPatch(`1.${minor}`), `1.${minor}`).toMatch(new RegExp(`^v1\\.${minor}\\.\\d+$`))
+      expect(kubernetesRangeOfTalos(`1.${minor}`), `1.${minor}`).toBeDefined()
     }
   })
 })

@@ -1,24 +1,12 @@
-// The Kubernetes minors each Cilium minor is e2e tested on. Cilium does not refuse other
-// versions ("older and newer Kubernetes versions ... depend on the forward / backward
-// compatibility offered by Kubernetes"), so ichor warns and goes on.
-// Source: the k8s Version column of Documentation/network/kubernetes/compatibility.rst in
-// cilium/cilium at the tag named per row. Cilium keeps that list fixed for a release branch's
-// whole maintenance period, so one patch's table stands for the minor.
-import {KUBERNETES_RANGE_BY_TALOS_MINOR, parseKubernetesVersion, type KubernetesVersion, type SemVer} from '../talos/versions.js'
+// The Kubernetes minors each Cilium minor is e2e tested on, as compatibility.json records them
+// (the k8s Version column of Cilium's Documentation/network/kubernetes/compatibility.rst, one
+// row per minor: Cilium keeps that list fixed for a release branch's whole maintenance period).
+// Cilium does not refuse other versions ("older and newer Kubernetes versions ... depend on the
+// forward / backward compatibility offered by Kubernetes"), so init warns and goes on, and
+// `kubernetes upgrade` asks for --allow-untested.
+import {kubernetesRangeOfTalos, testedKubernetesByCiliumMinor, testedKubernetesOfCilium, type TestedKubernetes} from '../compatibility/queries.js'
+import {parseKubernetesVersion, type KubernetesVersion, type SemVer} from '../talos/versions.js'
 import {minorOf, nextCiliumUpgrade} from './versions.js'
-
-export interface TestedKubernetes {
-  /** Oldest and newest tested Kubernetes minor, "MAJOR.MINOR". */
-  oldest: string
-  newest: string
-  /** The cilium/cilium tag whose compatibility.rst the row was read from. */
-  source: string
-}
-
-export const KUBERNETES_TESTED_BY_CILIUM_MINOR: Readonly<Record<string, TestedKubernetes>> = {
-  '1.18': {oldest: '1.30', newest: '1.33', source: 'v1.18.14'},
-  '1.19': {oldest: '1.32', newest: '1.35', source: 'v1.19.3'},
-}
 
 const minorNumbers = (text: string) => text.split('.').slice(0, 2).map(Number) as [number, number]
 
@@ -34,19 +22,19 @@ export function kubernetesCompatibilityWarning(
   talos?: Pick<SemVer, 'major' | 'minor'>,
 ): string | undefined {
   const [cMajor, cMinor] = minorNumbers(ciliumVersion)
-  const tested = KUBERNETES_TESTED_BY_CILIUM_MINOR[`${cMajor}.${cMinor}`]
+  const tested = testedKubernetesOfCilium(`${cMajor}.${cMinor}`)
   if (!tested) return undefined
   const [oMajor, oMinor] = minorNumbers(tested.oldest)
   const [nMajor, nMinor] = minorNumbers(tested.newest)
   const k = kube.major * 1000 + kube.minor
   if (k >= oMajor * 1000 + oMinor && k <= nMajor * 1000 + nMinor) return undefined
-  const what = `Kubernetes ${kube.major}.${kube.minor} is outside the versions Cilium ${cMajor}.${cMinor} is tested on (${tested.oldest} to ${tested.newest}, Cilium's Kubernetes compatibility table at ${tested.source}); it may work, but nobody tested it`
+  const what = `Kubernetes ${kube.major}.${kube.minor} is outside the versions Cilium ${cMajor}.${cMinor} is tested on (${tested.oldest} to ${tested.newest}; ${tested.source}); it may work, but nobody tested it`
   return `${what}: ${whatToDo(tested, talos)}`
 }
 
 /** The newest tested Kubernetes minor the Talos version runs, as a flag to pass; or what else is left. */
 function whatToDo(tested: TestedKubernetes, talos: Pick<SemVer, 'major' | 'minor'> | undefined): string {
-  const range = talos ? KUBERNETES_RANGE_BY_TALOS_MINOR[`${talos.major}.${talos.minor}`] : undefined
+  const range = talos ? kubernetesRangeOfTalos(`${talos.major}.${talos.minor}`) : undefined
   const rankOf = (text: string) => {
     const [major, minor] = minorNumbers(text)
     return major * 1000 + minor
@@ -72,16 +60,17 @@ export function ciliumUntested(
   to: Pick<KubernetesVersion, 'major' | 'minor'>,
 ): {message: string; fix: string; cilium?: string} | undefined {
   const minor = minorOf(ciliumVersion)
-  const tested = KUBERNETES_TESTED_BY_CILIUM_MINOR[minor]
+  const table = testedKubernetesByCiliumMinor()
+  const tested = table[minor]
   const k = `${to.major}.${to.minor}`
-  const covering = Object.entries(KUBERNETES_TESTED_BY_CILIUM_MINOR)
+  const covering = Object.entries(table)
     .filter(([, t]) => asMinor(parseMinor(t.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(t.newest)))
     .map(([m]) => m)
     .sort((a, b) => asMinor(parseMinor(a)) - asMinor(parseMinor(b)))
   if (tested && asMinor(parseMinor(tested.oldest)) <= asMinor(to) && asMinor(to) <= asMinor(parseMinor(tested.newest))) return undefined
   const message = tested
-    ? `Cilium ${minor} is tested on Kubernetes ${tested.oldest} to ${tested.newest}, not ${k} (Cilium's Kubernetes compatibility table at ${tested.source})`
-    : `no tested Kubernetes range is known for Cilium ${minor} (ichor knows ${Object.keys(KUBERNETES_TESTED_BY_CILIUM_MINOR).join(', ')})`
+    ? `Cilium ${minor} is tested on Kubernetes ${tested.oldest} to ${tested.newest}, not ${k} (${tested.source})`
+    : `no tested Kubernetes range is known for Cilium ${minor} (ichor knows ${Object.keys(table).join(', ')})`
   const target = covering.find((m) => asMinor(parseMinor(m)) > asMinor(parseMinor(minor)))
   if (!target) return {message, fix: `no Cilium minor ichor knows is tested on Kubernetes ${k}`}
   // The cni upgrade steps, as its own policy takes them: newest patch first, one minor at a time.

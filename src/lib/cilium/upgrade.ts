@@ -10,7 +10,8 @@ import {readLiveFacts, refuseHalfDoneSwitch, type ChangeSources} from './change.
 import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
-import {judgeCiliumUpgrade, KNOWN_CILIUM_CHARTS, type UpgradeVerdict} from './versions.js'
+import {knownCiliumCharts} from '../compatibility/queries.js'
+import {judgeCiliumUpgrade, type UpgradeVerdict} from './versions.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export interface UpgradeSources extends ChangeSources {
@@ -71,7 +72,7 @@ export function resolveUpgradeChart(sources: UpgradeSources): UpgradeTarget {
 }
 
 function describeUpgradeChart(chart: ResolvedAsset): string {
-  const known = KNOWN_CILIUM_CHARTS.find((k) => k.version === chart.version)
+  const known = knownCiliumCharts().find((k) => k.version === chart.version)
   const verdict = chart.matchesPin
     ? `the pinned chart ${chart.pinned.version}`
     : known?.sha256 === chart.sha256

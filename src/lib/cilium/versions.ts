@@ -2,21 +2,9 @@
 // (Documentation/operations/upgrade.rst) puts it: never down, one minor at a time, and
 // first to the newest patch of the minor it runs. Pure functions over version strings.
 import {compareVersions} from '../assets/resolve.js'
+import {knownCiliumCharts} from '../compatibility/queries.js'
 
-/**
- * The Cilium chart versions this ichor knows, with the digest the cilium/charts index
- * records for each: the pin, and the newest patch of each later minor at the time the pin
- * was chosen. Extend it when a chart is tested with ichor.
- */
-export const KNOWN_CILIUM_CHARTS: readonly {version: string; sha256: string}[] = [
-  {version: '1.18.0', sha256: '7f9557f24b944ab06a0a661a1be236eedf0966341deb6ecd326209d6ab116a85'},
-  // The newest 1.18 patch in cilium/charts: the guide's stop before 1.19.
-  {version: '1.18.12', sha256: '5923f9d9fcb11bc4692ad52353cc791b935d96e09ba0c535c5a8b88ea8a37572'},
-  {version: '1.19.6', sha256: '21c43cf53841f9ab0375047d95aa4c64051ea52bbd2c679416e6408f5f1c9179'},
-  {version: '1.20.0', sha256: 'c5f013912360d1a334f44ef25f36da59ba3414cdb48f466ee12d0c4fdff27883'},
-]
-
-const knownCiliumVersions = (): string[] => KNOWN_CILIUM_CHARTS.map((c) => c.version)
+const knownCiliumVersions = (): string[] => knownCiliumCharts().map((c) => c.version)
 
 interface Semver {
   major: number

@@ -1,7 +1,7 @@
 // What `ichor version` reports: the CLI's own version and every version it pins.
 import {pinnedAssets} from '../assets/lock.js'
 import {embeddedAssets} from '../assets/packaged.js'
-import {DEFAULT_KUBERNETES_VERSION, DEFAULT_TALOS_VERSION} from '../talos/versions.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../talos/versions.js'
 
 export interface VersionInfo {
   ichor: string
@@ -23,7 +23,7 @@ export function versionInfo(cli: {version: string; platform: string; arch: strin
       argocd: assets.argocd.version,
       kokumi: assets.kokumi.version,
       talos: DEFAULT_TALOS_VERSION,
-      kubernetes: DEFAULT_KUBERNETES_VERSION,
+      kubernetes: defaultKubernetesVersion(),
     },
     embedded: embeddedAssets()?.artifacts.map(({id, version, sha256, matchesPin}) => ({id, version, sha256, matchesPin})),
   }

@@ -3,10 +3,9 @@
 import {ValidationError, IchorError, type Issue} from '../errors/errors.js'
 import {KUBE_PROXY_MODES, type KubeProxyMode, TUNNEL_PROTOCOLS, type TunnelProtocol} from '../state/installation-types.js'
 import {
-  DEFAULT_KUBERNETES_VERSION,
   DEFAULT_TALOS_VERSION,
+  defaultKubernetesVersion,
   parseKubernetesVersion,
-  KUBERNETES_RANGE_BY_TALOS_MINOR,
   parseTalosVersion,
   requireCompatibleKubernetesVersion,
   requireSupportedTalosVersion,
@@ -73,7 +72,7 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
     issue('--talos-version', stripFlag(error, '--talos-version'))
   }
   try {
-    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? defaultKubernetesFor(talosVersion))
+    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? defaultKubernetesVersion(talosVersion?.tag))
     if (talosVersion) kubernetesVersion = requireCompatibleKubernetesVersion(talosVersion, kubernetesVersion)
   } catch (error) {
     issue('--kubernetes-version', stripFlag(error, '--kubernetes-version'))
@@ -139,17 +138,6 @@ export function checkEndpoint(input: string | undefined): {endpoint: string} | {
 /** Node lists as flags (repeated, or comma lists) and prompts (commas or spaces) give them. */
 export function splitNodeList(values: readonly string[] | string): string[] {
   return (typeof values === 'string' ? [values] : values).flatMap((v) => v.split(/[\s,]+/)).filter(Boolean)
-}
-
-/** ichor's default Kubernetes when Talos runs it, else the newest that Talos minor runs (as its own default is). */
-function defaultKubernetesFor(talos: TalosVersion | undefined): string {
-  if (!talos) return DEFAULT_KUBERNETES_VERSION
-  try {
-    return requireCompatibleKubernetesVersion(talos, DEFAULT_KUBERNETES_VERSION).version
-  } catch {
-    const max = KUBERNETES_RANGE_BY_TALOS_MINOR[`${talos.major}.${talos.minor}`]?.max
-    return max ? max.replace(/\.99$/, '.0') : DEFAULT_KUBERNETES_VERSION
-  }
 }
 
 function stripFlag(error: unknown, flag: string): string {

@@ -1,5 +1,5 @@
 // `ichor kubernetes upgrade`'s rules, checked before anything runs (pure functions):
-//   - the target runs on the installed Talos minor (KUBERNETES_RANGE_BY_TALOS_MINOR);
+//   - the target runs on the installed Talos minor (compatibility.json's Talos rows);
 //   - one minor at a time, never down: Kubernetes' version skew policy, and what talosctl
 //     accepts (go-kubernetes v0.2.41 kubernetes/upgrade/path.go `IsSupported`: only
 //     "1.N->1.N" and "1.N->1.N+1");
@@ -10,7 +10,8 @@ import {ciliumUntested} from '../cilium/compatibility.js'
 import {minorOf} from '../cilium/versions.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {compareVersions, KUBERNETES_RANGE_BY_TALOS_MINOR, parseKubernetesVersion, parseTalosVersion, type KubernetesVersion} from '../talos/versions.js'
+import {kubernetesRangeOfTalos} from '../compatibility/queries.js'
+import {compareVersions, parseKubernetesVersion, parseTalosVersion, type KubernetesVersion} from '../talos/versions.js'
 
 const ALLOW_UNTESTED_FLAG = '--allow-untested'
 
@@ -38,7 +39,7 @@ export function checkKubernetesUpgrade(i: KubernetesUpgradeInput): KubernetesUpg
   const to = withFlag('--to', () => parseKubernetesVersion(i.to))
   const from = parseKubernetesVersion(i.from)
   const talos = parseTalosVersion(i.talosVersion)
-  const range = KUBERNETES_RANGE_BY_TALOS_MINOR[`${talos.major}.${talos.minor}`]
+  const range = kubernetesRangeOfTalos(`${talos.major}.${talos.minor}`)
   if (!range) throw usage(`--to: no Kubernetes range is known for Talos ${talos.tag}`)
   const min = parseKubernetesVersion(range.min)
   const max = parseKubernetesVersion(range.max)

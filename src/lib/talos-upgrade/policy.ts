@@ -3,34 +3,15 @@
 //     the slot it booted before);
 //   - one minor at a time, and a minor is left from its newest patch: Talos's upgrade notes
 //     (docs "Upgrading Talos Linux": upgrade to the latest patch of the current minor, then to
-//     the next minor); "newest" is the newest patch ichor knows (NEWEST_TALOS_PATCH);
-//   - the target's Talos runs the cluster's Kubernetes (KUBERNETES_RANGE_BY_TALOS_MINOR), else
+//     the next minor); "newest" is the newest patch ichor knows (compatibility.json);
+//   - the target's Talos runs the cluster's Kubernetes (compatibility.json's Talos rows), else
 //     the `ichor kubernetes upgrade` that comes first is named.
 // And the installer image a node is upgraded with: the one its machine config installed it
 // with, at the target's tag, so an Image Factory schematic keeps its extensions.
+import {kubernetesRangeOfTalos, newestTalosPatch} from '../compatibility/queries.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
-import {
-  compareVersions,
-  KUBERNETES_RANGE_BY_TALOS_MINOR,
-  parseKubernetesVersion,
-  parseTalosVersion,
-  requireSupportedTalosVersion,
-  type TalosVersion,
-} from '../talos/versions.js'
-
-/**
- * The newest patch of each Talos minor ichor knows of: the tags of siderolabs/talos (v1.10.9,
- * v1.11.6, v1.12.11, v1.13.9), and for v1.14 the newest Go module release (v1.14.1). A minor is
- * left from this patch; a newer patch of the same minor is still accepted as a target.
- */
-export const NEWEST_TALOS_PATCH: Readonly<Record<string, string>> = {
-  '1.10': 'v1.10.9',
-  '1.11': 'v1.11.6',
-  '1.12': 'v1.12.11',
-  '1.13': 'v1.13.9',
-  '1.14': 'v1.14.1',
-}
+import {compareVersions, parseKubernetesVersion, parseTalosVersion, requireSupportedTalosVersion, type TalosVersion} from '../talos/versions.js'
 
 export interface TalosUpgradeInput {
   /** --to */
@@ -80,14 +61,14 @@ export function checkTalosUpgrade(i: TalosUpgradeInput): TalosUpgradeVerdict {
       )
     const minors = (to.major - from.major) * 1000 + (to.minor - from.minor)
     if (minors > 1) {
-      const next = NEWEST_TALOS_PATCH[minorKey(from)] ?? `v${from.major}.${from.minor}.x`
+      const next = newestTalosPatch(minorKey(from)) ?? `v${from.major}.${from.minor}.x`
       throw usage(
         `--to: node ${n.node} runs ${from.tag}; ${to.tag} skips a minor: Talos upgrades one minor at a time`,
         `ichor talos upgrade --to ${nextMinorTarget(from, next)} first`,
       )
     }
     if (minors === 1) {
-      const newest = NEWEST_TALOS_PATCH[minorKey(from)]
+      const newest = newestTalosPatch(minorKey(from))
       if (newest && compareVersions(from, parseTalosVersion(newest)) < 0)
         throw usage(
           `--to: node ${n.node} runs ${from.tag}; a minor is left from its newest patch (${newest}), as Talos's upgrade notes say`,
@@ -103,11 +84,11 @@ export function checkTalosUpgrade(i: TalosUpgradeInput): TalosUpgradeVerdict {
 /** Where a node two minors behind goes first: the newest patch of its own minor, unless it runs it already. */
 function nextMinorTarget(from: TalosVersion, newestOfMinor: string): string {
   if (!/x$/.test(newestOfMinor) && compareVersions(from, parseTalosVersion(newestOfMinor)) < 0) return newestOfMinor
-  return NEWEST_TALOS_PATCH[`${from.major}.${from.minor + 1}`] ?? `v${from.major}.${from.minor + 1}.x`
+  return newestTalosPatch(`${from.major}.${from.minor + 1}`) ?? `v${from.major}.${from.minor + 1}.x`
 }
 
 function requireKubernetesRuns(to: TalosVersion, kubernetes: string): void {
-  const range = KUBERNETES_RANGE_BY_TALOS_MINOR[minorKey(to)]
+  const range = kubernetesRangeOfTalos(minorKey(to))
   if (!range) throw usage(`--to: no Kubernetes range is known for Talos ${to.tag}`)
   const k = parseKubernetesVersion(kubernetes)
   if (compareVersions(k, parseKubernetesVersion(range.min)) < 0) {

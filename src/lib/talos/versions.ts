@@ -2,6 +2,8 @@
 // Talos config "contract" facts that decide which machine-config form a patch must use.
 // Each fact names the Talos source it was read from (see README.md beside this file).
 import {parseAllDocuments} from 'yaml'
+import {pinnedAssets} from '../assets/lock.js'
+import {defaultKubernetesFor, kubernetesRangeOfTalos, minorKeyOf, newestKubernetesPatch} from '../compatibility/queries.js'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 
@@ -27,8 +29,22 @@ export interface KubernetesVersion extends SemVer {
  */
 export const DEFAULT_TALOS_VERSION = 'v1.14.1'
 
-/** `constants.DefaultKubernetesVersion` in pkg/machinery/constants/constants.go at Talos v1.14.1. */
-export const DEFAULT_KUBERNETES_VERSION = '1.37.0'
+/**
+ * The Kubernetes version init installs when none is given: the newest patch ichor knows of the
+ * newest minor that `talos` runs and the Cilium chart `cilium` (the pin, by default) is tested
+ * on (compatibility.json), so a default is a combination someone tested; when no minor is both,
+ * the newest patch of the newest minor Talos runs (Talos's own default).
+ */
+export function defaultKubernetesVersion(talos: string = DEFAULT_TALOS_VERSION, cilium: string = pinnedAssets().cilium.version): string {
+  const tested = defaultKubernetesFor(talos, cilium)
+  if (tested) return tested
+  const range = kubernetesRangeOfTalos(minorKeyOf(talos))
+  const newest = range && newestKubernetesPatch(minorKeyOf(range.max))
+  return newest ?? (range ? range.max.replace(/\.99$/, '.0') : EXAMPLE_KUBERNETES_VERSION)
+}
+
+/** A Kubernetes version for examples in messages (Talos v1.14.1's `constants.DefaultKubernetesVersion`). */
+const EXAMPLE_KUBERNETES_VERSION = '1.37.0'
 
 /**
  * Talos versions ichor renders patches for: every field it writes exists from v1.10.0
@@ -45,7 +61,7 @@ export function parseTalosVersion(input: string): TalosVersion {
 }
 
 export function parseKubernetesVersion(input: string): KubernetesVersion {
-  const {major, minor, patch} = parseReleaseVersion(input, '--kubernetes-version', 'Kubernetes', DEFAULT_KUBERNETES_VERSION)
+  const {major, minor, patch} = parseReleaseVersion(input, '--kubernetes-version', 'Kubernetes', EXAMPLE_KUBERNETES_VERSION)
   return {major, minor, patch, version: `${major}.${minor}.${patch}`}
 }
 
@@ -106,23 +122,11 @@ export function hasMultidocHostDNSConfig(v: TalosVersion | string): boolean {
   return atLeast(v, 1, 14)
 }
 
-/**
- * Kubernetes versions each supported Talos minor runs, from
- * pkg/machinery/compatibility/talos1XX/talos1XX.go (Minimum/MaximumKubernetesVersion) at v1.14.1.
- */
-export const KUBERNETES_RANGE_BY_TALOS_MINOR: Readonly<Record<string, {min: string; max: string}>> = {
-  '1.10': {min: '1.28.0', max: '1.33.99'},
-  '1.11': {min: '1.29.0', max: '1.34.99'},
-  '1.12': {min: '1.30.0', max: '1.35.99'},
-  '1.13': {min: '1.31.0', max: '1.36.99'},
-  '1.14': {min: '1.32.0', max: '1.37.99'},
-}
-
 /** Refuses a Kubernetes version the given Talos version cannot run, naming both flags and the range. */
 export function requireCompatibleKubernetesVersion(talos: TalosVersion | string, kubernetes: KubernetesVersion | string): KubernetesVersion {
   const t = requireSupportedTalosVersion(talos)
   const k = typeof kubernetes === 'string' ? parseKubernetesVersion(kubernetes) : kubernetes
-  const range = KUBERNETES_RANGE_BY_TALOS_MINOR[`${t.major}.${t.minor}`]
+  const range = kubernetesRangeOfTalos(`${t.major}.${t.minor}`)
   if (!range) throw new IchorError(`--talos-version: no Kubernetes compatibility is known for ${t.tag}`, {exitCode: EXIT.usage})
   if (compareVersions(k, parseKubernetesVersion(range.min)) < 0 || compareVersions(k, parseKubernetesVersion(range.max)) > 0) {
     throw new IchorError(
