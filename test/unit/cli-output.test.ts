@@ -126,12 +126,14 @@ function talosArgs(id: string): string[] {
 }
 
 /**
- * The commands that need more than an API server for a document: `backup` an etcd snapshot from a
+ * The commands that need more than an API server for a document: `upgrade plan` the nodes' versions; `backup` an etcd snapshot from a
  * Talos node (its -o json and -o yaml run on the harness, test/e2e/backup.test.ts); `backup
  * inspect` a backup file and no cluster (one is written here with the real age and tar).
  */
 const OWN_FIXTURE: Record<string, (() => Promise<string[]>) | 'e2e'> = {
   backup: 'e2e',
+  // Its plan starts from every node's Talos version: -o json and -o yaml on the harness (test/e2e/upgrade-plan.test.ts).
+  'upgrade:plan': 'e2e',
   'backup:inspect': async () => {
     const {file, keyFile} = await backupFixture()
     return [file, '--state-passphrase-file', keyFile]

@@ -32,7 +32,7 @@ export interface RunningKubernetes {
  * names none. Through the run's shared reads: one talosctl call for all control planes, once
  * per run until talosctl upgrade-k8s writes to them.
  */
-async function readRunningKubernetes(talos: TalosAccess): Promise<RunningKubernetes> {
+export async function readRunningKubernetes(talos: TalosAccess): Promise<RunningKubernetes> {
   const cr = await talos.installation()
   const perNode = await Promise.all(
     cr.spec.talos.controlPlanes.map(async (node) => ({

@@ -9,13 +9,14 @@
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import type {Kube} from '../kube/client.js'
+import {readRunningKubernetes} from '../kubernetes/upgrade.js'
 import {waitFor} from '../kube/wait.js'
 import {ciliumAgentOn, isReady as ready, kubeNodeOf} from '../nodes/kube-nodes.js'
 import type {Session} from '../session/session.js'
 import {readInstallation, writeInstallationSpec, writeInstallationStatus, type Installation, type TalosUpgradeStatus} from '../state/installation.js'
 import type {TalosAccess} from '../talos/access.js'
 import {getEtcdStatus, TalosctlError, unhealthyEtcdMembers, upgradeTalos} from '../talos/talosctl.js'
-import {compareVersions, kubernetesVersionOfConfig, parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
+import {parseTalosVersion} from '../talos/versions.js'
 import {holds, missing} from '../tasks/probe.js'
 import type {Task} from '../tasks/types.js'
 import {checkTalosUpgrade, retagImage} from './policy.js'
@@ -69,7 +70,7 @@ export async function judgeTalosUpgrade(p: TalosUpgradeInput): Promise<TalosUpgr
     cr,
     all.map((a) => a.node),
   )
-  const kubernetesVersion = await lowestKubernetes(p.talos, cr)
+  const kubernetesVersion = (await readRunningKubernetes(p.talos)).lowest
   const verdict = checkTalosUpgrade({to: p.to, nodes: selected.map((s) => ({node: s.node, version: versions.get(s.node)!})), kubernetesVersion})
   if (verdict.behind.length > 0) await requireHealthyEtcd(p.talos, controlPlanes)
   // Asked in one turn: the nodes' configs go out as one talosctl call (node-reads.ts).
@@ -118,13 +119,6 @@ async function answeringVersions(p: TalosUpgradeInput, cr: Installation, nodes: 
 }
 
 /** The lowest Kubernetes version the control planes' configs run (what must run on the target Talos). */
-async function lowestKubernetes(talos: TalosAccess, cr: Installation): Promise<string> {
-  const versions = await Promise.all(
-    cr.spec.talos.controlPlanes.map(async (n) => kubernetesVersionOfConfig(await talos.machineConfig(n)) ?? cr.spec.talos.kubernetesVersion),
-  )
-  return versions.sort((a, b) => compareVersions(parseKubernetesVersion(a), parseKubernetesVersion(b)))[0] ?? cr.spec.talos.kubernetesVersion
-}
-
 /** Every control plane's etcd member answers, is a voting member and reports no error. */
 async function requireHealthyEtcd(talos: TalosAccess, controlPlanes: string[]): Promise<void> {
   const status = await getEtcdStatus({nodes: controlPlanes, talosconfig: await talos.talosconfig()})

@@ -1,0 +1,225 @@
+// `ichor upgrade plan`'s planner: from what the cluster runs to a target combination, the ordered
+// hops each upgrade command takes, every one allowed by the rules the commands themselves apply
+// (compatibility.json): Talos and Cilium leave a minor from its newest patch and move one minor
+// at a time; Kubernetes moves one minor at a time, only to a minor the running Talos runs and the
+// running Cilium is tested on; a Talos minor needs the running Kubernetes inside its range; a
+// Cilium minor needs the running Kubernetes inside its tested range. Nothing goes down. Pure.
+import {pinnedAssets} from '../assets/lock.js'
+import {compareVersions} from '../assets/resolve.js'
+import {compatibility} from '../compatibility/data.js'
+import {
+  kubernetesRangeOfTalos,
+  knownCiliumCharts,
+  minorKeyOf,
+  newestKubernetesPatch,
+  newestTalosPatch,
+  testedKubernetesOfCilium,
+  upgradePathRules,
+} from '../compatibility/queries.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion, SUPPORTED_TALOS} from '../talos/versions.js'
+
+export type Component = 'talos' | 'cilium' | 'kubernetes'
+
+export interface Versions {
+  /** "v1.14.1" */
+  talos: string
+  /** "1.36.3" */
+  kubernetes: string
+  /** "1.20.0" */
+  cilium: string
+}
+
+export interface Hop {
+  component: Component
+  from: string
+  to: string
+  /** The exact command that makes the hop. */
+  command: string
+  /** Why this hop, and why now (what it comes before). */
+  why: string
+  /** Where the rule comes from (compatibility.json's row or path rule). */
+  source: string
+}
+
+export interface UpgradePlan {
+  current: Versions
+  target: Versions
+  hops: Hop[]
+  /** Why the target cannot be reached from here with the rules ichor knows; the hops up to there are still right. */
+  blocked?: string
+}
+
+type Candidate = {hop: Omit<Hop, 'why'> & {why: string}} | {blockedBy: Component; need: string; because: string} | undefined
+
+const rank = (minorKey: string) => {
+  const [major, minor] = minorKey.split('.').map(Number) as [number, number]
+  return major * 1000 + minor
+}
+const nextMinor = (minorKey: string) => {
+  const [major, minor] = minorKey.split('.').map(Number) as [number, number]
+  return `${major}.${minor + 1}`
+}
+const newer = (a: string, b: string) => compareVersions(a, b) > 0
+const rangeText = (r: {min: string; max: string}) => `${minorKeyOf(r.min)} to ${minorKeyOf(r.max)}`
+
+function newestCiliumPatch(minor: string): string | undefined {
+  return knownCiliumCharts()
+    .map((c) => c.version)
+    .filter((v) => minorKeyOf(v) === minor)
+    .sort((a, b) => compareVersions(b, a))[0]
+}
+
+/** The next Talos hop, or what it waits for. */
+function nextTalos(s: Versions, target: Versions): Candidate {
+  const rules = upgradePathRules()
+  const minor = minorKeyOf(s.talos)
+  if (minor === minorKeyOf(target.talos)) {
+    if (!newer(target.talos, s.talos)) return undefined
+    return {hop: talosHop(s.talos, target.talos, `the target, ${target.talos}`, rules.talos.source)}
+  }
+  if (rank(minor) > rank(minorKeyOf(target.talos))) return undefined
+  const newest = newestTalosPatch(minor)
+  if (newest && newer(newest, s.talos)) return {hop: talosHop(s.talos, newest, `the newest v${minor} patch: a Talos minor is left from it`, rules.talos.source)}
+  const n = nextMinor(minor)
+  const range = kubernetesRangeOfTalos(n)
+  const to = n === minorKeyOf(target.talos) ? target.talos : newestTalosPatch(n)
+  if (!range || !to) return {blockedBy: 'talos', need: n, because: `ichor knows no Talos v${n} release`}
+  if (compareVersions(s.kubernetes, range.min) < 0)
+    return {blockedBy: 'kubernetes', need: minorKeyOf(range.min), because: `Talos v${n} runs Kubernetes ${rangeText(range)}`}
+  return {hop: talosHop(s.talos, to, `the next Talos minor toward ${target.talos} (one at a time); v${n} runs Kubernetes ${rangeText(range)}`, range.source)}
+}
+
+function talosHop(from: string, to: string, why: string, source: string) {
+  return {component: 'talos' as const, from, to, command: `ichor talos upgrade --to ${to}`, why, source}
+}
+
+/** The next Cilium hop, or what it waits for. */
+function nextCilium(s: Versions, target: Versions): Candidate {
+  const rules = upgradePathRules()
+  const minor = minorKeyOf(s.cilium)
+  if (minor === minorKeyOf(target.cilium)) {
+    if (!newer(target.cilium, s.cilium)) return undefined
+    return {hop: ciliumHop(s.cilium, target.cilium, `the target, ${target.cilium}`, rules.cilium.source)}
+  }
+  if (rank(minor) > rank(minorKeyOf(target.cilium))) return undefined
+  const newest = newestCiliumPatch(minor)
+  if (newest && newer(newest, s.cilium))
+    return {hop: ciliumHop(s.cilium, newest, `the newest ${minor} patch: a Cilium minor is left from it`, rules.cilium.source)}
+  const n = nextMinor(minor)
+  const tested = testedKubernetesOfCilium(n)
+  const to = n === minorKeyOf(target.cilium) ? target.cilium : newestCiliumPatch(n)
+  if (!tested || !to) return {blockedBy: 'cilium', need: n, because: `ichor knows no Cilium ${n} chart`}
+  if (rank(minorKeyOf(s.kubernetes)) < rank(tested.oldest))
+    return {blockedBy: 'kubernetes', need: tested.oldest, because: `Cilium ${n} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`}
+  return {
+    hop: ciliumHop(
+      s.cilium,
+      to,
+      `the next Cilium minor toward ${target.cilium} (one at a time); ${n} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`,
+      tested.source,
+    ),
+  }
+}
+
+function ciliumHop(from: string, to: string, why: string, source: string) {
+  return {component: 'cilium' as const, from, to, command: `ichor cni upgrade --to ${to}`, why, source}
+}
+
+/** The next Kubernetes hop, or what it waits for. */
+function nextKubernetes(s: Versions, target: Versions): Candidate {
+  const rules = upgradePathRules()
+  const minor = minorKeyOf(s.kubernetes)
+  if (minor === minorKeyOf(target.kubernetes)) {
+    if (!newer(target.kubernetes, s.kubernetes)) return undefined
+    return {hop: kubernetesHop(s.kubernetes, target.kubernetes, `the target, ${target.kubernetes}`, rules.kubernetes.source)}
+  }
+  if (rank(minor) > rank(minorKeyOf(target.kubernetes))) return undefined
+  const n = nextMinor(minor)
+  const talosMinor = minorKeyOf(s.talos)
+  const range = kubernetesRangeOfTalos(talosMinor)
+  if (!range || rank(n) > rank(minorKeyOf(range.max)))
+    return {blockedBy: 'talos', need: n, because: `Talos v${talosMinor} runs Kubernetes ${range ? rangeText(range) : 'versions ichor does not know'}`}
+  const tested = testedKubernetesOfCilium(minorKeyOf(s.cilium))
+  if (!tested || rank(n) > rank(tested.newest))
+    return {
+      blockedBy: 'cilium',
+      need: n,
+      because: tested
+        ? `Cilium ${minorKeyOf(s.cilium)} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`
+        : `no tested range is known for Cilium ${minorKeyOf(s.cilium)}`,
+    }
+  const to = n === minorKeyOf(target.kubernetes) ? target.kubernetes : (newestKubernetesPatch(n) ?? `${n}.0`)
+  return {hop: kubernetesHop(s.kubernetes, to, `the next Kubernetes minor toward ${target.kubernetes} (one at a time)`, rules.kubernetes.source)}
+}
+
+function kubernetesHop(from: string, to: string, why: string, source: string) {
+  return {component: 'kubernetes' as const, from, to, command: `ichor kubernetes upgrade --to ${to}`, why, source}
+}
+
+const NAMES: Record<Component, string> = {talos: 'Talos', cilium: 'Cilium', kubernetes: 'Kubernetes'}
+const versionText = (c: Component, v: string) => (c === 'talos' ? `v${minorKeyOf(v)}` : minorKeyOf(v))
+
+/** The hops from `current` to `target` (each component kept where it is when it is already newer). */
+export function planUpgrade(current: Versions, wanted: Versions): UpgradePlan {
+  const target: Versions = {
+    talos: newer(current.talos, wanted.talos) ? current.talos : wanted.talos,
+    kubernetes: newer(current.kubernetes, wanted.kubernetes) ? current.kubernetes : wanted.kubernetes,
+    cilium: newer(current.cilium, wanted.cilium) ? current.cilium : wanted.cilium,
+  }
+  const hops: Hop[] = []
+  let s = {...current}
+  // Each hop moves one component forward, so the loop ends; the bound is a guard against bad data.
+  for (let i = 0; i < 64; i++) {
+    const candidates: Record<Component, Candidate> = {talos: nextTalos(s, target), cilium: nextCilium(s, target), kubernetes: nextKubernetes(s, target)}
+    const waiting = (Object.entries(candidates) as [Component, Candidate][]).filter(
+      (e): e is [Component, {blockedBy: Component; need: string; because: string}] => Boolean(e[1] && 'blockedBy' in e[1]),
+    )
+    const order: Component[] = ['talos', 'cilium', 'kubernetes']
+    const next = order.map((c) => candidates[c]).find((c): c is {hop: Hop} => Boolean(c && 'hop' in c))
+    if (!next) {
+      if (waiting.length === 0) return {current, target, hops}
+      const reasons = waiting.map(([c, w]) => `${NAMES[c]} ${versionText(c, s[c])} cannot move on: ${w.because}`)
+      return {current, target, hops, blocked: reasons.join('; ')}
+    }
+    const hop = {...next.hop}
+    // Say which waiting component this hop unblocks ("Kubernetes 1.36 needs Cilium 1.20 first").
+    const unblocks = waiting.filter(([, w]) => w.blockedBy === hop.component)
+    if (unblocks.length > 0) {
+      const minorMove = minorKeyOf(hop.to) !== minorKeyOf(hop.from)
+      const before = unblocks.map(([c, w]) =>
+        minorMove
+          ? `${NAMES[c]} ${nextOf(c, s)} needs ${NAMES[hop.component]} ${versionText(hop.component, hop.to)} first: ${w.because}`
+          : `${NAMES[c]} ${nextOf(c, s)} waits for ${NAMES[hop.component]}'s next minor: ${w.because}`,
+      )
+      hop.why = `${before.join('; ')}. ${capitalise(hop.why)}`
+    }
+    hops.push(hop)
+    s = {...s, [hop.component]: hop.to}
+  }
+  return {current, target, hops, blocked: 'the plan did not end within 64 hops (the compatibility data contradicts itself)'}
+}
+
+/** The version a waiting component wants next, for the reason text. */
+function nextOf(c: Component, s: Versions): string {
+  const n = nextMinor(minorKeyOf(s[c]))
+  return c === 'talos' ? `v${n}` : n
+}
+
+const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
+
+/** This ichor's default combination: what a fresh `ichor init` installs (the tested default set). */
+export function defaultTarget(): Versions {
+  return {talos: DEFAULT_TALOS_VERSION, kubernetes: defaultKubernetesVersion(), cilium: pinnedAssets().cilium.version}
+}
+
+/** The newest combination the compatibility data allows (--to-latest): its newest Talos and Cilium, and the newest Kubernetes both allow. */
+export function latestTarget(): Versions {
+  const supported = rank(minorKeyOf(SUPPORTED_TALOS.newestMinor))
+  const talosMinors = Object.keys(compatibility().talos.minors).filter((m) => rank(m) <= supported)
+  talosMinors.sort((a, b) => rank(b) - rank(a))
+  const talos = newestTalosPatch(talosMinors[0]!)!
+  const cilium = knownCiliumCharts()
+    .map((c) => c.version)
+    .sort((a, b) => compareVersions(b, a))[0]!
+  return {talos, kubernetes: defaultKubernetesVersion(talos, cilium), cilium}
+}

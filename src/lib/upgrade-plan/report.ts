@@ -1,0 +1,26 @@
+// What `ichor upgrade plan` prints: where the cluster is, where it goes, and each hop with its
+// command, why it comes where it does, and the source of the rule.
+import type {UpgradePlanReport} from './read.js'
+
+export function formatUpgradePlan(r: UpgradePlanReport): string {
+  const c = r.current
+  const mixed = new Set(c.talos.nodes.map((n) => n.version)).size > 1
+  const talos = mixed ? `Talos ${c.talos.lowest} (lowest; ${c.talos.nodes.map((n) => `${n.node} ${n.version}`).join(', ')})` : `Talos ${c.talos.lowest}`
+  const target =
+    r.targetKind === 'latest'
+      ? `the newest combination compatibility data revision ${r.compatibility.revision} allows`
+      : `this ichor's tested default set; --to-latest plans to the newest the compatibility data allows`
+  const lines = [
+    `Current: ${talos}, Kubernetes ${c.kubernetes.lowest}, Cilium ${c.cilium}`,
+    `Target:  Talos ${r.target.talos}, Kubernetes ${r.target.kubernetes}, Cilium ${r.target.cilium} (${target})`,
+  ]
+  if (r.hops.length === 0 && !r.blocked) lines.push('', 'Nothing to upgrade: the cluster runs the target combination (or newer).')
+  r.hops.forEach((h, i) => {
+    lines.push('', `${i + 1}. ${h.command}`, `   ${h.from} -> ${h.to}: ${h.why}`, `   source: ${h.source}`)
+  })
+  if (r.blocked) lines.push('', `Stops here: ${r.blocked}`)
+  const stack = c.stack.filter((s) => s.installed !== s.pinned)
+  if (stack.length > 0) lines.push('', ...stack.map((s) => `Stack: ${s.component} ${s.installed ?? '(not recorded)'} installed, this ichor pins ${s.pinned}`))
+  lines.push('', `Compatibility data: revision ${r.compatibility.revision} (${r.compatibility.origin}). Nothing was changed.`)
+  return lines.join('\n')
+}

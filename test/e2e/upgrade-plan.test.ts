@@ -1,0 +1,124 @@
+// `ichor upgrade plan` on restored converged clusters: at the defaults (1+1) nothing to do, and
+// with --to-latest the hops to the newest combination the compatibility data allows; the first hop
+// run for real drops out of the next plan. On 3+1 at Talos v1.13.9 with Kubernetes 1.36.0: Talos
+// first, then Cilium's patch and minors, Kubernetes' patch last, nothing downgraded. Read-only: no
+// Lease, the IchorInstallation and the Cilium release unchanged.
+import {join} from 'node:path'
+import {parse as parseYaml} from 'yaml'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
+import {readReleaseRecord} from '../../src/lib/helm/release-record.js'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {listObjects} from '../../src/lib/kube/objects.js'
+import type {UpgradePlanResult} from '../../src/lib/plans/upgrade-plan.js'
+import {readInstallation} from '../../src/lib/state/installation.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
+import {runIchor, type HarnessCluster} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
+import {UPSTREAM} from '../support/upstream.js'
+
+const commands = (r: UpgradePlanResult) => r.hops.map((h) => h.command)
+
+/** What a read-only command must leave as it found it. */
+async function untouched(kube: Kube) {
+  const cr = (await readInstallation(kube))!
+  const release = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
+  const leases = await listObjects(kube, {apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', namespace: 'ichor-system'})
+  return {cr: cr.metadata.resourceVersion, revision: release.revision, leases: leases.map((l) => `${l.metadata.name}@${l.metadata.resourceVersion}`)}
+}
+
+describe('ichor upgrade plan on the default combination (1+1)', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  const plan = (args: string[]) => runIchor(['upgrade', 'plan', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir, ...args], h.env)
+  beforeAll(async () => {
+    h = await convergedCluster('1+1')
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  }, CONVERGED_TIMEOUT_MS)
+  afterAll(() => h?.stop())
+
+  it('at the defaults: nothing to do, exit 0; nothing written, no Lease taken', async () => {
+    const before = await untouched(kube)
+    const run = await plan(['--json'])
+    expect(run.code, run.stderr).toBe(0)
+    const r = JSON.parse(run.stdout) as UpgradePlanResult
+    expect(r.current).toMatchObject({
+      talos: {lowest: DEFAULT_TALOS_VERSION},
+      kubernetes: {lowest: defaultKubernetesVersion()},
+      cilium: pinnedAssets().cilium.version,
+    })
+    expect(r.current.talos.nodes.map((n) => n.node)).toEqual([...h.controlPlanes, ...h.workers])
+    expect(r).toMatchObject({targetKind: 'default', hops: [], upToDate: true, compatibility: {revision: 1, origin: 'embedded'}})
+    const text = await plan([])
+    expect(text.stdout).toContain('Nothing to upgrade: the cluster runs the target combination')
+    expect(await untouched(kube)).toEqual(before)
+  })
+
+  it('--to-latest: the hops to the newest combination, each with its command, why and source; -o yaml is the same document', async () => {
+    const json = await plan(['--to-latest', '-o', 'json'])
+    expect(json.code, json.stderr).toBe(0)
+    const r = JSON.parse(json.stdout) as UpgradePlanResult
+    expect(r.target).toEqual({talos: 'v1.14.1', kubernetes: '1.36.3', cilium: '1.20.0'})
+    expect(commands(r)).toEqual([
+      'ichor cni upgrade --to 1.18.12',
+      'ichor cni upgrade --to 1.19.6',
+      'ichor cni upgrade --to 1.20.0',
+      'ichor kubernetes upgrade --to 1.34.1',
+      'ichor kubernetes upgrade --to 1.35.4',
+      'ichor kubernetes upgrade --to 1.36.3',
+    ])
+    for (const hop of r.hops) expect(hop.source, hop.command).toMatch(/cilium\/cilium|go-kubernetes|Talos/)
+    const yaml = await plan(['--to-latest', '-o', 'yaml'])
+    expect(yaml.code, yaml.stderr).toBe(0)
+    expect(parseYaml(yaml.stdout)).toEqual(r)
+  })
+
+  it("the plan's first command, run for real, drops out of the next plan", async () => {
+    const first = await plan(['--to-latest', '--json'])
+    const hop = (JSON.parse(first.stdout) as UpgradePlanResult).hops[0]!
+    const [, , ...args] = hop.command.split(' ')
+    const run = await runIchor([...args, '--yes', '--mirror', UPSTREAM.dir, '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir], h.env)
+    expect(run.code, run.stderr.slice(-3000)).toBe(0)
+    const next = JSON.parse((await plan(['--to-latest', '--json'])).stdout) as UpgradePlanResult
+    expect(next.current.cilium).toBe(hop.to)
+    expect(commands(next)).toEqual(commands(JSON.parse(first.stdout) as UpgradePlanResult).slice(1))
+  }, 300_000)
+})
+
+describe('ichor upgrade plan on Talos v1.13.9 with Kubernetes 1.36.0 (3+1)', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  const plan = (args: string[]) => runIchor(['upgrade', 'plan', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir, ...args], h.env)
+  beforeAll(async () => {
+    h = await convergedCluster('3+1@v1.13.9')
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+  }, CONVERGED_TIMEOUT_MS)
+  afterAll(() => h?.stop())
+
+  it('to the defaults: Talos v1.14.1 only (Kubernetes 1.36 is newer than the default and stays)', async () => {
+    const before = await untouched(kube)
+    const run = await plan(['--json'])
+    expect(run.code, run.stderr).toBe(0)
+    const r = JSON.parse(run.stdout) as UpgradePlanResult
+    expect(r.current).toMatchObject({talos: {lowest: 'v1.13.9'}, kubernetes: {lowest: '1.36.0'}})
+    expect(r.current.talos.nodes).toHaveLength(4)
+    expect(commands(r)).toEqual(['ichor talos upgrade --to v1.14.1'])
+    expect(r.target.kubernetes).toBe('1.36.0')
+    expect(await untouched(kube)).toEqual(before)
+  })
+
+  it('--to-latest: Talos first, then Cilium patch by patch and minor by minor, then the Kubernetes patch', async () => {
+    const run = await plan(['--to-latest'])
+    expect(run.code, run.stderr).toBe(0)
+    const steps = run.stdout.split('\n').filter((l) => /^\d+\. ichor /.test(l))
+    expect(steps).toEqual([
+      '1. ichor talos upgrade --to v1.14.1',
+      '2. ichor cni upgrade --to 1.18.12',
+      '3. ichor cni upgrade --to 1.19.6',
+      '4. ichor cni upgrade --to 1.20.0',
+      '5. ichor kubernetes upgrade --to 1.36.3',
+    ])
+    expect(run.stdout).toMatch(/^Current: Talos v1\.13\.9, Kubernetes 1\.36\.0, Cilium 1\.18\.0$/m)
+    expect(run.stdout).toContain('Nothing was changed.')
+  })
+})
