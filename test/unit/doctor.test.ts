@@ -4,10 +4,12 @@
 // version, which is all ichor reads of them: what is tested is ichor's reaction to it.
 // The real talosctl and a real API server are in test/e2e/doctor.test.ts.
 import {spawn} from 'node:child_process'
-import {chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync} from 'node:fs'
+import {chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
+import {formatDoctorReport} from '../../src/lib/doctor/format.js'
+import type {DoctorReport} from '../../src/lib/doctor/types.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 
@@ -63,7 +65,13 @@ async function doctor(args: string[], env: Record<string, string | undefined> = 
     child.on('error', reject)
     child.on('close', (status) => resolve({status, stdout, stderr}))
   })
-  const doc = JSON.parse(r.stdout) as {ok: boolean; checks: Check[]; skipped: string[]; error?: {message: string; exitCode: number}}
+  const doc = JSON.parse(r.stdout) as {
+    ok: boolean
+    checks: Check[]
+    skipped: string[]
+    tested: {id: string; pinned: string; pinTested: boolean; testedVersions: string[]}[]
+    error?: {message: string; exitCode: number}
+  }
   const check = (id: string) => {
     const found = doc.checks.find((c) => c.id === id)
     if (!found) throw new Error(`no check ${id} in ${r.stdout}`)
@@ -176,6 +184,18 @@ describe('ichor doctor: assets', async () => {
       detail: expect.stringMatching(/argo-cd 10\.1\.1.*does NOT match the pin/),
       fix: expect.stringMatching(/ichor assets fetch/),
     })
+  })
+  it("says plainly which pins this build was tested with: Cilium's pinned chart, but older Argo CD and Kokumi than the pins", async () => {
+    const r = await doctor(READY)
+    const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'assets', 'lock.json'), 'utf8')) as Record<string, {version: string}>
+    expect(r.doc.tested).toEqual([
+      expect.objectContaining({id: 'cilium', pinned: lock.cilium!.version, pinTested: true}),
+      expect.objectContaining({id: 'argocd', pinned: lock.argocd!.version, pinTested: false, testedVersions: ['10.1.1']}),
+      expect.objectContaining({id: 'kokumi', pinned: lock.kokumi!.version, pinTested: false, testedVersions: ['0.14.0']}),
+    ])
+    const human = formatDoctorReport(r.doc as unknown as DoctorReport)
+    expect(human).toMatch(new RegExp(`argocd ${lock.argocd!.version.replace(/\./g, '\\.')} \\(the pin\\): NOT tested by this build; its tests ran 10\\.1\\.1`))
+    expect(human).toMatch(new RegExp(`cilium ${lock.cilium!.version.replace(/\./g, '\\.')} \\(the pin\\): tested`))
   })
   it('nothing fetched and no mirror: each asset fails with `ichor assets fetch` as the fix', async () => {
     const r = await doctor(['--state-dir', privateState])

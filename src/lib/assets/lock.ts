@@ -17,6 +17,8 @@ export interface PinnedAsset {
   url: string
   size: number
   sha256: string
+  /** What this build's tests ran: the versions (the pin only when listed) and how. */
+  tested?: {versions: string[]; how: string}
 }
 
 /** The package root (the folder holding package.json), from dist/lib/assets or src/lib/assets. */

@@ -6,6 +6,7 @@ import {checkHelm, checkTalosctl} from './binaries.js'
 import {checkKube} from './kube.js'
 import {checkStateDir} from './state-dir.js'
 import {checkTalosconfigExpiry} from './talosconfig.js'
+import {testedArtifacts} from './tested.js'
 import type {DoctorCheck, DoctorReport} from './types.js'
 
 export interface DoctorOptions {
@@ -39,5 +40,6 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorReport> {
     ok: checks.every((c) => c.status !== 'fail'),
     checks,
     skipped: kubeGiven ? [] : ['kubeconfig, kube-api: no cluster named (pass --kubeconfig FILE or --context NAME, or set KUBECONFIG)'],
+    tested: testedArtifacts(),
   }
 }

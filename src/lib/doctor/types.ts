@@ -1,4 +1,5 @@
 // One check of `ichor doctor`: what was looked at, the verdict, and the one line that fixes it.
+import type {TestedArtifact} from './tested.js'
 
 export type CheckStatus = 'ok' | 'warn' | 'fail'
 
@@ -18,6 +19,8 @@ export interface DoctorReport {
   checks: DoctorCheck[]
   /** Checks that were not run, and why (e.g. no kubeconfig was given). */
   skipped: string[]
+  /** Which pinned artifacts this build's tests ran (the pin itself, or only older versions). */
+  tested: TestedArtifact[]
 }
 
 export const ok = (id: string, detail: string): DoctorCheck => ({id, status: 'ok', detail})
