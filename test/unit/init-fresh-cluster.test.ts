@@ -61,6 +61,8 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     )
     expect(r.status, r.stdout + r.stderr).toBe(0)
     expect(r.stderr).toMatch(/warning: Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on \(1\.30 to 1\.33; .*v1\.18\.14\)/)
+    // plan.txt, the file a reviewer reads, says it too.
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toMatch(/^warnings:\n {2}- Kubernetes 1\.37 is outside the versions Cilium 1\.18 is tested on/m)
     // Issue 12 point 4: no Helm hook (the post-install hubble-generate-certs Job) in the Talos inline manifest.
     const inline = readFileSync(join(out, 'cilium', 'manifest.yaml'), 'utf8')
     expect(inline).toMatch(/kind: DaemonSet/)
@@ -80,6 +82,7 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     const result = JSON.parse(r.stdout) as {warnings: string[]}
     expect(result.warnings.filter((w) => /is tested on|nobody tested/.test(w))).toEqual([])
     expect(r.stderr).not.toMatch(/nobody tested/)
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).not.toMatch(/^warnings:/m)
     const plan = readFileSync(join(out, 'plan.txt'), 'utf8')
     expect(plan).toContain(`Talos ${DEFAULT_TALOS_VERSION}, Kubernetes ${defaultKubernetesVersion()},`)
     expect(plan).toMatch(new RegExp(`cilium: cilium ${pinnedAssets().cilium.version.replace(/\./g, '\\.')} \\(pinned\\)`))

@@ -28,6 +28,7 @@ export function writeInitDryRun(
   render: InitRender,
   plan: {id: string; title: string}[],
   nodes: NodeConfigView[] = [],
+  warnings: string[] = [],
 ): DryRunOutput {
   const files: string[] = []
   const redacted: string[] = []
@@ -78,7 +79,7 @@ export function writeInitDryRun(
       `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`,
     )
   }
-  write('plan.txt', renderPlanText(inputs, render, plan))
+  write('plan.txt', renderPlanText(inputs, render, plan, warnings))
   return {dir, files, plan, redacted}
 }
 
@@ -136,11 +137,12 @@ export function redactSecretData(manifest: string, depth = 0): {text: string; re
   return {text: parts.join(''), redacted}
 }
 
-function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[]): string {
+function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[], warnings: string[]): string {
   const lines = [
     `ichor init plan for cluster "${inputs.clusterName}" (${inputs.endpoint})`,
     `Talos ${inputs.talosVersion.tag}, Kubernetes ${inputs.kubernetesVersion.version}, kube-proxy ${inputs.kubeProxy}, tunnel ${inputs.tunnel}`,
     `control planes: ${inputs.controlPlanes.join(', ') || '(none given)'}; workers: ${inputs.workers.join(', ') || '(none)'}`,
+    ...(warnings.length > 0 ? ['', 'warnings:', ...warnings.map((w) => `  - ${w}`)] : []),
     '',
     'artifacts:',
     ...Object.values(render.assets).map(

@@ -191,7 +191,7 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
   if (nodes.some((n) => n.config === undefined))
     req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
   const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs})
-  const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes)
+  const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes, [...d.warnings, ...compatibilityWarnings(render, d.inputs)])
   const bundles = Object.values(render.stack.components).map((c) => ({
     component: c.component,
     repository: c.bundle.repository,
