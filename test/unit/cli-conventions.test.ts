@@ -5,6 +5,7 @@ import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {type CliResult} from '../support/run-cli.js'
 import {runCliInProcess} from '../support/run-cli-inprocess.js'
@@ -86,7 +87,7 @@ describe('topics that are commands too', () => {
 })
 
 describe('ichor version', () => {
-  const pins = [lock.cilium.version, lock.argocd.version, lock.kokumi.version, 'v1.14.1', '1.37.0']
+  const pins = [lock.cilium.version, lock.argocd.version, lock.kokumi.version, DEFAULT_TALOS_VERSION, defaultKubernetesVersion()]
   it('prints the CLI version and every pinned version; --version prints the same', async () => {
     const version = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).version
     const r = await ichor(['version'])
@@ -100,7 +101,7 @@ describe('ichor version', () => {
     expect(r.code).toBe(0)
     expect(oneJson(r.stdout)).toMatchObject({
       schemaVersion: 1,
-      pinned: {cilium: lock.cilium.version, argocd: lock.argocd.version, kokumi: lock.kokumi.version, talos: 'v1.14.1', kubernetes: '1.37.0'},
+      pinned: {cilium: lock.cilium.version, argocd: lock.argocd.version, kokumi: lock.kokumi.version, talos: DEFAULT_TALOS_VERSION, kubernetes: defaultKubernetesVersion()},
     })
     expect(oneJson((await ichor(['--version', '--json'])).stdout).pinned.cilium).toBe(lock.cilium.version)
   })
