@@ -73,7 +73,8 @@ describe('ichor talos upgrade on a one-node cluster', () => {
 
   it('warns that the one node takes the cluster down while it reboots, upgrades it and waits for it', async () => {
     const run = await runIchor(
-      ['talos', 'upgrade', '--to', 'v1.14.2', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir, '--yes'],
+      // A timeout under the test's own: a wait that never ends fails naming what it waited for.
+      ['talos', 'upgrade', '--to', 'v1.14.2', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir, '--yes', '--timeout', '200', '-v'],
       h.env,
     )
     expect(run.code, show(run)).toBe(0)

@@ -62,10 +62,17 @@ describe('checkKubernetesUpgrade', () => {
   })
 
   it('given a Cilium minor whose tested range ichor does not know, then it is refused unless --allow-untested', () => {
-    expect(refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0'})).message).toMatch(
-      /no tested Kubernetes range is known for Cilium 1\.20/,
+    expect(refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.21.0', from: '1.33.0', to: '1.34.0'})).message).toMatch(
+      /no tested Kubernetes range is known for Cilium 1\.21/,
     )
-    expect(checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0', allowUntested: true}).warnings).toHaveLength(1)
+    expect(checkKubernetesUpgrade({...base, ciliumVersion: '1.21.0', from: '1.33.0', to: '1.34.0', allowUntested: true}).warnings).toHaveLength(1)
+  })
+
+  it('given Cilium 1.20 (compatibility.rst at v1.20.2: 1.33 to 1.36), then 1.34 is a tested step and 1.37 is not', () => {
+    expect(checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.33.0', to: '1.34.0'}).warnings).toEqual([])
+    expect(refusal(() => checkKubernetesUpgrade({...base, ciliumVersion: '1.20.0', from: '1.36.0', to: '1.37.0'})).message).toMatch(
+      /Cilium 1\.20 is tested on Kubernetes 1\.33 to 1\.36, not 1\.37/,
+    )
   })
 
   it('given a version that is not MAJOR.MINOR.PATCH, then it is refused naming --to and what is accepted', () => {
