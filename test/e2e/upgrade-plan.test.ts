@@ -76,7 +76,7 @@ describe('ichor upgrade plan on the default combination (1+1)', () => {
   it("the plan's first command, run for real, drops out of the next plan", async () => {
     const first = await plan(['--to-latest', '--json'])
     const hop = (JSON.parse(first.stdout) as UpgradePlanResult).hops[0]!
-    const [, , ...args] = hop.command.split(' ')
+    const [, ...args] = hop.command.split(' ') // "ichor cni upgrade --to X" as the operator would type it
     const run = await runIchor([...args, '--yes', '--mirror', UPSTREAM.dir, '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir], h.env)
     expect(run.code, run.stderr.slice(-3000)).toBe(0)
     const next = JSON.parse((await plan(['--to-latest', '--json'])).stdout) as UpgradePlanResult
