@@ -101,7 +101,13 @@ describe('ichor version', () => {
     expect(r.code).toBe(0)
     expect(oneJson(r.stdout)).toMatchObject({
       schemaVersion: 1,
-      pinned: {cilium: lock.cilium.version, argocd: lock.argocd.version, kokumi: lock.kokumi.version, talos: DEFAULT_TALOS_VERSION, kubernetes: defaultKubernetesVersion()},
+      pinned: {
+        cilium: lock.cilium.version,
+        argocd: lock.argocd.version,
+        kokumi: lock.kokumi.version,
+        talos: DEFAULT_TALOS_VERSION,
+        kubernetes: defaultKubernetesVersion(),
+      },
     })
     expect(oneJson((await ichor(['--version', '--json'])).stdout).pinned.cilium).toBe(lock.cilium.version)
   })
