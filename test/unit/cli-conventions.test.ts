@@ -86,6 +86,17 @@ describe('topics that are commands too', () => {
   })
 })
 
+describe('ichor k8s, as kubectl users write it', () => {
+  it('is the kubernetes topic: the same help, and k8s upgrade is kubernetes upgrade', async () => {
+    const topic = await ichor(['kubernetes'])
+    const short = await ichor(['k8s'])
+    expect(short.code, short.stderr).toBe(0)
+    expect(short.stdout).toBe(topic.stdout)
+    expect(short.stdout).toMatch(/kubernetes upgrade/)
+    expect((await ichor(['k8s', 'upgrade', '--help'])).stdout).toBe((await ichor(['kubernetes', 'upgrade', '--help'])).stdout)
+  })
+})
+
 describe('ichor version', () => {
   const pins = [lock.cilium.version, lock.argocd.version, lock.kokumi.version, DEFAULT_TALOS_VERSION, defaultKubernetesVersion()]
   it('prints the CLI version and every pinned version; --version prints the same', async () => {
