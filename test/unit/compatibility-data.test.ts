@@ -6,7 +6,7 @@ import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {afterEach, describe, expect, it} from 'vitest'
 import {pinnedAssets} from '../../src/lib/assets/lock.js'
-import {compatibility, compatibilityDigest, parseCompatibilityFile, takeCompatibilityFrom} from '../../src/lib/compatibility/data.js'
+import {checkCompatibilityShape, compatibility, compatibilityDigest, parseCompatibilityFile, takeCompatibilityFrom} from '../../src/lib/compatibility/data.js'
 import {kubernetesRangeOfTalos, knownCiliumCharts, minorKeyOf, newestKubernetesPatch, testedKubernetesOfCilium} from '../../src/lib/compatibility/queries.js'
 import {compareVersions, DEFAULT_TALOS_VERSION, defaultKubernetesVersion, parseKubernetesVersion, SUPPORTED_TALOS} from '../../src/lib/talos/versions.js'
 import {runCli} from '../support/run-cli.js'
@@ -20,9 +20,11 @@ const rank = (minor: string) =>
     .reduce((a, b) => a * 1000 + b)
 
 describe('assets/compatibility.json', () => {
-  it('checks out: its schema, and the sha256 it claims (after an edit: node scripts/compatibility-hash.mjs)', () => {
+  it('checks out: its schema, and the sha256 it claims (after an edit: node scripts/compatibility-hash.mjs)', async () => {
     const file = parseCompatibilityFile(readFileSync(EMBEDDED, 'utf8'), 'assets/compatibility.json')
     expect(file.sha256).toBe(compatibilityDigest(file.data))
+    // A run reads it without the JSON Schema check (it costs a compile at every start): it is made here.
+    await expect(checkCompatibilityShape(file, 'assets/compatibility.json')).resolves.toBeUndefined()
   })
 
   it('the default Kubernetes runs on the default Talos and is inside the pinned Cilium chart’s tested range', () => {
@@ -77,17 +79,17 @@ describe('a newer compatibility.json from a mirror (ichor assets fetch --from DI
     file.data.kubernetes.minors['1.37'].newestPatch = '1.37.4'
   }
 
-  it('a newer revision is taken, and read instead of the embedded one', () => {
+  it('a newer revision is taken, and read instead of the embedded one', async () => {
     process.env.ICHOR_ASSETS_DIR = mkdtempSync(join(tmpdir(), 'ichor-assets-'))
-    const taken = takeCompatibilityFrom(mirrorWith(newer))
+    const taken = await takeCompatibilityFrom(mirrorWith(newer))
     expect(taken).toMatchObject({status: 'taken', path: join(process.env.ICHOR_ASSETS_DIR, 'compatibility.json')})
     expect(compatibility().origin).toBe(taken.path)
     expect(newestKubernetesPatch('1.37')).toBe('1.37.4')
   })
 
-  it('the same or an older revision is not taken', () => {
+  it('the same or an older revision is not taken', async () => {
     process.env.ICHOR_ASSETS_DIR = mkdtempSync(join(tmpdir(), 'ichor-assets-'))
-    expect(takeCompatibilityFrom(mirrorWith(() => undefined)).status).toBe('not newer')
+    expect((await takeCompatibilityFrom(mirrorWith(() => undefined))).status).toBe('not newer')
     expect(existsSync(join(process.env.ICHOR_ASSETS_DIR, 'compatibility.json'))).toBe(false)
     expect(compatibility().origin).toBe('embedded')
   })
@@ -111,16 +113,16 @@ describe('a newer compatibility.json from a mirror (ichor assets fetch --from DI
       true,
       /\/data\/cilium\/minors\/1\.20 must have required property 'source'/,
     ],
-  ])('%s is refused (exit 2), naming the file, and nothing is stored', (_name, edit, rehash, message) => {
+  ])('%s is refused (exit 2), naming the file, and nothing is stored', async (_name, edit, rehash, message) => {
     process.env.ICHOR_ASSETS_DIR = mkdtempSync(join(tmpdir(), 'ichor-assets-'))
     const mirror = mirrorWith(edit as (f: any) => void, rehash as boolean)
-    expect(() => takeCompatibilityFrom(mirror)).toThrow(message as RegExp)
-    try {
-      takeCompatibilityFrom(mirror)
-    } catch (e) {
-      expect((e as {exitCode?: number}).exitCode).toBe(2)
-      expect((e as Error).message).toContain(join(mirror, 'compatibility.json'))
-    }
+    const refused = await takeCompatibilityFrom(mirror).then(
+      () => undefined,
+      (e: unknown) => e as Error & {exitCode?: number},
+    )
+    expect(refused?.message).toMatch(message as RegExp)
+    expect(refused?.exitCode).toBe(2)
+    expect(refused?.message).toContain(join(mirror, 'compatibility.json'))
     expect(existsSync(join(process.env.ICHOR_ASSETS_DIR, 'compatibility.json'))).toBe(false)
   })
 

@@ -7,7 +7,6 @@
 import {createHash} from 'node:crypto'
 import {existsSync, mkdirSync, readFileSync, renameSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
-import {Ajv} from 'ajv'
 import {assetsDir} from '../assets/lock.js'
 import {readPackagedAsset} from '../assets/packaged.js'
 import {IchorError} from '../errors/errors.js'
@@ -112,30 +111,38 @@ const SCHEMA = {
   },
 }
 
-const validate = new Ajv({allErrors: false}).compile<CompatibilityFile>(SCHEMA)
-
 /** sha256 of the data as the file claims it: JSON.stringify of its `data`, in the file's key order. */
 export function compatibilityDigest(data: unknown): string {
   return createHash('sha256').update(JSON.stringify(data)).digest('hex')
 }
 
-/** The parsed file, or an error (exit 2) naming `where` and what does not match. */
+/**
+ * The parsed file, or an error (exit 2) naming `where` and what does not match: its schema name
+ * and the sha256 it claims. Its shape is checked once, where it comes in from outside
+ * (`checkCompatibilityShape`, when fetched); the embedded file's by the unit tests. So a run
+ * that reads the data pays no JSON Schema compile.
+ */
 export function parseCompatibilityFile(raw: string, where: string): CompatibilityFile {
-  let doc: unknown
+  let doc: CompatibilityFile
   try {
-    doc = JSON.parse(raw)
+    doc = JSON.parse(raw) as CompatibilityFile
   } catch (e) {
     throw refusal(`${where}: not JSON (${(e as Error).message})`)
   }
   const schema = (doc as {schema?: unknown} | null)?.schema
   if (schema !== COMPATIBILITY_SCHEMA) throw refusal(`${where}: schema is ${JSON.stringify(schema)}, this ichor reads ${COMPATIBILITY_SCHEMA}`)
-  if (!validate(doc)) {
-    const e = validate.errors?.[0]
-    throw refusal(`${where}: ${e?.instancePath || '/'} ${e?.message ?? 'is not a compatibility file'}`)
-  }
   const actual = compatibilityDigest(doc.data)
   if (actual !== doc.sha256) throw refusal(`${where}: its data's sha256 is ${actual}, not the ${doc.sha256} it claims`)
   return doc
+}
+
+/** Refuses (exit 2) a file whose shape is not compatibility.json's, naming the first field that is wrong. */
+export async function checkCompatibilityShape(doc: CompatibilityFile, where: string): Promise<void> {
+  const {Ajv} = await import('ajv')
+  const validate = new Ajv({allErrors: false}).compile(SCHEMA)
+  if (validate(doc)) return
+  const e = validate.errors?.[0]
+  throw refusal(`${where}: ${e?.instancePath || '/'} ${e?.message ?? 'is not a compatibility file'}`)
 }
 
 function refusal(message: string): IchorError {
@@ -146,13 +153,12 @@ let cached: {key: string; value: Compatibility} | undefined
 
 /**
  * The compatibility data this run decides by: a fetched file in the assets folder when its
- * revision is newer than the embedded one, else the embedded file. A fetched file that does
- * not check out is an error naming it (it was checked when fetched, so it has been changed).
+ * revision is newer than the embedded one, else the embedded file. A fetched file whose sha256
+ * does not check out is an error naming it (its shape was checked when fetched, so it has been changed).
  */
 export function compatibility(): Compatibility {
   const fetched = join(assetsDir(), COMPATIBILITY_FILE)
-  const key = `${fetched}`
-  if (cached?.key === key) return cached.value
+  if (cached?.key === fetched) return cached.value
   const embedded = parseCompatibilityFile(readPackagedAsset(COMPATIBILITY_FILE).toString('utf8'), 'embedded assets/compatibility.json')
   let chosen: CompatibilityFile = embedded
   let origin = 'embedded'
@@ -163,13 +169,8 @@ export function compatibility(): Compatibility {
       origin = fetched
     }
   }
-  cached = {key, value: {...chosen.data, revision: chosen.revision, origin}}
+  cached = {key: fetched, value: {...chosen.data, revision: chosen.revision, origin}}
   return cached.value
-}
-
-/** The embedded file's revision, for `assets fetch` to say whether a mirror's is newer. */
-export function embeddedCompatibilityRevision(): number {
-  return parseCompatibilityFile(readPackagedAsset(COMPATIBILITY_FILE).toString('utf8'), 'embedded assets/compatibility.json').revision
 }
 
 export interface CompatibilityFetch {
@@ -186,12 +187,13 @@ export interface CompatibilityFetch {
  * when its revision is newer than the one in use. A file whose schema or sha256 does not match
  * what it claims is refused (exit 2), and nothing is stored.
  */
-export function takeCompatibilityFrom(mirror: string, dir: string = assetsDir()): CompatibilityFetch {
+export async function takeCompatibilityFrom(mirror: string, dir: string = assetsDir()): Promise<CompatibilityFetch> {
   const source = join(mirror, COMPATIBILITY_FILE)
   const inUse = compatibility()
   if (!existsSync(source)) return {status: 'absent', revision: inUse.revision, path: inUse.origin}
   const raw = readFileSync(source, 'utf8')
   const file = parseCompatibilityFile(raw, source)
+  await checkCompatibilityShape(file, source)
   if (file.revision <= inUse.revision) return {status: 'not newer', source, revision: inUse.revision, path: inUse.origin}
   const target = join(dir, COMPATIBILITY_FILE)
   mkdirSync(dir, {recursive: true})

@@ -16,9 +16,14 @@ export interface TestedKubernetes {
   source: string
 }
 
-const rank = (minorKey: string) => {
+/** A minor ("1.36") as a number that orders minors, and the minor after it. */
+export function minorRank(minorKey: string): number {
   const [major, minor] = minorKey.split('.').map(Number) as [number, number]
   return major * 1000 + minor
+}
+export function nextMinorOf(minorKey: string): string {
+  const [major, minor] = minorKey.split('.').map(Number) as [number, number]
+  return `${major}.${minor + 1}`
 }
 
 /** "1.14" of "v1.14.1", "1.36" of "1.36.3". */
@@ -30,11 +35,6 @@ export function minorKeyOf(version: string): string {
 export function kubernetesRangeOfTalos(talosMinor: string): KubernetesRange | undefined {
   const row = compatibility().talos.minors[talosMinor]
   return row && {...row.kubernetes, source: row.source}
-}
-
-/** Every Talos minor's range, keyed by minor. */
-export function kubernetesRangesByTalosMinor(): Record<string, {min: string; max: string}> {
-  return Object.fromEntries(Object.entries(compatibility().talos.minors).map(([m, row]) => [m, row.kubernetes]))
 }
 
 /** The newest Talos patch ichor knows of a minor ("v1.13.9"). */
@@ -68,8 +68,8 @@ export function kubernetesMinorsOf(talosMinor: string, ciliumMinor: string): str
   const talos = kubernetesRangeOfTalos(talosMinor)
   const cilium = testedKubernetesOfCilium(ciliumMinor)
   if (!talos || !cilium) return []
-  const low = Math.max(rank(minorKeyOf(talos.min)), rank(cilium.oldest))
-  const high = Math.min(rank(minorKeyOf(talos.max)), rank(cilium.newest))
+  const low = Math.max(minorRank(minorKeyOf(talos.min)), minorRank(cilium.oldest))
+  const high = Math.min(minorRank(minorKeyOf(talos.max)), minorRank(cilium.newest))
   const out: string[] = []
   for (let r = low; r <= high; r++) out.push(`${Math.floor(r / 1000)}.${r % 1000}`)
   return out

@@ -12,6 +12,6 @@ export interface AssetsFetchResult {
 
 export async function runAssetsFetch(opts: FetchOptions): Promise<AssetsFetchResult> {
   // The data is checked first: a mirror with a bad file stores nothing at all.
-  const compatibility = opts.from ? takeCompatibilityFrom(opts.from, assetsDir(opts.assetsDir)) : undefined
+  const compatibility = opts.from ? await takeCompatibilityFrom(opts.from, assetsDir(opts.assetsDir)) : undefined
   return {assets: await fetchAssets(opts), ...(compatibility ? {compatibility} : {})}
 }
