@@ -11,7 +11,9 @@ import {
   kubernetesRangeOfTalos,
   knownCiliumCharts,
   minorKeyOf,
+  minorRank,
   newestKubernetesPatch,
+  nextMinorOf,
   newestTalosPatch,
   testedKubernetesOfCilium,
   upgradePathRules,
@@ -49,18 +51,28 @@ export interface UpgradePlan {
   blocked?: string
 }
 
-type Candidate = {hop: Omit<Hop, 'why'> & {why: string}} | {blockedBy: Component; need: string; because: string} | undefined
+type Candidate = {hop: Hop} | {blockedBy: Component; need: string; because: string} | undefined
 
-const rank = (minorKey: string) => {
-  const [major, minor] = minorKey.split('.').map(Number) as [number, number]
-  return major * 1000 + minor
-}
-const nextMinor = (minorKey: string) => {
-  const [major, minor] = minorKey.split('.').map(Number) as [number, number]
-  return `${major}.${minor + 1}`
-}
 const newer = (a: string, b: string) => compareVersions(a, b) > 0
 const rangeText = (r: {min: string; max: string}) => `${minorKeyOf(r.min)} to ${minorKeyOf(r.max)}`
+
+const COMMAND: Record<Component, string> = {talos: 'ichor talos upgrade', cilium: 'ichor cni upgrade', kubernetes: 'ichor kubernetes upgrade'}
+
+function hopOf(component: Component, from: string, to: string, why: string, source: string): {hop: Hop} {
+  return {hop: {component, from, to, command: `${COMMAND[component]} --to ${to}`, why, source}}
+}
+
+/**
+ * What every component does first: inside the target's minor, the target itself (or nothing when
+ * it runs it or newer); past the target's minor, nothing; below it, 'minor' (the component's own
+ * rules say how it leaves its minor).
+ */
+function withinTarget(c: Component, s: Versions, target: Versions): Candidate | 'minor' {
+  const minor = minorKeyOf(s[c])
+  if (minor === minorKeyOf(target[c]))
+    return newer(target[c], s[c]) ? hopOf(c, s[c], target[c], `the target, ${target[c]}`, upgradePathRules()[c].source) : undefined
+  return minorRank(minor) > minorRank(minorKeyOf(target[c])) ? undefined : 'minor'
+}
 
 function newestCiliumPatch(minor: string): string | undefined {
   return knownCiliumCharts()
@@ -71,76 +83,55 @@ function newestCiliumPatch(minor: string): string | undefined {
 
 /** The next Talos hop, or what it waits for. */
 function nextTalos(s: Versions, target: Versions): Candidate {
-  const rules = upgradePathRules()
+  const first = withinTarget('talos', s, target)
+  if (first !== 'minor') return first
   const minor = minorKeyOf(s.talos)
-  if (minor === minorKeyOf(target.talos)) {
-    if (!newer(target.talos, s.talos)) return undefined
-    return {hop: talosHop(s.talos, target.talos, `the target, ${target.talos}`, rules.talos.source)}
-  }
-  if (rank(minor) > rank(minorKeyOf(target.talos))) return undefined
   const newest = newestTalosPatch(minor)
-  if (newest && newer(newest, s.talos)) return {hop: talosHop(s.talos, newest, `the newest v${minor} patch: a Talos minor is left from it`, rules.talos.source)}
-  const n = nextMinor(minor)
+  if (newest && newer(newest, s.talos))
+    return hopOf('talos', s.talos, newest, `the newest v${minor} patch: a Talos minor is left from it`, upgradePathRules().talos.source)
+  const n = nextMinorOf(minor)
   const range = kubernetesRangeOfTalos(n)
   const to = n === minorKeyOf(target.talos) ? target.talos : newestTalosPatch(n)
   if (!range || !to) return {blockedBy: 'talos', need: n, because: `ichor knows no Talos v${n} release`}
   if (compareVersions(s.kubernetes, range.min) < 0)
     return {blockedBy: 'kubernetes', need: minorKeyOf(range.min), because: `Talos v${n} runs Kubernetes ${rangeText(range)}`}
-  return {hop: talosHop(s.talos, to, `the next Talos minor toward ${target.talos} (one at a time); v${n} runs Kubernetes ${rangeText(range)}`, range.source)}
-}
-
-function talosHop(from: string, to: string, why: string, source: string) {
-  return {component: 'talos' as const, from, to, command: `ichor talos upgrade --to ${to}`, why, source}
+  return hopOf('talos', s.talos, to, `the next Talos minor toward ${target.talos} (one at a time); v${n} runs Kubernetes ${rangeText(range)}`, range.source)
 }
 
 /** The next Cilium hop, or what it waits for. */
 function nextCilium(s: Versions, target: Versions): Candidate {
-  const rules = upgradePathRules()
+  const first = withinTarget('cilium', s, target)
+  if (first !== 'minor') return first
   const minor = minorKeyOf(s.cilium)
-  if (minor === minorKeyOf(target.cilium)) {
-    if (!newer(target.cilium, s.cilium)) return undefined
-    return {hop: ciliumHop(s.cilium, target.cilium, `the target, ${target.cilium}`, rules.cilium.source)}
-  }
-  if (rank(minor) > rank(minorKeyOf(target.cilium))) return undefined
   const newest = newestCiliumPatch(minor)
   if (newest && newer(newest, s.cilium))
-    return {hop: ciliumHop(s.cilium, newest, `the newest ${minor} patch: a Cilium minor is left from it`, rules.cilium.source)}
-  const n = nextMinor(minor)
+    return hopOf('cilium', s.cilium, newest, `the newest ${minor} patch: a Cilium minor is left from it`, upgradePathRules().cilium.source)
+  const n = nextMinorOf(minor)
   const tested = testedKubernetesOfCilium(n)
   const to = n === minorKeyOf(target.cilium) ? target.cilium : newestCiliumPatch(n)
   if (!tested || !to) return {blockedBy: 'cilium', need: n, because: `ichor knows no Cilium ${n} chart`}
-  if (rank(minorKeyOf(s.kubernetes)) < rank(tested.oldest))
+  if (minorRank(minorKeyOf(s.kubernetes)) < minorRank(tested.oldest))
     return {blockedBy: 'kubernetes', need: tested.oldest, because: `Cilium ${n} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`}
-  return {
-    hop: ciliumHop(
-      s.cilium,
-      to,
-      `the next Cilium minor toward ${target.cilium} (one at a time); ${n} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`,
-      tested.source,
-    ),
-  }
-}
-
-function ciliumHop(from: string, to: string, why: string, source: string) {
-  return {component: 'cilium' as const, from, to, command: `ichor cni upgrade --to ${to}`, why, source}
+  return hopOf(
+    'cilium',
+    s.cilium,
+    to,
+    `the next Cilium minor toward ${target.cilium} (one at a time); ${n} is tested on Kubernetes ${tested.oldest} to ${tested.newest}`,
+    tested.source,
+  )
 }
 
 /** The next Kubernetes hop, or what it waits for. */
 function nextKubernetes(s: Versions, target: Versions): Candidate {
-  const rules = upgradePathRules()
-  const minor = minorKeyOf(s.kubernetes)
-  if (minor === minorKeyOf(target.kubernetes)) {
-    if (!newer(target.kubernetes, s.kubernetes)) return undefined
-    return {hop: kubernetesHop(s.kubernetes, target.kubernetes, `the target, ${target.kubernetes}`, rules.kubernetes.source)}
-  }
-  if (rank(minor) > rank(minorKeyOf(target.kubernetes))) return undefined
-  const n = nextMinor(minor)
+  const first = withinTarget('kubernetes', s, target)
+  if (first !== 'minor') return first
+  const n = nextMinorOf(minorKeyOf(s.kubernetes))
   const talosMinor = minorKeyOf(s.talos)
   const range = kubernetesRangeOfTalos(talosMinor)
-  if (!range || rank(n) > rank(minorKeyOf(range.max)))
+  if (!range || minorRank(n) > minorRank(minorKeyOf(range.max)))
     return {blockedBy: 'talos', need: n, because: `Talos v${talosMinor} runs Kubernetes ${range ? rangeText(range) : 'versions ichor does not know'}`}
   const tested = testedKubernetesOfCilium(minorKeyOf(s.cilium))
-  if (!tested || rank(n) > rank(tested.newest))
+  if (!tested || minorRank(n) > minorRank(tested.newest))
     return {
       blockedBy: 'cilium',
       need: n,
@@ -149,11 +140,7 @@ function nextKubernetes(s: Versions, target: Versions): Candidate {
         : `no tested range is known for Cilium ${minorKeyOf(s.cilium)}`,
     }
   const to = n === minorKeyOf(target.kubernetes) ? target.kubernetes : (newestKubernetesPatch(n) ?? `${n}.0`)
-  return {hop: kubernetesHop(s.kubernetes, to, `the next Kubernetes minor toward ${target.kubernetes} (one at a time)`, rules.kubernetes.source)}
-}
-
-function kubernetesHop(from: string, to: string, why: string, source: string) {
-  return {component: 'kubernetes' as const, from, to, command: `ichor kubernetes upgrade --to ${to}`, why, source}
+  return hopOf('kubernetes', s.kubernetes, to, `the next Kubernetes minor toward ${target.kubernetes} (one at a time)`, upgradePathRules().kubernetes.source)
 }
 
 const NAMES: Record<Component, string> = {talos: 'Talos', cilium: 'Cilium', kubernetes: 'Kubernetes'}
@@ -201,7 +188,7 @@ export function planUpgrade(current: Versions, wanted: Versions): UpgradePlan {
 
 /** The version a waiting component wants next, for the reason text. */
 function nextOf(c: Component, s: Versions): string {
-  const n = nextMinor(minorKeyOf(s[c]))
+  const n = nextMinorOf(minorKeyOf(s[c]))
   return c === 'talos' ? `v${n}` : n
 }
 
@@ -214,9 +201,9 @@ export function defaultTarget(): Versions {
 
 /** The newest combination the compatibility data allows (--to-latest): its newest Talos and Cilium, and the newest Kubernetes both allow. */
 export function latestTarget(): Versions {
-  const supported = rank(minorKeyOf(SUPPORTED_TALOS.newestMinor))
-  const talosMinors = Object.keys(compatibility().talos.minors).filter((m) => rank(m) <= supported)
-  talosMinors.sort((a, b) => rank(b) - rank(a))
+  const supported = minorRank(minorKeyOf(SUPPORTED_TALOS.newestMinor))
+  const talosMinors = Object.keys(compatibility().talos.minors).filter((m) => minorRank(m) <= supported)
+  talosMinors.sort((a, b) => minorRank(b) - minorRank(a))
   const talos = newestTalosPatch(talosMinors[0]!)!
   const cilium = knownCiliumCharts()
     .map((c) => c.version)
