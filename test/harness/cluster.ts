@@ -115,7 +115,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
     {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes'), etcd: {endpoint: cp.etcdEndpoint, etcdutl: cp.etcdutl}},
   )
-  const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath})
+  const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: saved && loadKubeConfig(cp.kubeconfigPath)})
   const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
   const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})

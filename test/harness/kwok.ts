@@ -11,7 +11,7 @@
 //   simulator labels them `harness.ichor.test/fault` and the fault Stages below write the status
 //   a kubelet would;
 // - pods of Jobs complete, and deleted pods go away (kwok's pod/fast behaviour).
-import {CoreV1Api, type KubeConfig, type V1Node} from '@kubernetes/client-node'
+import {CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Node} from '@kubernetes/client-node'
 import {execFile} from 'node:child_process'
 import {existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -53,8 +53,13 @@ export function podReadyMs(): number {
   return Number(process.env.ICHOR_HARNESS_POD_READY_MS ?? 300)
 }
 
-export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: number}): Promise<Kwok> {
+export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: number; restored?: KubeConfig}): Promise<Kwok> {
   const dir = await kwokDir()
+  // A restored cluster's Node Leases name the kwok that saved it (hostname_uuid, kwok v0.8.0
+  // pkg/kwok/controllers/controller.go Identity); a new kwok plays a Node only once its Lease
+  // has expired (node_lease_controller.go tryAcquireOrRenew), 40 s in which no pod starts or
+  // goes. That kwok is gone: its Leases go with it, and the new one creates its own at once.
+  if (opts.restored) await opts.restored.makeApiClient(CoordinationV1Api).deleteCollectionNamespacedLease({namespace: 'kube-node-lease'})
   const work = mkdtempSync(join(tmpdir(), 'ichor-kwok-'))
   const nodeStages = ['node/fast', 'node/heartbeat-with-lease'].flatMap((sub) =>
     readdirSync(join(dir, 'stage', sub))
