@@ -56,7 +56,20 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     const out = join(work, 'out-k8s')
     const r = spawnSync(
       process.execPath,
-      [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--kubernetes-version', '1.37.0'],
+      [
+        BIN,
+        'init',
+        '--dry-run',
+        '--output-dir',
+        out,
+        ...NODES,
+        '--mirror',
+        UPSTREAM.dir,
+        '--cilium-chart',
+        UPSTREAM.ciliumChart,
+        '--kubernetes-version',
+        '1.37.0',
+      ],
       {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: ''}},
     )
     expect(r.status, r.stdout + r.stderr).toBe(0)
@@ -86,6 +99,23 @@ describe("ichor init: Kubernetes vs the Cilium minor's tested range", () => {
     const plan = readFileSync(join(out, 'plan.txt'), 'utf8')
     expect(plan).toContain(`Talos ${DEFAULT_TALOS_VERSION}, Kubernetes ${defaultKubernetesVersion()},`)
     expect(plan).toMatch(new RegExp(`cilium: cilium ${pinnedAssets().cilium.version.replace(/\./g, '\\.')} \\(pinned\\)`))
+  })
+
+  it('Given another Cilium chart and no --kubernetes-version, When init renders, Then the default Kubernetes is one that chart is tested on', () => {
+    const out = join(work, 'out-k8s-chart')
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-chart', UPSTREAM.ciliumChart, '--json'],
+      {
+        encoding: 'utf8',
+        env: {...process.env, ICHOR_MIRROR: ''},
+      },
+    )
+    expect(r.status, r.stdout + r.stderr).toBe(0)
+    expect((JSON.parse(r.stdout) as {warnings: string[]}).warnings).toEqual([])
+    // Cilium 1.18 is tested on 1.30 to 1.33 and Talos v1.14 runs 1.33: the newest 1.33 patch ichor knows.
+    expect(defaultKubernetesVersion(DEFAULT_TALOS_VERSION, '1.18.0')).toBe('1.33.6')
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toContain(`Talos ${DEFAULT_TALOS_VERSION}, Kubernetes 1.33.6,`)
   })
 
   it('names what to do: a tested minor the Talos version runs, or none when their ranges do not meet', () => {

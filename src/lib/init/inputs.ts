@@ -36,7 +36,7 @@ export interface InitInputs extends TalosClusterSpec {
 
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/
 
-export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean}): InitInputs {
+export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean; ciliumVersion?: string}): InitInputs {
   const issues: Issue[] = []
   const issue = (path: string, message: string) => issues.push({path, message})
 
@@ -72,7 +72,7 @@ export function checkInitInputs(flags: InitFlags, opts: {requireNodes: boolean})
     issue('--talos-version', stripFlag(error, '--talos-version'))
   }
   try {
-    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? defaultKubernetesVersion(talosVersion?.tag))
+    kubernetesVersion = parseKubernetesVersion(flags.kubernetesVersion ?? defaultKubernetesVersion(talosVersion?.tag, opts.ciliumVersion))
     if (talosVersion) kubernetesVersion = requireCompatibleKubernetesVersion(talosVersion, kubernetesVersion)
   } catch (error) {
     issue('--kubernetes-version', stripFlag(error, '--kubernetes-version'))

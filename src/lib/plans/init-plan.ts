@@ -18,7 +18,7 @@ import {readInstallation, readTalosBundleSecret} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
-import {checkArtifactFlags} from './local-input.js'
+import {checkArtifactFlags, ciliumChartVersionInUse} from './local-input.js'
 import type {Values} from '../values/path.js'
 import {readValuesFile} from '../values/input.js'
 import {writeInitDryRun} from '../init/dry-run.js'
@@ -88,7 +88,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   // Prerequisites before questions: what `ichor doctor` checks, before the first prompt.
   if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
-  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun})
+  const ciliumVersion = ciliumChartVersionInUse(req.sources)
+  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun, ciliumVersion})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
@@ -100,7 +101,7 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   }
   checkArtifactFlags(req.sources) // a bad file is named before the cluster is asked anything
   const state = localState(checked.clusterName, req.stateDir)
-  const local: LocalInit = {req, flags, checked, given, state}
+  const local: LocalInit = {req, flags, checked, given, state, ciliumVersion}
   if (req.dryRun && req.outputDir !== undefined) return {kind: 'offline', result: await offlineDryRun(local, await decide(local, undefined))}
   return runPlan(initPlan(local, {givenKey, interactive}), runOptions(req))
 }
@@ -112,6 +113,8 @@ interface LocalInit {
   checked: InitInputs
   given: {cilium?: Values; argocd?: Values; kokumi?: Values}
   state: LocalState
+  /** The Cilium chart's version this run installs, when it can be found: the default Kubernetes follows it. */
+  ciliumVersion?: string
 }
 
 /** The chart's tested Kubernetes range, said on stderr and kept in the --json result's warnings. */
@@ -141,7 +144,7 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
   const settings = keepStoredSettings({flags: l.flags, promotion: req.promotion}, l.checked, stored)
   const userValues = keepStoredLayers(l.given, stored, settings.issues)
-  const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun}), machineConfig: settings.machineConfig}
+  const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun, ciliumVersion: l.ciliumVersion}), machineConfig: settings.machineConfig}
   const servedApiGroups = live ? await readServedApiGroups(live) : undefined
   const storedBundle = (live ? await readTalosBundleSecret(live) : undefined) ?? req.restore?.bundle
   if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {

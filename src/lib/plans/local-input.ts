@@ -19,6 +19,19 @@ export function checkCiliumChartFlag(chart: string | undefined): void {
   if (chart !== undefined) resolveAsset('cilium', {override: chart})
 }
 
+/**
+ * The version of the Cilium chart a run will install (--cilium-chart, the fetched assets, the
+ * embedded chart or the mirror, as resolveAsset finds it), so a default Kubernetes is one that
+ * chart is tested on; undefined when none is found yet (the render names what is missing).
+ */
+export function ciliumChartVersionInUse(s: {ciliumChart?: string; mirror?: string; assetsDir?: string}): string | undefined {
+  try {
+    return resolveAsset('cilium', {override: s.ciliumChart, mirror: s.mirror, assetsDir: s.assetsDir}).version
+  } catch {
+    return undefined
+  }
+}
+
 /** init's --cilium-chart, --argocd-chart and --kokumi-manifest, each when given. */
 export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string}): void {
   checkCiliumChartFlag(s.ciliumChart)
