@@ -23,6 +23,7 @@ const order = [
   'state',
   'session',
   'talos',
+  'upgrade-path',
   'cilium',
   'stack',
   'kubernetes',

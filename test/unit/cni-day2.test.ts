@@ -7,6 +7,7 @@ import {describe, expect, it} from 'vitest'
 import {newUserLayer} from '../../src/lib/values/layer.js'
 import {ciliumUpgradeFailure} from '../../src/lib/cilium/tasks.js'
 import {HelmReleaseError} from '../../src/lib/helm/release.js'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {chartUpgrade} from '../../src/lib/cilium/status.js'
 import {valuesInputFrom} from '../../src/lib/cli/values-args.js'
 
@@ -47,11 +48,13 @@ describe('newUserLayer', () => {
 })
 
 describe('chartUpgrade: one minor at a time, never down', () => {
-  it('judges the installed chart against the pinned 1.18.0', () => {
-    expect(chartUpgrade('1.18.0').upgrade).toBe('up-to-date')
-    expect(chartUpgrade('1.17.4')).toMatchObject({upgrade: 'available', detail: 'ichor cni upgrade --to 1.18.0'})
-    expect(chartUpgrade('1.16.9').upgrade).toBe('too-far')
-    expect(chartUpgrade('1.19.6').upgrade).toBe('installed-is-newer')
+  it('judges the installed chart against the pin', () => {
+    const pin = pinnedAssets().cilium.version
+    const [major, minor] = pin.split('.').map(Number) as [number, number]
+    expect(chartUpgrade(pin).upgrade).toBe('up-to-date')
+    expect(chartUpgrade(`${major}.${minor - 1}.4`)).toMatchObject({upgrade: 'available', detail: `ichor cni upgrade --to ${pin}`})
+    expect(chartUpgrade(`${major}.${minor - 2}.9`).upgrade).toBe('too-far')
+    expect(chartUpgrade(`${major}.${minor + 1}.0`).upgrade).toBe('installed-is-newer')
   })
 })
 

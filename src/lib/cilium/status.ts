@@ -22,7 +22,7 @@ import {effectiveFor, readCniContext} from './context.js'
 import {TalosAccess} from '../talos/access.js'
 import {getTalosVersions} from '../talos/talosctl.js'
 import {talosVersionDisagreements} from '../talos/status.js'
-import {nextCiliumUpgrade} from './versions.js'
+import {defaultTarget, planUpgrade} from '../upgrade-path/planner.js'
 import type {KubeProxyMode} from '../state/installation-types.js'
 import {switchCommand} from './defaults.js'
 
@@ -43,8 +43,11 @@ export interface CniStatusReport {
     installed?: string
     upgrade: 'up-to-date' | 'available' | 'too-far' | 'installed-is-newer' | 'unknown'
     detail: string
-    /** The next step Cilium's upgrade guide allows among the versions ichor knows, with the command. */
-    next?: {version: string; command: string}
+    /**
+     * The next Cilium hop of the upgrade planner (the one `ichor upgrade plan` prints) toward this
+     * ichor's default set, with its command, why, and the other hops that come first.
+     */
+    next?: {version: string; command: string; why: string; after?: string[]}
   }
   /** The Cilium minor first installed, passed as upgradeCompatibility to every upgrade and values change. */
   upgradeCompatibility?: string
@@ -163,8 +166,6 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     })
   }
 
-  const chart = chartUpgrade(release?.chartVersion)
-
   const desiredMode = ctx.modes.kubeProxy
   const wantReplaced = desiredMode === 'replaced'
   const releaseKpr = release ? release.config.kubeProxyReplacement : undefined
@@ -245,6 +246,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     talosconfig ? controlPlanes.map((n) => machineConfig(n, talosconfig)) : [],
   )
 
+  const chart = chartUpgrade(release?.chartVersion, {talos: lowestTalos(ctx.installation, talosVersions), kubernetes: kubernetes?.version})
+
   return {
     healthy: !problems.some((p) => p.severity === 'error'),
     release: release && {revision: release.revision, status: release.status, chartVersion: release.chartVersion},
@@ -266,13 +269,32 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   }
 }
 
-/** Cilium upgrades one minor at a time and never down (its upgrade guide). */
-export function chartUpgrade(installed: string | undefined): CniStatusReport['chart'] {
+/**
+ * The installed chart against the pin (Cilium upgrades one minor at a time and never down, its
+ * upgrade guide), and the planner's next Cilium hop from what runs (`around`: the lowest Talos
+ * and the Kubernetes version; the defaults when unknown) toward this ichor's default set.
+ */
+export function chartUpgrade(installed: string | undefined, around: {talos?: string; kubernetes?: string} = {}): CniStatusReport['chart'] {
   const pinned = pinnedAssets().cilium.version
   if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
-  const nextVersion = nextCiliumUpgrade(installed)
-  const next = nextVersion ? {version: nextVersion, command: `ichor cni upgrade --to ${nextVersion}`} : undefined
+  const target = defaultTarget()
+  const plan = planUpgrade({talos: around.talos ?? target.talos, kubernetes: around.kubernetes ?? target.kubernetes, cilium: installed}, target)
+  const at = plan.hops.findIndex((h) => h.component === 'cilium')
+  const hop = plan.hops[at]
+  const next = hop && {
+    version: hop.to,
+    command: hop.command,
+    why: hop.why,
+    ...(at > 0 ? {after: plan.hops.slice(0, at).map((h) => h.command)} : {}),
+  }
   return {...chartAgainstPin(pinned, installed), ...(next ? {next} : {})}
+}
+
+/** The oldest Talos a node answered with, else the one init recorded; undefined when neither is known. */
+function lowestTalos(installation: Installation, running: Map<string, string | Error> | undefined): string | undefined {
+  const answered = [...(running?.values() ?? [])].filter((v): v is string => typeof v === 'string')
+  answered.sort(compareVersions)
+  return answered[0] ?? installation.spec.talos.talosVersion
 }
 
 function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {

@@ -10,7 +10,7 @@ import type {Kube} from '../kube/client.js'
 import {readRunningKubernetes} from '../kubernetes/upgrade.js'
 import type {TalosAccess} from '../talos/access.js'
 import {TalosctlError} from '../talos/talosctl.js'
-import {defaultTarget, latestTarget, planUpgrade, type Hop, type Versions} from './planner.js'
+import {defaultTarget, latestTarget, planUpgrade, type Hop, type Versions} from '../upgrade-path/planner.js'
 
 export interface UpgradePlanReport {
   current: {

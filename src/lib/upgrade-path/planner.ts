@@ -1,4 +1,4 @@
-// `ichor upgrade plan`'s planner: from what the cluster runs to a target combination, the ordered
+// The upgrade planner (`ichor upgrade plan`, `cni status`'s next upgrade): from what the cluster runs to a target combination, the ordered
 // hops each upgrade command takes, every one allowed by the rules the commands themselves apply
 // (compatibility.json): Talos and Cilium leave a minor from its newest patch and move one minor
 // at a time; Kubernetes moves one minor at a time, only to a minor the running Talos runs and the
