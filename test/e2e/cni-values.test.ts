@@ -2,6 +2,7 @@
 // get|diff|set`, the no-op rerun, refusals that change nothing, a forced rollout failure
 // rolled back, SIGKILL at every step boundary of `cni values set` and inside its helm, each compared with an
 // uninterrupted run by a canonical dump (on a second cluster, beside the rest), and two concurrent sets.
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -87,7 +88,13 @@ describe('ichor cni status / values on the harness', () => {
       healthy: true,
       release: {revision: 1, status: 'deployed', chartVersion: '1.18.0'},
       values: {inSync: true},
-      chart: {pinned: '1.18.0', upgrade: 'up-to-date'},
+      // The harness installs 1.18.0, two minors below the pin: the next hop is the upgrade planner's.
+      chart: {
+        pinned: pinnedAssets().cilium.version,
+        installed: '1.18.0',
+        upgrade: 'too-far',
+        next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'},
+      },
     })
     expect(report.kubeProxy).toMatchObject({desired: 'replaced', release: true, consistent: true})
     expect(report.readiness.daemonSet.rolledOut && report.readiness.operator.rolledOut).toBe(true)

@@ -3,7 +3,7 @@
 // operator registering its (real) CRDs, and Kokumi/Argo CD turning Orders into Applications.
 import {createHash} from 'node:crypto'
 import {existsSync, readdirSync, readFileSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {pinnedAssets} from '../../src/lib/assets/lock.js'
@@ -19,6 +19,7 @@ import {CONTROL_PLANE, WORKER, runIchor, startHarnessCluster, type CliRun, type 
 import {canonicalDump, nodeConfig} from '../harness/dump.js'
 import {waitUntil} from '../harness/kill.js'
 import {inlineManifestForms} from '../../src/lib/talos/handover.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>; type?: string}
@@ -36,8 +37,9 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
   let kube: Kube
   let first: CliRun
 
+  // The default: no --cilium-chart (init finds the pinned chart in the mirror) and no --kubernetes-version.
   beforeAll(async () => {
-    h = await startHarnessCluster()
+    h = await startHarnessCluster({cilium: 'mirror'})
     first = await runIchor([...h.initArgs, '--json'], h.env)
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
   }, 600_000)
@@ -47,7 +49,7 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
     expect(first.code, `${first.stderr}\n${first.stdout.slice(-3000)}`).toBe(0)
     expect(endEvent(first)).toMatchObject({ok: true, changed: true})
     const release = await readReleaseRecord(kube, 'cilium', 'kube-system')
-    expect(release).toMatchObject({revision: 1, status: 'deployed', chartVersion: '1.18.0'})
+    expect(release).toMatchObject({revision: 1, status: 'deployed', chartVersion: pinnedAssets().cilium.version})
     expect(nodeConfig(h, CONTROL_PLANE)).not.toMatch(/KubeInlineManifestConfig/)
     expect(nodeConfig(h, CONTROL_PLANE)).toMatch(/KubeProxyConfig/)
     const client = new OciClient(h.registry.endpoint)
@@ -81,17 +83,35 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
       expect(app?.status).toMatchObject({sync: {status: 'Synced'}, health: {status: 'Healthy'}})
     }
     const cr = await getObject<Obj>(kube, {apiVersion: 'ichor.maesh.dev/v1alpha1', kind: 'IchorInstallation', name: 'ichor'})
-    expect(cr?.status).toMatchObject({cni: {chartVersion: '1.18.0', releaseRevision: 1}, stack: {argocd: {applicationHealth: 'Healthy'}}})
+    expect(cr?.status).toMatchObject({cni: {chartVersion: pinnedAssets().cilium.version, releaseRevision: 1}, stack: {argocd: {applicationHealth: 'Healthy'}}})
     // What was installed, and that two of the three are not the pins (the run had --allow-unpinned).
     const digest = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex')
     expect((cr?.status as {artifacts?: unknown}).artifacts).toEqual({
-      cilium: {file: 'cilium-1.18.0.tgz', version: '1.18.0', sha256: pinnedAssets().cilium.sha256, pinned: true},
+      cilium: {file: basename(pinnedAssets().cilium.file), version: pinnedAssets().cilium.version, sha256: pinnedAssets().cilium.sha256, pinned: true},
       argocd: {file: 'argo-cd-10.1.1.tgz', version: '10.1.1', sha256: digest(UPSTREAM.argocdChart), pinned: false},
       kokumi: {file: 'install.yaml', version: '0.14.0', sha256: digest(UPSTREAM.kokumiManifest), pinned: false},
     })
+    // The default Kubernetes is one the pinned chart is tested on: the run warns of nothing.
+    expect((cr?.spec as {talos?: {kubernetesVersion?: string}}).talos?.kubernetesVersion).toBe(defaultKubernetesVersion())
+    expect(first.stderr).not.toMatch(/warning:/i)
+    expect(jsonResult<{warnings?: string[]}>(first).warnings ?? []).toEqual([])
     const dump = await canonicalDump(kube, h)
     expect(dump.inventoryKeys).toEqual([])
     expect(dump.policies.length).toBeGreaterThan(10)
+  })
+
+  // Issue 36: a default init is the default set, so an upgrade plan right after it has nothing to do.
+  it('ichor upgrade plan right after the default init: nothing to upgrade, exit 0', async () => {
+    const args = ['upgrade', 'plan', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir]
+    const json = await runIchor([...args, '--json'], h.env)
+    expect(json.code, json.stderr).toBe(0)
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      current: {talos: {lowest: DEFAULT_TALOS_VERSION}, kubernetes: {lowest: defaultKubernetesVersion()}, cilium: pinnedAssets().cilium.version},
+      hops: [],
+      upToDate: true,
+    })
+    const text = await runIchor(args, h.env)
+    expect(text.stdout).toContain('Nothing to upgrade: the cluster runs the target combination')
   })
 
   // Issue 12 point 3: applying the local controlplane.yaml later (adding a control plane) must not bring Cilium's inline manifest back.
@@ -158,7 +178,7 @@ describe('ichor init on the harness (2 simulated Talos nodes, real apiserver, he
       kubeconfig: h.cp.kubeconfigPath,
       release: 'cilium',
       namespace: 'kube-system',
-      chartPath: UPSTREAM.ciliumChart,
+      chartPath: UPSTREAM.pinnedCiliumChart,
       values: {...release.config, debug: {enabled: true}},
       wait: true,
       timeoutSeconds: 300,

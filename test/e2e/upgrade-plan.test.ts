@@ -1,7 +1,8 @@
-// `ichor upgrade plan` on restored converged clusters: at the defaults (1+1) nothing to do, and
-// with --to-latest the hops to the newest combination the compatibility data allows; the first hop
+// `ichor upgrade plan` on restored converged clusters: from Cilium 1.18.0 (1+1) the hops to the
+// default set, which is also the newest combination the compatibility data allows; the first hop
 // run for real drops out of the next plan. On 3+1 at Talos v1.13.9 with Kubernetes 1.36.0: Talos
-// first, then Cilium's patch and minors, Kubernetes' patch last, nothing downgraded. Read-only: no
+// first, then Cilium's patch and minors, Kubernetes' patch last, nothing downgraded. At the
+// default set itself (nothing to do): init.test.ts, whose cluster is the default. Read-only: no
 // Lease, the IchorInstallation and the Cilium release unchanged.
 import {join} from 'node:path'
 import {parse as parseYaml} from 'yaml'
@@ -27,7 +28,7 @@ async function untouched(kube: Kube) {
   return {cr: cr.metadata.resourceVersion, revision: release.revision, leases: leases.map((l) => `${l.metadata.name}@${l.metadata.resourceVersion}`)}
 }
 
-describe('ichor upgrade plan on the default combination (1+1)', () => {
+describe('ichor upgrade plan on a Cilium 1.18.0 cluster (1+1, the chart the day-2 tests start from)', () => {
   let h: HarnessCluster
   let kube: Kube
   const plan = (args: string[]) => runIchor(['upgrade', 'plan', '--kubeconfig', join(h.stateDir, 'kubeconfig'), '--state-dir', h.stateDir, ...args], h.env)
@@ -37,28 +38,16 @@ describe('ichor upgrade plan on the default combination (1+1)', () => {
   }, CONVERGED_TIMEOUT_MS)
   afterAll(() => h?.stop())
 
-  it('at the defaults: nothing to do, exit 0; nothing written, no Lease taken', async () => {
+  it('to the default set: Cilium patch, then minor by minor, then Kubernetes minor by minor; exit 0, nothing written, no Lease taken', async () => {
     const before = await untouched(kube)
     const run = await plan(['--json'])
     expect(run.code, run.stderr).toBe(0)
     const r = JSON.parse(run.stdout) as UpgradePlanResult
-    expect(r.current).toMatchObject({
-      talos: {lowest: DEFAULT_TALOS_VERSION},
-      kubernetes: {lowest: defaultKubernetesVersion()},
-      cilium: pinnedAssets().cilium.version,
-    })
+    // init with --cilium-chart 1.18.0 and no --kubernetes-version: the Kubernetes that chart is tested on.
+    expect(r.current).toMatchObject({talos: {lowest: DEFAULT_TALOS_VERSION}, kubernetes: {lowest: '1.33.6'}, cilium: '1.18.0'})
     expect(r.current.talos.nodes.map((n) => n.node)).toEqual([...h.controlPlanes, ...h.workers])
-    expect(r).toMatchObject({targetKind: 'default', hops: [], upToDate: true, compatibility: {revision: 1, origin: 'embedded'}})
-    const text = await plan([])
-    expect(text.stdout).toContain('Nothing to upgrade: the cluster runs the target combination')
-    expect(await untouched(kube)).toEqual(before)
-  })
-
-  it('--to-latest: the hops to the newest combination, each with its command, why and source; -o yaml is the same document', async () => {
-    const json = await plan(['--to-latest', '-o', 'json'])
-    expect(json.code, json.stderr).toBe(0)
-    const r = JSON.parse(json.stdout) as UpgradePlanResult
-    expect(r.target).toEqual({talos: 'v1.14.1', kubernetes: '1.36.3', cilium: '1.20.0'})
+    expect(r).toMatchObject({targetKind: 'default', upToDate: false, compatibility: {revision: 1, origin: 'embedded'}})
+    expect(r.target).toEqual({talos: DEFAULT_TALOS_VERSION, kubernetes: defaultKubernetesVersion(), cilium: pinnedAssets().cilium.version})
     expect(commands(r)).toEqual([
       'ichor cni upgrade --to 1.18.12',
       'ichor cni upgrade --to 1.19.6',
@@ -68,6 +57,15 @@ describe('ichor upgrade plan on the default combination (1+1)', () => {
       'ichor kubernetes upgrade --to 1.36.3',
     ])
     for (const hop of r.hops) expect(hop.source, hop.command).toMatch(/cilium\/cilium|go-kubernetes|Talos/)
+    expect(await untouched(kube)).toEqual(before)
+  })
+
+  it('--to-latest: the newest combination the data allows (the default set is it); -o yaml is the same document', async () => {
+    const json = await plan(['--to-latest', '-o', 'json'])
+    expect(json.code, json.stderr).toBe(0)
+    const r = JSON.parse(json.stdout) as UpgradePlanResult
+    expect(r).toMatchObject({targetKind: 'latest', target: {talos: 'v1.14.1', kubernetes: '1.36.3', cilium: '1.20.0'}})
+    expect(commands(r)).toEqual(commands(JSON.parse((await plan(['--json'])).stdout) as UpgradePlanResult))
     const yaml = await plan(['--to-latest', '-o', 'yaml'])
     expect(yaml.code, yaml.stderr).toBe(0)
     expect(parseYaml(yaml.stdout)).toEqual(r)
@@ -95,19 +93,25 @@ describe('ichor upgrade plan on Talos v1.13.9 with Kubernetes 1.36.0 (3+1)', () 
   }, CONVERGED_TIMEOUT_MS)
   afterAll(() => h?.stop())
 
-  it('to the defaults: Talos v1.14.1 only (Kubernetes 1.36 is newer than the default and stays)', async () => {
+  it('to the defaults: Talos first, then Cilium patch by patch and minor by minor, then the Kubernetes patch', async () => {
     const before = await untouched(kube)
     const run = await plan(['--json'])
     expect(run.code, run.stderr).toBe(0)
     const r = JSON.parse(run.stdout) as UpgradePlanResult
     expect(r.current).toMatchObject({talos: {lowest: 'v1.13.9'}, kubernetes: {lowest: '1.36.0'}})
     expect(r.current.talos.nodes).toHaveLength(4)
-    expect(commands(r)).toEqual(['ichor talos upgrade --to v1.14.1'])
-    expect(r.target.kubernetes).toBe('1.36.0')
+    expect(commands(r)).toEqual([
+      'ichor talos upgrade --to v1.14.1',
+      'ichor cni upgrade --to 1.18.12',
+      'ichor cni upgrade --to 1.19.6',
+      'ichor cni upgrade --to 1.20.0',
+      'ichor kubernetes upgrade --to 1.36.3',
+    ])
+    expect(r.target).toEqual({talos: 'v1.14.1', kubernetes: '1.36.3', cilium: '1.20.0'})
     expect(await untouched(kube)).toEqual(before)
   })
 
-  it('--to-latest: Talos first, then Cilium patch by patch and minor by minor, then the Kubernetes patch', async () => {
+  it('--to-latest: the same hops, printed one per line with the current versions', async () => {
     const run = await plan(['--to-latest'])
     expect(run.code, run.stderr).toBe(0)
     const steps = run.stdout.split('\n').filter((l) => /^\d+\. ichor /.test(l))

@@ -82,6 +82,12 @@ export interface HarnessOptions {
    * the tests about passphrases ask for one.
    */
   stateKey?: 'identity' | 'passphrase'
+  /**
+   * Where init's Cilium chart comes from: the mirror's 1.18.0 by --cilium-chart (the day-2 and
+   * upgrade-from tests), or `mirror`: no --cilium-chart, init finds the pinned chart in the
+   * mirror as a user's default run does (the tests whose subject is the default).
+   */
+  cilium?: 'mirror'
   /** Extra kube-apiserver flags (the benchmark's audit log). */
   apiServerArgs?: string[]
   /**
@@ -172,8 +178,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     '--yes',
     '--timeout',
     '120',
-    '--cilium-chart',
-    UPSTREAM.ciliumChart,
+    ...(opts.cilium === 'mirror' ? ['--mirror', UPSTREAM.dir] : ['--cilium-chart', UPSTREAM.ciliumChart]),
     '--argocd-chart',
     UPSTREAM.argocdChart,
     '--kokumi-manifest',

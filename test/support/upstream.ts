@@ -3,6 +3,7 @@
 import {existsSync} from 'node:fs'
 import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 
 const root = resolve(fileURLToPath(new URL('../..', import.meta.url)))
 const dir = process.env.ICHOR_UPSTREAM ?? resolve(root, '..', 'shared', 'upstream')
@@ -13,7 +14,10 @@ if (!existsSync(join(dir, 'SHA256SUMS'))) {
 
 export const UPSTREAM = {
   dir,
+  /** Cilium 1.18.0: the chart the day-2 tests' clusters start from (upgrades go on from it). */
   ciliumChart: join(dir, 'charts', 'cilium-1.18.0.tgz'),
+  /** The mirror's copy of the pinned Cilium chart: what a default init installs. */
+  pinnedCiliumChart: join(dir, pinnedAssets().cilium.file),
   cilium11812Chart: join(dir, 'charts', 'cilium-1.18.12.tgz'),
   cilium119Chart: join(dir, 'charts', 'cilium-1.19.6.tgz'),
   cilium120Chart: join(dir, 'charts', 'cilium-1.20.0.tgz'),

@@ -1,9 +1,9 @@
 // A real run installs only the pinned artifacts unless --allow-unpinned; a dry run takes any.
-// The real upstream files: Cilium 1.18.0 is byte-exact the pin, Argo CD 10.1.1 and Kokumi
+// The real upstream files: the pinned Cilium chart is byte-exact in the mirror, Argo CD 10.1.1 and Kokumi
 // 0.14.0 are older than the pins.
 import {existsSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {installedArtifact, refuseUnpinnedArtifacts} from '../../src/lib/assets/pinning.js'
@@ -13,7 +13,7 @@ import {runCli} from '../support/run-cli.js'
 import {UPSTREAM} from '../support/upstream.js'
 
 const assets = () => [
-  resolveAsset('cilium', {override: UPSTREAM.ciliumChart}),
+  resolveAsset('cilium', {override: UPSTREAM.pinnedCiliumChart}),
   resolveAsset('argocd', {override: UPSTREAM.argocdChart}),
   resolveAsset('kokumi', {mirror: UPSTREAM.dir, assetsDir: mkdtempSync(join(tmpdir(), 'ichor-no-assets-'))}),
 ]
@@ -49,13 +49,18 @@ describe('refuseUnpinnedArtifacts', () => {
 
   it('the pinned artifact alone passes a real run', () => {
     expect(() =>
-      refuseUnpinnedArtifacts('ichor init', [resolveAsset('cilium', {override: UPSTREAM.ciliumChart})], {dryRun: false, allowUnpinned: false}),
+      refuseUnpinnedArtifacts('ichor init', [resolveAsset('cilium', {override: UPSTREAM.pinnedCiliumChart})], {dryRun: false, allowUnpinned: false}),
     ).not.toThrow()
   })
 
   it('records the file name (not its folder), version, digest and whether it is pinned', () => {
     const [cilium, argocd] = assets()
-    expect(installedArtifact(cilium!)).toEqual({file: 'cilium-1.18.0.tgz', version: '1.18.0', sha256: pinnedAssets().cilium.sha256, pinned: true})
+    expect(installedArtifact(cilium!)).toEqual({
+      file: basename(pinnedAssets().cilium.file),
+      version: pinnedAssets().cilium.version,
+      sha256: pinnedAssets().cilium.sha256,
+      pinned: true,
+    })
     expect(installedArtifact(argocd!)).toMatchObject({file: 'argo-cd-10.1.1.tgz', version: '10.1.1', pinned: false})
   })
 })
@@ -75,7 +80,7 @@ describe('ichor init (real run) with artifacts that are not the pinned ones', ()
       join(work, 'state'),
       '--yes',
       '--cilium-chart',
-      UPSTREAM.ciliumChart,
+      UPSTREAM.pinnedCiliumChart,
       '--argocd-chart',
       UPSTREAM.argocdChart,
       '--kokumi-manifest',

@@ -6,6 +6,7 @@ import {parse} from 'yaml'
 import {helmTemplate} from '../../src/lib/helm/template.js'
 import type {Values} from '../../src/lib/values/path.js'
 import {CILIUM_OWNED_KEYS} from '../../src/lib/cilium/defaults.js'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {chartUpgrade} from '../../src/lib/cilium/status.js'
 import {preflightValues, resolveUpgradeChart} from '../../src/lib/cilium/upgrade.js'
 import {checkCiliumValues} from '../../src/lib/cilium/validate.js'
@@ -69,11 +70,20 @@ describe('nextCiliumUpgrade and cni status', () => {
     expect(nextCiliumUpgrade('1.18.3', KNOWN)).toBe('1.19.6')
     expect(nextCiliumUpgrade('1.20.0', KNOWN)).toBeUndefined()
   })
-  it('cni status names the next upgrade among the charts ichor knows, with its command', () => {
+  it("cni status names the planner's next Cilium hop (upgrade plan's), with its command and why", () => {
+    const around = {talos: 'v1.14.1', kubernetes: '1.33.6'}
     // Cilium's upgrade guide: the newest patch of the current minor first (1.18.12), then the next minor.
-    expect(chartUpgrade('1.18.0')).toMatchObject({upgrade: 'up-to-date', next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12'}})
-    expect(chartUpgrade('1.18.12')).toMatchObject({next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
-    expect(chartUpgrade('1.20.0').next).toBeUndefined()
+    expect(chartUpgrade('1.18.0', around)).toMatchObject({
+      upgrade: 'too-far',
+      next: {version: '1.18.12', command: 'ichor cni upgrade --to 1.18.12', why: expect.stringMatching(/newest 1\.18 patch/)},
+    })
+    expect(chartUpgrade('1.18.12', around)).toMatchObject({next: {version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'}})
+    expect(chartUpgrade('1.18.12', around).next?.after).toBeUndefined()
+    expect(chartUpgrade('1.20.0', around).next).toBeUndefined()
+    // Cilium 1.19 is tested from Kubernetes 1.32: at 1.31, Kubernetes moves first, and the hop says so.
+    const later = chartUpgrade('1.18.12', {talos: 'v1.13.9', kubernetes: '1.31.4'}).next
+    expect(later).toMatchObject({version: '1.19.6', command: 'ichor cni upgrade --to 1.19.6'})
+    expect(later?.after?.[0]).toMatch(/^ichor kubernetes upgrade --to 1\.32\.\d+$/)
   })
 })
 
@@ -135,11 +145,12 @@ describe('resolveUpgradeChart: which file, which version, pinned or not', () => 
     const t = resolveUpgradeChart({to: '1.19.6', mirror: UPSTREAM.dir})
     expect(t.chart.version).toBe('1.19.6')
     expect(t.describe).toMatch(
-      /^Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, sha256 21c43cf53841\), not the pin \(1\.18\.0\); a chart ichor knows/,
+      /^Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, sha256 21c43cf53841\), not the pin \(1\.20\.0\); a chart ichor knows/,
     )
   })
   it('--to the pinned version names the pin', () => {
-    expect(resolveUpgradeChart({to: '1.18.0', mirror: UPSTREAM.dir}).describe).toMatch(/the pinned chart 1\.18\.0$/)
+    const pin = pinnedAssets().cilium.version
+    expect(resolveUpgradeChart({to: pin, mirror: UPSTREAM.dir}).describe).toMatch(new RegExp(`the pinned chart ${pin.replace(/\./g, '\\.')}$`))
   })
   it('--to a version the mirror lacks is exit 2 naming the flag; --to and --cilium-chart that disagree too', () => {
     expect(() => resolveUpgradeChart({to: '1.19.2', mirror: UPSTREAM.dir})).toThrowError(

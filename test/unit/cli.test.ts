@@ -7,7 +7,9 @@ import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {parseAllDocuments} from 'yaml'
 import {createHash} from 'node:crypto'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {untarSync} from '../../src/lib/chart/archive.js'
+import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {runCli, type CliResult} from '../support/run-cli.js'
 import {runCliInProcess} from '../support/run-cli-inprocess.js'
@@ -30,9 +32,14 @@ describe('ichor init --dry-run --output DIR', () => {
   it('renders patches, manifest, effective values and the plan offline, naming the artifacts used', async () => {
     const out = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
     const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir])
-    expect(r.stderr).toMatch(/cilium: .*cilium-1\.18\.0\.tgz \(cilium 1\.18\.0, .*\) matches the pin 1\.18\.0/)
+    const pin = pinnedAssets().cilium
+    expect(r.stderr).toContain(`cilium: ${UPSTREAM.pinnedCiliumChart} (cilium ${pin.version}, `)
+    expect(r.stderr).toMatch(new RegExp(`from mirror\\) matches the pin ${pin.version.replace(/\./g, '\\.')}`))
     expect(r.stderr).toMatch(/argocd: .*argo-cd-10\.1\.1\.tgz .*does NOT match the pin 10\.11\.6/)
     expect(r.code, r.stderr).toBe(0)
+    // The default set is one someone tested: no compatibility warning, and plan.txt names it.
+    expect(r.stderr).not.toMatch(/warning/i)
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toContain(`Talos ${DEFAULT_TALOS_VERSION}, Kubernetes ${defaultKubernetesVersion()}, `)
     expect(r.stdout).toMatch(/Adopt Cilium into Helm release kube-system\/cilium/)
     const cp = parseAllDocuments(readFileSync(join(out, 'talos', 'controlplane-patch.yaml'), 'utf8')).map((d) => d.toJS())
     expect(cp.map((d) => d.kind)).toEqual(['KubeFlannelCNIConfig', 'KubeProxyConfig', 'KubePrismConfig', 'KubeInlineManifestConfig'])
@@ -134,7 +141,7 @@ describe('ichor init --dry-run --output DIR', () => {
   it('a missing artifact is a clear error saying how to get it', async () => {
     const r = await ichor(['init', '--dry-run', '--output-dir', '/tmp/x', ...NODES], {ICHOR_ASSETS_DIR: mkdtempSync(join(tmpdir(), 'ichor-empty-'))})
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(/Cilium Helm chart 1\.18\.0 is missing/)
+    expect(r.stderr).toContain(`Cilium Helm chart ${pinnedAssets().cilium.version} is missing`)
     expect(r.stderr).toMatch(/ichor assets fetch/)
   })
 })

@@ -6,8 +6,9 @@
 import {spawn} from 'node:child_process'
 import {chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {join} from 'node:path'
+import {basename, join} from 'node:path'
 import {afterAll, describe, expect, it} from 'vitest'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {formatDoctorReport} from '../../src/lib/doctor/format.js'
 import type {DoctorReport} from '../../src/lib/doctor/types.js'
 import {findHelm} from '../../src/lib/helm/binary.js'
@@ -80,7 +81,7 @@ async function doctor(args: string[], env: Record<string, string | undefined> = 
   return {code: r.status, doc, check, stderr: r.stderr}
 }
 
-const ASSET_FLAGS = ['--cilium-chart', UPSTREAM.ciliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', UPSTREAM.kokumiManifest]
+const ASSET_FLAGS = ['--cilium-chart', UPSTREAM.pinnedCiliumChart, '--argocd-chart', UPSTREAM.argocdChart, '--kokumi-manifest', UPSTREAM.kokumiManifest]
 const READY = [...ASSET_FLAGS, '--state-dir', privateState]
 
 describe('ichor doctor: helm', async () => {
@@ -178,7 +179,9 @@ describe('ichor doctor: talosctl against the Talos version targeted', async () =
 describe('ichor doctor: assets', async () => {
   it('says which file and version each is and whether it is the pinned one', async () => {
     const r = await doctor(READY)
-    expect(r.check('asset:cilium')).toMatchObject({status: 'ok', detail: expect.stringMatching(/cilium-1\.18\.0\.tgz .*matches the pin 1\.18\.0/)})
+    const pin = pinnedAssets().cilium
+    expect(r.check('asset:cilium')).toMatchObject({status: 'ok', detail: expect.stringContaining(`${basename(pin.file)} (cilium ${pin.version},`)})
+    expect(r.check('asset:cilium').detail).toContain(`matches the pin ${pin.version}`)
     expect(r.check('asset:argocd')).toMatchObject({
       status: 'warn',
       detail: expect.stringMatching(/argo-cd 10\.1\.1.*does NOT match the pin/),
@@ -206,7 +209,7 @@ describe('ichor doctor: assets', async () => {
   it('a fetched file that changed since fails', async () => {
     const assets = join(dir, 'assets-changed')
     mkdirSync(join(assets, 'charts'), {recursive: true})
-    copyFileSync(UPSTREAM.cilium119Chart, join(assets, 'charts', 'cilium-1.18.0.tgz'))
+    copyFileSync(UPSTREAM.cilium119Chart, join(assets, pinnedAssets().cilium.file))
     const r = await doctor(['--assets-dir', assets, '--state-dir', privateState])
     expect(r.check('asset:cilium')).toMatchObject({status: 'fail', detail: expect.stringMatching(/changed since it was fetched/)})
   })

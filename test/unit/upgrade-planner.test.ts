@@ -4,7 +4,7 @@ import {describe, expect, it} from 'vitest'
 import {checkKubernetesUpgrade} from '../../src/lib/kubernetes/policy.js'
 import {judgeCiliumUpgrade} from '../../src/lib/cilium/versions.js'
 import {checkTalosUpgrade} from '../../src/lib/talos-upgrade/policy.js'
-import {defaultTarget, latestTarget, planUpgrade, type Versions} from '../../src/lib/upgrade-plan/planner.js'
+import {defaultTarget, latestTarget, planUpgrade, type Versions} from '../../src/lib/upgrade-path/planner.js'
 
 const v = (talos: string, kubernetes: string, cilium: string): Versions => ({talos, kubernetes, cilium})
 
@@ -26,16 +26,27 @@ const CASES: {name: string; from: Versions; to: 'default' | 'latest'; commands: 
     ],
   },
   {
-    name: 'Talos v1.13 + Cilium 1.18.0 + Kubernetes 1.32, to the default set',
+    name: 'Talos v1.13 + Cilium 1.18.0 + Kubernetes 1.32, to the default set (the newest the data allows too)',
     from: v('v1.13.0', '1.32.0', '1.18.0'),
     to: 'default',
-    commands: ['ichor talos upgrade --to v1.13.9', 'ichor talos upgrade --to v1.14.1', 'ichor kubernetes upgrade --to 1.33.6'],
+    commands: [
+      'ichor talos upgrade --to v1.13.9',
+      'ichor talos upgrade --to v1.14.1',
+      'ichor cni upgrade --to 1.18.12',
+      'ichor cni upgrade --to 1.19.6',
+      'ichor kubernetes upgrade --to 1.33.6',
+      'ichor cni upgrade --to 1.20.0',
+      'ichor kubernetes upgrade --to 1.34.1',
+      'ichor kubernetes upgrade --to 1.35.4',
+      'ichor kubernetes upgrade --to 1.36.3',
+    ],
   },
   {name: 'the default set, to itself: nothing', from: defaultTarget(), to: 'default', commands: []},
+  {name: 'the default set, to the newest: nothing (the default is the newest)', from: defaultTarget(), to: 'latest', commands: []},
   {
-    name: 'the default set, to the newest',
-    from: defaultTarget(),
-    to: 'latest',
+    name: "a cluster init made with --cilium-chart 1.18.0 (Kubernetes 1.33, that chart's default), to the default set",
+    from: v('v1.14.1', '1.33.6', '1.18.0'),
+    to: 'default',
     commands: [
       'ichor cni upgrade --to 1.18.12',
       'ichor cni upgrade --to 1.19.6',
@@ -46,10 +57,10 @@ const CASES: {name: string; from: Versions; to: 'default' | 'latest'; commands: 
     ],
   },
   {
-    name: 'Kubernetes ahead of the default (Talos v1.14 default 1.37 with Cilium 1.18): nothing goes down',
+    name: 'Kubernetes ahead of the default (Talos v1.14 default 1.37 with Cilium 1.18): Cilium climbs, nothing goes down',
     from: v('v1.14.1', '1.37.0', '1.18.0'),
     to: 'default',
-    commands: [],
+    commands: ['ichor cni upgrade --to 1.18.12', 'ichor cni upgrade --to 1.19.6', 'ichor cni upgrade --to 1.20.0'],
   },
   {
     name: 'Kubernetes 1.35 on Cilium 1.19: Cilium 1.20 comes before Kubernetes 1.36',
@@ -69,7 +80,12 @@ const CASES: {name: string; from: Versions; to: 'default' | 'latest'; commands: 
       'ichor talos upgrade --to v1.13.9',
       'ichor kubernetes upgrade --to 1.32.4',
       'ichor talos upgrade --to v1.14.1',
+      'ichor cni upgrade --to 1.19.6',
       'ichor kubernetes upgrade --to 1.33.6',
+      'ichor cni upgrade --to 1.20.0',
+      'ichor kubernetes upgrade --to 1.34.1',
+      'ichor kubernetes upgrade --to 1.35.4',
+      'ichor kubernetes upgrade --to 1.36.3',
     ],
   },
 ]
