@@ -8,38 +8,31 @@ import {defaultTarget, latestTarget, planUpgrade, type Versions} from '../../src
 
 const v = (talos: string, kubernetes: string, cilium: string): Versions => ({talos, kubernetes, cilium})
 
+/** Talos v1.13 + Cilium 1.18.0 + Kubernetes 1.32 to the default set, which is the newest the data allows too. */
+const FROM_V113 = [
+  'ichor talos upgrade --to v1.13.9',
+  'ichor talos upgrade --to v1.14.1',
+  'ichor cni upgrade --to 1.18.12',
+  'ichor cni upgrade --to 1.19.6',
+  'ichor kubernetes upgrade --to 1.33.6',
+  'ichor cni upgrade --to 1.20.0',
+  'ichor kubernetes upgrade --to 1.34.1',
+  'ichor kubernetes upgrade --to 1.35.4',
+  'ichor kubernetes upgrade --to 1.36.3',
+]
+
 const CASES: {name: string; from: Versions; to: 'default' | 'latest'; commands: string[]}[] = [
   {
     name: 'Talos v1.13 + Cilium 1.18.0 + Kubernetes 1.32, to the newest the data allows',
     from: v('v1.13.0', '1.32.0', '1.18.0'),
     to: 'latest',
-    commands: [
-      'ichor talos upgrade --to v1.13.9',
-      'ichor talos upgrade --to v1.14.1',
-      'ichor cni upgrade --to 1.18.12',
-      'ichor cni upgrade --to 1.19.6',
-      'ichor kubernetes upgrade --to 1.33.6',
-      'ichor cni upgrade --to 1.20.0',
-      'ichor kubernetes upgrade --to 1.34.1',
-      'ichor kubernetes upgrade --to 1.35.4',
-      'ichor kubernetes upgrade --to 1.36.3',
-    ],
+    commands: FROM_V113,
   },
   {
     name: 'Talos v1.13 + Cilium 1.18.0 + Kubernetes 1.32, to the default set (the newest the data allows too)',
     from: v('v1.13.0', '1.32.0', '1.18.0'),
     to: 'default',
-    commands: [
-      'ichor talos upgrade --to v1.13.9',
-      'ichor talos upgrade --to v1.14.1',
-      'ichor cni upgrade --to 1.18.12',
-      'ichor cni upgrade --to 1.19.6',
-      'ichor kubernetes upgrade --to 1.33.6',
-      'ichor cni upgrade --to 1.20.0',
-      'ichor kubernetes upgrade --to 1.34.1',
-      'ichor kubernetes upgrade --to 1.35.4',
-      'ichor kubernetes upgrade --to 1.36.3',
-    ],
+    commands: FROM_V113,
   },
   {name: 'the default set, to itself: nothing', from: defaultTarget(), to: 'default', commands: []},
   {name: 'the default set, to the newest: nothing (the default is the newest)', from: defaultTarget(), to: 'latest', commands: []},
