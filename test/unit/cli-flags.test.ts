@@ -171,6 +171,11 @@ describe('error reports', () => {
     expect(closest('--dry-rn', ['--dry-run', '--debug'])).toBe('--dry-run')
     expect(closest('--kubeconfg=x', ['--kubeconfig', '--context'])).toBe('--kubeconfig')
     expect(closest('--zzzzzz', ['--dry-run', '--debug'])).toBeUndefined()
+    // Issue 37: helm's name for kubectl's flag is offered by name; --yes is never offered for a typo.
+    expect(closest('--kube-context', ['--kubeconfig', '--context'])).toBe('--context')
+    expect(closest('--kube-context=x', ['--kubeconfig'])).toBeUndefined()
+    expect(closest('--set', ['--yes', '--dry-run'])).toBeUndefined()
+    expect(closest('--ye', ['--yes', '--dry-run'])).toBeUndefined()
   })
 })
 

@@ -94,11 +94,22 @@ function cleanOclifDecoration(message: string): string {
   return message.replace(/^Parsing --[\w-]+ \n\t/, '').replace(/\nSee more help with --help$/, '')
 }
 
-/** The known flag nearest to a typo, when it is near enough to be a typo. */
+/** Flags of helm, kubectl and talosctl whose ichor name is another: suggested by name, not by spelling. */
+const OTHER_TOOLS_FLAGS: Record<string, string> = {
+  '--kube-context': '--context', // helm's name for kubectl's --context
+}
+
+/** Never offered for a typo: a suggestion to skip the question on a command that may erase disks is no help. */
+const NEVER_SUGGESTED = new Set(['--yes', '-y'])
+
+/** The known flag nearest to a typo, when it is near enough to be a typo (or the name another tool gives it). */
 export function closest(typo: string, known: readonly string[]): string | undefined {
   const name = typo.replace(/=.*$/, '')
+  const renamed = OTHER_TOOLS_FLAGS[name]
+  if (renamed && known.includes(renamed)) return renamed
   let best: {flag: string; distance: number} | undefined
   for (const flag of known) {
+    if (NEVER_SUGGESTED.has(flag)) continue
     const distance = levenshtein.get(name, flag)
     if (!best || distance < best.distance) best = {flag, distance}
   }
