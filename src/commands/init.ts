@@ -13,14 +13,14 @@ export default class Init extends IchorCommand {
 With --dry-run --output-dir DIR nothing is contacted: everything is validated and rendered into DIR and the plan is printed.`
   static override examples = [
     '<%= config.bin %> init --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --worker 192.0.2.11',
-    'ICHOR_STATE_PASSPHRASE_FILE=~/.config/ichor/homelab.pass <%= config.bin %> init --yes --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10',
+    '$ ICHOR_STATE_PASSPHRASE_FILE=~/.config/ichor/homelab.pass <%= config.bin %> init --yes --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10',
     '<%= config.bin %> init --dry-run --output-dir ./out --cluster-name homelab --endpoint https://192.0.2.10:6443 --control-plane 192.0.2.10 --mirror ./mirror',
   ]
   static override flags = {
     'cluster-name': Flags.string({description: 'cluster name (DNS-1123 label)', helpValue: 'NAME'}),
     endpoint: Flags.string({description: 'Kubernetes API endpoint, e.g. https://192.0.2.10:6443', helpValue: 'URL'}),
-    'control-plane': Flags.string({description: 'control-plane node address (repeat for more)', helpValue: 'IP', multiple: true, default: []}),
-    worker: Flags.string({description: 'worker node address (repeat for more)', helpValue: 'IP', multiple: true, default: []}),
+    'control-plane': Flags.string({description: 'control-plane node address (repeat for more)', helpValue: 'IP', multiple: true}),
+    worker: Flags.string({description: 'worker node address (repeat for more)', helpValue: 'IP', multiple: true}),
     'talos-version': Flags.string({description: 'Talos version the configs target (default: the version ichor pins)', helpValue: 'vX.Y.Z'}),
     'kubernetes-version': Flags.string({description: 'Kubernetes version (default: the Talos default)', helpValue: 'X.Y.Z'}),
     ...initCiliumModeFlags,
@@ -75,8 +75,8 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
       flags: {
         clusterName: f['cluster-name'],
         endpoint: f.endpoint,
-        controlPlanes: f['control-plane'],
-        workers: f.worker,
+        controlPlanes: f['control-plane'] ?? [],
+        workers: f.worker ?? [],
         talosVersion: f['talos-version'],
         kubernetesVersion: f['kubernetes-version'],
         kubeProxy: f['kube-proxy'],

@@ -5,6 +5,7 @@ import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
+import {parse as parseYaml} from 'yaml'
 import {DEFAULT_TALOS_VERSION, defaultKubernetesVersion} from '../../src/lib/talos/versions.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {type CliResult} from '../support/run-cli.js'
@@ -43,6 +44,11 @@ describe('help', () => {
     const r = await ichor([...cmd, '-h'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain(`$ ichor ${cmd.join(' ')}`)
+    // Issue 37 item 8: a list flag's empty default is no default worth showing.
+    expect(r.stdout).not.toContain('[default: ]')
+    // Every example is a command line as typed: `$ ichor ...`.
+    const examples = r.stdout.split(/^EXAMPLES$/m)[1]?.split(/^[A-Z][A-Z ]+$/m)[0]
+    if (examples) for (const line of examples.split('\n').filter((l) => /^ {2}\S/.test(l))) expect(line, cmd.join(' ')).toMatch(/^ {2}\$ /)
   })
   it('`ichor -h` and `ichor help init` print help', async () => {
     expect((await ichor(['-h'])).stdout).toMatch(/TOPICS[\s\S]*cni/)
@@ -106,6 +112,13 @@ describe('ichor version', () => {
     expect(r.stdout).toContain(`ichor ${version}`)
     for (const pin of pins) expect(r.stdout).toContain(pin)
     expect((await ichor(['--version'])).stdout).toBe(r.stdout)
+  })
+  it('-o json and -o yaml print the same document as --json (issue 37 item 8)', async () => {
+    const json = await ichor(['version', '-o', 'json'])
+    expect(json.code, json.stderr).toBe(0)
+    const doc = JSON.parse(json.stdout) as {pinned: {cilium: string}}
+    expect(doc.pinned.cilium).toBe(lock.cilium.version)
+    expect(parseYaml((await ichor(['version', '-o', 'yaml'])).stdout)).toEqual(doc)
   })
   it('--json gives them as one object with a schemaVersion', async () => {
     const r = await ichor(['version', '--json'])

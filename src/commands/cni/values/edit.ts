@@ -12,7 +12,7 @@ export default class CniValuesEdit extends ValuesCommand {
   static override usage = valuesUsage('cni values edit')
   static override examples = [
     '<%= config.bin %> cni values edit --kubeconfig ./kubeconfig',
-    'EDITOR="code --wait" <%= config.bin %> cni values edit',
+    '$ EDITOR="code --wait" <%= config.bin %> cni values edit',
     '<%= config.bin %> cni values edit hubble.relay.enabled=true',
   ]
   static override flags = {

@@ -13,7 +13,7 @@ export default class StackValuesEdit extends ValuesCommand {
   static override usage = valuesUsage('stack values edit', true)
   static override examples = [
     '<%= config.bin %> stack values edit argocd --kubeconfig ./kubeconfig',
-    'EDITOR="code --wait" <%= config.bin %> stack values edit kokumi',
+    '$ EDITOR="code --wait" <%= config.bin %> stack values edit kokumi',
     '<%= config.bin %> stack values edit argocd server.replicas=2',
   ]
   static override args = stackComponentArgs
