@@ -51,6 +51,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   try {
     const helm = ensureHelm()
     console.log(`helm: ${helm.version} at ${helm.path} (${helm.source})`)
+    // ichor itself looks at ICHOR_HELM, then PATH (src/lib/helm/binary.ts): a helm only this script found is not seen.
+    if (helm.source !== 'PATH' && helm.source !== 'ICHOR_HELM')
+      console.log(
+        `helm: ichor finds helm through ICHOR_HELM, then PATH; for ichor outside npm run demo: export ICHOR_HELM=${helm.path} (or put that helm on PATH)`,
+      )
   } catch (error) {
     console.error(error.message)
     process.exit(1)
