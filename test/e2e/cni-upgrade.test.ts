@@ -103,7 +103,7 @@ describe('ichor cni upgrade on the harness', () => {
   it('--dry-run prints the plan, the chart used and the values diff, and changes nothing', async () => {
     const run = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run'])
     expect(run.code, run.stderr).toBe(0)
-    expect(run.stdout).toMatch(/Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, .*not the pin \(1\.18\.0\)/)
+    expect(run.stdout).toMatch(/Cilium chart 1\.19\.6: .*cilium-1\.19\.6\.tgz \(from mirror, .*not the pin \(1\.20\.0\)/)
     expect(run.stdout).toMatch(/^\+\s+- SYSLOG$/m)
     expect(run.stdout).toMatch(/would run/)
     expect((await release()).revision).toBe(initial.release.revision)

@@ -50,8 +50,8 @@ const CASES: Record<string, Case> = {
   'cni:kube-proxy:replace': {args: () => ['--yes', ...cni()]},
   'cni:kube-proxy:restore': {args: () => ['--dry-run', ...cni()]},
   'cni:upgrade': {args: () => ['--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
-  // The version the cluster runs (init's default): a dry run that proves and changes nothing.
-  'kubernetes:upgrade': {args: () => ['--to', defaultKubernetesVersion(), '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
+  // The version the cluster runs (init's default with the 1.18.0 chart): a dry run that proves and changes nothing.
+  'kubernetes:upgrade': {args: () => ['--to', defaultKubernetesVersion(undefined, '1.18.0'), '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'talos:upgrade': {args: () => ['--to', 'v1.14.2', '--dry-run', ...kubeconfig(), '--state-dir', h.stateDir]},
   'stack:sync': {args: () => ['--yes', ...stack()]},
   'stack:values:set': {args: () => ['argocd', '--yes', '--set', 'server.podAnnotations.jsonContract=set', ...stack()]},
