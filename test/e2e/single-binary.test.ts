@@ -5,10 +5,15 @@
 import {execa} from 'execa'
 import {copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
 import {tmpdir} from 'node:os'
-import {dirname, join, relative} from 'node:path'
+import {basename, dirname, join, relative} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {pinnedAssets} from '../../src/lib/assets/lock.js'
 import {terminal} from '../support/terminal.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+/** The pinned Cilium chart, which the binary embeds from the mirror. */
+const PIN = pinnedAssets().cilium
+const re = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 const BUILD = join(PROJECT_ROOT, 'scripts', 'build-binary.mjs')
 const NPM_BIN = join(PROJECT_ROOT, 'bin', 'run.js')
@@ -113,7 +118,7 @@ describe('npm run build:binary', () => {
     expect(built.stderr).toMatch(/node v\d+\.\d+\.\d+/)
     expect(built.stderr).toMatch(/(\d+ warnings?|no warnings).*the full log: .*ichor\.build\.log/)
     const log = readFileSync(join(work, 'build', 'ichor.build.log'), 'utf8')
-    expect(log).toMatch(/cilium: .*cilium-1\.18\.0\.tgz .* matches the pin 1\.18\.0/)
+    expect(log).toMatch(new RegExp(`cilium: .*${re(basename(PIN.file))} .* matches the pin ${re(PIN.version)}`))
   })
 
   it('refuses a non-pinned artifact with --pinned-only, and a --from that is not a directory, with exit code 2', async () => {
@@ -240,7 +245,9 @@ describe('the binary, alone in an empty directory, without Node', () => {
     expect(npm.code, npm.stderr).toBe(0)
     const bin = await binary(['init', '--dry-run', '--output-dir', fromBinary, ...NODES])
     expect(bin.code, bin.stderr).toBe(0)
-    expect(bin.stderr).toMatch(/cilium: .* \(cilium 1\.18\.0, sha256 7f9557f24b94, from embedded\) matches the pin 1\.18\.0/)
+    expect(bin.stderr).toMatch(
+      new RegExp(`cilium: .* \\(cilium ${re(PIN.version)}, sha256 ${PIN.sha256.slice(0, 12)}, from embedded\\) matches the pin ${re(PIN.version)}`),
+    )
     expect(bin.stderr).toMatch(/argocd: .* from embedded\) does NOT match the pin 10\.11\.6/)
     expect(bin.stderr).toMatch(/kokumi: .* from embedded\) does NOT match the pin 0\.17\.0/)
 
