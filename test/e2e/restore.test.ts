@@ -169,12 +169,7 @@ describe('ichor restore on the harness', () => {
     declareMachine(h.nodes, {ip: onto.workers[0]!, role: 'worker', talosVersion})
     await h.loseEverything()
     const elsewhere = join(work, 'elsewhere')
-    // Cilium's DaemonSet must start agents on the two new Nodes after the old ones go: under a
-    // loaded CI that once took past the harness's 2 min, so this run waits as a real one would.
-    const args = restoreArgs(h, file, elsewhere, onto)
-    expect(args).toContain('--timeout')
-    args[args.indexOf('--timeout') + 1] = '420'
-    const run = await runIchor([...args, '--endpoint', 'https://127.0.0.61:6443', '--json'], h.env)
+    const run = await runIchor([...restoreArgs(h, file, elsewhere, onto), '--endpoint', 'https://127.0.0.61:6443', '--json'], h.env)
     expect(run.code, show(run)).toBe(0)
     expect(jsonEvents(run)).toContainEqual(expect.objectContaining({event: 'task', id: 'forget-old-nodes', status: 'done'}))
     const nodes = (await kube.request('GET', '/api/v1/nodes')) as {items: {status: {addresses: {type: string; address: string}[]}}[]}

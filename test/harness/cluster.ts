@@ -121,7 +121,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
     {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes'), etcd: {endpoint: cp.etcdEndpoint, etcdutl: cp.etcdutl}},
   )
-  const kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: saved && loadKubeConfig(cp.kubeconfigPath)})
+  let kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: saved && loadKubeConfig(cp.kubeconfigPath)})
   const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
   const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
@@ -196,10 +196,14 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
       busy = true
       const {snapshot} = JSON.parse(readFileSync(request, 'utf8')) as {snapshot: string}
       rmSync(request)
-      cp.recover(snapshot).then(
-        () => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), '{}'),
-        (error: unknown) => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), JSON.stringify({error: String(error)})),
-      )
+      cp.recover(snapshot)
+        // The new machines' kubelets: a kwok of their own. The lost machines' kwok would resume its
+        // watches at resource versions the restored etcd has not reached yet, and its Leases name it.
+        .then(async () => void (kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: loadKubeConfig(cp.kubeconfigPath)})))
+        .then(
+          () => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), '{}'),
+          (error: unknown) => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), JSON.stringify({error: String(error)})),
+        )
     }, 100)
     recovery.unref()
   }
@@ -218,6 +222,8 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     initArgs,
     async loseEverything() {
       await nodes.loseAll()
+      // Every machine's kubelet goes with it.
+      await kwok.stop()
       await apiProxy.close()
       // Kokumi's registry keeps its bundles in an emptyDir: they go with the nodes.
       await registry.restartEmpty()
