@@ -32,6 +32,7 @@ const order = [
   'backup',
   'talos-upgrade',
   'upgrade-plan',
+  'overview',
   'doctor',
   'init',
   'plans',

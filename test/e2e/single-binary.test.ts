@@ -164,6 +164,9 @@ describe('the binary, alone in an empty directory, without Node', () => {
       ['cni', 'valeus', 'set'],
       ['hepl', '--json'],
       ['verison'],
+      ['status', '--help'],
+      ['stack', 'password', '--help'],
+      ['status', '--kubeconfig', '/nonexistent/kubeconfig', '--json'],
     ].map((args) => [args.join(' '), args]),
   )('`ichor %s` answers as the npm build does', async (_name, args) => {
     const fromBinary = await binary(args)
