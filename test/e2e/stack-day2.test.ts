@@ -6,7 +6,7 @@ import {writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {getObject, type KubeObject} from '../../src/lib/kube/objects.js'
+import {deleteObject, getObject, type KubeObject} from '../../src/lib/kube/objects.js'
 import {opensKokumiHash} from '../../src/lib/stack/generated-secrets.js'
 import {bcryptVerify} from '../../src/lib/stack/bcrypt.js'
 import type {ComponentStackStatus, StackStatus} from '../../src/lib/stack/status.js'
@@ -324,6 +324,29 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     expect(JSON.parse(again.stdout.slice(again.stdout.lastIndexOf('\n{') + 1))).toMatchObject({changed: false, repaired: []})
     expect(again.stdout).not.toContain(result.kokumiAdminPassword)
   }, 600_000)
+
+  // Issue 37 item 2: Argo CD makes its own first admin password when its server starts (the simulator follows
+  // argo-cd util/settings/settings.go InitializeSettings); ichor prints it, and says so when it is gone.
+  it("stack password argocd: argocd-server's first admin password, which argocd-secret's bcrypt hash verifies; gone once deleted", async () => {
+    const secret = async (namespace: string, name: string) => {
+      const s = await getObject<Obj & {data?: Record<string, string>}>(kube, {apiVersion: 'v1', kind: 'Secret', name, namespace})
+      return s && Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]))
+    }
+    const initial = (await secret('argocd', 'argocd-initial-admin-secret'))!
+    expect(initial.password).toMatch(/^[0-9A-Za-z-]{16}$/)
+    expect(bcryptVerify(initial.password!, (await secret('argocd', 'argocd-secret'))!['admin.password']!)).toBe(true)
+    const run = await runIchor(['stack', 'password', 'argocd', '--kubeconfig', day2[1]!], h.env)
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toBe(`${initial.password}\n`)
+    // Argo CD's guide: delete it once the password is changed; the server does not make it again.
+    await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', name: 'argocd-initial-admin-secret', namespace: 'argocd'})
+    for (let i = 0; i < 2; i++) await h.stack.tick()
+    const gone = await runIchor(['stack', 'password', 'argocd', '--kubeconfig', day2[1]!], h.env)
+    expect(gone.code).toBe(1)
+    expect(gone.stdout).toBe('')
+    expect(gone.stderr).toMatch(/argocd\/argocd-initial-admin-secret does not exist/)
+    expect(await secret('argocd', 'argocd-initial-admin-secret')).toBeUndefined()
+  })
 })
 
 describe('a workload that crash-loops under an Application (real ReplicaSet controller, kwok pods)', () => {

@@ -1,5 +1,7 @@
 // Argo CD application-controller simulator: the sync and status of an Application that
-// Kokumi's Serving created (./stack-simulator.ts plays Kokumi and calls `syncApplication`).
+// Kokumi's Serving created (./stack-simulator.ts plays Kokumi and calls `syncApplication`), and
+// the one thing argocd-server writes when it starts: its first admin password (see
+// serverInitializesSettings).
 // Argo CD cannot run on the harness (no kubelet, no pods), so this plays its controller from
 // the outside:
 //
@@ -57,13 +59,14 @@
 // (Argo CD retries an automated sync 5 times with a 5 s backoff, then stops); a revision that
 // cannot be pulled reads OutOfSync/Missing (Argo CD: a ComparisonError condition).
 import {ApiextensionsV1Api, CustomObjectsApi, KubeConfig} from '@kubernetes/client-node'
-import {createHash} from 'node:crypto'
+import {createHash, randomBytes} from 'node:crypto'
 import {isDeepStrictEqual} from 'node:util'
 import {untarSync} from '../../src/lib/chart/archive.js'
 import {serverSideApply} from '../../src/lib/kube/apply.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {deleteObject, getObject, PARTIAL_OBJECT_METADATA_LIST, resolvePath, type KubeObject} from '../../src/lib/kube/objects.js'
 import type {OciClient} from '../../src/lib/oci/client.js'
+import {bcryptHash} from '../../src/lib/stack/bcrypt.js'
 import {parseObjects} from '../../src/lib/stack/objects.js'
 import {isWorse, resourceHealth, type HealthCode} from './argocd-health.js'
 import type {PulledManifest} from './kokumi-puller.js'
@@ -123,6 +126,10 @@ export interface ArgoCdSimulatorOptions {
    */
   applicationController?: 'required' | 'assumed'
 }
+
+/** The argo-cd chart's API server Deployment (templates/argocd-server/), and the Secret it keeps the first admin password in. */
+const ARGO_SERVER = 'argocd-server'
+const INITIAL_ADMIN_SECRET = 'argocd-initial-admin-secret'
 
 /** The argo-cd chart's application controller (templates/argocd-application-controller/). */
 export const APPLICATION_CONTROLLER = {namespace: ARGOCD_NAMESPACE, name: 'argocd-application-controller'}
@@ -201,6 +208,7 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   const diffCache = new Map<string, boolean>()
   const lastCompared = new Map<string, {revision: string; at: number}>()
   let gcRuns: Promise<boolean> | undefined
+  let adminInitialized = false
 
   function connect(): Promise<Kube> {
     kube ??= connectKube({kubeconfig: opts.kubeconfigPath})
@@ -384,23 +392,78 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
   /** A Ready pod of the application controller: the StatefulSet's, or the Deployment's ReplicaSets' (see the header). */
   async function controllerRunning(): Promise<boolean> {
     if ((opts.applicationController ?? 'required') === 'assumed') return true
+    return podReady(APPLICATION_CONTROLLER.name)
+  }
+
+  /** A Ready pod of the workload `name` in Argo CD's namespace: its StatefulSet's, or its Deployment's ReplicaSets'. */
+  async function podReady(name: string): Promise<boolean> {
     const k = await connect()
     const pods = await k.request<{items?: (KubeObject & {status?: {conditions?: {type: string; status: string}[]}})[]}>(
       'GET',
-      `/api/v1/namespaces/${APPLICATION_CONTROLLER.namespace}/pods`,
+      `/api/v1/namespaces/${ARGOCD_NAMESPACE}/pods`,
     )
-    const replicaSet = new RegExp(`^${APPLICATION_CONTROLLER.name}-[a-z0-9]+$`)
+    const replicaSet = new RegExp(`^${name}-[a-z0-9]+$`)
     return (pods.items ?? []).some((pod) => {
       const owners = (pod.metadata as {ownerReferences?: {kind: string; name: string}[]}).ownerReferences ?? []
-      const ours = owners.some(
-        (o) => (o.kind === 'StatefulSet' && o.name === APPLICATION_CONTROLLER.name) || (o.kind === 'ReplicaSet' && replicaSet.test(o.name)),
-      )
+      const ours = owners.some((o) => (o.kind === 'StatefulSet' && o.name === name) || (o.kind === 'ReplicaSet' && replicaSet.test(o.name)))
       return ours && !pod.metadata.deletionTimestamp && (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True')
     })
   }
 
+  /**
+   * What argocd-server does when it starts (argoproj/argo-cd util/settings/settings.go
+   * InitializeSettings, called by the API server before it serves): an enabled admin account
+   * (argocd-cm `admin.enabled` not "false") with no `admin.password` in argocd-secret gets a
+   * random password of 16 characters from [0-9A-Za-z-], written in plain text to
+   * argocd-initial-admin-secret (field `password`, CreateOrUpdateSecretField) and saved as its
+   * bcrypt hash with `admin.passwordMtime` in argocd-secret. A password already there is left
+   * alone, so a deleted argocd-initial-admin-secret is not made again. Done before a
+   * reconciliation reads health, so an Application that reads Healthy has a started server.
+   */
+  async function serverInitializesSettings(): Promise<void> {
+    if (adminInitialized || !(await podReady(ARGO_SERVER))) return
+    const k = await connect()
+    const secretRef = {apiVersion: 'v1', kind: 'Secret', namespace: ARGOCD_NAMESPACE}
+    const settings = await getObject<KubeObject & {data?: Record<string, string>}>(k, {...secretRef, name: 'argocd-secret'})
+    if (!settings) return // GetSettings fails without it; the server starts again later
+    const cm = await getObject<KubeObject & {data?: Record<string, string>}>(k, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: ARGOCD_NAMESPACE,
+      name: 'argocd-cm',
+    })
+    if (settings.data?.['admin.password'] || cm?.data?.['admin.enabled'] === 'false') {
+      adminInitialized = true
+      return
+    }
+    const letters = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-'
+    const password = Array.from(randomBytes(16), (b) => letters[b % letters.length]).join('')
+    const b64 = (text: string) => Buffer.from(text).toString('base64')
+    const initial = {apiVersion: 'v1', kind: 'Secret', metadata: {name: INITIAL_ADMIN_SECRET, namespace: ARGOCD_NAMESPACE}, data: {password: b64(password)}}
+    const path = `/api/v1/namespaces/${ARGOCD_NAMESPACE}/secrets`
+    try {
+      await k.request('POST', path, {body: initial, query: {fieldManager: ARGO_SERVER}})
+    } catch (err) {
+      if (!isCode(err, 409)) throw err
+      await k.request('PATCH', `${path}/${INITIAL_ADMIN_SECRET}`, {
+        body: {data: initial.data},
+        contentType: 'application/merge-patch+json',
+        query: {fieldManager: ARGO_SERVER},
+      })
+    }
+    const mtime = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
+    await k.request('PATCH', `${path}/argocd-secret`, {
+      body: {data: {'admin.password': b64(bcryptHash(password, randomBytes(16))), 'admin.passwordMtime': b64(mtime)}},
+      contentType: 'application/merge-patch+json',
+      query: {fieldManager: ARGO_SERVER},
+    })
+    adminInitialized = true
+    events.push(`argocd-server initialized the admin password (${ARGOCD_NAMESPACE}/${INITIAL_ADMIN_SECRET})`)
+  }
+
   /** A reconciliation of the Application: compare, maybe auto-sync or run the requested operation, write status. */
   async function reconcile(app: AppObj, orderNamespace: string, repository: string | undefined): Promise<void> {
+    await serverInitializesSettings()
     if (!(await controllerRunning())) return
     const target = app.spec?.source?.targetRevision as string
     const current = (app.status ?? {}) as Record<string, any>
@@ -487,6 +550,7 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
       sync = 'OutOfSync'
       health = 'Missing'
     }
+    if (health === 'Healthy') await serverInitializesSettings()
     const status = {
       ...current,
       sync: {status: sync, ...(revision ? {revision} : {}), comparedTo: {source: app.spec?.source, destination: app.spec?.destination}},
