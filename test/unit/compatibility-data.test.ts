@@ -41,6 +41,19 @@ describe('assets/compatibility.json', () => {
     expect(rank(next) > rank(minorKeyOf(talos.max)) || rank(next) > rank(cilium.newest)).toBe(true)
   })
 
+  it('the pinned Cilium chart is the newest chart ichor knows whose tested Kubernetes minors meet what the default Talos runs', () => {
+    const talos = kubernetesRangeOfTalos(minorKeyOf(DEFAULT_TALOS_VERSION))!
+    const meets = (version: string) => {
+      const tested = testedKubernetesOfCilium(minorKeyOf(version))
+      return tested !== undefined && rank(tested.oldest) <= rank(minorKeyOf(talos.max)) && rank(tested.newest) >= rank(minorKeyOf(talos.min))
+    }
+    const candidates = knownCiliumCharts()
+      .map((c) => c.version)
+      .filter(meets)
+      .sort((a, b) => rank(b) - rank(a))
+    expect(candidates[0]).toBe(pinnedAssets().cilium.version)
+  })
+
   it('the pinned Cilium chart is a chart the data knows, with the same sha256 as the lock', () => {
     const pin = pinnedAssets().cilium
     expect(knownCiliumCharts().find((c) => c.version === pin.version)?.sha256).toBe(pin.sha256)
