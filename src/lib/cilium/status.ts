@@ -22,7 +22,7 @@ import {effectiveFor, readCniContext} from './context.js'
 import {TalosAccess} from '../talos/access.js'
 import {getTalosVersions} from '../talos/talosctl.js'
 import {talosVersionDisagreements} from '../talos/status.js'
-import {defaultTarget, planUpgrade} from '../upgrade-path/planner.js'
+import {oldestOf, planToDefault} from '../upgrade-path/planner.js'
 import type {KubeProxyMode} from '../state/installation-types.js'
 import {switchCommand} from './defaults.js'
 
@@ -246,7 +246,8 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     talosconfig ? controlPlanes.map((n) => machineConfig(n, talosconfig)) : [],
   )
 
-  const chart = chartUpgrade(release?.chartVersion, {talos: lowestTalos(ctx.installation, talosVersions), kubernetes: kubernetes?.version})
+  const oldestTalos = oldestOf(talosVersions?.values() ?? []) ?? ctx.installation.spec.talos.talosVersion
+  const chart = chartUpgrade(release?.chartVersion, {talos: oldestTalos, kubernetes: kubernetes?.version})
 
   return {
     healthy: !problems.some((p) => p.severity === 'error'),
@@ -277,8 +278,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
 export function chartUpgrade(installed: string | undefined, around: {talos?: string; kubernetes?: string} = {}): CniStatusReport['chart'] {
   const pinned = pinnedAssets().cilium.version
   if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
-  const target = defaultTarget()
-  const plan = planUpgrade({talos: around.talos ?? target.talos, kubernetes: around.kubernetes ?? target.kubernetes, cilium: installed}, target)
+  const plan = planToDefault({...around, cilium: installed})
   const at = plan.hops.findIndex((h) => h.component === 'cilium')
   const hop = plan.hops[at]
   const next = hop && {
@@ -288,13 +288,6 @@ export function chartUpgrade(installed: string | undefined, around: {talos?: str
     ...(at > 0 ? {after: plan.hops.slice(0, at).map((h) => h.command)} : {}),
   }
   return {...chartAgainstPin(pinned, installed), ...(next ? {next} : {})}
-}
-
-/** The oldest Talos a node answered with, else the one init recorded; undefined when neither is known. */
-function lowestTalos(installation: Installation, running: Map<string, string | Error> | undefined): string | undefined {
-  const answered = [...(running?.values() ?? [])].filter((v): v is string => typeof v === 'string')
-  answered.sort(compareVersions)
-  return answered[0] ?? installation.spec.talos.talosVersion
 }
 
 function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {

@@ -2,7 +2,6 @@
 // LIST of what the other status commands read in depth (`cni status`, `stack status`, `talos
 // status`), plus one `talosctl version` for all nodes when this machine has a talosconfig; no
 // helm, no registry, no dry-run apply, no Lease. What is unhealthy is named in `problems`.
-import {compareVersions} from '../assets/resolve.js'
 import {CILIUM_RELEASE} from '../constants.js'
 import {readCiliumRelease} from '../cilium/reads.js'
 import type {Kube} from '../kube/client.js'
@@ -15,7 +14,7 @@ import {readAwaitingApproval} from '../stack/promote.js'
 import {STACK_COMPONENTS, type KubeProxyMode, type PromotionMode, type StackComponent} from '../state/installation-types.js'
 import type {TalosAccess} from '../talos/access.js'
 import {getTalosVersions} from '../talos/talosctl.js'
-import {defaultTarget, planUpgrade} from '../upgrade-path/planner.js'
+import {oldestOf, planToDefault} from '../upgrade-path/planner.js'
 
 export interface NodeStatus {
   address: string
@@ -99,10 +98,9 @@ export async function readClusterStatus(p: {kube: Kube; talos: TalosAccess}): Pr
       ...(node?.status?.nodeInfo?.kubeletVersion ? {kubelet: node.status.nodeInfo.kubeletVersion.replace(/^v(?=\d)/, '')} : {}),
     }
   })
-  // What `kubectl version` calls the server's; an upgrade starts from the oldest of it and the kubelets.
+  // What `kubectl version` calls the server's.
   const serverVersion = kube.serverVersion ?? (await kube.request<{gitVersion?: string}>('GET', '/version')).gitVersion
   const kubernetes = serverVersion ? releaseOf(serverVersion) : undefined
-  const running = [kubernetes, ...nodeStatus.map((n) => n.kubelet && releaseOf(n.kubelet))].filter((v): v is string => Boolean(v)).sort(compareVersions)
 
   if (!release) problems.push(`no Helm release ${ns}/${CILIUM_RELEASE.name}: run ichor init`)
   else if (release.status !== 'deployed') problems.push(`Cilium release revision ${release.revision} is ${release.status}: see ichor cni status`)
@@ -118,7 +116,11 @@ export async function readClusterStatus(p: {kube: Kube; talos: TalosAccess}): Pr
   }
   const held = lease?.holder && lease.expiresAt && lease.expiresAt.getTime() > Date.now() ? lease : undefined
   const chart = release?.chartVersion ?? cr.status?.cni?.chartVersion
-  const lowestTalos = nodeStatus.flatMap((n) => (n.talos ? [n.talos] : [])).sort(compareVersions)[0] ?? spec.talosVersion
+  // An upgrade starts from the oldest of what runs (the API server and the kubelets; the nodes' Talos).
+  const oldestKubernetes = oldestOf([kubernetes, ...nodeStatus.map((n) => n.kubelet && releaseOf(n.kubelet))]) ?? spec.kubernetesVersion
+  const hop = chart
+    ? planToDefault({talos: oldestOf(nodeStatus.map((n) => n.talos)) ?? spec.talosVersion, kubernetes: oldestKubernetes, cilium: chart}).hops[0]
+    : undefined
   return {
     healthy: problems.length === 0,
     cluster: {name: spec.clusterName, endpoint: spec.endpoint},
@@ -133,7 +135,7 @@ export async function readClusterStatus(p: {kube: Kube; talos: TalosAccess}): Pr
     },
     stack: {promotion: cr.spec.stack.promotion ?? 'Automatic', components},
     ...(held ? {lease: {holder: held.holder!, ...(held.expiresAt ? {expiresAt: held.expiresAt.toISOString()} : {})}} : {}),
-    ...nextUpgradeOf({talos: lowestTalos, kubernetes: running[0] ?? cr.spec.talos.kubernetesVersion, cilium: chart}),
+    ...(hop ? {nextUpgrade: {command: hop.command, why: hop.why}} : {}),
     problems,
     warnings,
   }
@@ -153,11 +155,4 @@ async function readComponent(kube: Kube, component: StackComponent): Promise<Com
     ...(app?.revision ? {served: app.revision} : {}),
     ...(waiting ? {waitsForApproval: waiting.preparation} : {}),
   }
-}
-
-/** The planner's first hop from what runs toward this ichor's default set (`ichor upgrade plan` prints them all). */
-function nextUpgradeOf(current: {talos: string; kubernetes: string; cilium?: string}): {nextUpgrade?: {command: string; why: string}} {
-  if (!current.cilium) return {}
-  const hop = planUpgrade({talos: current.talos, kubernetes: current.kubernetes, cilium: current.cilium}, defaultTarget()).hops[0]
-  return hop ? {nextUpgrade: {command: hop.command, why: hop.why}} : {}
 }

@@ -81,14 +81,19 @@ function newestCiliumPatch(minor: string): string | undefined {
     .sort((a, b) => compareVersions(b, a))[0]
 }
 
+/** Talos and Cilium leave a minor from its newest patch (their upgrade guides): that patch first, when one is newer. */
+function newestPatchHop(c: 'talos' | 'cilium', s: Versions, newest: string | undefined): {hop: Hop} | undefined {
+  if (!newest || !newer(newest, s[c])) return undefined
+  return hopOf(c, s[c], newest, `the newest ${versionText(c, s[c])} patch: a ${NAMES[c]} minor is left from it`, upgradePathRules()[c].source)
+}
+
 /** The next Talos hop, or what it waits for. */
 function nextTalos(s: Versions, target: Versions): Candidate {
   const first = withinTarget('talos', s, target)
   if (first !== 'minor') return first
   const minor = minorKeyOf(s.talos)
-  const newest = newestTalosPatch(minor)
-  if (newest && newer(newest, s.talos))
-    return hopOf('talos', s.talos, newest, `the newest v${minor} patch: a Talos minor is left from it`, upgradePathRules().talos.source)
+  const patch = newestPatchHop('talos', s, newestTalosPatch(minor))
+  if (patch) return patch
   const n = nextMinorOf(minor)
   const range = kubernetesRangeOfTalos(n)
   const to = n === minorKeyOf(target.talos) ? target.talos : newestTalosPatch(n)
@@ -103,9 +108,8 @@ function nextCilium(s: Versions, target: Versions): Candidate {
   const first = withinTarget('cilium', s, target)
   if (first !== 'minor') return first
   const minor = minorKeyOf(s.cilium)
-  const newest = newestCiliumPatch(minor)
-  if (newest && newer(newest, s.cilium))
-    return hopOf('cilium', s.cilium, newest, `the newest ${minor} patch: a Cilium minor is left from it`, upgradePathRules().cilium.source)
+  const patch = newestPatchHop('cilium', s, newestCiliumPatch(minor))
+  if (patch) return patch
   const n = nextMinorOf(minor)
   const tested = testedKubernetesOfCilium(n)
   const to = n === minorKeyOf(target.cilium) ? target.cilium : newestCiliumPatch(n)
@@ -193,6 +197,20 @@ function nextOf(c: Component, s: Versions): string {
 }
 
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
+
+/**
+ * The plan from what a cluster runs toward this ichor's default set (`cni status` and `ichor
+ * status` name its first hops); a version that was not read is taken as the default's.
+ */
+export function planToDefault(running: {talos?: string; kubernetes?: string; cilium: string}): UpgradePlan {
+  const target = defaultTarget()
+  return planUpgrade({talos: running.talos ?? target.talos, kubernetes: running.kubernetes ?? target.kubernetes, cilium: running.cilium}, target)
+}
+
+/** The oldest of the versions given ("v1.13.9", "1.33.6"); what is not a string (an unread node's error) is left out. */
+export function oldestOf(versions: Iterable<unknown>): string | undefined {
+  return [...versions].filter((v): v is string => typeof v === 'string' && v !== '').sort(compareVersions)[0]
+}
 
 /** This ichor's default combination: what a fresh `ichor init` installs (the tested default set). */
 export function defaultTarget(): Versions {
