@@ -12,6 +12,7 @@
 //   e2e     first ichor init vs no-op rerun on the harness, peak RSS of the CLI
 //   stack-day2  `stack status`, a no-op `stack sync` and `stack values set` on the harness
 //   cni     cni status, a no-op cni values set, cni values diff on the harness
+//   status  `ichor status` on a 3+2 harness, with and without a talosconfig
 //   nodes   the node-count curve: 1+1 to 3+30, wall/CPU/RSS, talosctl calls and API requests per node
 //   talos-upgrade  ichor's own time per node on top of talosctl upgrade's, on a 3+2 harness
 // `node bench/run.mjs values stack` runs only the sections named.
@@ -25,7 +26,8 @@ process.env.ICHOR_HELM ??= ensureHelm().path
 // Real helm renders unless a section measures the render cache on purpose.
 process.env.ICHOR_RENDER_CACHE = 'off'
 const wanted = process.argv.slice(2)
-const sections = wanted.length > 0 ? wanted : ['cli', 'binary', 'fixed', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'nodes', 'talos-upgrade']
+const sections =
+  wanted.length > 0 ? wanted : ['cli', 'binary', 'fixed', 'values', 'input', 'stack', 'e2e', 'stack-day2', 'cni', 'status', 'nodes', 'talos-upgrade']
 
 const ctx = {root, upstream, bin: join(root, 'bin', 'run.js')}
 
