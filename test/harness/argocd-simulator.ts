@@ -412,7 +412,9 @@ export function createArgoCdSimulator(opts: ArgoCdSimulatorOptions): ArgoCdSimul
 
   /**
    * What argocd-server does when it starts (argoproj/argo-cd util/settings/settings.go
-   * InitializeSettings, called by the API server before it serves): an enabled admin account
+   * InitializeSettings, called by the API server before it serves; read in the github.com/argoproj/
+   * argo-cd/v2 module, the newest source readable here: v3.4.4, the app of the installed chart, could
+   * not be read, so its sameness is assumed): an enabled admin account
    * (argocd-cm `admin.enabled` not "false") with no `admin.password` in argocd-secret gets a
    * random password of 16 characters from [0-9A-Za-z-], written in plain text to
    * argocd-initial-admin-secret (field `password`, CreateOrUpdateSecretField) and saved as its
