@@ -215,10 +215,10 @@ describe('ichor init refuses bad input before touching any node', () => {
     expect(existsSync(join(h.nodes.stateDir, 'bootstrapped'))).toBe(false)
   }
 
-  it('an unreachable node', async () => {
+  it('an unreachable node: exit 1, as an API server that does not answer (not bad input)', async () => {
     const args = h.initArgs.map((a) => (a === '127.0.0.12' ? '127.0.0.99' : a))
     const r = await runIchor(args, h.env)
-    expect(r.code).toBe(2)
+    expect(r.code).toBe(1)
     expect(`${r.stdout}${r.stderr}`).toMatch(/--worker: 127\.0\.0\.99 does not answer as a Talos node/)
     untouched()
   })

@@ -55,7 +55,7 @@ describe('ichor node replace on the harness (Talos nodes simulated)', () => {
   }, CONVERGED_TIMEOUT_MS)
   afterAll(async () => h?.stop())
 
-  it('refuses OLD unknown, OLD = NEW, the endpoint node, a NEW that does not answer, lacks the install disk or is already the other role (exit 2, nothing touched)', async () => {
+  it('refuses OLD unknown, OLD = NEW, the endpoint node, a NEW that lacks the install disk or is already the other role (exit 2), a NEW that does not answer (exit 1), nothing touched', async () => {
     const [cp] = h.controlPlanes as [string]
     const worker = h.workers[0]!
     spare('127.0.0.45', ['/dev/nvme0n1'])
@@ -72,7 +72,8 @@ describe('ichor node replace on the harness (Talos nodes simulated)', () => {
       [[worker, cp], /is already a control plane of this cluster: it cannot take the place of worker/],
     ] as const) {
       const run = await cli([...args, '--yes', '--json'])
-      expect(run.code, show(run)).toBe(2)
+      // An address that does not answer is a failure (exit 1), as an API server that does not.
+      expect(run.code, show(run)).toBe(args[1] === '127.0.0.99' ? 1 : 2)
       expect(failure(run)).toMatch(message)
       expect(events(run).find((e) => e.event === 'start')).toBeUndefined()
     }

@@ -96,7 +96,9 @@ export async function checkRestoreTarget(o: {session: Session; source: RestoreSo
           ? 'runs a machine config: a restore needs a machine in maintenance mode (reset it, or boot it from Talos media)'
           : `does not answer as a Talos node (${a.message ?? 'no answer'})`,
     }))
-  if (issues.length > 0) throw new ValidationError('ichor restore: not every node is in maintenance mode, nothing was changed', issues)
+  // A machine that does not answer fails the run (exit 1); one that runs a config is refused (exit 2).
+  const exitCode = answers.some((a) => a.state === 'unreachable') ? EXIT.failed : EXIT.usage
+  if (issues.length > 0) throw new ValidationError('ichor restore: not every node is in maintenance mode, nothing was changed', issues, {exitCode})
 }
 
 /** Once etcd is back: the IchorInstallation names the backup it came from, so a rerun from any machine continues. */

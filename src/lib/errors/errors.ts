@@ -20,11 +20,14 @@ export class IchorError extends Error {
   }
 }
 
-/** Bad input: one or more issues, all reported together. Exit code 2, like a usage error. */
+/**
+ * One or more issues, all reported together. Bad input: exit code 2, like a usage error; a
+ * machine that does not answer is a failure of the run, not of its input: exit code 1 (`failed`).
+ */
 export class ValidationError extends IchorError {
   readonly issues: Issue[]
-  constructor(subject: string, issues: Issue[]) {
-    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {exitCode: EXIT.usage})
+  constructor(subject: string, issues: Issue[], options: {exitCode?: typeof EXIT.usage | typeof EXIT.failed} = {}) {
+    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {exitCode: options.exitCode ?? EXIT.usage})
     this.name = 'ValidationError'
     this.issues = issues
   }

@@ -66,11 +66,12 @@ export async function judgeNodeReplace(p: NodeReplaceInput): Promise<NodeReplace
   const {role, done} = checkNodeReplace({old: p.node, newNode: p.newNode, cr})
   const talosconfig = await p.talos.talosconfig()
   const reach = await isReachable(p.newNode, {talosconfig})
+  // Exit 1 as an API server that does not answer: the address may be right and the machine off.
   if (reach.state === 'unreachable')
-    throw usage(
-      `${p.newNode} does not answer as a Talos node (${reach.message ?? 'no answer'})`,
-      'boot the new machine from Talos media (maintenance mode) and rerun',
-    )
+    throw new IchorError(`${p.newNode} does not answer as a Talos node (${reach.message ?? 'no answer'})`, {
+      exitCode: EXIT.failed,
+      hint: 'boot the new machine from Talos media (maintenance mode) and rerun',
+    })
   if (reach.state === 'configured' && reach.ours === false)
     throw usage(`${p.newNode} is configured from another secrets bundle: reset it to maintenance mode (talosctl reset) before it can join this cluster`)
   const newState = reach.state === 'maintenance' ? 'maintenance' : 'configured'

@@ -10,6 +10,7 @@ import {existsSync} from 'node:fs'
 import {installedArtifact} from '../assets/pinning.js'
 import {adoptCiliumTask, ciliumReleaseDrift, ciliumReleaseView, waitCiliumTask} from '../cilium/tasks.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import type {InitInputs} from '../init/inputs.js'
 import type {InitRender} from '../init/render.js'
 import type {InitResult} from '../init/summary.js'
@@ -211,7 +212,8 @@ export async function checkNodesReachable(inputs: InitInputs, state: LocalState,
       path: flag,
       message: `${r.node} does not answer as a Talos node (${r.message ?? 'no answer'}); check the address and that it booted Talos`,
     }))
-  if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues)
+  // Exit 1 as an API server that does not answer: the addresses may be right and the machines off.
+  if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues, {exitCode: EXIT.failed})
   // A machine in maintenance mode takes any config, then fails to install onto a disk it does
   // not have (Talos v1.14.1 v1alpha1_sequencer_tasks.go Install): its disks are read first.
   const diskIssues = await Promise.all(
