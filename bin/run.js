@@ -16,12 +16,14 @@ else process.env.OCLIF_DISABLE_ENGINE_WARNING = engineWarning
 // of CPU per command (`--version` 1.05 s instead of 0.36 s), and may run src/ instead of dist/.
 settings.enableAutoTranspile = false
 
-const {entryArgv} = await import('../dist/lib/cli/entry-argv.js')
+const {entryArgv, flagGivenToTopic} = await import('../dist/lib/cli/entry-argv.js')
 const argv = entryArgv(process.argv.slice(2))
 try {
-  await run(argv, import.meta.url)
-  // The autocomplete plugin's bash script gets ichor's completion of values (src/lib/cli/completion.ts).
-  if (argv[0] === 'autocomplete') await (await import('../dist/lib/cli/completion.js')).afterAutocomplete(() => Config.load(import.meta.url))
+  // Loaded once here, and handed to run(): the topic check below needs the same catalog.
+  const config = await Config.load(import.meta.url)
+  const topicFlag = flagGivenToTopic(argv, config)
+  if (topicFlag) throw (await import('../dist/lib/cli/top-level.js')).topicFlagError(topicFlag, config.bin)
+  await run(argv, config)
   await flush()
 } catch (error) {
   const {handleTopLevelError} = await import('../dist/lib/cli/top-level.js')

@@ -18,7 +18,7 @@ const sea = require('node:sea')
 const v8 = require('node:v8')
 const oclif = require('@oclif/core')
 const {manifest, pjson, plugins} = require('ichor:bundle')
-const {entryArgv} = require('../dist/lib/cli/entry-argv.js')
+const {entryArgv, flagGivenToTopic} = require('../dist/lib/cli/entry-argv.js')
 
 const {commandsScript, evaluate} = require('./code-cache.cjs')
 
@@ -31,7 +31,7 @@ function trace(...args) {
   debug(...args)
 }
 
-/** The commands bundle's exports: `commands` (plugin name -> command id -> loader), `handleTopLevelError`, `afterAutocomplete`. */
+/** The commands bundle's exports: `commands` (plugin name -> command id -> loader), `handleTopLevelError` and `topicFlagError`. */
 function commands() {
   if (!commandModules) {
     // Compiled from the code cache made at build time (build/code-cache.cjs), not parsed again.
@@ -116,10 +116,13 @@ function main() {
   // A single executable application repeats the executable as argv[1].
   const argv = entryArgv(process.argv.slice(2))
   // As bin/run.js: errors before or around a command, unknown commands, are ichor's to report.
-  oclif
-    .run(argv, loadOptions)
-    // As bin/run.js: the autocomplete plugin's bash script gets ichor's completion of values.
-    .then(() => (argv[0] === 'autocomplete' ? commands().afterAutocomplete(() => oclif.Config.load(loadOptions)) : undefined))
+  oclif.Config.load(loadOptions)
+    .then((config) => {
+      // As bin/run.js: a flag given to a topic is refused, not answered with the topic's help.
+      const topicFlag = flagGivenToTopic(argv, config)
+      if (topicFlag) throw commands().topicFlagError(topicFlag, config.bin)
+      return oclif.run(argv, config)
+    })
     .then(() => oclif.flush())
     .catch((error) => commands().handleTopLevelError(error, argv, () => oclif.Config.load(loadOptions)))
 }

@@ -152,7 +152,7 @@ const lazyExport = (name, file) =>
 const commandExports = [
   `export const commands = {${commandMap.join(', ')}}`,
   lazyExport('handleTopLevelError', 'top-level.js'),
-  lazyExport('afterAutocomplete', 'completion.js'),
+  lazyExport('topicFlagError', 'top-level.js'),
 ].join('\n')
 const bundledPlugins = plugins.map(({pjson: p, manifest: m}) => ({pjson: p, manifest: m}))
 /** The two generated modules: package.json + manifest for the main script, and the command map. */

@@ -3,7 +3,7 @@
 // starting; here oclif's `run` loads the same dist/ files once and every row after the first
 // costs only its own work.
 //
-// It takes the steps of bin/run.js (entryArgv, oclif's run, the autocomplete hook, flush) and on
+// It takes the steps of bin/run.js (entryArgv, the topic-flag check, oclif's run, flush) and on
 // a throw calls the project's own handleTopLevelError, with process.exit turned into a throw
 // that carries the code: the exit code comes from the same code as in a real run. The dist/
 // modules are imported by Node itself (as oclif imports the commands), not through vitest, so
@@ -35,8 +35,9 @@ type Oclif = typeof import('@oclif/core')
 interface Entry {
   oclif: Oclif
   entryArgv: (argv: readonly string[]) => string[]
+  flagGivenToTopic: (argv: readonly string[], config: unknown) => {topic: string; flag: string} | undefined
+  topicFlagError: (found: {topic: string; flag: string}, bin: string) => Error
   handleTopLevelError: (err: unknown, argv: readonly string[], catalog?: () => Promise<unknown>) => Promise<never>
-  afterAutocomplete: (loadConfig: () => Promise<unknown>) => Promise<void>
   removeInterruptHandlers: () => void
 }
 
@@ -57,8 +58,9 @@ function loadEntry(): Entry {
   return {
     oclif,
     entryArgv: dist('lib/cli/entry-argv.js').entryArgv,
+    flagGivenToTopic: dist('lib/cli/entry-argv.js').flagGivenToTopic,
+    topicFlagError: dist('lib/cli/top-level.js').topicFlagError,
     handleTopLevelError: dist('lib/cli/top-level.js').handleTopLevelError,
-    afterAutocomplete: dist('lib/cli/completion.js').afterAutocomplete,
     removeInterruptHandlers: dist('lib/session/interrupt.js').removeInterruptHandlers,
   }
 }
@@ -144,12 +146,14 @@ export async function runCliInProcess(args: string[], options: InProcessOptions 
 }
 
 /** bin/run.js, with process.exit as a throw: the code the process would have ended with. */
-async function runEntry({oclif, entryArgv, handleTopLevelError, afterAutocomplete}: Entry, args: string[]): Promise<number> {
+async function runEntry({oclif, entryArgv, flagGivenToTopic, topicFlagError, handleTopLevelError}: Entry, args: string[]): Promise<number> {
   const argv = entryArgv(args)
   try {
     try {
-      await oclif.run(argv, BIN_URL)
-      if (argv[0] === 'autocomplete') await afterAutocomplete(() => oclif.Config.load(BIN_URL))
+      const config = await oclif.Config.load(BIN_URL)
+      const topicFlag = flagGivenToTopic(argv, config)
+      if (topicFlag) throw topicFlagError(topicFlag, config.bin)
+      await oclif.run(argv, config)
       await oclif.flush()
     } catch (error) {
       // process.exit ends a real process where it is called: nothing else runs.

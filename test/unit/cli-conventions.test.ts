@@ -25,6 +25,12 @@ function oneJson(stdout: string): Record<string, any> {
 
 const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'oclif.manifest.json'), 'utf8')) as {commands: Record<string, unknown>}
 const COMMANDS = Object.keys(manifest.commands).map((id) => id.split(':'))
+/** Hidden commands (`autocomplete`, kept for old ~/.bashrc lines): run, but not listed. */
+const HIDDEN = new Set(
+  Object.entries(manifest.commands as Record<string, {hidden?: boolean}>)
+    .filter(([, c]) => c.hidden)
+    .map(([id]) => id.split(':').join(' ')),
+)
 // Every topic the built manifest has: each proper prefix of a command id (`cni`, `cni values`).
 const TOPICS = [...new Set(COMMANDS.flatMap((c) => c.slice(0, -1).map((_, i) => c.slice(0, i + 1).join(' '))))].sort()
 const pjsonOclif = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')).oclif as {
@@ -36,7 +42,7 @@ function topicDescription(topic: string): string | undefined {
   for (const part of topic.split(' ')) node = node?.subtopics?.[part]
   return node?.description
 }
-const PLUGIN_COMMANDS = [['help'], ['autocomplete']]
+const PLUGIN_COMMANDS = [['help']]
 const lock = JSON.parse(readFileSync(join(PROJECT_ROOT, 'assets', 'lock.json'), 'utf8'))
 
 describe('help', () => {
@@ -80,13 +86,34 @@ describe('topics', () => {
   })
 })
 
+// oclif answers any flag given to a topic with the topic's help and exit 0, so a script's typo
+// (`ichor cni --foo`, `ichor cni values --output json`) would pass unnoticed.
+describe('a flag given to a topic', () => {
+  it.each(TOPICS.filter((t) => !COMMAND_IDS.has(t)))('`ichor %s --no-such-flag` is a usage error naming the flag, with --json too', async (topic) => {
+    const r = await ichor([...topic.split(' '), '--no-such-flag=1'])
+    expect(r.code, r.stdout).toBe(2)
+    expect(r.stdout).toBe('')
+    expect(r.stderr).toMatch(new RegExp(`^Error: unknown flag --no-such-flag: ichor ${topic} is a topic`))
+    expect(r.stderr).toContain(`Run ichor ${topic} --help for its commands.`)
+    const json = await ichor([...topic.split(' '), '-o', 'json', '--json'])
+    expect(json.code).toBe(2)
+    expect(oneJson(json.stdout).error).toMatchObject({code: 'usage', message: expect.stringContaining('unknown flag -o')})
+  })
+  it('still shows the help with -h or --help beside the flag', async () => {
+    const r = await ichor(['cni', '--foo', '--help'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stdout).toContain('$ ichor cni COMMAND')
+  })
+})
+
 describe('topics that are commands too', () => {
   it.each(TOPICS.filter((t) => COMMAND_IDS.has(t)))("`ichor %s --help` is the command's help and lists its subcommands", async (topic) => {
     expect(topicDescription(topic), `package.json oclif.topics has no description for "${topic}"`).toBeTruthy()
     const r = await ichor([...topic.split(' '), '--help'])
     expect(r.code, r.stderr).toBe(0)
     expect(r.stdout).toContain(`$ ichor ${topic}`)
-    const subcommands = COMMANDS.filter((c) => c.length === topic.split(' ').length + 1 && c.join(' ').startsWith(`${topic} `))
+    const subcommands = COMMANDS.filter((c) => c.length === topic.split(' ').length + 1 && c.join(' ').startsWith(`${topic} `) && !HIDDEN.has(c.join(' ')))
+    if (HIDDEN.has(topic)) return
     expect(subcommands.length).toBeGreaterThan(0)
     for (const c of subcommands) expect(r.stdout).toMatch(new RegExp(`COMMANDS[\\s\\S]*${c.join(' ')}`))
   })
@@ -100,6 +127,8 @@ describe('ichor k8s, as kubectl users write it', () => {
     expect(short.stdout).toBe(topic.stdout)
     expect(short.stdout).toMatch(/kubernetes upgrade/)
     expect((await ichor(['k8s', 'upgrade', '--help'])).stdout).toBe((await ichor(['kubernetes', 'upgrade', '--help'])).stdout)
+    const flag = await ichor(['k8s', '--yes'])
+    expect([flag.code, flag.stderr.split('\n')[0]]).toEqual([2, 'Error: unknown flag --yes: ichor kubernetes is a topic, and its commands take the flags'])
   })
 })
 
@@ -196,10 +225,13 @@ describe('usage errors', () => {
 })
 
 describe('shell completion', () => {
-  it('`ichor autocomplete script bash` prints a completion script for ichor', async () => {
-    const r = await ichor(['autocomplete', 'script', 'bash'], {XDG_CACHE_HOME: join(PROJECT_ROOT, '.cache', 'autocomplete-test')})
+  it('`ichor completion bash` prints a completion script for ichor; help advertises only it', async () => {
+    const r = await ichor(['completion', 'bash'])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/ichor/)
+    expect(r.stdout).toMatch(/^complete -F _ichor_complete ichor$/m)
+    const help = await ichor(['help'])
+    expect(help.stdout).toMatch(/^\s+completion\s/m)
+    expect(help.stdout).not.toMatch(/autocomplete|zsh|powershell/)
   })
 })
 

@@ -1,22 +1,20 @@
-// Shell completion as a bash user gets it: the script `ichor autocomplete script bash` prints
-// (after `ichor autocomplete bash` wrote the functions), evaluated in a real bash, its
-// completion function called with COMP_WORDS/COMP_CWORD set as bash sets them on <TAB>.
+// Shell completion as a bash user gets it: the script `ichor completion bash` prints, evaluated in
+// a real bash, its completion function called with COMP_WORDS/COMP_CWORD set as bash sets them
+// on <TAB>. The run has an empty cache folder that nothing writes to: the script must need none.
 // zsh is not installed where these tests run: bash only.
 import {spawn} from 'node:child_process'
-import {mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {beforeAll, describe, expect, it} from 'vitest'
 import {runCli} from '../support/run-cli.js'
 
 const work = mkdtempSync(join(tmpdir(), 'ichor-completion-'))
-const env = {...process.env, XDG_CACHE_HOME: join(work, 'cache'), ICHOR_MIRROR: ''}
+const env = {...process.env, XDG_CACHE_HOME: join(work, 'cache'), HOME: join(work, 'home'), ICHOR_MIRROR: ''}
 let script = ''
 
 beforeAll(async () => {
-  const setup = await runCli(['autocomplete', 'bash'], {env})
-  expect(setup.code, setup.stderr).toBe(0)
-  const printed = await runCli(['autocomplete', 'script', 'bash'], {env})
+  const printed = await runCli(['completion', 'bash'], {env})
   expect(printed.code, printed.stderr).toBe(0)
   script = printed.stdout
   // A folder to complete file names in.
@@ -49,7 +47,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"
   })
 }
 
-describe('ichor autocomplete script bash', () => {
+describe('ichor completion bash', () => {
   it.each([
     ['ichor cni values get -o ', ['json', 'yaml']],
     ['ichor stack status --output ', ['json', 'yaml']],
@@ -88,8 +86,35 @@ describe('ichor autocomplete script bash', () => {
     expect(await complete('ichor init --cluster-name ')).toEqual([])
   })
 
-  it('command names still complete', async () => {
+  it('command names complete, topic by topic', async () => {
     expect(await complete('ichor cn')).toEqual(['cni'])
+    expect(await complete('ichor cr')).toEqual(['credentials'])
     expect(await complete('ichor cni values ')).toEqual(['diff', 'edit', 'get', 'set', 'validate'])
+    expect(await complete('ichor k8s ')).toEqual(['upgrade'])
+    // A topic that is a command too: its subcommands.
+    expect(await complete('ichor backup i')).toEqual(['inspect'])
+    // An unknown word: nothing.
+    expect(await complete('ichor bogus ')).toEqual([])
+    // Hidden commands are not offered.
+    expect(await complete('ichor au')).toEqual([])
+  })
+
+  it('needs no cache: nothing was written to the cache or home folder', () => {
+    expect(existsSync(join(work, 'cache'))).toBe(false)
+    expect(existsSync(join(work, 'home'))).toBe(false)
+  })
+
+  it('the ~/.bashrc line of older ichor (eval "$(ichor autocomplete script bash)") gets the same whole script', async () => {
+    const old = await runCli(['autocomplete', 'script', 'bash'], {env})
+    expect(old.code, old.stderr).toBe(0)
+    expect(old.stdout).toBe(script)
+    const setup = await runCli(['autocomplete', '--refresh-cache'], {env})
+    expect([setup.code, setup.stdout]).toEqual([0, expect.stringContaining('source <(ichor completion bash)')])
+  })
+
+  it('zsh and the others: a usage error naming what is accepted', async () => {
+    const r = await runCli(['completion', 'zsh'], {env})
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/zsh.*bash/)
   })
 })

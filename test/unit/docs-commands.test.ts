@@ -2,7 +2,7 @@
 // built CLI has, and every flag it shows is a flag of that command (and every value it
 // shows for a flag with fixed options is one of them). Checked against oclif.manifest.json
 // of the build (`npm run build` writes it from dist/) and the manifests of the oclif plugins
-// the CLI loads (help, autocomplete): what `ichor COMMAND --help` prints comes from them.
+// the CLI loads (help): what `ichor COMMAND --help` prints comes from them.
 // Commands that are not on main yet belong in prose, never in a code block.
 import {existsSync, readdirSync, readFileSync} from 'node:fs'
 import {join, relative} from 'node:path'
@@ -154,7 +154,7 @@ describe('the checker', () => {
   })
   it('accepts the forms the docs use: [optional] flags, placeholders, A|B alternatives, short flags, plugin commands', () => {
     expect(problemsOf('ichor cni status [--talosconfig FILE | --state-dir DIR] [-o yaml|json]')).toEqual([])
-    expect(problemsOf('ichor autocomplete bash')).toEqual([])
+    expect(problemsOf('ichor completion bash')).toEqual([])
     expect(problemsOf('ichor help init')).toEqual([])
     expect(problemsOf('ichor --version')).toEqual([])
   })
@@ -175,21 +175,23 @@ describe('README and the guide document', () => {
   // Continued lines (`\` at the end) joined.
   const commandsBlock = (/## Commands\n+```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? '').replace(/\\\n\s*/g, ' ')
   // Aliases (k8s) and the plugin commands are documented in prose.
-  it.each(commandsOf(MANIFEST).map((c) => c.id.split(':').join(' ')))("README's Commands block names `ichor %s`", (id) => {
+  // Hidden commands (`ichor autocomplete`, kept for old ~/.bashrc lines) are not advertised.
+  const shown = commandsOf(MANIFEST).filter((c) => !(c as {hidden?: boolean}).hidden)
+  it.each(shown.map((c) => c.id.split(':').join(' ')))("README's Commands block names `ichor %s`", (id) => {
     expect(commandsBlock).toMatch(new RegExp(`^ichor ${id}( |$)`, 'm'))
   })
   const guide = readFileSync(join(PROJECT_ROOT, 'docs', 'guide.md'), 'utf8')
   // The guide is where a user looks a command up: a new command cannot skip it.
-  it.each(commandsOf(MANIFEST).map((c) => c.id.split(':').join(' ')))('the guide names `ichor %s`', (id) => {
+  it.each(shown.map((c) => c.id.split(':').join(' ')))('the guide names `ichor %s`', (id) => {
     expect(guide).toMatch(new RegExp(`ichor ${id}( |\\b|$)`, 'm'))
   })
   it('completion: only bash, the shell ichor completes flag values in, and zsh said plainly to be unsupported', () => {
-    const shells = (COMMANDS.get('autocomplete') as unknown as {args: {shell: {options: string[]}}}).args.shell.options
+    const shells = (COMMANDS.get('completion') as unknown as {args: {shell: {options: string[]}}}).args.shell.options
     for (const [name, text] of [
       ['README.md', readme],
       ['docs/guide.md', guide],
     ] as const) {
-      const named = [...text.matchAll(/autocomplete (?:script )?((?:[a-z]+\|)*[a-z]+)/g)].flatMap((m) => m[1]!.split('|'))
+      const named = [...text.matchAll(/ichor (?:auto)?completion (?:script )?((?:[a-z]+\|)*[a-z]+)/g)].flatMap((m) => m[1]!.split('|'))
       expect(named.length, name).toBeGreaterThan(0)
       for (const shell of named) expect(shells, `${name}: ${shell}`).toContain(shell)
       expect(

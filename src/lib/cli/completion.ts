@@ -1,13 +1,8 @@
-// Shell completion beyond what @oclif/plugin-autocomplete 3.3 generates: its bash function
-// completes command names and, when the word starts with "-", the flags of the command made of
-// every earlier word (lib/autocomplete/bash-spaces.js), so it offers nothing for a flag's value
-// (`-o <TAB>`), an argument (`stack values set <TAB>`), a file, or a flag after an argument.
-// ichor appends a function to the script the plugin writes that knows each command's flags and
-// arguments from the loaded commands, and hands command names back to the plugin's function.
-import {existsSync, readFileSync, writeFileSync} from 'node:fs'
-import {join} from 'node:path'
-
-const MARKER = '# ichor: completion of flag values, arguments and flags after arguments'
+// Shell completion for bash, as `ichor completion bash` prints it: one self-contained script (as
+// `kubectl completion bash` and `helm completion bash` print theirs) that knows every command's
+// names, flags, flag values and arguments from the loaded commands. Nothing is read from a cache
+// at <TAB>, so cleaning ~/.cache breaks nothing. @oclif/plugin-autocomplete, which ichor used
+// before, wrote its functions into the cache folder and completed no flag values or arguments.
 
 export interface CompletionFlag {
   name: string
@@ -40,7 +35,8 @@ const safe = (word: string) => /^[\w.:@#=+/-]+$/.test(word)
 /** One line per command, flag and argument: `<id> <@|--flag|-c|#N> <kind> [words...]`. */
 export function completionSpec(commands: readonly CompletionCommand[]): string {
   const lines: string[] = []
-  for (const c of commands) {
+  // By id: the same script whichever order the plugins loaded in (the npm build loads them in parallel).
+  for (const c of [...commands].sort((a, b) => a.id.localeCompare(b.id))) {
     if (c.hidden) continue
     for (const id of [c.id, ...(c.aliases ?? [])]) {
       lines.push(`${id} @ B`)
@@ -56,12 +52,12 @@ export function completionSpec(commands: readonly CompletionCommand[]): string {
   return lines.filter((l) => l.split(' ').every(safe)).join('\n')
 }
 
-/** The bash function appended to the plugin's script; `pluginFunction` completes command names. */
-export function bashCompletionExtension(bin: string, commands: readonly CompletionCommand[]): string {
+/** The whole bash completion script: `source <(ichor completion bash)`. */
+export function bashCompletionScript(bin: string, commands: readonly CompletionCommand[]): string {
   const fn = `_${bin.replaceAll('-', '_')}`
-  return `
-${MARKER}
-# (appended by ${bin} to the script @oclif/plugin-autocomplete generates).
+  return `# bash completion for ${bin}: command names, flags, flag values and arguments.
+# Load it in this shell:      source <(${bin} completion bash)
+# Load it in every new shell: ${bin} completion bash > ~/.local/share/bash-completion/completions/${bin}
 ${fn}_spec='
 ${completionSpec(commands)}
 '
@@ -79,28 +75,42 @@ ${fn}_find() {
 }
 
 ${fn}_complete() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" cmd="" prefix="" try w i end=0 found kind words pos=0
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" cmd="" prefix="" try w i end=0 found kind words pos=0 tok rest topic=1
   COMPREPLY=()
-  # The command: the words after ${bin} that name one (topics first: "cni values get").
+  # The command: the words after ${bin} that name one, topics first ("cni values get"); a topic
+  # that is a command too ("backup") goes on to its subcommands ("backup inspect").
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
     [[ "$w" == -* ]] && break
     try="\${prefix:+$prefix:}$w"
     if [[ "$${fn}_spec" == *$'\\n'"$try @ B"$'\\n'* ]]; then
       cmd="$try"
+      prefix="$try"
       end=$((i + 1))
-      break
     elif [[ "$${fn}_spec" == *$'\\n'"$try:"* ]]; then
       prefix="$try"
     else
+      topic=0
       break
     fi
   done
-  # No command yet: command names (and the plugin's flags) as the plugin completes them.
-  if [[ -z "$cmd" ]]; then
-    _${bin}_autocomplete "$@"
-    return 0
+  # Every word so far named a topic or a command: the next command word, or an argument or flag below.
+  if ((topic)) && ((i == COMP_CWORD)) && [[ "$cur" != -* ]]; then
+    words=" "
+    while read -r w tok rest; do
+      [[ "$tok" == @ ]] || continue
+      if [[ -n "$prefix" ]]; then
+        [[ "$w" == "$prefix:"* ]] || continue
+        w="\${w#"$prefix:"}"
+      fi
+      w="\${w%%:*}"
+      [[ "$words" == *" $w "* ]] || words+="$w "
+    done <<< "$${fn}_spec"
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+    [[ -z "$cmd" || "$cmd" != "$prefix" ]] && return 0
+    ((\${#COMPREPLY[@]})) && return 0
   fi
+  [[ -z "$cmd" ]] && return 0
   prev="\${COMP_WORDS[COMP_CWORD - 1]}"
   # --flag=value: bash splits it at "=" (COMP_WORDBREAKS).
   if [[ "$cur" == "=" ]]; then
@@ -144,25 +154,18 @@ complete -F ${fn}_complete ${bin}
 `
 }
 
-/** Appends the extension to the bash script the plugin just wrote (idempotent). */
-export function extendBashCompletionScript(cacheDir: string, bin: string, commands: readonly CompletionCommand[]): void {
-  const file = join(cacheDir, 'autocomplete', 'functions', 'bash', `${bin}.bash`)
-  if (!existsSync(file)) return
-  const script = readFileSync(file, 'utf8')
-  const at = script.indexOf(`\n${MARKER}`)
-  writeFileSync(file, (at >= 0 ? script.slice(0, at) : script) + bashCompletionExtension(bin, commands))
-}
+/** The shells ichor prints a completion script for; zsh is not supported yet (no zsh to test it with). */
+export const COMPLETION_SHELLS = ['bash'] as const
 
-/**
- * Run by both entry points after an `ichor autocomplete …` command: the plugin has (re)written
- * its script, and ichor's part is appended to it. Completion without it still completes
- * command and flag names, so a failure here is a warning, not an error.
- */
-export async function afterAutocomplete(loadConfig: () => Promise<{cacheDir: string; bin: string; commands: readonly CompletionCommand[]}>): Promise<void> {
-  try {
-    const config = await loadConfig()
-    extendBashCompletionScript(config.cacheDir, config.bin, config.commands)
-  } catch (error) {
-    process.stderr.write(`Warning: completion of flag values was not set up: ${error instanceof Error ? error.message : String(error)}\n`)
-  }
+/** What `ichor autocomplete` (the command ichor had before `completion`) prints now: how to load the script. */
+export function completionSetupText(bin: string): string {
+  return [
+    `Shell completion for bash: add this line to ~/.bashrc, then start a new shell:`,
+    '',
+    `  source <(${bin} completion bash)`,
+    '',
+    `The script comes whole from ${bin} completion bash and reads no cache: there is nothing to refresh.`,
+    'zsh is not supported yet.',
+    '',
+  ].join('\n')
 }

@@ -3,6 +3,7 @@
 // (an unknown command, a failing hook) is printed here with the same rules: one JSON object
 // on stdout under --json, no stack trace without --debug, exit codes from the EXIT table.
 import {EXIT} from '../errors/exit-codes.js'
+import {IchorError} from '../errors/errors.js'
 import {closest, errorJson, errorText, reportOf, type ErrorReport} from './error-report.js'
 
 /** What an unknown command is compared with: oclif's loaded Config has these fields. */
@@ -27,6 +28,14 @@ export async function handleTopLevelError(err: unknown, argv: readonly string[],
   if (before.includes('--json')) process.stdout.write(`${JSON.stringify(errorJson(report), null, 2)}\n`)
   else process.stderr.write(errorText(report, {debug: before.includes('--debug')}))
   process.exit(report.exitCode)
+}
+
+/** A flag given to a topic (entry-argv.ts flagGivenToTopic): a usage error, nothing runs. */
+export function topicFlagError(found: {topic: string; flag: string}, bin = 'ichor'): IchorError {
+  return new IchorError(`unknown flag ${found.flag}: ${bin} ${found.topic} is a topic, and its commands take the flags`, {
+    exitCode: EXIT.usage,
+    hint: `Run ${bin} ${found.topic} --help for its commands.`,
+  })
 }
 
 // A mistyped command is a usage error that names the command meant and runs nothing: a
