@@ -160,6 +160,28 @@ describe('ichor cni status / values on the harness', () => {
     expect(await cr()).toEqual(c0)
   })
 
+  it("the Talos Cilium guide's values file: its owned keys at ichor's values are notes, not errors; nothing differs and nothing changes", async () => {
+    const before = await release()
+    const c0 = await cr()
+    const file = join(h.stateDir, '..', 'talos-guide-values.yaml')
+    const replaced = c0.spec.cni.kubeProxy === 'replaced'
+    writeFileSync(
+      file,
+      `ipam:\n  mode: kubernetes\nkubeProxyReplacement: ${replaced}\ncgroup:\n  autoMount:\n    enabled: false\n  hostRoot: /sys/fs/cgroup\n` +
+        (replaced ? 'k8sServiceHost: localhost\nk8sServicePort: 7445\n' : ''),
+    )
+    const diff = await cli(['cni', 'values', 'diff', '-f', file, '--cilium-chart', UPSTREAM.ciliumChart])
+    expect(diff.code, diff.stderr).toBe(0)
+    expect(diff.stderr).toMatch(/ipam\.mode: "kubernetes" is the value ichor sets itself/)
+    expect(diff.stderr).toMatch(/kubeProxyReplacement: (true|false) is the value ichor sets itself/)
+    expect(diff.stdout).not.toMatch(/^[+-]\s/m)
+    const set = await cli(['cni', 'values', 'set', '--yes', '-f', file, '--cilium-chart', UPSTREAM.ciliumChart, '--json'])
+    expect(set.code, set.stderr).toBe(0)
+    expect(end(set)?.changed).toBe(false)
+    expect((await release()).revision).toBe(before.revision)
+    expect(await cr()).toEqual(c0)
+  })
+
   it('cni values set: a new revision, the CR records the user layer and the hash; the same set again is a no-op', async () => {
     const before = await release()
     const c0 = await cr()

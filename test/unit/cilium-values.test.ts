@@ -107,11 +107,48 @@ describe('Ichor-owned keys are refused, each with its reason', () => {
     const user: Values = {}
     setPath(user, path.split('.'), value)
     const {issues} = checkCiliumValues(input(user))
-    expect(issues).toContainEqual({path, message: expect.stringMatching(/^is owned by ichor and cannot be set: .{10,}/)})
+    expect(issues).toContainEqual({path, message: expect.stringMatching(/^is owned by ichor and cannot be set( \(ichor sets [^)]+\))?: .{10,}/)})
   })
-  it('refuses even a value equal to what ichor sets, naming the reason', () => {
-    const {issues} = checkCiliumValues(input({ipam: {mode: 'kubernetes'}}))
-    expect(issues[0]).toMatchObject({path: 'ipam.mode', message: expect.stringMatching(/Talos/)})
+  // The values file of Talos's Cilium guide (its --set flags, kube-proxy replaced), which
+  // talosctl and talhelper users start from: eight owned keys, each at exactly ichor's value.
+  const TALOS_GUIDE_VALUES: Values = {
+    ipam: {mode: 'kubernetes'},
+    kubeProxyReplacement: true,
+    securityContext: {
+      capabilities: {
+        ciliumAgent: ['CHOWN', 'KILL', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'SYS_ADMIN', 'SYS_RESOURCE', 'DAC_OVERRIDE', 'FOWNER', 'SETGID', 'SETUID'],
+        cleanCiliumState: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_RESOURCE'],
+      },
+    },
+    cgroup: {autoMount: {enabled: false}, hostRoot: '/sys/fs/cgroup'},
+    k8sServiceHost: 'localhost',
+    k8sServicePort: 7445,
+  }
+  it("accepts the Talos guide's values, each owned key with a note, and stores none of them", async () => {
+    const report = await validateCiliumValues(input({...TALOS_GUIDE_VALUES, hubble: {relay: {enabled: true}}}))
+    expect(report.issues).toEqual([])
+    expect(report.valid).toBe(true)
+    expect(report.ownedNotes).toHaveLength(8)
+    for (const path of ['ipam.mode', 'kubeProxyReplacement', 'k8sServicePort', 'securityContext.capabilities.ciliumAgent', 'cgroup.hostRoot'])
+      expect(report.ownedNotes).toContainEqual(
+        expect.stringMatching(new RegExp(`^${path.replaceAll('.', '\\.')}: .* is the value ichor sets itself; accepted, not stored`)),
+      )
+    expect(report.notes).toEqual(expect.arrayContaining(report.ownedNotes))
+    // Only the user's own key is left to store: a kube-proxy switch later never finds a stale owned value.
+    expect(report.user).toEqual({hubble: {relay: {enabled: true}}})
+  })
+  it('still refuses an owned key whose value differs, naming the value ichor sets', () => {
+    // The same guide file on a cluster that keeps kube-proxy: three keys disagree.
+    const {issues, user} = checkCiliumValues(input(TALOS_GUIDE_VALUES, {kubeProxy: 'kube-proxy'}))
+    expect(issues.map((i) => i.path).sort()).toEqual(['k8sServiceHost', 'k8sServicePort', 'kubeProxyReplacement'])
+    expect(issues).toContainEqual({
+      path: 'kubeProxyReplacement',
+      message: expect.stringMatching(/^is owned by ichor and cannot be set \(ichor sets false\): set by the kube-proxy mode/),
+    })
+    expect(user).not.toHaveProperty('ipam')
+    // A capability list in another order is another value: refused.
+    const reordered = checkCiliumValues(input({securityContext: {capabilities: {cleanCiliumState: ['SYS_ADMIN', 'NET_ADMIN', 'SYS_RESOURCE']}}}))
+    expect(reordered.issues.map((i) => i.path)).toEqual(['securityContext.capabilities.cleanCiliumState'])
   })
   it('refuses a scalar or null that would replace a map holding owned keys', () => {
     const {issues} = checkCiliumValues(input({cgroup: null}))

@@ -88,11 +88,13 @@ const LOCAL_INPUT: {flag: string; args: () => string[]; message: RegExp}[] = [
 ]
 // Every values command that changes or previews a layer, with a key ichor owns in that layer.
 const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
-  {id: 'cni:values:set', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
-  {id: 'cni:values:diff', args: ['kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  // Owned keys whose value never depends on the cluster: judged before it is read. (kubeProxyReplacement
+  // agrees or not with the cluster's kube-proxy mode: judged once it is read, before any change.)
+  {id: 'cni:values:set', args: ['ipam.mode=cluster-pool'], path: 'ipam.mode'},
+  {id: 'cni:values:diff', args: ['cgroup.hostRoot=/run/cilium/cgroupv2'], path: 'cgroup.hostRoot'},
   {id: 'stack:values:set', args: ['--set', 'configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
   {id: 'stack:values:diff', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
-  {id: 'cni:values:edit', args: ['--set', 'kubeProxyReplacement=false'], path: 'kubeProxyReplacement'},
+  {id: 'cni:values:edit', args: ['--set', 'rollOutCiliumPods=false'], path: 'rollOutCiliumPods'},
   {id: 'stack:values:edit', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
 ]
 

@@ -116,6 +116,48 @@ describe('ichor init --dry-run --output DIR', () => {
     expect(existsSync(out)).toBe(false)
   })
 
+  it("takes the Talos Cilium guide's values file: each owned key at ichor's value is a note, and the run goes on", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'ichor-dry-')), 'o')
+    const values = join(out, '..', 'talos-guide.yaml')
+    // The guide's --set flags for kube-proxy replacement, as a values file (Cilium 1.18's capabilities).
+    writeFileSync(
+      values,
+      [
+        'ipam:\n  mode: kubernetes',
+        'kubeProxyReplacement: true',
+        'securityContext:\n  capabilities:',
+        '    ciliumAgent: [CHOWN, KILL, NET_ADMIN, NET_RAW, IPC_LOCK, SYS_ADMIN, SYS_RESOURCE, DAC_OVERRIDE, FOWNER, SETGID, SETUID]',
+        '    cleanCiliumState: [NET_ADMIN, SYS_ADMIN, SYS_RESOURCE]',
+        'cgroup:\n  autoMount:\n    enabled: false\n  hostRoot: /sys/fs/cgroup',
+        'k8sServiceHost: localhost',
+        'k8sServicePort: 7445',
+        '',
+      ].join('\n'),
+    )
+    const args = [
+      'init',
+      '--dry-run',
+      '--output-dir',
+      out,
+      ...NODES,
+      '--mirror',
+      UPSTREAM.dir,
+      '--cilium-chart',
+      UPSTREAM.ciliumChart,
+      '--cilium-values',
+      values,
+    ]
+    const r = await ichor([...args, '--kube-proxy', 'replaced'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr.match(/--cilium-values: \S+: .* is the value ichor sets itself; accepted, not stored/g)).toHaveLength(8)
+    // With kube-proxy kept, three of them disagree: refused, each named with ichor's value.
+    const kept = await ichor([...args.map((a) => (a === out ? `${out}2` : a)), '--kube-proxy', 'kube-proxy'])
+    expect(kept.code).toBe(2)
+    expect(kept.stderr).toMatch(/kubeProxyReplacement: is owned by ichor and cannot be set \(ichor sets false\)/)
+    expect(kept.stderr).toMatch(/k8sServiceHost: is owned by ichor/)
+    expect(existsSync(`${out}2`)).toBe(false)
+  })
+
   it('reports every bad flag together, exit 2, no stack trace', async () => {
     const r = await ichor([
       'init',

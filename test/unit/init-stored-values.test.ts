@@ -34,6 +34,11 @@ describe('keepStoredLayers', () => {
   it('Given the same file again, Then it is accepted', () => {
     expect(keepStoredLayers({cilium: {a: 1}}, stored({a: 1})).cilium).toEqual({a: 1})
   })
+  it("Given the same file with owned keys at ichor's values (stored without them), Then it is accepted as the same, and kept whole for validation", () => {
+    const given = {a: 1, ipam: {mode: 'kubernetes'}, cgroup: {hostRoot: '/sys/fs/cgroup'}}
+    expect(keepStoredLayers({cilium: given}, stored({a: 1})).cilium).toEqual(given)
+    expect(keepStoredLayers({argocd: {global: {networkPolicy: {create: false}}}}, stored({}, {})).argocd).toEqual({global: {networkPolicy: {create: false}}})
+  })
   it('Given a file that differs, Then exit 2 naming the flag and the command that changes it', () => {
     const error = (() => {
       try {

@@ -36,7 +36,10 @@ describe('a values change read once', () => {
 
   it('the owned-key checks return what they read, and refuse an owned key', () => {
     expect(checkCiliumValuesInput(input('a: 1\n'))).toMatchObject({kind: 'given', given: {a: 1}})
-    expect(() => checkCiliumValuesInput(input('kubeProxyReplacement: true\n'))).toThrow(/invalid/)
+    expect(() => checkCiliumValuesInput(input('ipam:\n  mode: cluster-pool\n'))).toThrow(/invalid/)
+    // An owned key at ichor's own value passes; one whose value depends on the cluster waits for it.
+    expect(checkCiliumValuesInput(input('ipam:\n  mode: kubernetes\n'))).toMatchObject({given: {ipam: {mode: 'kubernetes'}}})
+    expect(checkCiliumValuesInput(input('kubeProxyReplacement: true\n'))).toMatchObject({given: {kubeProxyReplacement: true}})
     expect(checkStackValuesInput('kokumi', input('b: 2\n'))).toMatchObject({kind: 'given', given: {b: 2}})
     const layer: ValuesInput = {kind: 'layer', user: {c: 3}}
     expect(checkCiliumValuesInput(layer)).toBe(layer)

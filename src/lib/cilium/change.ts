@@ -155,7 +155,8 @@ export async function prepareValuesChange(
     laterFacts: talos,
   })
   if (!report.valid) throw new ValidationError('the Cilium values are invalid, nothing was changed', report.issues)
-  return {...validatedChange(ctx, user, chart, notes, report), rendered: report.rendered}
+  // Stored without the owned keys the user set to ichor's own values (accepted with a note).
+  return {...validatedChange(ctx, report.user, chart, notes, report), rendered: report.rendered}
 }
 
 /** A change whose values validated: what the steps apply and record. */

@@ -68,19 +68,36 @@ const SECRETS_NS = `pinned to ${CILIUM_SECRETS_NAMESPACE} so the Roles Cilium cr
 
 export const CILIUM_OWNED_KEYS: readonly OwnedKey[] = [
   {path: ['ipam', 'mode'], reason: `always "kubernetes", ${TALOS_GUIDE}`},
-  {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
-  {path: ['securityContext', 'capabilities', 'cleanCiliumState'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`},
+  {path: ['securityContext', 'capabilities', 'ciliumAgent'], reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`, dependsOnCluster: true},
+  {
+    path: ['securityContext', 'capabilities', 'cleanCiliumState'],
+    reason: `the chart's capability set without SYS_MODULE, ${TALOS_GUIDE}`,
+    dependsOnCluster: true,
+  },
   {
     path: ['upgradeCompatibility'],
     reason: 'the Cilium minor first installed, recorded in the IchorInstallation status and kept across upgrades (Cilium upgrade guide)',
+    dependsOnCluster: true,
   },
   {path: ['cgroup', 'autoMount', 'enabled'], reason: `always false: Talos mounts cgroup v2 itself (${TALOS_GUIDE})`},
   {path: ['cgroup', 'hostRoot'], reason: `always /sys/fs/cgroup, ${TALOS_GUIDE}`},
-  {path: ['k8sServiceHost'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},
-  {path: ['k8sServicePort'], reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`},
+  {
+    path: ['k8sServiceHost'],
+    reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`,
+    dependsOnCluster: true,
+  },
+  {
+    path: ['k8sServicePort'],
+    reason: `Cilium reaches the API server through KubePrism (localhost:${KUBEPRISM_PORT}); set by the kube-proxy mode`,
+    dependsOnCluster: true,
+  },
   {path: ['k8sServiceHostRef'], reason: 'would override k8sServiceHost/k8sServicePort, which ichor points at KubePrism'},
-  {path: ['kubeProxyReplacement'], reason: 'set by the kube-proxy mode (--kube-proxy replaced|kube-proxy), changed only by the kube-proxy switch'},
-  {path: ['tunnelProtocol'], reason: 'set by --tunnel (vxlan|geneve) at init and immutable afterwards'},
+  {
+    path: ['kubeProxyReplacement'],
+    reason: 'set by the kube-proxy mode (--kube-proxy replaced|kube-proxy), changed only by the kube-proxy switch',
+    dependsOnCluster: true,
+  },
+  {path: ['tunnelProtocol'], reason: 'set by --tunnel (vxlan|geneve) at init and immutable afterwards', dependsOnCluster: true},
   ...SECRETS_NAMESPACE_OWNERS.map((owner) => ({path: [owner, 'secretsNamespace', 'name'], reason: SECRETS_NS})),
   ...ROLL_OUT_KEYS.map((path) => ({path: [...path], reason: ROLL_OUT})),
 ]

@@ -17,6 +17,8 @@ export interface CniValuesDiff {
   manifest: string
   changed: boolean
   revision?: number
+  /** What validation said besides problems (an owned key at ichor's own value, the chart used). */
+  notes: string[]
 }
 
 const yaml = (v: unknown) => stringify(v, {sortMapEntries: true})
@@ -34,7 +36,7 @@ export async function diffCiliumValues(kube: Kube, input: ValuesInput, sources: 
   const label = release ? `release ${release.release} revision ${release.revision}` : 'no release'
   const values = effectiveValuesDiff(release, change.effective)
   const manifest = unifiedDiff(release ? normalizeManifest(release.manifest) : '', normalizeManifest(rendered), [`${label} (manifest)`, 'proposed (manifest)'])
-  return {values, manifest, changed: values !== '' || manifest !== '', revision: release?.revision}
+  return {values, manifest, changed: values !== '' || manifest !== '', revision: release?.revision, notes: change.notes}
 }
 
 /** helm stores the manifest as rendered, without the hooks and with a trailing newline trimmed. */

@@ -24,8 +24,12 @@ export interface CiliumValuesReport {
   valid: boolean
   chart: {name: string; version: string; path: string}
   effective: Values
+  /** The user layer to store: the given one without owned keys set to ichor's own value. */
+  user: Values
   issues: Issue[]
   notes: string[]
+  /** The notes among `notes` about owned keys the user set to ichor's own value. */
+  ownedNotes: string[]
   /** The chart rendered with the effective values, when the render ran and passed. */
   rendered?: string
 }
@@ -37,9 +41,9 @@ function checkChartValues(input: CiliumValuesInput, chart: ChartArchive) {
 
 /** Everything but the helm render: merge, owned keys, unknown keys, schema, size, guards. */
 export function checkCiliumValues(input: CiliumValuesInput, chart: ChartArchive = readChartArchive(input.chartPath)) {
-  const {effective, issues} = checkChartValues(input, chart)
+  const {effective, issues, user, notes} = checkChartValues(input, chart)
   const guards = checkCiliumGuards(effective, input.facts)
-  return {chart, effective, issues: [...issues, ...guards.issues], notes: guards.notes}
+  return {chart, effective, user, issues: [...issues, ...guards.issues], notes: [...notes, ...guards.notes]}
 }
 
 /**
@@ -77,13 +81,15 @@ export async function validateCiliumValues(input: CiliumValuesInput): Promise<Ci
   const guards = checkCiliumGuards(checked.effective, facts)
   const {effective} = checked
   const issues = [...checked.issues, ...guards.issues]
-  const notes = guards.notes
+  const notes = [...checked.notes, ...guards.notes]
   const report: CiliumValuesReport = {
     valid: false,
     chart: {name: chart.name, version: chart.version, path: input.chartPath},
     effective,
+    user: checked.user,
     issues,
     notes,
+    ownedNotes: checked.notes,
   }
   if (issues.length > 0) {
     abort.abort()

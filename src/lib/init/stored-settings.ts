@@ -2,11 +2,14 @@
 // IchorInstallation stores are the run's (a day-2 change is never undone by a rerun); a given
 // flag that differs is refused, naming the command that changes it safely.
 import {isDeepStrictEqual} from 'node:util'
+import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
 import {ValidationError, type Issue} from '../errors/errors.js'
+import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
 import type {InstallationSpec} from '../state/installation.js'
 import type {ConfigPatch, MachineConfigInputs, NodeConfigPatch, PromotionMode} from '../state/installation-types.js'
 import {NO_MACHINE_CONFIG_INPUTS, type MachineConfigFlags} from '../talos/machine-config.js'
 import {compareVersions, parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
+import {withoutOwnedKeys} from '../values/engine.js'
 import type {Values} from '../values/path.js'
 import type {InitFlags, InitInputs} from './inputs.js'
 
@@ -49,6 +52,8 @@ const CHANGE_COMMAND = {
  * A values file that differs from the stored layer is refused (exit 2), naming the
  * command that changes it safely (validated against the live cluster, rolled back on failure).
  */
+const OWNED_KEYS = {cilium: CILIUM_OWNED_KEYS, argocd: ARGOCD_OWNED_KEYS, kokumi: []} as const
+
 export function keepStoredLayers(
   given: {cilium?: Values; argocd?: Values; kokumi?: Values},
   stored: InstallationSpec | undefined,
@@ -59,7 +64,8 @@ export function keepStoredLayers(
   for (const c of ['cilium', 'argocd', 'kokumi'] as const) {
     const mine = given[c]
     const theirs = held[c]
-    if (mine && theirs && !isDeepStrictEqual(mine, theirs)) {
+    // The stored layer holds no owned key: one set to ichor's own value is no difference.
+    if (mine && theirs && !isDeepStrictEqual(withoutOwnedKeys(OWNED_KEYS[c], mine), theirs)) {
       issues.push({
         path: `--${c}-values`,
         message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`,

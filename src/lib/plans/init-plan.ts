@@ -177,6 +177,7 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   rendering.then(
     (r) => {
       for (const warning of compatibilityWarnings(r, inputs)) req.report.note(`warning: ${warning}`)
+      for (const note of r.cilium.report.ownedNotes) req.report.note(`--cilium-values: ${note}`)
     },
     () => undefined,
   )

@@ -42,7 +42,10 @@ import {TalosNodeReads} from '../talos/node-reads.js'
 import {applyConfigsTask, bootstrapTask, machineConfigsTask, talosHandoverTask, talosSecretsTask} from '../talos/tasks.js'
 import type {RunResult} from '../tasks/types.js'
 import type {Later, Task} from '../tasks/types.js'
+import {withoutOwnedKeys} from '../values/engine.js'
 import type {Values} from '../values/path.js'
+import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
+import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
 import {withLease} from './run.js'
 
 /** What init's steps are built from: the checked inputs and what the run read before them. */
@@ -258,8 +261,13 @@ function desiredSpec(o: InitStepsInput, render: InitRender): InstallationSpec {
       workers: i.workers,
       ...withMachineConfig(i),
     },
-    cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: o.userValues.cilium}},
-    stack: {promotion: render.stack.promotion, argocd: {values: o.userValues.argocd}, kokumi: {values: o.userValues.kokumi}},
+    // Validated by now: an owned key left in a layer holds ichor's own value, and is not stored.
+    cni: {kubeProxy: i.kubeProxy, tunnel: i.tunnel, cilium: {values: withoutOwnedKeys(CILIUM_OWNED_KEYS, o.userValues.cilium)}},
+    stack: {
+      promotion: render.stack.promotion,
+      argocd: {values: withoutOwnedKeys(ARGOCD_OWNED_KEYS, o.userValues.argocd)},
+      kokumi: {values: o.userValues.kokumi},
+    },
   }
 }
 

@@ -2,15 +2,15 @@
 // ichor-owned key or a malformed version is bad input (exit 2, named), also when the cluster
 // is down or far away. The full checks (chart schema, the cluster's facts) still run later.
 import {resolveAsset} from '../assets/resolve.js'
-import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
+import {CILIUM_OWNED_KEYS, ciliumOwnedValues} from '../cilium/defaults.js'
 import {parseCiliumVersion} from '../cilium/versions.js'
 import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {nodeProblem} from '../talos/node-address.js'
 import {parseKubernetesVersion, parseTalosVersion} from '../talos/versions.js'
-import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
+import {ARGOCD_OWNED_KEYS, ARGOCD_OWNED_VALUES} from '../stack/argocd.js'
 import type {StackComponent} from '../state/installation-types.js'
-import {ownedKeyIssues} from '../values/engine.js'
+import {checkOwnedKeys} from '../values/engine.js'
 import {givenValues, readValuesInput, type ReadValuesInput, type ValuesInput} from '../values/layer.js'
 import type {Values} from '../values/path.js'
 
@@ -42,14 +42,17 @@ export function checkArtifactFlags(s: {ciliumChart?: string; argocdChart?: strin
 /** The -f files and KEY=VALUE arguments of a Cilium values change: readable, and no owned key among them. */
 export function checkCiliumValuesInput(input: ValuesInput): ReadValuesInput {
   const read = readValuesInput(input)
-  const issues = ownedKeyIssues(CILIUM_OWNED_KEYS, givenValues(read))
+  // Before the cluster is read: the owned keys whose value does not depend on it (the kube-proxy
+  // mode, the chart) are judged here; the others when the values are validated, before any change.
+  const constants = ciliumOwnedValues({kubeProxy: 'kube-proxy', tunnel: 'vxlan'})
+  const {issues} = checkOwnedKeys(CILIUM_OWNED_KEYS, givenValues(read), undefined, constants)
   if (issues.length > 0) throw new ValidationError('the Cilium values are invalid, nothing was changed', issues)
   return read
 }
 
 /** A stack component's user layer (files read, sets applied): no key ichor owns in it. */
 function checkStackValues(component: StackComponent, values: Values): void {
-  const issues = ownedKeyIssues(component === 'argocd' ? ARGOCD_OWNED_KEYS : [], values)
+  const {issues} = component === 'argocd' ? checkOwnedKeys(ARGOCD_OWNED_KEYS, values, ARGOCD_OWNED_VALUES) : {issues: []}
   if (issues.length > 0) throw new ValidationError(component === 'argocd' ? 'Argo CD values' : 'Kokumi values', issues)
 }
 

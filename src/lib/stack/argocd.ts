@@ -3,6 +3,7 @@
 import {existsSync, readFileSync, statSync} from 'node:fs'
 import {join} from 'node:path'
 import type {OwnedKey} from '../values/engine.js'
+import type {Values} from '../values/path.js'
 import {parse as parseYaml} from 'yaml'
 import {readChartArchive} from '../chart/archive.js'
 import {ARGOCD_NAMESPACE} from '../constants.js'
@@ -105,6 +106,9 @@ export const ARGOCD_OWNED_KEYS: readonly OwnedKey[] = [
     reason: "the chart's NetworkPolicies (argocd-server's admits all ingress) would widen Ichor's CiliumNetworkPolicies",
   },
 ]
+
+/** The values of the owned keys that Ichor sets through the chart (the others it sets outside it). */
+export const ARGOCD_OWNED_VALUES: Values = {global: {networkPolicy: {create: false}}}
 
 /** Objects Ichor creates itself; a user value that makes the chart render one (extraObjects) is refused. */
 const ARGOCD_OWNED_OBJECTS: ReadonlyArray<{kind: string; name: string; reason: string}> = [

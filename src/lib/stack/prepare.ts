@@ -10,7 +10,7 @@ import {buildArtifact, type Artifact} from '../oci/artifact.js'
 import {buildBundle, bundleTag} from '../oci/bundle.js'
 import {checkLayeredValues} from '../values/engine.js'
 import type {Values} from '../values/path.js'
-import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS, redisSecret} from './argocd.js'
+import {ARGOCD_DEFAULT_VALUES, ARGOCD_OWNED_KEYS, ARGOCD_OWNED_VALUES, redisSecret} from './argocd.js'
 import {hashBinding} from './bcrypt.js'
 import {serverAuthSecret} from './kokumi.js'
 import {splitSecrets} from './secrets.js'
@@ -91,7 +91,7 @@ export function argocdEffectiveValues(chartPath: string, user: Values = {}): Val
     {
       chart: readChartArchive(chartPath),
       defaults: ARGOCD_DEFAULT_VALUES as Values,
-      owned: {global: {networkPolicy: {create: false}}},
+      owned: ARGOCD_OWNED_VALUES,
       ownedKeys: ARGOCD_OWNED_KEYS,
     },
     user,

@@ -27,6 +27,7 @@ export default class CniValuesDiff extends ValuesCommand {
       json: this.jsonEnabled(),
     })
     if (!this.jsonEnabled()) {
+      for (const note of diff.notes) process.stderr.write(`note: ${note}\n`)
       this.log(
         diff.changed ? paintDiff(`${diff.values}${diff.manifest}`).trimEnd() : `No change: release revision ${diff.revision ?? '-'} already runs these values.`,
       )
