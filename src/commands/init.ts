@@ -2,6 +2,7 @@ import {Flags} from '@oclif/core'
 import {IchorCommand, installFlags} from '../lib/cli/base.js'
 import {kubeFlags, statePassphraseFlags, yesFlag} from '../lib/cli/flags.js'
 import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
+import {initCiliumValuesFlags, initValuesInputFrom} from '../lib/cli/values-args.js'
 import {init} from '../lib/plans/init-plan.js'
 import {installSources} from '../lib/cli/bind.js'
 import {renderInitSummary} from '../lib/init/summary.js'
@@ -40,7 +41,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
     'config-patch-control-plane': Flags.string({description: 'Talos config patch for control planes (repeatable)', helpValue: '@FILE|YAML', multiple: true}),
     'config-patch-worker': Flags.string({description: 'Talos config patch for workers (repeatable)', helpValue: '@FILE|YAML', multiple: true}),
     'node-patch': Flags.string({description: 'Talos config patch for one node, applied last (repeatable)', helpValue: 'ADDRESS=@FILE|YAML', multiple: true}),
-    'cilium-values': Flags.string({description: 'YAML file with the user layer of Cilium values', helpValue: 'FILE'}),
+    ...initCiliumValuesFlags,
     'argocd-values': Flags.string({description: 'YAML file with the user layer of Argo CD chart values', helpValue: 'FILE'}),
     'kokumi-values': Flags.string({description: 'YAML file with Kokumi values (replicas and memory limits only)', helpValue: 'FILE'}),
     promotion: Flags.string({
@@ -90,7 +91,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
           nodePatch: f['node-patch'],
         },
       },
-      values: {cilium: f['cilium-values'], argocd: f['argocd-values'], kokumi: f['kokumi-values']},
+      values: {cilium: initValuesInputFrom(f), argocd: f['argocd-values'], kokumi: f['kokumi-values']},
       sources: installSources(f),
       promotion: f.promotion as PromotionMode | undefined,
       allowUnpinned: f['allow-unpinned'],

@@ -457,7 +457,7 @@ describe('ichor cni status / values on the harness', () => {
     writeFileSync(file, 'podAnnotations:\n  other: c\n')
     const refused = await runIchor([...h.initArgs, '--cilium-values', file], h.env)
     expect(refused.code).toBe(2)
-    expect(refused.stderr).toMatch(/--cilium-values: differs from the cilium values the cluster stores; change them with `ichor cni values set/)
+    expect(refused.stderr).toMatch(/-f\/--values, --set: differs from the cilium values the cluster stores; change them with `ichor cni values set/)
     expect((await cr()).spec.cni.cilium.values).toEqual(c0.spec.cni.cilium.values)
   }, 600_000)
 })

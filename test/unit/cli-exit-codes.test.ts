@@ -96,6 +96,7 @@ const OWNED_KEY: {id: string; args: string[]; path: string}[] = [
   {id: 'stack:values:diff', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
   {id: 'cni:values:edit', args: ['--set', 'rollOutCiliumPods=false'], path: 'rollOutCiliumPods'},
   {id: 'stack:values:edit', args: ['configs.repositories.x.url=oci://example.invalid/x'], path: 'configs.repositories'},
+  {id: 'init', args: ['--set', 'ipam.mode=cluster-pool'], path: 'ipam.mode'},
 ]
 
 describe('local input is refused before any connection (exit 2, naming it, never the cluster)', () => {

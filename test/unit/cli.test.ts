@@ -107,12 +107,17 @@ describe('ichor init --dry-run --output DIR', () => {
   it('refuses invalid Cilium values before writing anything', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ichor-dry-')), 'o')
     const values = join(out, '..', 'v.yaml')
-    writeFileSync(values, 'ipam:\n  mode: cluster-pool\nbpf:\n  masquerade: true\n')
+    writeFileSync(values, 'ipam:\n  mode: cluster-pool\nbpf:\n  masquerade: true\nhubbel:\n  enabled: true\n')
+    // An owned key at another value than ichor's is refused first, as the files are read (before
+    // any cluster would be read); then the chart's and the guards' problems, all together.
     const r = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '--cilium-values', values])
     expect(r.code).toBe(2)
-    expect(r.stderr).toMatch(/ipam\.mode: is owned by ichor/)
-    expect(r.stderr).toMatch(/bpf\.masquerade: true breaks CoreDNS/)
+    expect(r.stderr).toMatch(/ipam\.mode: is owned by ichor and cannot be set \(ichor sets "kubernetes"\)/)
     expect(r.stderr).not.toMatch(/\n\s+at /) // no stack trace
+    const rest = await ichor(['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir, '-f', values, '--set', 'ipam.mode=kubernetes'])
+    expect(rest.code).toBe(2)
+    expect(rest.stderr).toMatch(/bpf\.masquerade: true breaks CoreDNS/)
+    expect(rest.stderr).toMatch(/hubbel: is not a key the chart knows/)
     expect(existsSync(out)).toBe(false)
   })
 
@@ -149,13 +154,41 @@ describe('ichor init --dry-run --output DIR', () => {
     ]
     const r = await ichor([...args, '--kube-proxy', 'replaced'])
     expect(r.code, r.stderr).toBe(0)
-    expect(r.stderr.match(/--cilium-values: \S+: .* is the value ichor sets itself; accepted, not stored/g)).toHaveLength(8)
+    expect(r.stderr.match(/Cilium values: \S+: .* is the value ichor sets itself; accepted, not stored/g)).toHaveLength(8)
     // With kube-proxy kept, three of them disagree: refused, each named with ichor's value.
     const kept = await ichor([...args.map((a) => (a === out ? `${out}2` : a)), '--kube-proxy', 'kube-proxy'])
     expect(kept.code).toBe(2)
     expect(kept.stderr).toMatch(/kubeProxyReplacement: is owned by ichor and cannot be set \(ichor sets false\)/)
     expect(kept.stderr).toMatch(/k8sServiceHost: is owned by ichor/)
     expect(existsSync(`${out}2`)).toBe(false)
+  })
+
+  it("takes Cilium values as helm install does: repeatable -f (also --cilium-values) and the --set family, in helm's order", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-dry-'))
+    writeFileSync(join(dir, 'a.yaml'), 'hubble:\n  relay:\n    enabled: true\ncluster:\n  name: from-a\n')
+    writeFileSync(join(dir, 'b.yaml'), 'cluster:\n  name: from-b\n  id: 3\n')
+    const out = join(dir, 'o')
+    const args = ['init', '--dry-run', '--output-dir', out, ...NODES, '--mirror', UPSTREAM.dir]
+    const r = await ichor([
+      ...args,
+      '-f',
+      join(dir, 'a.yaml'),
+      '--cilium-values',
+      join(dir, 'b.yaml'),
+      '--set',
+      'hubble.ui.enabled=true',
+      '--set-string',
+      'cluster.name=1234',
+    ])
+    expect(r.code, r.stderr).toBe(0)
+    const effective = JSON.parse(readFileSync(join(out, 'cilium', 'values.effective.json'), 'utf8'))
+    // b.yaml after a.yaml; --set-string keeps "1234" a string (the chart's schema wants one).
+    expect(effective).toMatchObject({hubble: {relay: {enabled: true}, ui: {enabled: true}}, cluster: {name: '1234', id: 3}})
+    // A bad --set is refused naming it, before anything is written.
+    const bad = await ichor([...args.map((a) => (a === out ? `${out}-bad` : a)), '--set', 'hubble.relay.enabled'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--set/)
+    expect(existsSync(`${out}-bad`)).toBe(false)
   })
 
   it('reports every bad flag together, exit 2, no stack trace', async () => {

@@ -49,7 +49,7 @@ describe('keepStoredLayers', () => {
     })() as ValidationError
     expect(error).toBeInstanceOf(ValidationError)
     expect(error.exitCode).toBe(2)
-    expect(error.issues.map((i) => i.path)).toEqual(['--cilium-values', '--argocd-values'])
+    expect(error.issues.map((i) => i.path)).toEqual(['-f/--values, --set', '--argocd-values'])
     expect(error.issues[0]!.message).toMatch(/ichor cni values set -f FILE/)
     expect(error.issues[1]!.message).toMatch(/ichor stack values set argocd -f FILE/)
   })

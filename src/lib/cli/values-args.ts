@@ -52,6 +52,28 @@ export const valuesFlags = {
   }),
 }
 
+/**
+ * `ichor init`'s values of the chart it installs, Cilium, as helm install takes them: -f and the
+ * --set family. `--cilium-values`, init's flag before it took them, stays as an alias of -f.
+ */
+export const initCiliumValuesFlags = {
+  ...valuesFlags,
+  values: Flags.string({
+    char: 'f',
+    aliases: ['cilium-values'],
+    description: 'YAML file with Cilium values, the user layer ("-" for stdin); may repeat, later files win (also --cilium-values)',
+    helpValue: 'FILE',
+    multiple: true,
+    multipleNonGreedy: true,
+  }),
+}
+
+/** The Cilium values init was given (-f, --set…), or nothing when none was. */
+export function initValuesInputFrom(flags: ValuesFlags): ValuesInput | undefined {
+  const input = valuesInputFrom([], flags)
+  return input.kind === 'edit' && input.files.length === 0 && input.sets.length === 0 ? undefined : input
+}
+
 /** The commands that change a stored user layer: merge onto it, or replace it. */
 export const valuesChangeFlags = {
   ...valuesFlags,

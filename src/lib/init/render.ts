@@ -95,7 +95,7 @@ export async function renderInit(inputs: InitInputs, opts: InitRenderOptions): P
     kubeVersion: inputs.kubernetesVersion.version,
   })
   if (!report.valid || report.rendered === undefined) {
-    throw new IchorError(`--cilium-values: the Cilium values are invalid\n${formatIssues(report.issues)}`, {exitCode: EXIT.usage})
+    throw new IchorError(`the Cilium values (-f/--values, --set…) are invalid\n${formatIssues(report.issues)}`, {exitCode: EXIT.usage})
   }
   const manifest = addHelmOwnership(withoutHelmHooks(report.rendered), CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   const talos = renderTalosPatches({

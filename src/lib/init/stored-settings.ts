@@ -67,7 +67,7 @@ export function keepStoredLayers(
     // The stored layer holds no owned key: one set to ichor's own value is no difference.
     if (mine && theirs && !isDeepStrictEqual(withoutOwnedKeys(OWNED_KEYS[c], mine), theirs)) {
       issues.push({
-        path: `--${c}-values`,
+        path: c === 'cilium' ? '-f/--values, --set' : `--${c}-values`,
         message: `differs from the ${c} values the cluster stores; change them with \`${CHANGE_COMMAND[c]}\` (or leave the flag out to keep them)`,
       })
     }

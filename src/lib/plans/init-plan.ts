@@ -18,9 +18,10 @@ import {readInstallation, readTalosBundleSecret} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
-import {checkArtifactFlags, ciliumChartVersionInUse} from './local-input.js'
+import {checkArtifactFlags, checkCiliumValuesInput, ciliumChartVersionInUse} from './local-input.js'
 import type {Values} from '../values/path.js'
 import {readValuesFile} from '../values/input.js'
+import {givenValues, type ValuesInput} from '../values/layer.js'
 import {writeInitDryRun} from '../init/dry-run.js'
 import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
@@ -35,7 +36,8 @@ import {checkRestoreTarget, markRestoreStarted, type RestoreSource} from '../bac
 /** init's flags; kubeconfig, context, --timeout, --dry-run, --break-lock, --yes and the output as every plan takes them (planOptions). */
 export interface InitRequest extends PlanOptions {
   flags: InitFlags
-  values: {cilium?: string; argocd?: string; kokumi?: string}
+  /** -f/--set… for Cilium (read here, before anything is contacted); a file each for the stack. */
+  values: {cilium?: ValuesInput; argocd?: string; kokumi?: string}
   sources: {ciliumChart?: string; argocdChart?: string; kokumiManifest?: string; mirror?: string; assetsDir?: string}
   /** --promotion; omitted: what the cluster stores, Automatic on a new one. */
   promotion?: PromotionMode
@@ -95,7 +97,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
   if (!req.dryRun && !givenKey && !interactive) throw missingStateKeyError('ichor init')
   const given = {
-    cilium: req.values.cilium ? readValuesFile(req.values.cilium, '--cilium-values') : undefined,
+    // Read, and an owned key at another value than ichor's refused, before any cluster is read.
+    cilium: req.values.cilium ? givenValues(checkCiliumValuesInput(req.values.cilium)) : undefined,
     argocd: req.values.argocd ? readValuesFile(req.values.argocd, '--argocd-values') : undefined,
     kokumi: req.values.kokumi ? readValuesFile(req.values.kokumi, '--kokumi-values') : undefined,
   }
@@ -177,7 +180,7 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   rendering.then(
     (r) => {
       for (const warning of compatibilityWarnings(r, inputs)) req.report.note(`warning: ${warning}`)
-      for (const note of r.cilium.report.ownedNotes) req.report.note(`--cilium-values: ${note}`)
+      for (const note of r.cilium.report.ownedNotes) req.report.note(`Cilium values: ${note}`)
     },
     () => undefined,
   )
