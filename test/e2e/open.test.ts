@@ -1,0 +1,116 @@
+// `ichor open` on a restored converged cluster (1+1): the API server's pods/portforward reaches
+// kwok's kubelet port-forward (test/harness/kwok.ts kubeletPortForward), and a kwok PortForward
+// object sends the argocd-server pod's ports to an HTTP server of this test's, so the bytes that
+// come back through the local URL crossed ichor's listener, the WebSocket tunnel, the API server
+// and the kubelet API. Ctrl-C ends it with exit 0. The Hubble UI is off in ichor's Cilium values:
+// refused naming the value that enables it.
+import {spawn, type ChildProcess} from 'node:child_process'
+import {createServer, type Server} from 'node:http'
+import {join} from 'node:path'
+import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {connectKube, type Kube} from '../../src/lib/kube/client.js'
+import {listObjects} from '../../src/lib/kube/objects.js'
+import type {OpenResult} from '../../src/lib/open/open.js'
+import {runIchor, type HarnessCluster} from '../harness/cluster.js'
+import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
+import {loadKubeConfig} from '../harness/kube.js'
+import {forwardPodPort} from '../harness/kwok.js'
+import {PROJECT_ROOT} from '../support/upstream.js'
+
+describe('ichor open on the harness (1+1)', () => {
+  let h: HarnessCluster
+  let kube: Kube
+  let upstream: Server
+  let upstreamPort: number
+  const body = `argocd-server behind the tunnel ${process.pid}`
+  const kubeconfig = () => join(h.stateDir, 'kubeconfig')
+  beforeAll(async () => {
+    h = await convergedCluster('1+1')
+    kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    upstream = createServer((req, res) => res.end(`${body} ${req.method} ${req.url}`))
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+    upstreamPort = (upstream.address() as {port: number}).port
+  }, CONVERGED_TIMEOUT_MS)
+  afterAll(async () => {
+    upstream?.close()
+    await h?.stop()
+  })
+
+  it('open argocd --port 0 -o json: one document with the URL and the login, bytes through the API server, Ctrl-C exits 0', async () => {
+    const pods = await listObjects(kube, {apiVersion: 'v1', kind: 'Pod', namespace: 'argocd'}, {labelSelector: 'app.kubernetes.io/name=argocd-server'})
+    expect(pods).toHaveLength(1)
+    const pod = pods[0]!.metadata.name
+    await forwardPodPort(loadKubeConfig(h.cp.kubeconfigPath), {namespace: 'argocd', name: pod}, {address: '127.0.0.1', port: upstreamPort})
+
+    const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), ['open', 'argocd', '--port', '0', '-o', 'json', '--kubeconfig', kubeconfig()], {
+      env: h.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    const out = {stdout: '', stderr: ''}
+    child.stdout!.on('data', (c: Buffer) => (out.stdout += c))
+    child.stderr!.on('data', (c: Buffer) => (out.stderr += c))
+    const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('close', (code, signal) => resolve({code, signal})))
+    try {
+      const result = await firstDocument(child, out, exited)
+      expect(result).toEqual({
+        component: 'argocd',
+        url: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+$/),
+        address: '127.0.0.1',
+        port: expect.any(Number),
+        namespace: 'argocd',
+        service: 'argocd-server',
+        pod,
+        // The chart's Service port https (443) targets the server's 8080.
+        podPort: 8080,
+        login: {user: 'admin', passwordCommand: 'ichor stack password argocd'},
+      })
+      expect(result.port).not.toBe(0)
+      expect(result.url).toBe(`https://127.0.0.1:${result.port}`)
+      // The test server speaks plain HTTP: the URL's scheme is Argo CD's, the bytes are the test's.
+      for (const path of ['/first', '/second']) {
+        const res = await fetch(`http://127.0.0.1:${result.port}${path}`)
+        expect(await res.text()).toBe(`${body} GET ${path}`)
+      }
+      child.kill('SIGINT')
+      expect(await exited, out.stderr).toEqual({code: 0, signal: null})
+      // Nothing but the one document on stdout (-o json is the result as is, as ichor status's), and no password anywhere.
+      expect(JSON.parse(out.stdout)).toEqual(result)
+      expect(`${out.stdout}${out.stderr}`).not.toMatch(/password"?\s*[:=]\s*"?[A-Za-z0-9]{8}/)
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+  })
+
+  it('open hubble without the Hubble UI: exit 1 naming hubble.ui.enabled and the command that sets it', async () => {
+    const run = await runIchor(['open', 'hubble', '--kubeconfig', kubeconfig()], h.env)
+    expect(run.code, run.stderr).toBe(1)
+    expect(run.stderr).toContain('Service kube-system/hubble-ui does not exist')
+    expect(run.stderr).toContain('hubble.ui.enabled=true')
+    expect(run.stderr).toContain('ichor cni values set')
+    expect(run.stdout).toBe('')
+  })
+
+  it('bad input is exit 2 before any connection: an unknown UI names the accepted ones, a port out of range names the range', async () => {
+    const unknown = await runIchor(['open', 'grafana', '--kubeconfig', kubeconfig()], h.env)
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toMatch(/argocd, kokumi, hubble/)
+    const port = await runIchor(['open', 'argocd', '--port', '99999', '--kubeconfig', kubeconfig()], h.env)
+    expect(port.code).toBe(2)
+    expect(port.stderr).toMatch(/--port: "99999" is not a port \(accepted: 1-65535, or 0/)
+  })
+})
+
+/** The JSON document printed before serving; fails with stderr if the process ends first. */
+async function firstDocument(child: ChildProcess, out: {stdout: string; stderr: string}, exited: Promise<unknown>): Promise<OpenResult> {
+  const deadline = Date.now() + 60_000
+  let ended = false
+  void exited.then(() => (ended = true))
+  for (;;) {
+    try {
+      return JSON.parse(out.stdout) as OpenResult
+    } catch {
+      if (ended || Date.now() > deadline) throw new Error(`ichor open printed no document (exit ${child.exitCode}):\n${out.stderr}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+}
