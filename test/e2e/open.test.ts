@@ -8,6 +8,7 @@ import {spawn, type ChildProcess} from 'node:child_process'
 import {createServer, type Server} from 'node:http'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
+import {parse as parseYaml} from 'yaml'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {listObjects} from '../../src/lib/kube/objects.js'
 import type {OpenResult} from '../../src/lib/open/open.js'
@@ -16,6 +17,11 @@ import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {loadKubeConfig} from '../harness/kube.js'
 import {forwardPodPort} from '../harness/kwok.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
+
+let kubeconfigPath: string
+let harnessEnv: NodeJS.ProcessEnv
+/** Every `ichor open` started, SIGKILLed after the file if a failed assertion left it serving. */
+const running: Array<() => void> = []
 
 describe('ichor open on the harness (1+1)', () => {
   let h: HarnessCluster
@@ -26,59 +32,63 @@ describe('ichor open on the harness (1+1)', () => {
   const kubeconfig = () => join(h.stateDir, 'kubeconfig')
   beforeAll(async () => {
     h = await convergedCluster('1+1')
+    kubeconfigPath = kubeconfig()
+    harnessEnv = h.env
     kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     upstream = createServer((req, res) => res.end(`${body} ${req.method} ${req.url}`))
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
     upstreamPort = (upstream.address() as {port: number}).port
   }, CONVERGED_TIMEOUT_MS)
   afterAll(async () => {
+    for (const stop of running) stop()
     upstream?.close()
     await h?.stop()
   })
 
-  it('open argocd --port 0 -o json: one document with the URL and the login, bytes through the API server, Ctrl-C exits 0', async () => {
+  it('open argocd --port 0 -o json: one document with the URL and the login, bytes through the API server, Ctrl-C exits 0; -o yaml and --json the same document', async () => {
     const pods = await listObjects(kube, {apiVersion: 'v1', kind: 'Pod', namespace: 'argocd'}, {labelSelector: 'app.kubernetes.io/name=argocd-server'})
     expect(pods).toHaveLength(1)
     const pod = pods[0]!.metadata.name
     await forwardPodPort(loadKubeConfig(h.cp.kubeconfigPath), {namespace: 'argocd', name: pod}, {address: '127.0.0.1', port: upstreamPort})
 
-    const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), ['open', 'argocd', '--port', '0', '-o', 'json', '--kubeconfig', kubeconfig()], {
-      env: h.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const open = startOpen(['argocd', '--port', '0', '-o', 'json'])
+    const result = await open.document((text) => JSON.parse(text) as OpenResult)
+    expect(result).toEqual({
+      component: 'argocd',
+      url: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+$/),
+      address: '127.0.0.1',
+      port: expect.any(Number),
+      namespace: 'argocd',
+      service: 'argocd-server',
+      pod,
+      // The chart's Service port https (443) targets the server's 8080.
+      podPort: 8080,
+      login: {user: 'admin', passwordCommand: 'ichor stack password argocd'},
     })
-    const out = {stdout: '', stderr: ''}
-    child.stdout!.on('data', (c: Buffer) => (out.stdout += c))
-    child.stderr!.on('data', (c: Buffer) => (out.stderr += c))
-    const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('close', (code, signal) => resolve({code, signal})))
-    try {
-      const result = await firstDocument(child, out, exited)
-      expect(result).toEqual({
-        component: 'argocd',
-        url: expect.stringMatching(/^https:\/\/127\.0\.0\.1:\d+$/),
-        address: '127.0.0.1',
-        port: expect.any(Number),
-        namespace: 'argocd',
-        service: 'argocd-server',
-        pod,
-        // The chart's Service port https (443) targets the server's 8080.
-        podPort: 8080,
-        login: {user: 'admin', passwordCommand: 'ichor stack password argocd'},
-      })
-      expect(result.port).not.toBe(0)
-      expect(result.url).toBe(`https://127.0.0.1:${result.port}`)
-      // The test server speaks plain HTTP: the URL's scheme is Argo CD's, the bytes are the test's.
-      for (const path of ['/first', '/second']) {
-        const res = await fetch(`http://127.0.0.1:${result.port}${path}`)
-        expect(await res.text()).toBe(`${body} GET ${path}`)
-      }
-      child.kill('SIGINT')
-      expect(await exited, out.stderr).toEqual({code: 0, signal: null})
-      // Nothing but the one document on stdout (-o json is the result as is, as ichor status's), and no password anywhere.
-      expect(JSON.parse(out.stdout)).toEqual(result)
-      expect(`${out.stdout}${out.stderr}`).not.toMatch(/password"?\s*[:=]\s*"?[A-Za-z0-9]{8}/)
-    } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    expect(result.port).not.toBe(0)
+    expect(result.url).toBe(`https://127.0.0.1:${result.port}`)
+    // The test server speaks plain HTTP: the URL's scheme is Argo CD's, the bytes are the test's.
+    for (const path of ['/first', '/second']) {
+      const res = await fetch(`http://127.0.0.1:${result.port}${path}`)
+      expect(await res.text()).toBe(`${body} GET ${path}`)
     }
+    open.child.kill('SIGINT')
+    expect(await open.exited, open.out.stderr).toEqual({code: 0, signal: null})
+    // Nothing but the one document on stdout (-o json is the result as is, as ichor status's), and no password anywhere.
+    expect(JSON.parse(open.out.stdout)).toEqual(result)
+    expect(`${open.out.stdout}${open.out.stderr}`).not.toMatch(/password"?\s*[:=]\s*"?[A-Za-z0-9]{8}/)
+
+    // -o yaml is the same document; --json the same with its schemaVersion.
+    const yaml = startOpen(['argocd', '--port', '0', '-o', 'yaml'])
+    const fromYaml = await yaml.document((text, stderr) => (stderr.includes('Serving until Ctrl-C') ? (parseYaml(text) as OpenResult) : undefined))
+    expect(fromYaml).toEqual({...result, port: fromYaml.port, url: `https://127.0.0.1:${fromYaml.port}`})
+    yaml.child.kill('SIGINT')
+    expect((await yaml.exited).code, yaml.out.stderr).toBe(0)
+    const json = startOpen(['argocd', '--port', '0', '--json'])
+    const fromJson = await json.document((text) => JSON.parse(text) as OpenResult & {schemaVersion: number})
+    expect(fromJson).toEqual({schemaVersion: 1, ...result, port: fromJson.port, url: `https://127.0.0.1:${fromJson.port}`})
+    json.child.kill('SIGINT')
+    expect((await json.exited).code, json.out.stderr).toBe(0)
   })
 
   it('open hubble without the Hubble UI: exit 1 naming hubble.ui.enabled and the command that sets it', async () => {
@@ -100,14 +110,42 @@ describe('ichor open on the harness (1+1)', () => {
   })
 })
 
-/** The JSON document printed before serving; fails with stderr if the process ends first. */
-async function firstDocument(child: ChildProcess, out: {stdout: string; stderr: string}, exited: Promise<unknown>): Promise<OpenResult> {
+/** `ichor open ARGS` running in the background, with what it printed so far. */
+function startOpen(args: string[]) {
+  const child = spawn(join(PROJECT_ROOT, 'bin', 'run.js'), ['open', ...args, '--kubeconfig', kubeconfigPath], {
+    env: harnessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const out = {stdout: '', stderr: ''}
+  child.stdout!.on('data', (c: Buffer) => (out.stdout += c))
+  child.stderr!.on('data', (c: Buffer) => (out.stderr += c))
+  const exited = new Promise<{code: number | null; signal: NodeJS.Signals | null}>((resolve) => child.on('close', (code, signal) => resolve({code, signal})))
+  running.push(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  return {
+    child,
+    out,
+    exited,
+    /** The document printed before serving, once `parse` takes it; fails with stderr if the process ends first. */
+    document: <T>(parse: (stdout: string, stderr: string) => T | undefined) => firstDocument(child, out, exited, parse),
+  }
+}
+
+async function firstDocument<T>(
+  child: ChildProcess,
+  out: {stdout: string; stderr: string},
+  exited: Promise<unknown>,
+  parse: (stdout: string, stderr: string) => T | undefined,
+): Promise<T> {
   const deadline = Date.now() + 60_000
   let ended = false
   void exited.then(() => (ended = true))
   for (;;) {
     try {
-      return JSON.parse(out.stdout) as OpenResult
+      const doc = parse(out.stdout, out.stderr)
+      if (doc !== undefined) return doc
+      throw new Error('not yet')
     } catch {
       if (ended || Date.now() > deadline) throw new Error(`ichor open printed no document (exit ${child.exitCode}):\n${out.stderr}`)
       await new Promise((r) => setTimeout(r, 50))
