@@ -7,7 +7,6 @@ import {EXIT} from '../lib/errors/exit-codes.js'
 import {IchorError} from '../lib/errors/errors.js'
 import {runOpen, type OpenResult} from '../lib/open/open.js'
 import {OPEN_COMPONENTS, OPEN_TARGETS, type OpenComponent} from '../lib/open/targets.js'
-import {SCHEMA_VERSION} from '../lib/cli/error-report.js'
 import {interruptEndsNormally} from '../lib/session/interrupt.js'
 
 export default class Open extends IchorCommand {
@@ -50,7 +49,8 @@ The Hubble UI is there only when Cilium's values enable it (hubble.ui.enabled an
       timeoutMs: flags.timeout,
       // The result is printed before serving, as one document: a script reads the URL from it.
       onReady: async (result) => {
-        if (json) process.stdout.write(`${JSON.stringify({schemaVersion: SCHEMA_VERSION, ...result}, null, 2)}\n`)
+        // --json too: the process never returns a result for oclif to print, so it is printed here.
+        if (json) await printResult(this.toSuccessJson(result), {format: 'json', json: false, human: () => ''})
         else await printResult(result, {format: flags.output, json, human: formatOpen})
         this.note('Serving until Ctrl-C.')
       },
