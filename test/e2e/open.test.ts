@@ -91,6 +91,36 @@ describe('ichor open on the harness (1+1)', () => {
     expect((await json.exited).code, json.out.stderr).toBe(0)
   })
 
+  it('open kokumi: user admin and the command that prints its password, bytes through to the pod behind kokumi-server', async () => {
+    // Every pod in kokumi forwards to the test server: which one ichor picked is the document's `pod`.
+    const kc = loadKubeConfig(h.cp.kubeconfigPath)
+    for (const p of await listObjects(kube, {apiVersion: 'v1', kind: 'Pod', namespace: 'kokumi'}))
+      await forwardPodPort(kc, {namespace: 'kokumi', name: p.metadata.name}, {address: '127.0.0.1', port: upstreamPort})
+    const service = (await kube.request('GET', '/api/v1/namespaces/kokumi/services/kokumi-server')) as {spec: {selector: Record<string, string>}}
+    const selected = await listObjects(
+      kube,
+      {apiVersion: 'v1', kind: 'Pod', namespace: 'kokumi'},
+      {
+        labelSelector: Object.entries(service.spec.selector)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(','),
+      },
+    )
+    const open = startOpen(['kokumi', '--port', '0', '-o', 'json'])
+    const result = await open.document((text) => JSON.parse(text) as OpenResult)
+    expect(result).toMatchObject({
+      component: 'kokumi',
+      url: `http://127.0.0.1:${result.port}`,
+      namespace: 'kokumi',
+      service: 'kokumi-server',
+      login: {user: 'admin', passwordCommand: 'ichor stack password kokumi'},
+    })
+    expect(selected.map((p) => p.metadata.name)).toContain(result.pod)
+    expect(await (await fetch(`${result.url}/ui`)).text()).toBe(`${body} GET /ui`)
+    open.child.kill('SIGINT')
+    expect((await open.exited).code, open.out.stderr).toBe(0)
+  })
+
   it('open hubble without the Hubble UI: exit 1 naming hubble.ui.enabled and the command that sets it', async () => {
     const run = await runIchor(['open', 'hubble', '--kubeconfig', kubeconfig()], h.env)
     expect(run.code, run.stderr).toBe(1)
