@@ -91,7 +91,7 @@ describe('ichor open on the harness (1+1)', () => {
     expect((await json.exited).code, json.out.stderr).toBe(0)
   })
 
-  it('open kokumi: user admin and the command that prints its password, bytes through to the pod behind kokumi-server', async () => {
+  it('open kokumi: user admin and the command that prints its password, bytes through to the pod behind kokumi-server; the human view; a port in use is exit 1', async () => {
     // Every pod in kokumi forwards to the test server: which one ichor picked is the document's `pod`.
     const kc = loadKubeConfig(h.cp.kubeconfigPath)
     for (const p of await listObjects(kube, {apiVersion: 'v1', kind: 'Pod', namespace: 'kokumi'}))
@@ -119,6 +119,27 @@ describe('ichor open on the harness (1+1)', () => {
     expect(await (await fetch(`${result.url}/ui`)).text()).toBe(`${body} GET /ui`)
     open.child.kill('SIGINT')
     expect((await open.exited).code, open.out.stderr).toBe(0)
+
+    // Without -o: the URL and the login on stdout, what it does on stderr.
+    const human = startOpen(['kokumi', '--port', '0'])
+    const text = await human.document((stdout, stderr) => (stderr.includes('Serving until Ctrl-C') ? stdout : undefined))
+    const port = /http:\/\/127\.0\.0\.1:(\d+)/.exec(text)?.[1]
+    expect(text).toBe(
+      [
+        `Kokumi: http://127.0.0.1:${port}`,
+        '  user: admin',
+        '  password: run ichor stack password kokumi',
+        `  forwarding 127.0.0.1:${port} -> pod kokumi/${result.pod} port ${result.podPort} (Service kokumi-server)`,
+        '',
+      ].join('\n'),
+    )
+    // The port it holds is refused to a second one, naming it and the way out.
+    const taken = await runIchor(['open', 'kokumi', '--port', port!, '--kubeconfig', kubeconfig()], h.env)
+    expect(taken.code, taken.stderr).toBe(1)
+    expect(taken.stderr).toContain(`127.0.0.1:${port} is already in use`)
+    expect(taken.stderr).toContain('--port 0')
+    human.child.kill('SIGINT')
+    expect((await human.exited).code, human.out.stderr).toBe(0)
   })
 
   it('open hubble without the Hubble UI: exit 1 naming hubble.ui.enabled and the command that sets it', async () => {
@@ -137,6 +158,9 @@ describe('ichor open on the harness (1+1)', () => {
     const port = await runIchor(['open', 'argocd', '--port', '99999', '--kubeconfig', kubeconfig()], h.env)
     expect(port.code).toBe(2)
     expect(port.stderr).toMatch(/--port: "99999" is not a port \(accepted: 1-65535, or 0/)
+    const address = await runIchor(['open', 'argocd', '--address', 'example.invalid', '--kubeconfig', kubeconfig()], h.env)
+    expect(address.code).toBe(2)
+    expect(address.stderr).toContain('--address: "example.invalid" is not an IP address')
   })
 })
 
