@@ -33,6 +33,7 @@ const order = [
   'talos-upgrade',
   'upgrade-plan',
   'overview',
+  'open',
   'doctor',
   'init',
   'plans',

@@ -1,6 +1,6 @@
 // The registry tunnel is reachable only by the ichor process that opened it (issue 13,
-// point 2). The harness has no kubelet, so no API-server port-forward: the tunnel's local
-// side (serveLocalTunnel, what openRegistryEndpoint serves the port-forward on) forwards
+// point 2). The tunnel's local side is tested alone: serveLocalTunnel (what openRegistryEndpoint
+// serves the port-forward on; the port-forward itself is open.test.ts's subject) forwards
 // each connection to the real registry of the harness instead. The second local user is
 // `nobody`, through runuser.
 import {spawnSync} from 'node:child_process'

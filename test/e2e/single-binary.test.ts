@@ -170,6 +170,10 @@ describe('the binary, alone in an empty directory, without Node', () => {
       ['status', '--help'],
       ['stack', 'password', '--help'],
       ['status', '--kubeconfig', '/nonexistent/kubeconfig', '--json'],
+      ['open', '--help'],
+      ['open', 'grafana'],
+      ['open', 'argocd', '--port', '99999'],
+      ['open', 'argocd', '--kubeconfig', '/nonexistent/kubeconfig', '--json'],
     ].map((args) => [args.join(' '), args]),
   )('`ichor %s` answers as the npm build does', async (_name, args) => {
     const fromBinary = await binary(args)

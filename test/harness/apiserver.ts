@@ -332,6 +332,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           '--service-cluster-ip-range=10.96.0.0/16',
           '--allow-privileged=true',
           '--profiling=false',
+          // A Node's kubelet (kwok's server, kwok.ts kubeletPortForward) is reached at its InternalIP,
+          // 127.0.0.x here: the default tries the Hostname first, which nothing resolves.
+          '--kubelet-preferred-address-types=InternalIP',
           ...(opts.talosPodSecurity === false ? [] : [`--admission-control-config-file=${admission}`]),
           ...(opts.apiServerArgs ?? []),
         ],

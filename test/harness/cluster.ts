@@ -121,7 +121,8 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
     [...controlPlanes.map((ip) => ({ip, role: 'controlplane' as const, talosVersion})), ...workers.map((ip) => ({ip, role: 'worker' as const, talosVersion}))],
     {kubeconfigPath: cp.kubeconfigPath, restoreFrom: from && join(from, 'nodes'), etcd: {endpoint: cp.etcdEndpoint, etcdutl: cp.etcdutl}},
   )
-  let kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: saved && loadKubeConfig(cp.kubeconfigPath)})
+  const nodeIps = [...controlPlanes, ...workers]
+  let kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: saved && loadKubeConfig(cp.kubeconfigPath), nodeIps})
   const pods = startPodStartSimulator(loadKubeConfig(cp.kubeconfigPath))
   const operator: CiliumOperatorSimulator = startCiliumOperatorSimulator({kubeconfigPath: cp.kubeconfigPath})
   const stack: StackSimulator = startStackSimulator({kubeconfigPath: cp.kubeconfigPath, registryEndpoint: registry.endpoint})
@@ -199,7 +200,7 @@ export async function startHarnessCluster(opts: HarnessOptions = {}): Promise<Ha
       cp.recover(snapshot)
         // The new machines' kubelets: a kwok of their own. The lost machines' kwok would resume its
         // watches at resource versions the restored etcd has not reached yet, and its Leases name it.
-        .then(async () => void (kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: loadKubeConfig(cp.kubeconfigPath)})))
+        .then(async () => void (kwok = await startKwok({kubeconfigPath: cp.kubeconfigPath, restored: loadKubeConfig(cp.kubeconfigPath), nodeIps})))
         .then(
           () => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), '{}'),
           (error: unknown) => writeFileSync(join(nodes.stateDir, 'etcd-recover.done'), JSON.stringify({error: String(error)})),

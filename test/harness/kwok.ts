@@ -11,13 +11,17 @@
 //   simulator labels them `harness.ichor.test/fault` and the fault Stages below write the status
 //   a kubelet would;
 // - pods of Jobs complete, and deleted pods go away (kwok's pod/fast behaviour).
-import {CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Node} from '@kubernetes/client-node'
+// With `nodeIps`, it also serves the kubelet API's port-forward, so that the API server's
+// pods/portforward reaches it as it reaches a kubelet (kubeletPortForward below).
+import {ApiextensionsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, setHeaderOptions, type KubeConfig, type V1Node} from '@kubernetes/client-node'
 import {execFile} from 'node:child_process'
+import {createConnection, createServer, type Server} from 'node:net'
 import {existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {promisify} from 'node:util'
 import {startProcess, stopProcess, type Proc} from './apiserver.js'
+import {loadKubeConfig, waitForCrdEstablished} from './kube.js'
 import {PROJECT_ROOT} from '../support/upstream.js'
 
 /** The annotation kwok selects the Nodes it plays by (`--manage-nodes-with-annotation-selector`). */
@@ -53,8 +57,9 @@ export function podReadyMs(): number {
   return Number(process.env.ICHOR_HARNESS_POD_READY_MS ?? 300)
 }
 
-export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: number; restored?: KubeConfig}): Promise<Kwok> {
+export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: number; restored?: KubeConfig; nodeIps?: string[]}): Promise<Kwok> {
   const dir = await kwokDir()
+  const kubelet = opts.nodeIps?.length ? await kubeletPortForward(opts.kubeconfigPath, opts.nodeIps) : undefined
   // A restored cluster's Node Leases name the kwok that saved it (hostname_uuid, kwok v0.8.0
   // pkg/kwok/controllers/controller.go Identity); a new kwok plays a Node only once its Lease
   // has expired (node_lease_controller.go tryAcquireOrRenew), 40 s in which no pod starts or
@@ -78,7 +83,7 @@ export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: numb
       // Pod IPs from a range of their own, never an address a test uses.
       '--cidr=10.244.0.0/16',
       '--node-lease-duration-seconds=40',
-      '--server-address=127.0.0.1:0',
+      ...(kubelet ? kubelet.kwokArgs : ['--server-address=127.0.0.1:0']),
       '--v=WARN',
     ],
     work,
@@ -88,13 +93,132 @@ export async function startKwok(opts: {kubeconfigPath: string; podReadyMs?: numb
   // milliseconds of its creation, and the harness's first Node comes much later.
   await new Promise((r) => setTimeout(r, 50))
   if (proc.child.exitCode !== null) throw new Error(`kwok exited at start:\n${readFileSync(proc.logPath, 'utf8').slice(-3000)}`)
+  // Restored Nodes name the kubelet port of the kwok that saved them.
+  if (kubelet && opts.restored) await kubelet.stampNodes(opts.restored)
   return {
     logPath: proc.logPath,
     async stop() {
+      await kubelet?.close()
       await stopProcess(proc)
       rmSync(work, {recursive: true, force: true})
     },
   }
+}
+
+/**
+ * The kubelet API's port-forward, served by kwok (v0.8.0 pkg/kwok/server/debugging_port_forword.go:
+ * `/portForward/{ns}/{pod}` answers as a kubelet's, and a kwok.x-k8s.io PortForward object says
+ * where a pod's port goes: `forwardPodPort` below). The API server reaches a Node's kubelet at
+ * its address (`--kubelet-preferred-address-types=InternalIP`, apiserver.ts) and
+ * `status.daemonEndpoints.kubeletEndpoint.Port`, which kwok's node-initialize Stage writes from
+ * `--node-port` (kustomize/stage/node/fast/node-initialize.yaml). kwok listens on one address, the
+ * Nodes have one each (127.0.0.x): a relay on every Node address, all on the same port, hands
+ * the connections to kwok on 127.0.0.1. Nothing listens beyond the loopback.
+ */
+async function kubeletPortForward(kubeconfigPath: string, nodeIps: string[]) {
+  const kc = loadKubeConfig(kubeconfigPath)
+  await installPortForwardCrd(kc)
+  const kwokPort = await freePort('127.0.0.1')
+  const relays = await relayOnSamePort(nodeIps, kwokPort)
+  const nodePort = (relays[0]!.address() as {port: number}).port
+  return {
+    kwokArgs: [`--server-address=127.0.0.1:${kwokPort}`, `--node-port=${nodePort}`, '--enable-crds=PortForward'],
+    async stampNodes(restored: KubeConfig) {
+      const core = restored.makeApiClient(CoreV1Api)
+      for (const node of (await core.listNode()).items) {
+        if (node.metadata?.annotations?.[KWOK_NODE_ANNOTATION] !== 'fake') continue
+        await core.patchNodeStatus(
+          {name: node.metadata.name!, body: {status: {daemonEndpoints: {kubeletEndpoint: {Port: nodePort}}}}},
+          setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+        )
+      }
+    },
+    close: () => Promise.all(relays.map((r) => new Promise<void>((resolve) => r.close(() => resolve())))).then(() => undefined),
+  }
+}
+
+/** Where the pod's ports go when the API server port-forwards to it: a TCP server of the test's. */
+export async function forwardPodPort(kc: KubeConfig, pod: {namespace: string; name: string}, target: {address: string; port: number}): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: 'kwok.x-k8s.io',
+    version: 'v1alpha1',
+    namespace: pod.namespace,
+    plural: 'portforwards',
+    // No `ports`: every port of the pod goes to the target.
+    body: {apiVersion: 'kwok.x-k8s.io/v1alpha1', kind: 'PortForward', metadata: {name: pod.name, namespace: pod.namespace}, spec: {forwards: [{target}]}},
+  })
+}
+
+/**
+ * kwok's PortForward CRD, reduced to what kwok reads (the full schema is kwok v0.8.0
+ * kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml). Already there is fine.
+ */
+async function installPortForwardCrd(kc: KubeConfig): Promise<void> {
+  const api = kc.makeApiClient(ApiextensionsV1Api)
+  try {
+    await api.createCustomResourceDefinition({
+      body: {
+        metadata: {name: 'portforwards.kwok.x-k8s.io'},
+        spec: {
+          group: 'kwok.x-k8s.io',
+          names: {kind: 'PortForward', listKind: 'PortForwardList', plural: 'portforwards', singular: 'portforward'},
+          scope: 'Namespaced',
+          versions: [
+            {
+              name: 'v1alpha1',
+              served: true,
+              storage: true,
+              subresources: {status: {}},
+              schema: {openAPIV3Schema: {type: 'object', x_kubernetes_preserve_unknown_fields: true}},
+            },
+          ],
+        },
+      },
+    })
+  } catch (err) {
+    if ((err as {code?: number}).code !== 409) throw err
+  }
+  await waitForCrdEstablished(kc, 'portforwards.kwok.x-k8s.io')
+}
+
+async function freePort(host: string): Promise<number> {
+  const server = await listenOn(createServer(), host, 0)
+  const {port} = server.address() as {port: number}
+  await new Promise((r) => server.close(r))
+  return port
+}
+
+function listenOn(server: Server, host: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen({host, port}, () => {
+      server.off('error', reject)
+      resolve(server)
+    })
+  })
+}
+
+/** A relay to 127.0.0.1:`to` on each address, one port for all (a free one on every address). */
+async function relayOnSamePort(addresses: string[], to: number): Promise<Server[]> {
+  const relay = () =>
+    createServer((socket) => {
+      const upstream = createConnection({host: '127.0.0.1', port: to})
+      socket.pipe(upstream).pipe(socket)
+      socket.on('error', () => upstream.destroy())
+      upstream.on('error', () => socket.destroy())
+    })
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const servers: Server[] = [await listenOn(relay(), addresses[0]!, 0)]
+    const port = (servers[0]!.address() as {port: number}).port
+    try {
+      for (const address of addresses.slice(1)) servers.push(await listenOn(relay(), address, port))
+      for (const s of servers) s.unref()
+      return servers
+    } catch {
+      await Promise.all(servers.map((s) => new Promise((r) => s.close(r))))
+    }
+  }
+  throw new Error(`no port free on every one of ${addresses.join(', ')}`)
 }
 
 /**

@@ -205,4 +205,25 @@ describe('SIGINT and SIGTERM', () => {
     expect(stderr).toBe(`interrupted (${signal})\n`)
     expect(readFileSync(join(dir, 'log'), 'utf8')).toBe('lease released\n')
   })
+
+  it('a command that serves until Ctrl-C (ichor open): SIGINT runs the cleanups and exits 0 with no "interrupted" report', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-interrupt-'))
+    const script = `
+      import {appendFileSync} from 'node:fs'
+      const {installInterruptHandlers, interruptEndsNormally, onInterrupt} = await import(${JSON.stringify(module)})
+      installInterruptHandlers({report: (s) => process.stderr.write('interrupted (' + s + ')\\n')})
+      interruptEndsNormally()
+      onInterrupt(() => appendFileSync(${JSON.stringify(join(dir, 'log'))}, 'listener closed\\n'))
+      process.stdout.write('ready\\n')
+      setInterval(() => {}, 1000)
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'pipe']})
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))
+    child.kill('SIGINT')
+    expect(await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))).toBe(0)
+    expect(stderr).toBe('')
+    expect(readFileSync(join(dir, 'log'), 'utf8')).toBe('listener closed\n')
+  })
 })

@@ -134,6 +134,8 @@ const OWN_FIXTURE: Record<string, (() => Promise<string[]>) | 'e2e'> = {
   backup: 'e2e',
   // Its plan starts from every node's Talos version: -o json and -o yaml on the harness (test/e2e/upgrade-plan.test.ts).
   'upgrade:plan': 'e2e',
+  // It prints its document and then serves until Ctrl-C: -o json, -o yaml and --json on the harness (test/e2e/open.test.ts).
+  open: 'e2e',
   // Reads no cluster (issue 37 item 8: `version -o json` was refused as an unknown flag).
   version: async () => [],
   'backup:inspect': async () => {

@@ -56,9 +56,25 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
   const labelSelector = options.labelSelector ?? KOKUMI_REGISTRY.labelSelector
   const port = options.port ?? KOKUMI_REGISTRY.port
   const pod = await findRunningPod(kube, namespace, labelSelector)
+  const forward = await podPortForwarder(kube)
+  return serveLocalTunnel((socket) => forward(socket, {namespace, pod, port}))
+}
 
+/** One pod's port, as the API server's pods/portforward subresource names it. */
+export interface PodPort {
+  namespace: string
+  pod: string
+  port: number
+}
+
+/**
+ * Tunnels one local connection to a pod's port through the API server (client-node's
+ * PortForward over a WebSocket, as kubectl port-forward does): the registry tunnel and
+ * `ichor open` share it. A tunnel that cannot open closes the connection.
+ */
+export async function podPortForwarder(kube: Kube): Promise<(socket: Socket, target: PodPort) => void> {
   const forwarder = new (await import('@kubernetes/client-node')).PortForward(await tunnelKubeConfig(kube), true)
-  return serveLocalTunnel((socket) => {
+  return (socket, {namespace, pod, port}) => {
     forwarder
       .portForward(namespace, pod, [port], socket, null, socket)
       .then((ws) => {
@@ -69,7 +85,7 @@ export async function openRegistryEndpoint(kube: Kube, options: RegistryEndpoint
         if (typeof ws !== 'function') ws.on('close', () => socket.end())
       })
       .catch(() => socket.destroy())
-  })
+  }
 }
 
 /**

@@ -8,9 +8,22 @@ type Cleanup = () => unknown
 const cleanups = new Set<Cleanup>()
 let installed: ((signal: NodeJS.Signals) => void) | undefined
 let interrupted = false
+/** Set while a command serves until Ctrl-C (`ichor open`): the interrupt is its normal end. */
+let endsNormally = false
 
 /** Cleanups get this long in total before the process exits anyway. */
 const CLEANUP_BUDGET_MS = 5000
+
+/**
+ * For a command that runs until Ctrl-C (as kubectl port-forward does): an interrupt runs the
+ * cleanups and exits 0, with no "interrupted" report. Returns the function that undoes it.
+ */
+export function interruptEndsNormally(): () => void {
+  endsNormally = true
+  return () => {
+    endsNormally = false
+  }
+}
 
 /**
  * Registers a cleanup to run when the command is interrupted. Returns the function that
@@ -34,7 +47,9 @@ export function installInterruptHandlers(options: InterruptOptions): void {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (interrupted) return exit(EXIT.interrupted)
     interrupted = true
+    const normal = endsNormally
     void runCleanups().finally(() => {
+      if (normal) return exit(EXIT.ok)
       options.report(signal)
       exit(EXIT.interrupted)
     })
@@ -51,6 +66,7 @@ export function removeInterruptHandlers(): void {
   process.off('SIGTERM', installed)
   installed = undefined
   interrupted = false
+  endsNormally = false
 }
 
 /** Runs every registered cleanup (newest first), each at most once, within the budget. */
