@@ -13,6 +13,7 @@ import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
 import type {NodeConfigView} from './node-configs.js'
+import type {PromotionMode} from '../state/installation-types.js'
 
 export interface DryRunOutput {
   dir: string
@@ -141,6 +142,8 @@ function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: strin
   const lines = [
     `ichor init plan for cluster "${inputs.clusterName}" (${inputs.endpoint})`,
     `Talos ${inputs.talosVersion.tag}, Kubernetes ${inputs.kubernetesVersion.version}, kube-proxy ${inputs.kubeProxy}, tunnel ${inputs.tunnel}`,
+    `Cilium ${render.assets.cilium.version}, Kokumi ${render.stack.components.kokumi.rendered.version}, Argo CD ${argocdVersion(render)}`,
+    `Kokumi promotion: ${PROMOTION_TEXT[render.stack.promotion]}`,
     `control planes: ${inputs.controlPlanes.join(', ') || '(none given)'}; workers: ${inputs.workers.join(', ') || '(none)'}`,
     ...(warnings.length > 0 ? ['', 'warnings:', ...warnings.map((w) => `  - ${w}`)] : []),
     '',
@@ -159,4 +162,20 @@ function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: strin
     '',
   ]
   return lines.join('\n')
+}
+
+const PROMOTION_TEXT: Record<PromotionMode, string> = {
+  Automatic: 'Automatic (Kokumi serves each new bundle once rendered; --promotion Manual makes each wait for `ichor stack promote`)',
+  Manual: 'Manual (init approves the first install; each later bundle waits for `ichor stack promote <component>`)',
+}
+
+/** Argo CD's own version, from the argocd-server image the render runs (values may change it), and its chart's. */
+function argocdVersion(render: InitRender): string {
+  const c = render.stack.components.argocd.rendered
+  const server = c.objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === 'argocd-server') as
+    | {spec?: {template?: {spec?: {containers?: {image?: string}[]}}}}
+    | undefined
+  const image = server?.spec?.template?.spec?.containers?.[0]?.image
+  const tag = image && /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
+  return tag ? `${tag} (chart argo-cd ${c.version})` : `chart argo-cd ${c.version}`
 }

@@ -193,7 +193,7 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
   const nodes = await renderNodeConfigViews(d.inputs, render, talosctlFound())
   if (nodes.some((n) => n.config === undefined))
     req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
-  const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs})
+  const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs, promotion: render.stack.promotion})
   const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes, [...d.warnings, ...compatibilityWarnings(render, d.inputs)])
   const bundles = Object.values(render.stack.components).map((c) => ({
     component: c.component,

@@ -1,0 +1,46 @@
+// The dry run is reviewable and honest (issue 37 point 7): plan.txt names the versions and the
+// promotion mode and lists only the steps that apply; the output folder holds only this run's
+// files; bad input is refused offline as it is live, with or without talosctl.
+import {spawnSync} from 'node:child_process'
+import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {describe, expect, it} from 'vitest'
+import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+
+const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
+if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
+
+const CLUSTER = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443']
+const NODES = [...CLUSTER, '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
+const work = () => mkdtempSync(join(tmpdir(), 'ichor-dry-honest-'))
+/** A machine without talosctl: ICHOR_TALOSCTL names a file that is not there. */
+const NO_TALOSCTL = {ICHOR_TALOSCTL: join(tmpdir(), 'ichor-no-talosctl-here'), PATH: process.env.PATH?.split(':').filter((d) => !existsSync(join(d, 'talosctl'))).join(':')}
+
+function ichor(args: string[], env: Record<string, string | undefined> = {}) {
+  return spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ...env}})
+}
+function dryRun(out: string, args: string[], env: Record<string, string | undefined> = {}) {
+  return ichor(['init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...args], env)
+}
+
+describe('plan.txt names what the run installs and only the steps that apply', () => {
+  it.each([
+    ['Automatic', [], false],
+    ['Manual', ['--promotion', 'Manual'], true],
+  ] as const)('promotion %s: the versions and the mode are named, the first-install approval only when it applies', (mode, flags, approves) => {
+    const out = join(work(), 'out')
+    const r = dryRun(out, [...NODES, ...flags])
+    expect(r.status, r.stderr).toBe(0)
+    const plan = readFileSync(join(out, 'plan.txt'), 'utf8')
+    expect(plan).toMatch(/^Talos v\d+\.\d+\.\d+, Kubernetes \d+\.\d+\.\d+, /m)
+    expect(plan).toMatch(/^Cilium \d+\.\d+\.\d+, Kokumi \d+\.\d+\.\d+, Argo CD v\d+\.\d+\.\d+ \(chart argo-cd \d+\.\d+\.\d+\)$/m)
+    expect(plan).toMatch(new RegExp(`^Kokumi promotion: ${mode} `, 'm'))
+    const steps = plan.split('steps a real run would execute')[1]!
+    expect(steps.includes('approve the first install')).toBe(approves)
+    expect(r.stdout.includes('approve the first install')).toBe(approves)
+    // Automatic: nothing about Manual in the steps; no stored machine config offline: nothing to change on running nodes.
+    if (!approves) expect(steps).not.toMatch(/Manual/)
+    expect(steps).not.toMatch(/changed machine-config inputs to the running nodes/)
+  })
+})
