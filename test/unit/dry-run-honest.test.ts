@@ -44,3 +44,20 @@ describe('plan.txt names what the run installs and only the steps that apply', (
     expect(steps).not.toMatch(/changed machine-config inputs to the running nodes/)
   })
 })
+
+describe('bad input is refused offline as it is live: exit 2, the flag named, nothing written', () => {
+  it('zero control planes: the offline dry run says what the live dry run and a real run say', () => {
+    const dir = work()
+    const out = join(dir, 'out')
+    const offline = dryRun(out, [...CLUSTER, '--worker', '192.0.2.11'])
+    const live = ichor(['init', '--dry-run', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
+    const real = ichor(['init', '--yes', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
+    for (const r of [offline, live, real]) {
+      expect(r.status, r.stderr).toBe(2)
+      expect(r.stderr).toMatch(/^ {2}- --control-plane: at least one control-plane node is required/m)
+    }
+    expect(offline.stderr).toBe(live.stderr)
+    expect(live.stderr).toBe(real.stderr)
+    expect(existsSync(out)).toBe(false)
+  })
+})

@@ -89,7 +89,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   const ciliumVersion = ciliumChartVersionInUse(req.sources)
-  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun, ciliumVersion})
+  // Only a live dry run may leave the nodes out before the cluster's stored spec is read (decide).
+  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun || (req.outputDir !== undefined && !req.restore), ciliumVersion})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
@@ -144,7 +145,8 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
   const settings = keepStoredSettings({flags: l.flags, promotion: req.promotion}, l.checked, stored)
   const userValues = keepStoredLayers(l.given, stored, settings.issues)
-  const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun, ciliumVersion: l.ciliumVersion}), machineConfig: settings.machineConfig}
+  // With the stored nodes in: a cluster needs a control plane, in a dry run as in a real one.
+  const inputs = {...checkInitInputs(settings.flags, {requireNodes: true, ciliumVersion: l.ciliumVersion}), machineConfig: settings.machineConfig}
   const servedApiGroups = live ? await readServedApiGroups(live) : undefined
   const storedBundle = (live ? await readTalosBundleSecret(live) : undefined) ?? req.restore?.bundle
   if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
