@@ -2,7 +2,7 @@
 // promotion mode and lists only the steps that apply; the output folder holds only this run's
 // files; bad input is refused offline as it is live, with or without talosctl.
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync} from 'node:fs'
+import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -15,7 +15,7 @@ const CLUSTER = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:
 const NODES = [...CLUSTER, '--control-plane', '192.0.2.10', '--worker', '192.0.2.11']
 const work = () => mkdtempSync(join(tmpdir(), 'ichor-dry-honest-'))
 /** A machine without talosctl: ICHOR_TALOSCTL names a file that is not there. */
-const NO_TALOSCTL = {ICHOR_TALOSCTL: join(tmpdir(), 'ichor-no-talosctl-here'), PATH: process.env.PATH?.split(':').filter((d) => !existsSync(join(d, 'talosctl'))).join(':')}
+const NO_TALOSCTL = {ICHOR_TALOSCTL: join(tmpdir(), 'ichor-no-talosctl-here')}
 
 function ichor(args: string[], env: Record<string, string | undefined> = {}) {
   return spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ...env}})
@@ -59,5 +59,47 @@ describe('bad input is refused offline as it is live: exit 2, the flag named, no
     expect(offline.stderr).toBe(live.stderr)
     expect(live.stderr).toBe(real.stderr)
     expect(existsSync(out)).toBe(false)
+  })
+})
+
+describe('without talosctl, --config-patch is still parsed and checked as talosctl would (exit 2, nothing written)', () => {
+  const dir = work()
+  writeFileSync(join(dir, 'patch.yaml'), 'machine:\n  install:\n    wipe: true\n')
+  writeFileSync(join(dir, 'cni.yaml'), 'cluster:\n  network:\n    cni:\n      name: flannel\n')
+  const run = (patchArgs: string[]) => {
+    const out = join(work(), 'out')
+    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...NODES, ...patchArgs], {
+      encoding: 'utf8',
+      cwd: dir,
+      env: {...process.env, ICHOR_MIRROR: '', ...NO_TALOSCTL},
+    })
+    return {...r, written: existsSync(out)}
+  }
+
+  it('a valid patch (file or inline) renders, and the run says talosctl is missing', () => {
+    for (const args of [['--config-patch', '@patch.yaml'], ['--config-patch', '[{op: add, path: /machine/install/wipe, value: true}]']]) {
+      const r = run(args)
+      expect(r.status, r.stderr).toBe(0)
+      expect(r.stderr).toMatch(/talosctl was not found/)
+    }
+  })
+
+  it.each([
+    // a forgotten @: a path taken as the inline patch
+    [['--config-patch', 'patch.yaml'], '--config-patch: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--config-patch @patch.yaml)'],
+    [['--config-patch-worker', './gone/w.yaml'], '--config-patch-worker: "./gone/w.yaml" was given as an inline patch but looks like a file path'],
+    [['--node-patch', '192.0.2.11=patch.yaml'], '--node-patch 192.0.2.11: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--node-patch 192.0.2.11=@patch.yaml)'],
+    // documents talosctl does not take as a patch
+    [['--config-patch', 'hello'], '--config-patch: inline: is "hello", not a patch'],
+    [['--config-patch', 'machine: {}\n---\n42'], '--config-patch: inline: document 2 is 42, not a patch'],
+    [['--config-patch', '[{op: put, path: /machine}]'], '--config-patch: inline: operation 1 is not a JSON 6902 operation'],
+    // fields ichor owns, as with talosctl
+    [['--config-patch', '@cni.yaml'], '--config-patch: cni.yaml: cluster.network.cni.name is set by ichor'],
+    [['--config-patch-control-plane', '{cluster: {clusterName: other}}'], '--config-patch-control-plane: inline: cluster.clusterName is set by ichor'],
+  ])('%j is refused naming the flag', (args, message) => {
+    const r = run(args)
+    expect(r.status, r.stderr).toBe(2)
+    expect(r.stderr).toContain(`  - ${message}`)
+    expect(r.written).toBe(false)
   })
 })
