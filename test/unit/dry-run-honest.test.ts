@@ -2,7 +2,7 @@
 // promotion mode and lists only the steps that apply; the output folder holds only this run's
 // files; bad input is refused offline as it is live, with or without talosctl.
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -101,5 +101,35 @@ describe('without talosctl, --config-patch is still parsed and checked as talosc
     expect(r.status, r.stderr).toBe(2)
     expect(r.stderr).toContain(`  - ${message}`)
     expect(r.written).toBe(false)
+  })
+})
+
+describe('a live dry run: progress on stderr, the result on stdout, a failure ends with Error:', () => {
+  const live = (dir: string, env: Record<string, string>) =>
+    ichor(['init', '--dry-run', ...CLUSTER, '--control-plane', '192.0.2.10', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')], env)
+
+  it('a step that fails (no talosctl): stdout holds no progress, and stderr ends with the Error: line (and its hint)', () => {
+    const r = live(work(), NO_TALOSCTL)
+    expect(r.status).toBe(1)
+    expect(r.stdout).toBe('')
+    const lines = r.stderr.trimEnd().split('\n')
+    const error = lines.findLastIndex((l) => l.startsWith('Error: '))
+    expect(lines[error]).toMatch(/^Error: step "Validate inputs, artifacts and Cilium values; probe the nodes \(read-only\)" failed: talosctl not found/)
+    expect(lines.findLastIndex((l) => /^\[\d+\/\d+\] /.test(l))).toBeLessThan(error)
+    expect(lines.slice(error + 1).every((l) => l.startsWith('Hint: '))).toBe(true)
+  })
+
+  it('nodes in maintenance mode (talosctl simulator): stdout lists what a real run would run, stderr the probing', () => {
+    const dir = work()
+    const sim = join(dir, 'sim')
+    mkdirSync(sim)
+    writeFileSync(join(sim, 'nodes.json'), JSON.stringify([{ip: '192.0.2.10', role: 'controlplane', talosVersion: 'v1.14.1'}]))
+    writeFileSync(join(sim, 'node-192.0.2.10.json'), JSON.stringify({mode: 'maintenance'}))
+    const r = live(dir, {ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: sim})
+    expect(r.status, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/^Dry run: nothing was changed\. A real run would run \d+ of \d+ steps \(\d+ already hold\):\n/)
+    expect(r.stdout).toMatch(/^ {2}\s?\d+\. Apply machine configs to nodes in maintenance mode \(in maintenance mode: 192\.0\.2\.10\)$/m)
+    expect(r.stdout).not.toMatch(/^\[\d+\/\d+\]/m)
+    expect(r.stderr).toMatch(/^\[1\/\d+\] Validate inputs/m)
   })
 })

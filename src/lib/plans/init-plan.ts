@@ -7,6 +7,7 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {outputModeFor} from '../tasks/engine.js'
 import type {PlanOptions} from './options.js'
 import type {GeneratedStackSecrets, MachineConfigInputs, PromotionMode} from '../state/installation-types.js'
 import {generateStackSecrets} from '../stack/prepare.js'
@@ -104,7 +105,19 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const state = localState(checked.clusterName, req.stateDir)
   const local: LocalInit = {req, flags, checked, given, state, ciliumVersion}
   if (req.dryRun && req.outputDir !== undefined) return {kind: 'offline', result: await offlineDryRun(local, await decide(local, undefined))}
-  return runPlan(initPlan(local, {givenKey, interactive}), runOptions(req))
+  return runPlan(initPlan(local, {givenKey, interactive}), liveRunOptions(req))
+}
+
+/**
+ * A live dry run's result is what a real run would change (the command prints it on stdout);
+ * probing the steps one by one is progress, on stderr, as kubectl and helm keep stdout for
+ * the result. A real run's steps are its output and stay where they are.
+ */
+function liveRunOptions(req: InitRequest): ReturnType<typeof runOptions> {
+  const o = runOptions(req)
+  if (!req.dryRun || o.json) return o
+  const stream = req.stream ?? process.stderr
+  return {...o, stream, output: o.output === 'json' ? 'json' : outputModeFor({stream})}
 }
 
 /** What init checked on this machine before any connection. */
