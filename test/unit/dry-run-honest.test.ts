@@ -2,7 +2,7 @@
 // promotion mode and lists only the steps that apply; the output folder holds only this run's
 // files; bad input is refused offline as it is live, with or without talosctl.
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -16,6 +16,8 @@ const NODES = [...CLUSTER, '--control-plane', '192.0.2.10', '--worker', '192.0.2
 const work = () => mkdtempSync(join(tmpdir(), 'ichor-dry-honest-'))
 /** A machine without talosctl: ICHOR_TALOSCTL names a file that is not there. */
 const NO_TALOSCTL = {ICHOR_TALOSCTL: join(tmpdir(), 'ichor-no-talosctl-here')}
+/** talosctl played by the simulator: its `gen config` stand-in gives every node a config file. */
+const SIM_TALOSCTL = (dir: string) => ({ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: dir})
 
 function ichor(args: string[], env: Record<string, string | undefined> = {}) {
   return spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ...env}})
@@ -131,5 +133,76 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
     expect(r.stdout).toMatch(/^ {2}\s?\d+\. Apply machine configs to nodes in maintenance mode \(in maintenance mode: 192\.0\.2\.10\)$/m)
     expect(r.stdout).not.toMatch(/^\[\d+\/\d+\]/m)
     expect(r.stderr).toMatch(/^\[1\/\d+\] Validate inputs/m)
+  })
+})
+
+describe('the output folder holds only this run\'s files, and never loses one ichor did not write', () => {
+  const listOf = (out: string) =>
+    readFileSync(join(out, '.ichor-dry-run'), 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .sort()
+
+  it('a node left out of the flags loses its talos/nodes file; an operator\'s files stay and are named; the list of ichor\'s files is 0600', () => {
+    const dir = work()
+    const out = join(dir, 'out')
+    const first = dryRun(out, [...NODES, '--worker', '192.0.2.12'], SIM_TALOSCTL(dir))
+    expect(first.status, first.stderr).toBe(0)
+    expect(readdirSync(join(out, 'talos', 'nodes')).sort()).toEqual(['192.0.2.10.yaml', '192.0.2.11.yaml', '192.0.2.12.yaml'])
+    writeFileSync(join(out, 'notes.md'), 'mine')
+    mkdirSync(join(out, 'review', 'old'), {recursive: true})
+    writeFileSync(join(out, 'review', 'old', 'plan.txt'), 'mine too')
+    writeFileSync(join(out, 'talos', 'my-patch.yaml'), 'machine: {}\n')
+
+    const second = dryRun(out, NODES, SIM_TALOSCTL(dir))
+    expect(second.status, second.stderr).toBe(0)
+    expect(readdirSync(join(out, 'talos', 'nodes')).sort()).toEqual(['192.0.2.10.yaml', '192.0.2.11.yaml'])
+    expect(second.stderr).toContain(`removed from ${out}, written by an earlier dry run and not by this one: talos/nodes/192.0.2.12.yaml`)
+    expect(second.stderr).toContain(`warning: ${out} also holds what ichor did not write (left as it is): notes.md, review/, talos/my-patch.yaml`)
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toMatch(/^also in this folder, not written by ichor \(left as it is\):\n {2}notes\.md\n {2}review\/\n {2}talos\/my-patch\.yaml\n/m)
+    expect(readFileSync(join(out, 'notes.md'), 'utf8')).toBe('mine')
+    expect(readFileSync(join(out, 'review', 'old', 'plan.txt'), 'utf8')).toBe('mine too')
+    expect(existsSync(join(out, 'talos', 'my-patch.yaml'))).toBe(true)
+    expect(statSync(join(out, '.ichor-dry-run')).mode & 0o777).toBe(0o600)
+
+    // Without talosctl no node config is written: the folder they were in goes too.
+    const third = dryRun(out, NODES, NO_TALOSCTL)
+    expect(third.status, third.stderr).toBe(0)
+    expect(existsSync(join(out, 'talos', 'nodes'))).toBe(false)
+    const json = dryRun(out, [...NODES, '--json'], NO_TALOSCTL)
+    const result = JSON.parse(json.stdout) as {files: string[]; removed: string[]; foreign: string[]}
+    expect(listOf(out)).toEqual([...result.files].sort())
+    expect(result.removed).toEqual([])
+    expect(result.foreign).toEqual(['notes.md', 'review/', 'talos/my-patch.yaml'])
+  })
+
+  it('a list edited to name a file outside the folder removes nothing outside it', () => {
+    const dir = work()
+    const out = join(dir, 'out')
+    expect(dryRun(out, NODES, NO_TALOSCTL).status).toBe(0)
+    writeFileSync(join(dir, 'outside.txt'), 'keep')
+    writeFileSync(join(out, '.ichor-dry-run'), `${readFileSync(join(out, '.ichor-dry-run'), 'utf8')}../outside.txt\n${join(dir, 'outside.txt')}\n`)
+    expect(dryRun(out, NODES, NO_TALOSCTL).status).toBe(0)
+    expect(readFileSync(join(dir, 'outside.txt'), 'utf8')).toBe('keep')
+  })
+
+  it('a folder holding other things and no list of an earlier dry run is refused before anything is written (exit 2)', () => {
+    const out = work()
+    writeFileSync(join(out, 'README.md'), 'a project')
+    const r = dryRun(out, NODES, NO_TALOSCTL)
+    expect(r.status).toBe(2)
+    expect(r.stderr).toContain(`Error: --output-dir: ${out} holds README.md, which ichor did not write, and no .ichor-dry-run of an earlier dry run: nothing was written`)
+    expect(readdirSync(out)).toEqual(['README.md'])
+  })
+
+  it('a file ichor would overwrite that it did not write is refused, named (exit 2), and kept', () => {
+    const dir = work()
+    const out = join(dir, 'out')
+    expect(dryRun(out, NODES, SIM_TALOSCTL(dir)).status).toBe(0)
+    writeFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), 'an operator\'s draft')
+    const r = dryRun(out, [...NODES, '--worker', '192.0.2.13'], SIM_TALOSCTL(dir))
+    expect(r.status).toBe(2)
+    expect(r.stderr).toContain(`Error: --output-dir: talos/nodes/192.0.2.13.yaml in ${out} was not written by ichor: nothing was written`)
+    expect(readFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), 'utf8')).toBe("an operator's draft")
   })
 })

@@ -72,6 +72,10 @@ export interface OfflineDryRunResult {
   plan: {id: string; title: string}[]
   /** Secret values left out of the written files (where, what). */
   redacted: string[]
+  /** Files an earlier dry run wrote into the folder and this one does not: removed. */
+  removed: string[]
+  /** What the folder holds that ichor did not write (a folder as `name/`): left as it is. */
+  foreign: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
   /** Accepted but unwise inputs (initInputWarnings) and the Cilium/Kubernetes compatibility warning, also said on stderr. */
@@ -210,6 +214,8 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
     req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
   const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs, promotion: render.stack.promotion})
   const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes, [...d.warnings, ...compatibilityWarnings(render, d.inputs)])
+  if (out.removed.length > 0) req.report.note(`removed from ${out.dir}, written by an earlier dry run and not by this one: ${out.removed.join(', ')}`)
+  if (out.foreign.length > 0) req.report.note(`warning: ${out.dir} also holds what ichor did not write (left as it is): ${out.foreign.join(', ')}`)
   const bundles = Object.values(render.stack.components).map((c) => ({
     component: c.component,
     repository: c.bundle.repository,
@@ -223,6 +229,8 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
     files: out.files,
     plan,
     redacted: out.redacted,
+    removed: out.removed,
+    foreign: out.foreign,
     bundles,
     assets,
     warnings: [...d.warnings, ...compatibilityWarnings(render, d.inputs)],
