@@ -133,6 +133,9 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
     expect(r.stdout).toMatch(/^ {2}\s?\d+\. Apply machine configs to nodes in maintenance mode \(in maintenance mode: 192\.0\.2\.10\)$/m)
     expect(r.stdout).not.toMatch(/^\[\d+\/\d+\]/m)
     expect(r.stderr).toMatch(/^\[1\/\d+\] Validate inputs/m)
+    // Automatic promotion (the default) approves nothing, cluster or not.
+    expect(r.stdout).not.toMatch(/approve the first install/)
+    expect(r.stderr).toMatch(/approve the first install of each component \(nothing is served yet\)\.\.\. skipped: promotion Automatic/)
   })
 })
 

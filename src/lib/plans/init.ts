@@ -44,6 +44,7 @@ import type {RunResult} from '../tasks/types.js'
 import type {Later, Task} from '../tasks/types.js'
 import type {Values} from '../values/path.js'
 import {withLease} from './run.js'
+import {holds} from '../tasks/probe.js'
 
 /** What init's steps are built from: the checked inputs and what the run read before them. */
 export interface InitStepsInput {
@@ -140,7 +141,10 @@ export function initSteps(d: InitStepsInput): Task[] {
     ...(d.restore ? [cluster(rerenderTask({session, components: STACK_COMPONENTS, timeoutMs}))] : []),
     closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
-    cluster(promoteFirstInstallTask({session, stack, timeoutMs})),
+    // Automatic promotion approves nothing: a dry run before bootstrap says so rather than "would run".
+    onCluster(session, promoteFirstInstallTask({session, stack, timeoutMs}), {
+      holdsWithout: async () => ((await stack()).promotion === 'Automatic' ? holds('promotion Automatic: Kokumi serves each bundle') : undefined),
+    }),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
     cluster(recordStatusTask({session, release, stack, artifacts: async () => installedArtifacts((await render()).assets)})),
