@@ -79,7 +79,10 @@ describe('without talosctl, --config-patch is still parsed and checked as talosc
   }
 
   it('a valid patch (file or inline) renders, and the run says talosctl is missing', () => {
-    for (const args of [['--config-patch', '@patch.yaml'], ['--config-patch', '[{op: add, path: /machine/install/wipe, value: true}]']]) {
+    for (const args of [
+      ['--config-patch', '@patch.yaml'],
+      ['--config-patch', '[{op: add, path: /machine/install/wipe, value: true}]'],
+    ]) {
       const r = run(args)
       expect(r.status, r.stderr).toBe(0)
       expect(r.stderr).toMatch(/talosctl was not found/)
@@ -88,9 +91,15 @@ describe('without talosctl, --config-patch is still parsed and checked as talosc
 
   it.each([
     // a forgotten @: a path taken as the inline patch
-    [['--config-patch', 'patch.yaml'], '--config-patch: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--config-patch @patch.yaml)'],
+    [
+      ['--config-patch', 'patch.yaml'],
+      '--config-patch: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--config-patch @patch.yaml)',
+    ],
     [['--config-patch-worker', './gone/w.yaml'], '--config-patch-worker: "./gone/w.yaml" was given as an inline patch but looks like a file path'],
-    [['--node-patch', '192.0.2.11=patch.yaml'], '--node-patch 192.0.2.11: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--node-patch 192.0.2.11=@patch.yaml)'],
+    [
+      ['--node-patch', '192.0.2.11=patch.yaml'],
+      '--node-patch 192.0.2.11: "patch.yaml" was given as an inline patch but names a file that exists: talosctl\'s convention reads a file only with @ (--node-patch 192.0.2.11=@patch.yaml)',
+    ],
     // documents talosctl does not take as a patch
     [['--config-patch', 'hello'], '--config-patch: inline: is "hello", not a patch'],
     [['--config-patch', 'machine: {}\n---\n42'], '--config-patch: inline: document 2 is 42, not a patch'],
@@ -115,9 +124,9 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
     expect(r.status).toBe(1)
     expect(r.stdout).toBe('')
     const lines = r.stderr.trimEnd().split('\n')
-    const error = lines.findLastIndex((l) => l.startsWith('Error: '))
+    const error = lines.map((l) => l.startsWith('Error: ')).lastIndexOf(true)
     expect(lines[error]).toMatch(/^Error: step "Validate inputs, artifacts and Cilium values; probe the nodes \(read-only\)" failed: talosctl not found/)
-    expect(lines.findLastIndex((l) => /^\[\d+\/\d+\] /.test(l))).toBeLessThan(error)
+    expect(lines.map((l) => /^\[\d+\/\d+\] /.test(l)).lastIndexOf(true)).toBeLessThan(error)
     expect(lines.slice(error + 1).every((l) => l.startsWith('Hint: '))).toBe(true)
   })
 
@@ -139,14 +148,14 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
   })
 })
 
-describe('the output folder holds only this run\'s files, and never loses one ichor did not write', () => {
+describe("the output folder holds only this run's files, and never loses one ichor did not write", () => {
   const listOf = (out: string) =>
     readFileSync(join(out, '.ichor-dry-run'), 'utf8')
       .split('\n')
       .filter((l) => l && !l.startsWith('#'))
       .sort()
 
-  it('a node left out of the flags loses its talos/nodes file; an operator\'s files stay and are named; the list of ichor\'s files is 0600', () => {
+  it("a node left out of the flags loses its talos/nodes file; an operator's files stay and are named; the list of ichor's files is 0600", () => {
     const dir = work()
     const out = join(dir, 'out')
     const first = dryRun(out, [...NODES, '--worker', '192.0.2.12'], SIM_TALOSCTL(dir))
@@ -162,7 +171,9 @@ describe('the output folder holds only this run\'s files, and never loses one ic
     expect(readdirSync(join(out, 'talos', 'nodes')).sort()).toEqual(['192.0.2.10.yaml', '192.0.2.11.yaml'])
     expect(second.stderr).toContain(`removed from ${out}, written by an earlier dry run and not by this one: talos/nodes/192.0.2.12.yaml`)
     expect(second.stderr).toContain(`warning: ${out} also holds what ichor did not write (left as it is): notes.md, review/, talos/my-patch.yaml`)
-    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toMatch(/^also in this folder, not written by ichor \(left as it is\):\n {2}notes\.md\n {2}review\/\n {2}talos\/my-patch\.yaml\n/m)
+    expect(readFileSync(join(out, 'plan.txt'), 'utf8')).toMatch(
+      /^also in this folder, not written by ichor \(left as it is\):\n {2}notes\.md\n {2}review\/\n {2}talos\/my-patch\.yaml\n/m,
+    )
     expect(readFileSync(join(out, 'notes.md'), 'utf8')).toBe('mine')
     expect(readFileSync(join(out, 'review', 'old', 'plan.txt'), 'utf8')).toBe('mine too')
     expect(existsSync(join(out, 'talos', 'my-patch.yaml'))).toBe(true)
@@ -194,7 +205,9 @@ describe('the output folder holds only this run\'s files, and never loses one ic
     writeFileSync(join(out, 'README.md'), 'a project')
     const r = dryRun(out, NODES, NO_TALOSCTL)
     expect(r.status).toBe(2)
-    expect(r.stderr).toContain(`Error: --output-dir: ${out} holds README.md, which ichor did not write, and no .ichor-dry-run of an earlier dry run: nothing was written`)
+    expect(r.stderr).toContain(
+      `Error: --output-dir: ${out} holds README.md, which ichor did not write, and no .ichor-dry-run of an earlier dry run: nothing was written`,
+    )
     expect(readdirSync(out)).toEqual(['README.md'])
   })
 
@@ -202,7 +215,7 @@ describe('the output folder holds only this run\'s files, and never loses one ic
     const dir = work()
     const out = join(dir, 'out')
     expect(dryRun(out, NODES, SIM_TALOSCTL(dir)).status).toBe(0)
-    writeFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), 'an operator\'s draft')
+    writeFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), "an operator's draft")
     const r = dryRun(out, [...NODES, '--worker', '192.0.2.13'], SIM_TALOSCTL(dir))
     expect(r.status).toBe(2)
     expect(r.stderr).toContain(`Error: --output-dir: talos/nodes/192.0.2.13.yaml in ${out} was not written by ichor: nothing was written`)

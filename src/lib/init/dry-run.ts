@@ -173,8 +173,7 @@ const PROMOTION_TEXT: Record<PromotionMode, string> = {
 function argocdVersion(render: InitRender): string {
   const c = render.stack.components.argocd.rendered
   const server = c.objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === 'argocd-server') as
-    | {spec?: {template?: {spec?: {containers?: {image?: string}[]}}}}
-    | undefined
+    {spec?: {template?: {spec?: {containers?: {image?: string}[]}}}} | undefined
   const image = server?.spec?.template?.spec?.containers?.[0]?.image
   const tag = image && /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
   return tag ? `${tag} (chart argo-cd ${c.version})` : `chart argo-cd ${c.version}`
