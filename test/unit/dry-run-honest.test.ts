@@ -7,6 +7,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
+import {renderLiveDryRun} from '../../src/lib/init/summary.js'
 
 const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
@@ -138,7 +139,7 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
     writeFileSync(join(sim, 'node-192.0.2.10.json'), JSON.stringify({mode: 'maintenance'}))
     const r = live(dir, {ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: sim})
     expect(r.status, r.stderr).toBe(0)
-    expect(r.stdout).toMatch(/^Dry run: nothing was changed\. A real run would run \d+ of \d+ steps \(\d+ already hold\):\n/)
+    expect(r.stdout).toMatch(/^Dry run: nothing was changed\. A real run would run \d+ of \d+ steps \(\d+ already holds?\):\n/)
     expect(r.stdout).toMatch(/^ {2}\s?\d+\. Apply machine configs to nodes in maintenance mode \(in maintenance mode: 192\.0\.2\.10\)$/m)
     expect(r.stdout).not.toMatch(/^\[\d+\/\d+\]/m)
     expect(r.stderr).toMatch(/^\[1\/\d+\] Validate inputs/m)
@@ -220,5 +221,16 @@ describe("the output folder holds only this run's files, and never loses one ich
     expect(r.status).toBe(2)
     expect(r.stderr).toContain(`Error: --output-dir: talos/nodes/192.0.2.13.yaml in ${out} was not written by ichor: nothing was written`)
     expect(readFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), 'utf8')).toBe("an operator's draft")
+  })
+})
+
+describe('renderLiveDryRun: the result a live dry run prints on stdout', () => {
+  const task = (title: string, status: 'skipped' | 'would-run', detail?: string) => ({id: title, title, status, detail, ms: 1})
+  it('names each step a real run would run with why, and how many hold; or that nothing would change', () => {
+    const tasks = [task('A', 'skipped', 'holds'), task('B', 'would-run', 'missing'), task('C', 'would-run')]
+    expect(renderLiveDryRun({tasks, changed: true, dryRun: true})).toBe(
+      'Dry run: nothing was changed. A real run would run 2 of 3 steps (1 already holds):\n   1. B (missing)\n   2. C',
+    )
+    expect(renderLiveDryRun({tasks: [tasks[0]!], changed: false, dryRun: true})).toBe('Dry run: nothing would change (every step holds).')
   })
 })
