@@ -3,7 +3,7 @@
 // longer writes (a removed node's talos/nodes/<node>.yaml), and never touches anything else:
 // an operator's own files stay and are named. A folder that already holds other things and
 // no list is refused before a byte is written, as is overwriting a file ichor did not write.
-import {existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmdirSync, unlinkSync} from 'node:fs'
+import {existsSync, lstatSync, readdirSync, readFileSync, realpathSync, rmdirSync, statSync, unlinkSync} from 'node:fs'
 import {dirname, isAbsolute, join, normalize, sep} from 'node:path'
 import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
@@ -36,7 +36,7 @@ export interface OutputFolder {
  */
 export function openOutputFolder(dir: string): OutputFolder {
   const previous = readManifest(dir)
-  if (previous === undefined && existsSync(dir) && lstatSync(dir).isDirectory()) {
+  if (previous === undefined && existsSync(dir) && statSync(dir).isDirectory()) {
     const others = readdirSync(dir).filter((name) => !OWN_TOP_LEVEL.has(name))
     if (others.length > 0) {
       throw new IchorError(
