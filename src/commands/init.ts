@@ -5,7 +5,7 @@ import {initCiliumModeFlags} from '../lib/cli/values-flags.js'
 import {initCiliumValuesFlags, initValuesInputFrom} from '../lib/cli/values-args.js'
 import {init} from '../lib/plans/init-plan.js'
 import {installSources} from '../lib/cli/bind.js'
-import {renderInitSummary} from '../lib/init/summary.js'
+import {renderInitSummary, renderLiveDryRun} from '../lib/init/summary.js'
 import type {PromotionMode} from '../lib/state/installation-types.js'
 
 export default class Init extends IchorCommand {
@@ -106,7 +106,7 @@ With --dry-run --output-dir DIR nothing is contacted: everything is validated an
         outcome.kind === 'offline'
           ? renderOfflineDryRun(outcome.result)
           : f['dry-run']
-            ? dryRunClosing(outcome.result.changed)
+            ? renderLiveDryRun(outcome.result)
             : renderInitSummary(outcome.inputs, outcome.result),
       )
     return outcome.result
@@ -123,8 +123,4 @@ function renderOfflineDryRun(r: {output: string; files: string[]; redacted: stri
     'A real run would execute:',
     ...r.plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`),
   ].join('\n')
-}
-
-function dryRunClosing(changed: boolean): string {
-  return changed ? '\nDry run: the steps marked "would run" are what a real run changes.' : '\nDry run: nothing would change.'
 }

@@ -58,7 +58,8 @@ export abstract class IchorCommand extends Command {
       process.stdout.write(`${JSON.stringify(errorJson(report), null, 2)}\n`)
     } else {
       // A failed step was already shown with its reason by the task renderer: only the hint is new.
-      const shown = err?.name === 'TaskFailedError'
+      // A dry run probes on after a failure, so its failure is said again as the last word.
+      const shown = err?.name === 'TaskFailedError' && !(err as {result?: {dryRun?: boolean}}).result?.dryRun
       process.stderr.write(errorText(report, {debug: this.hasFlag('--debug'), skipMessage: shown}))
     }
     this.exit(report.exitCode)

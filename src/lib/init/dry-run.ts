@@ -4,15 +4,15 @@
 // by a placeholder and listed in redacted.txt. Files are 0600 and the folders ichor
 // creates 0700: the effective values may carry what a user put in a values file.
 import {orderApiOfManifest, shapeOrder} from '../stack/kokumi-api.js'
-import {dirname, join} from 'node:path'
 import {parseDocument, visit, isScalar} from 'yaml'
 import {toYaml} from '../yaml/emit.js'
-import {ensurePrivateDir, writePrivateFileAtomic} from '../fs/private-files.js'
+import {foreignEntries, openOutputFolder, writeOutputFolder} from './output-folder.js'
 import {holdsSecretData} from '../helm/render-cache.js'
 import {serializeObjects} from '../stack/objects.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
 import type {NodeConfigView} from './node-configs.js'
+import type {PromotionMode} from '../state/installation-types.js'
 
 export interface DryRunOutput {
   dir: string
@@ -20,6 +20,10 @@ export interface DryRunOutput {
   plan: {id: string; title: string}[]
   /** `file: Secret namespace/name (keys)` for every Secret whose values were left out. */
   redacted: string[]
+  /** Files an earlier dry run wrote into the folder and this one does not: removed. */
+  removed: string[]
+  /** What is in the folder that ichor did not write: left as it is. */
+  foreign: string[]
 }
 
 export function writeInitDryRun(
@@ -30,18 +34,11 @@ export function writeInitDryRun(
   nodes: NodeConfigView[] = [],
   warnings: string[] = [],
 ): DryRunOutput {
-  const files: string[] = []
+  // The folder is checked before anything is written (output-folder.ts).
+  const folder = openOutputFolder(dir)
+  const files: {rel: string; content: string | Buffer}[] = []
   const redacted: string[] = []
-  ensurePrivateDir(dir, {label: '--output-dir', createParents: true, loose: 'keep'})
-  const write = (rel: string, content: string | Buffer) => {
-    const path = join(dir, rel)
-    // Folders ichor makes are 0700 (an earlier run's too); one owned by someone else is refused.
-    const subs: string[] = []
-    for (let sub = dirname(rel); sub !== '.'; sub = dirname(sub)) subs.unshift(sub)
-    for (const sub of subs) ensurePrivateDir(join(dir, sub), {label: '--output-dir', loose: 'fix'})
-    writePrivateFileAtomic(path, content)
-    files.push(rel)
-  }
+  const write = (rel: string, content: string | Buffer) => files.push({rel, content})
   const writeManifest = (rel: string, text: string) => {
     const r = redactSecretData(text)
     redacted.push(...r.redacted.map((what) => `${rel}: ${what}`))
@@ -79,8 +76,11 @@ export function writeInitDryRun(
       `# Secret values left out of this dry run (a real run generates or reads them; they are never written here)\n${redacted.join('\n')}\n`,
     )
   }
-  write('plan.txt', renderPlanText(inputs, render, plan, warnings))
-  return {dir, files, plan, redacted}
+  // The reviewer of plan.txt learns what else is in the folder.
+  const foreign = foreignEntries(folder, [...files.map((f) => f.rel), 'plan.txt'])
+  write('plan.txt', renderPlanText(inputs, render, plan, warnings, foreign))
+  const written = writeOutputFolder(folder, files)
+  return {dir, files: files.map((f) => f.rel), plan, redacted, ...written}
 }
 
 const PLACEHOLDER = (bytes: number) => `<left out by ichor --dry-run: ${bytes} bytes>`
@@ -137,10 +137,12 @@ export function redactSecretData(manifest: string, depth = 0): {text: string; re
   return {text: parts.join(''), redacted}
 }
 
-function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[], warnings: string[]): string {
+function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: string; title: string}[], warnings: string[], foreign: string[]): string {
   const lines = [
     `ichor init plan for cluster "${inputs.clusterName}" (${inputs.endpoint})`,
     `Talos ${inputs.talosVersion.tag}, Kubernetes ${inputs.kubernetesVersion.version}, kube-proxy ${inputs.kubeProxy}, tunnel ${inputs.tunnel}`,
+    `Cilium ${render.assets.cilium.version}, Kokumi ${render.stack.components.kokumi.rendered.version}, Argo CD ${argocdVersion(render)}`,
+    `Kokumi promotion: ${PROMOTION_TEXT[render.stack.promotion]}`,
     `control planes: ${inputs.controlPlanes.join(', ') || '(none given)'}; workers: ${inputs.workers.join(', ') || '(none)'}`,
     ...(warnings.length > 0 ? ['', 'warnings:', ...warnings.map((w) => `  - ${w}`)] : []),
     '',
@@ -156,7 +158,23 @@ function renderPlanText(inputs: InitInputs, render: InitRender, plan: {id: strin
     '',
     'steps a real run would execute (each probed first and skipped when it already holds):',
     ...plan.map((s, i) => `  ${String(i + 1).padStart(2)}. ${s.title}`),
+    ...(foreign.length > 0 ? ['', 'also in this folder, not written by ichor (left as it is):', ...foreign.map((f) => `  ${f}`)] : []),
     '',
   ]
   return lines.join('\n')
+}
+
+const PROMOTION_TEXT: Record<PromotionMode, string> = {
+  Automatic: 'Automatic (Kokumi serves each new bundle once rendered; --promotion Manual makes each wait for `ichor stack promote`)',
+  Manual: 'Manual (init approves the first install; each later bundle waits for `ichor stack promote <component>`)',
+}
+
+/** Argo CD's own version, from the argocd-server image the render runs (values may change it), and its chart's. */
+function argocdVersion(render: InitRender): string {
+  const c = render.stack.components.argocd.rendered
+  const server = c.objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === 'argocd-server') as
+    {spec?: {template?: {spec?: {containers?: {image?: string}[]}}}} | undefined
+  const image = server?.spec?.template?.spec?.containers?.[0]?.image
+  const tag = image && /:([^:/@]+)(@.*)?$/.exec(image)?.[1]
+  return tag ? `${tag} (chart argo-cd ${c.version})` : `chart argo-cd ${c.version}`
 }

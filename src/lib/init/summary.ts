@@ -44,3 +44,18 @@ export function renderInitSummary(inputs: InitInputs, result: InitResult): strin
   }
   return lines.join('\n')
 }
+
+/**
+ * A live dry run's result on stdout (its probing went to stderr): the steps a real run would
+ * run, each with why, and how many already hold.
+ */
+export function renderLiveDryRun(result: RunResult): string {
+  const would = result.tasks.filter((t) => t.status === 'would-run')
+  const n = result.tasks.length - would.length
+  const held = `${n} already ${n === 1 ? 'holds' : 'hold'}`
+  if (would.length === 0) return `Dry run: nothing would change (every step holds).`
+  return [
+    `Dry run: nothing was changed. A real run would run ${would.length} of ${result.tasks.length} steps (${held}):`,
+    ...would.map((t, i) => `  ${String(i + 1).padStart(2)}. ${t.title}${t.detail ? ` (${t.detail})` : ''}`),
+  ].join('\n')
+}

@@ -7,6 +7,7 @@ import {IchorError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
 import {runOptions, runPlan, type Plan} from './run.js'
+import {outputModeFor} from '../tasks/engine.js'
 import type {PlanOptions} from './options.js'
 import type {GeneratedStackSecrets, MachineConfigInputs, PromotionMode} from '../state/installation-types.js'
 import {generateStackSecrets} from '../stack/prepare.js'
@@ -73,6 +74,10 @@ export interface OfflineDryRunResult {
   plan: {id: string; title: string}[]
   /** Secret values left out of the written files (where, what). */
   redacted: string[]
+  /** Files an earlier dry run wrote into the folder and this one does not: removed. */
+  removed: string[]
+  /** What the folder holds that ichor did not write (a folder as `name/`): left as it is. */
+  foreign: string[]
   bundles: {component: string; repository: string; tag: string; manifestDigest: string}[]
   assets: {id: string; path: string; version: string; sha256: string; matchesPin: boolean}[]
   /** Accepted but unwise inputs (initInputWarnings) and the Cilium/Kubernetes compatibility warning, also said on stderr. */
@@ -91,7 +96,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   if (interactive) await checkInitPrerequisites({talosVersion: req.flags.talosVersion, sources: req.sources})
   const flags = interactive ? await promptMissingInitFlags(req.flags) : req.flags
   const ciliumVersion = ciliumChartVersionInUse(req.sources)
-  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun, ciliumVersion})
+  // Only a live dry run may leave the nodes out before the cluster's stored spec is read (decide).
+  const checked = checkInitInputs(flags, {requireNodes: !req.dryRun || (req.outputDir !== undefined && !req.restore), ciliumVersion})
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
@@ -106,7 +112,19 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const state = localState(checked.clusterName, req.stateDir)
   const local: LocalInit = {req, flags, checked, given, state, ciliumVersion}
   if (req.dryRun && req.outputDir !== undefined) return {kind: 'offline', result: await offlineDryRun(local, await decide(local, undefined))}
-  return runPlan(initPlan(local, {givenKey, interactive}), runOptions(req))
+  return runPlan(initPlan(local, {givenKey, interactive}), liveRunOptions(req))
+}
+
+/**
+ * A live dry run's result is what a real run would change (the command prints it on stdout);
+ * probing the steps one by one is progress, on stderr, as kubectl and helm keep stdout for
+ * the result. A real run's steps are its output and stay where they are.
+ */
+function liveRunOptions(req: InitRequest): ReturnType<typeof runOptions> {
+  const o = runOptions(req)
+  if (!req.dryRun || o.json) return o
+  const stream = req.stream ?? process.stderr
+  return {...o, stream, output: o.output === 'json' ? 'json' : outputModeFor({stream})}
 }
 
 /** What init checked on this machine before any connection. */
@@ -147,7 +165,8 @@ async function decide(l: LocalInit, live: Kube | undefined): Promise<Decided> {
   // One rule for every stored setting: an omitted flag keeps it, a different one is refused.
   const settings = keepStoredSettings({flags: l.flags, promotion: req.promotion}, l.checked, stored)
   const userValues = keepStoredLayers(l.given, stored, settings.issues)
-  const inputs = {...checkInitInputs(settings.flags, {requireNodes: !req.dryRun, ciliumVersion: l.ciliumVersion}), machineConfig: settings.machineConfig}
+  // With the stored nodes in: a cluster needs a control plane, in a dry run as in a real one.
+  const inputs = {...checkInitInputs(settings.flags, {requireNodes: true, ciliumVersion: l.ciliumVersion}), machineConfig: settings.machineConfig}
   const servedApiGroups = live ? await readServedApiGroups(live) : undefined
   const storedBundle = (live ? await readTalosBundleSecret(live) : undefined) ?? req.restore?.bundle
   if (storedBundle && storedFormatOf(storedBundle) === 'plaintext') {
@@ -197,8 +216,10 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
   const nodes = await renderNodeConfigViews(d.inputs, render, talosctlFound())
   if (nodes.some((n) => n.config === undefined))
     req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
-  const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs})
+  const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs, promotion: render.stack.promotion})
   const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes, [...d.warnings, ...compatibilityWarnings(render, d.inputs)])
+  if (out.removed.length > 0) req.report.note(`removed from ${out.dir}, written by an earlier dry run and not by this one: ${out.removed.join(', ')}`)
+  if (out.foreign.length > 0) req.report.note(`warning: ${out.dir} also holds what ichor did not write (left as it is): ${out.foreign.join(', ')}`)
   const bundles = Object.values(render.stack.components).map((c) => ({
     component: c.component,
     repository: c.bundle.repository,
@@ -212,6 +233,8 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
     files: out.files,
     plan,
     redacted: out.redacted,
+    removed: out.removed,
+    foreign: out.foreign,
     bundles,
     assets,
     warnings: [...d.warnings, ...compatibilityWarnings(render, d.inputs)],

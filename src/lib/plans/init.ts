@@ -16,7 +16,7 @@ import type {InitRender} from '../init/render.js'
 import type {InitResult} from '../init/summary.js'
 import {openSession, type Session} from '../session/session.js'
 import {closeRegistryTunnelTask, leaseTask} from '../session/tasks.js'
-import {STACK_COMPONENTS, type GeneratedStackSecrets, type MachineConfigInputs} from '../state/installation-types.js'
+import {STACK_COMPONENTS, type GeneratedStackSecrets, type MachineConfigInputs, type PromotionMode} from '../state/installation-types.js'
 import {
   firstApplyTask,
   ordersTask,
@@ -26,6 +26,7 @@ import {
   showKokumiPasswordOnceTask,
   stackSecretsTask,
   waitApplicationsTask,
+  waitApplicationsTitle,
   type StackSecretsOutcome,
 } from '../stack/install-tasks.js'
 import type {InstallationSpec, InstallationStatus} from '../state/installation.js'
@@ -47,6 +48,7 @@ import type {Values} from '../values/path.js'
 import {CILIUM_OWNED_KEYS} from '../cilium/defaults.js'
 import {ARGOCD_OWNED_KEYS} from '../stack/argocd.js'
 import {withLease} from './run.js'
+import {holds} from '../tasks/probe.js'
 
 /** What init's steps are built from: the checked inputs and what the run read before them. */
 export interface InitStepsInput {
@@ -143,7 +145,10 @@ export function initSteps(d: InitStepsInput): Task[] {
     ...(d.restore ? [cluster(rerenderTask({session, components: STACK_COMPONENTS, timeoutMs}))] : []),
     closeRegistryTunnelTask({session}),
     cluster(ordersTask({session, stack})),
-    cluster(promoteFirstInstallTask({session, stack, timeoutMs})),
+    // Automatic promotion approves nothing: a dry run before bootstrap says so rather than "would run".
+    onCluster(session, promoteFirstInstallTask({session, stack, timeoutMs}), {
+      holdsWithout: async () => ((await stack()).promotion === 'Automatic' ? holds('promotion Automatic: Kokumi serves each bundle') : undefined),
+    }),
     cluster(policiesTask({session, stack})),
     cluster(waitApplicationsTask({session, stack, timeoutMs})),
     cluster(recordStatusTask({session, release, stack, artifacts: async () => installedArtifacts((await render()).assets)})),
@@ -191,15 +196,30 @@ export async function initResult(
  * The steps of a real run, for the offline dry run's plan: built on a session that contacts
  * nothing (any use is refused), never run; the Lease where the runner puts it.
  */
-export function initPlanSteps(d: Omit<InitStepsInput, 'session' | 'render' | 'nodes' | 'secrets' | 'reads'>): {id: string; title: string}[] {
+export function initPlanSteps(
+  d: Omit<InitStepsInput, 'session' | 'render' | 'nodes' | 'secrets' | 'reads'> & {promotion?: PromotionMode},
+): {id: string; title: string}[] {
   const session = openSession({command: 'init', offline: true})
   try {
     const never = () => Promise.reject(new Error('the offline plan is never run'))
     const steps = initSteps({...d, session, render: never, nodes: never, secrets: {}, reads: new TalosNodeReads()})
-    return withLease(steps, leaseTask({session}), INIT_LEASE).map(({id, title}) => ({id, title}))
+    return withLease(steps, leaseTask({session}), INIT_LEASE)
+      .filter((s) => appliesOffline(s.id, d))
+      .map(({id, title}) => ({id, title: id === 'wait-applications' && d.promotion ? waitApplicationsTitle(d.promotion) : title}))
   } finally {
     void session.close()
   }
+}
+
+/**
+ * Whether a step can do anything in this run, judged from the inputs alone: the plan a reviewer
+ * reads leaves out what would only be skipped. Automatic promotion approves nothing, and the
+ * running nodes' machine-config change needs stored inputs to differ from (offline: none).
+ */
+function appliesOffline(id: string, d: {promotion?: PromotionMode; previousMachineConfig?: MachineConfigInputs}): boolean {
+  if (id === 'promote-first-install') return d.promotion !== 'Automatic'
+  if (id === 'node-config-changes') return d.previousMachineConfig !== undefined
+  return true
 }
 
 /** Every node must answer (maintenance or configured) before any is touched. */

@@ -21,7 +21,7 @@ import {findSecretMismatches, secretMismatchError} from './generated-secrets.js'
 import {approveLatestPreparation, readAwaitingApproval, readFirstPromotion} from './promote.js'
 import {readKokumiOrderApi, shapeOrder, type KokumiOrderApi} from './kokumi-api.js'
 import {COMPONENT_NAMESPACE} from './orders.js'
-import type {GeneratedStackSecrets, StackComponent} from '../state/installation-types.js'
+import type {GeneratedStackSecrets, PromotionMode, StackComponent} from '../state/installation-types.js'
 import {kokumiPasswordHash} from './kokumi.js'
 import {generatedSecretObjects, stackSecretsWith, type PreparedComponent, type PreparedStack} from './prepare.js'
 import {once} from '../tasks/memo.js'
@@ -318,6 +318,14 @@ export function policiesTask(p: {session: Session; stack: Later<PreparedStack>})
   }
 }
 
+/** The wait's title; with the promotion mode known (the offline plan), only what applies to it. */
+export function waitApplicationsTitle(promotion?: PromotionMode): string {
+  const base = 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed'
+  if (promotion === 'Automatic') return base
+  if (promotion === 'Manual') return `${base}, or until each new bundle waits for approval (promotion Manual)`
+  return `${base} (promotion Manual: until each new bundle waits for approval)`
+}
+
 export function waitApplicationsTask(p: {
   session: Session
   stack?: Later<PreparedStack>
@@ -352,7 +360,7 @@ export function waitApplicationsTask(p: {
   }
   return {
     id: 'wait-applications',
-    title: 'Wait until both Applications are Synced and Healthy at the bundles ichor pushed (promotion Manual: until each new bundle waits for approval)',
+    title: waitApplicationsTitle(),
     mutating: false,
     async probe() {
       const kube = await p.session.kube()

@@ -4,6 +4,7 @@
 // --config-patch-worker; `@FILE` or inline YAML). Patches are kept as text so a rerun, another
 // machine and a node added later render the same configs without the operator's files.
 // A patch may not set what ichor owns: refused with the path and the reason, before any node.
+import {existsSync} from 'node:fs'
 import {LineCounter, parseAllDocuments, type Document} from 'yaml'
 import {IchorError, type Issue} from '../errors/errors.js'
 import type {ConfigPatch, MachineConfigInputs} from '../state/installation-types.js'
@@ -112,20 +113,59 @@ function readPatchArg(arg: string, flag: string, issues: Issue[]): ConfigPatch |
     const bad = docs.flatMap((d) => d.errors)
     if (bad.length > 0) throw new IchorError(`${source}: not YAML (${bad[0]!.message.split('\n')[0]})`)
     if (yaml.trim() === '') throw new IchorError(`${source}: the patch is empty`)
+    const values: unknown[] = []
     for (const doc of docs) {
       checkUniqueKeys(doc, source, lines)
       try {
-        doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
+        values.push(doc.toJS({maxAliasCount: MAX_ALIAS_COUNT}))
       } catch (error) {
         if (/alias count/i.test((error as Error).message)) throw aliasBomb(source, 'the patch')
         throw new IchorError(`${source}: not YAML (${(error as Error).message.split('\n')[0]})`)
       }
     }
+    checkPatchShape(values, source, source === 'inline' ? {arg, flag} : undefined)
     return {source, yaml: yaml.endsWith('\n') ? yaml : `${yaml}\n`}
   } catch (error) {
     if (!(error instanceof IchorError)) throw error
     issues.push({path: flag, message: error.message})
     return undefined
+  }
+}
+
+const JSON_PATCH_OPS = ['add', 'remove', 'replace', 'move', 'copy', 'test']
+
+/**
+ * What talosctl takes as a patch (configpatcher.LoadPatch, v1.14.1): documents that are mappings
+ * (strategic merge), or one list of JSON 6902 operations. Checked here so a machine without
+ * talosctl refuses what talosctl would. Inline text that is one plain string is a file path
+ * whose `@` was forgotten: talosctl reads a file only with `@FILE`.
+ */
+function checkPatchShape(values: unknown[], source: string, inline: {arg: string; flag: string} | undefined): void {
+  const docs = values.filter((v) => v !== null && v !== undefined)
+  if (inline && docs.length === 1 && typeof docs[0] === 'string' && !docs[0].includes('\n')) {
+    const text = docs[0].trim()
+    const fileLike = existsSync(text) || /[/\\]|\.(ya?ml|json)$/i.test(text)
+    if (fileLike) {
+      const fix = inline.flag.startsWith('--node-patch ') ? `${inline.flag}=@${text}` : `${inline.flag} @${text}`
+      throw new IchorError(
+        `"${text}" was given as an inline patch but ${existsSync(text) ? 'names a file that exists' : 'looks like a file path'}: talosctl's convention reads a file only with @ (${fix})`,
+      )
+    }
+  }
+  const what = 'a patch is YAML mappings (strategic merge) or one list of JSON 6902 operations (op, path)'
+  if (docs.some(Array.isArray)) {
+    if (docs.length > 1) throw new IchorError(`${source}: a JSON 6902 patch is one list of operations, not one document among others (${what})`)
+    for (const [i, op] of (docs[0] as unknown[]).entries()) {
+      const o = op as {op?: unknown; path?: unknown} | null
+      if (!o || typeof o !== 'object' || Array.isArray(o) || typeof o.path !== 'string' || !JSON_PATCH_OPS.includes(String(o.op)))
+        throw new IchorError(`${source}: operation ${i + 1} is not a JSON 6902 operation (op: ${JSON_PATCH_OPS.join('|')}, path: /a/b)`)
+    }
+    return
+  }
+  const bad = docs.findIndex((d) => typeof d !== 'object')
+  if (bad >= 0) {
+    const shown = JSON.stringify(docs[bad]).slice(0, 60)
+    throw new IchorError(`${source}: ${docs.length > 1 ? `document ${bad + 1} ` : ''}is ${shown}, not a patch (${what})`)
   }
 }
 

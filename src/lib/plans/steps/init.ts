@@ -4,7 +4,7 @@ import type {InitRender} from '../../init/render.js'
 import type {Session} from '../../session/session.js'
 import type {Reachability} from '../../talos/talosctl.js'
 import {holds, missing} from '../../tasks/probe.js'
-import type {Later, Task} from '../../tasks/types.js'
+import type {Later, ProbeResult, Task} from '../../tasks/types.js'
 
 /** Inputs, artifacts and values were checked by the render; every node must answer before any is touched. */
 export function validateInitTask(d: {render: Later<InitRender>; nodes: Later<Reachability[]>}): Task {
@@ -22,8 +22,11 @@ export function validateInitTask(d: {render: Later<InitRender>; nodes: Later<Rea
   }
 }
 
-/** Steps that read the cluster: until it answers (a dry run before bootstrap), they would all run. */
-export function onCluster(session: Session, task: Task): Task {
+/**
+ * Steps that read the cluster: until it answers (a dry run before bootstrap), they would all
+ * run, unless `holdsWithout` knows from the inputs alone that one has nothing to do.
+ */
+export function onCluster(session: Session, task: Task, o: {holdsWithout?: () => Promise<ProbeResult | undefined>} = {}): Task {
   const {enter} = task
   return {
     ...task,
@@ -34,7 +37,7 @@ export function onCluster(session: Session, task: Task): Task {
       },
     }),
     async probe() {
-      if (!(await session.clusterAnswers())) return missing('the cluster does not answer yet')
+      if (!(await session.clusterAnswers())) return (await o.holdsWithout?.()) ?? missing('the cluster does not answer yet')
       return task.probe()
     },
   }
