@@ -1,11 +1,8 @@
 import {Args, Flags} from '@oclif/core'
-import {isIP} from 'node:net'
 import {IchorCommand} from '../lib/cli/base.js'
 import {kubeFlags, outputFormatFlag, timeoutFlag} from '../lib/cli/flags.js'
 import {printResult} from '../lib/cli/output.js'
-import {EXIT} from '../lib/errors/exit-codes.js'
-import {IchorError} from '../lib/errors/errors.js'
-import {runOpen, type OpenResult} from '../lib/open/open.js'
+import {formatOpen, parseListenAddress, parseListenPort, runOpen, type OpenResult} from '../lib/open/open.js'
 import {OPEN_COMPONENTS, OPEN_TARGETS, type OpenComponent} from '../lib/open/targets.js'
 import {interruptEndsNormally} from '../lib/session/interrupt.js'
 
@@ -23,13 +20,13 @@ The Hubble UI is there only when Cilium's values enable it (hubble.ui.enabled an
     port: Flags.custom<number>({
       description: 'local port to listen on; 0 picks a free one (default: argocd 8080, kokumi 8081, hubble 12000)',
       helpValue: 'PORT',
-      parse: async (input) => parsePort(input),
+      parse: async (input) => parseListenPort(input),
     })(),
     address: Flags.string({
       description: 'local address to listen on, as kubectl port-forward --address (an IP address, or localhost)',
       helpValue: 'ADDRESS',
       default: '127.0.0.1',
-      parse: async (input) => parseAddress(input),
+      parse: async (input) => parseListenAddress(input),
     }),
     timeout: timeoutFlag(60, 'how long to wait for a running, ready pod behind the Service'),
     ...outputFormatFlag,
@@ -56,24 +53,4 @@ The Hubble UI is there only when Cilium's values enable it (hubble.ui.enabled an
       },
     })
   }
-}
-
-function formatOpen(r: OpenResult): string {
-  const lines = [`${OPEN_TARGETS[r.component].title}: ${r.url}`]
-  if (r.login) lines.push(`  user: ${r.login.user}`, `  password: run ${r.login.passwordCommand}`)
-  lines.push(`  forwarding ${r.address}:${r.port} -> pod ${r.namespace}/${r.pod} port ${r.podPort} (Service ${r.service})`)
-  return lines.join('\n')
-}
-
-function parsePort(input: string): number {
-  const port = /^\d+$/.test(input.trim()) ? Number(input.trim()) : NaN
-  if (!(port >= 0 && port <= 65535)) throw new IchorError(`--port: "${input}" is not a port (accepted: 1-65535, or 0 for a free one)`, {exitCode: EXIT.usage})
-  return port
-}
-
-function parseAddress(input: string): string {
-  const address = input.trim() === 'localhost' ? '127.0.0.1' : input.trim()
-  if (isIP(address) === 0)
-    throw new IchorError(`--address: "${input}" is not an IP address (accepted: an IPv4 or IPv6 address, or localhost)`, {exitCode: EXIT.usage})
-  return address
 }

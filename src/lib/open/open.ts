@@ -1,9 +1,10 @@
 // `ichor open argocd|kokumi|hubble`: a local port tunnelled to the UI's pod through the API
 // server, as `kubectl port-forward svc/NAME LOCAL:PORT` is. Read-only: no Lease, nothing changes.
 // It serves until the process is interrupted (Ctrl-C), which closes the listener and its tunnels.
-import {createServer, type Server, type Socket} from 'node:net'
+import {createServer, isIP, type Server, type Socket} from 'node:net'
 import {setTimeout as sleep} from 'node:timers/promises'
 import {IchorError} from '../errors/errors.js'
+import {EXIT} from '../errors/exit-codes.js'
 import {getObject, listObjects} from '../kube/objects.js'
 import type {Kube} from '../kube/client.js'
 import {podPortForwarder} from '../kube/portforward.js'
@@ -118,4 +119,27 @@ function listen(server: Server, address: string, port: number): Promise<number> 
     })
     server.listen({host: address, port}, () => resolve((server.address() as {port: number}).port))
   })
+}
+
+/** The human view: the URL, the login (never the password), and what is forwarded where. */
+export function formatOpen(r: OpenResult): string {
+  const lines = [`${OPEN_TARGETS[r.component].title}: ${r.url}`]
+  if (r.login) lines.push(`  user: ${r.login.user}`, `  password: run ${r.login.passwordCommand}`)
+  lines.push(`  forwarding ${r.address}:${r.port} -> pod ${r.namespace}/${r.pod} port ${r.podPort} (Service ${r.service})`)
+  return lines.join('\n')
+}
+
+/** --port: 0-65535 (0: a free one), as kubectl port-forward takes a local port. */
+export function parseListenPort(input: string): number {
+  const port = /^\d+$/.test(input.trim()) ? Number(input.trim()) : NaN
+  if (!(port >= 0 && port <= 65535)) throw new IchorError(`--port: "${input}" is not a port (accepted: 1-65535, or 0 for a free one)`, {exitCode: EXIT.usage})
+  return port
+}
+
+/** --address: an IP address, or localhost (127.0.0.1), as kubectl port-forward --address. */
+export function parseListenAddress(input: string): string {
+  const address = input.trim() === 'localhost' ? '127.0.0.1' : input.trim()
+  if (isIP(address) === 0)
+    throw new IchorError(`--address: "${input}" is not an IP address (accepted: an IPv4 or IPv6 address, or localhost)`, {exitCode: EXIT.usage})
+  return address
 }
