@@ -206,6 +206,34 @@ describe('SIGINT and SIGTERM', () => {
     expect(readFileSync(join(dir, 'log'), 'utf8')).toBe('lease released\n')
   })
 
+  // Issue 38 point 10: forty large patches parsed synchronously kept a Ctrl-C waiting until the
+  // dry run had written its folder. heedSignals, before each write, lets the waiting signal in.
+  it('a SIGINT that came during synchronous work (reading patches) is handled at heedSignals: the write after it never happens, exit 130', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ichor-interrupt-'))
+    const written = join(dir, 'written')
+    const script = `
+      import {writeFileSync} from 'node:fs'
+      const {heedSignals, installInterruptHandlers, onInterrupt} = await import(${JSON.stringify(module)})
+      installInterruptHandlers({report: (s) => process.stderr.write('interrupted (' + s + ')\\n')})
+      // A cleanup that takes a while (a Lease release): the write must not slip in meanwhile.
+      onInterrupt(() => new Promise((r) => setTimeout(r, 300)))
+      process.stdout.write('ready\\n')
+      const until = Date.now() + 1500
+      while (Date.now() < until) {} // synchronous work: the signal waits for the loop
+      await heedSignals()
+      writeFileSync(${JSON.stringify(written)}, 'the dry run folder')
+      process.exit(0)
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {stdio: ['ignore', 'pipe', 'pipe']})
+    let stderr = ''
+    child.stderr.on('data', (d) => (stderr += d))
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()))
+    child.kill('SIGINT')
+    expect(await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))).toBe(130)
+    expect(stderr).toBe('interrupted (SIGINT)\n')
+    expect(existsSync(written)).toBe(false)
+  })
+
   it('a command that serves until Ctrl-C (ichor open): SIGINT runs the cleanups and exits 0 with no "interrupted" report', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ichor-interrupt-'))
     const script = `

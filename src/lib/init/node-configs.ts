@@ -5,9 +5,8 @@ import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {IchorError} from '../errors/errors.js'
-import {allPatches, installDiskFor, patchesForNode} from '../talos/machine-config.js'
+import {allPatches, installDiskFor, patchesForNode, patchValues} from '../talos/machine-config.js'
 import {redactMachineConfig} from '../talos/redact.js'
-import {parseAllDocuments} from 'yaml'
 import {genConfig, patchConfigFile, TalosctlError, validateConfig} from '../talos/talosctl.js'
 import type {InitInputs} from './inputs.js'
 import type {InitRender} from './render.js'
@@ -98,8 +97,8 @@ function hostnameOf(inputs: InitInputs, node: string, role: 'controlplane' | 'wo
   const m = inputs.machineConfig
   const ordered = [...patchesForNode(m, node), ...(role === 'worker' ? m.workerPatches : m.controlPlanePatches), ...m.patches]
   for (const p of ordered) {
-    for (const doc of parseAllDocuments(p.yaml, {uniqueKeys: false}) as unknown as {toJS(): unknown}[]) {
-      const js = doc.toJS() as {kind?: string; hostname?: unknown; machine?: {network?: {hostname?: unknown}}} | null
+    for (const value of patchValues(p.yaml)) {
+      const js = value as {kind?: string; hostname?: unknown; machine?: {network?: {hostname?: unknown}}} | null
       if (js?.kind === 'HostnameConfig' && typeof js.hostname === 'string') return js.hostname
       if (typeof js?.machine?.network?.hostname === 'string') return js.machine.network.hostname
     }

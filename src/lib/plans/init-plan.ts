@@ -19,6 +19,7 @@ import {readInstallation, readTalosBundleSecret} from '../state/installation.js'
 import {bundleOfSecret, storedFormatOf, TALOS_SECRET_NAME, type SecretWithData, type TalosBundle} from '../state/sealed-bundle.js'
 import {givenStateKey, missingStateKeyError, promptStateKey, requireNewStateKey, type StateKey} from '../state/state-key.js'
 import {localState, type LocalState} from '../state/local.js'
+import {heedSignals} from '../session/interrupt.js'
 import {checkArtifactFlags, checkCiliumValuesInput, ciliumChartVersionInUse} from './local-input.js'
 import type {Values} from '../values/path.js'
 import {readValuesFile} from '../values/input.js'
@@ -98,6 +99,8 @@ export async function init(req: InitRequest): Promise<InitOutcome> {
   const ciliumVersion = ciliumChartVersionInUse(req.sources)
   // Only a live dry run may leave the nodes out before the cluster's stored spec is read (decide).
   const checked = checkInitInputs(flags, {requireNodes: !req.dryRun || (req.outputDir !== undefined && !req.restore), ciliumVersion})
+  // Reading the patches is synchronous work: a Ctrl-C during it ends the run here (exit 130).
+  await heedSignals()
   // The key of the Talos bundle kept in the cluster: checked (or found missing) before
   // anything reaches a node or the cluster; a prompt comes after the confirmation.
   const givenKey = req.stateKey ?? (await givenStateKey(req.statePassphraseFile))
@@ -217,6 +220,8 @@ async function offlineDryRun(l: LocalInit, d: Decided): Promise<OfflineDryRunRes
   if (nodes.some((n) => n.config === undefined))
     req.report.note("talosctl was not found: the dry run writes each node's summary, not its full machine config (install talosctl or set ICHOR_TALOSCTL)")
   const plan = initPlanSteps({...d, state: l.state, allowReboot: false, timeoutMs: req.timeoutMs, promotion: render.stack.promotion})
+  // Nothing is written after a Ctrl-C, however long the render's synchronous parts ran.
+  await heedSignals()
   const out = writeInitDryRun(req.outputDir!, d.inputs, render, plan, nodes, [...d.warnings, ...compatibilityWarnings(render, d.inputs)])
   if (out.removed.length > 0) req.report.note(`removed from ${out.dir}, written by an earlier dry run and not by this one: ${out.removed.join(', ')}`)
   if (out.foreign.length > 0) req.report.note(`warning: ${out.dir} also holds what ichor did not write (left as it is): ${out.foreign.join(', ')}`)

@@ -26,6 +26,18 @@ export function interruptEndsNormally(): () => void {
 }
 
 /**
+ * Lets a SIGINT/SIGTERM that came during long synchronous work (parsing forty patch files) be
+ * handled before the next step writes anything: libuv reads a signal in its poll phase, which
+ * synchronous work never reaches, so two turns of the loop are taken. When one came, this never
+ * returns: the handler runs the cleanups and exits 130.
+ */
+export async function heedSignals(): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve))
+  await new Promise((resolve) => setImmediate(resolve))
+  if (interrupted) await new Promise(() => {})
+}
+
+/**
  * Registers a cleanup to run when the command is interrupted. Returns the function that
  * unregisters it (call it once the resource is closed on the normal path).
  */
