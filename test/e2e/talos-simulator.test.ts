@@ -121,6 +121,19 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
     expect(await readValue(env.kc, 'one')).toBe('1')
   })
 
+  it('upgrade-k8s --dry-run prints the legacy SyncWithLog lines and changes nothing', async () => {
+    // talosctl v1.14.1 talos_managed.go syncManifests -> go-kubernetes v0.2.41 manifests.SyncWithLog.
+    const r = await env.sim.run(['upgrade-k8s', '--to', '1.36.3', '--dry-run', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig])
+    expect(r.exitCode, r.stderr).toBe(0)
+    const sync = r.stdout.slice(r.stdout.indexOf('\nupdating manifests\n'))
+    expect(sync).toMatch(
+      / > processing manifest v1\.ConfigMap\/kube-system\/one\n--- a\/v1\.ConfigMap\/kube-system\/one\n[^]*?\+ {2}value: "2"\n(?:[^]*?\n)?\n < dry run, change skipped$/m,
+    )
+    expect(r.stdout).not.toContain('updating manifests (dry run)')
+    expect(r.stdout).not.toMatch(/^ < (Pruned|created|configured|unchanged) /m)
+    expect(await readValue(env.kc, 'one')).toBe('1')
+  })
+
   it('upgrade-k8s (legacy sync) updates changed objects but never prunes', async () => {
     await upgradeK8s(env)
     expect(await readValue(env.kc, 'one')).toBe('2')
