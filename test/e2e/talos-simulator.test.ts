@@ -11,6 +11,7 @@ import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {waitForApiServer} from '../../src/lib/kube/wait.js'
+import {parseUpgradeK8sDryRun} from '../../src/lib/kubernetes/policy.js'
 import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
 import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
@@ -121,7 +122,7 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
     expect(await readValue(env.kc, 'one')).toBe('1')
   })
 
-  it('upgrade-k8s --dry-run prints the legacy SyncWithLog lines and changes nothing', async () => {
+  it('upgrade-k8s --dry-run prints the legacy SyncWithLog lines, changes nothing, and ichor reads the replacement', async () => {
     // talosctl v1.14.1 talos_managed.go syncManifests -> go-kubernetes v0.2.41 manifests.SyncWithLog.
     const r = await env.sim.run(['upgrade-k8s', '--to', '1.36.3', '--dry-run', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig])
     expect(r.exitCode, r.stderr).toBe(0)
@@ -132,6 +133,7 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
     expect(r.stdout).not.toContain('updating manifests (dry run)')
     expect(r.stdout).not.toMatch(/^ < (Pruned|created|configured|unchanged) /m)
     expect(await readValue(env.kc, 'one')).toBe('1')
+    expect(parseUpgradeK8sDryRun(r.stdout)).toContainEqual({action: 'replaced', kind: 'ConfigMap', namespace: 'kube-system', name: 'one'})
   })
 
   it('upgrade-k8s (legacy sync) updates changed objects but never prunes', async () => {
