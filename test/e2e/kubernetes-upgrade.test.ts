@@ -4,6 +4,7 @@
 // configs' image tags; the harness's real kube-apiserver stays v1.36.3). Real: the apiserver,
 // controllers, helm records, the inventory ConfigMap, and the objects Talos's sync would prune.
 import {spawnSync} from 'node:child_process'
+import {readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
@@ -12,6 +13,7 @@ import {kubernetesVersionOfConfig} from '../../src/lib/talos/versions.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {runIchor, startHarnessCluster, jsonEvents, jsonResult, type CliRun, type HarnessCluster} from '../harness/cluster.js'
 import {nodeConfig} from '../harness/dump.js'
+import {inlineManifestsPatch} from '../sim/talos-fixtures.js'
 
 type Event = {event?: string; id?: string; index?: number; status?: string; changed?: boolean; message?: string; error?: string}
 const INVENTORY = '/api/v1/namespaces/kube-system/configmaps/talos-bootstrap-manifests-inventory'
@@ -108,6 +110,56 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
     ).toEqual(['talos-dry-run'])
     expect(await state()).toEqual(before)
     await setInventoryKey(CILIUM_CONFIG_KEY, false)
+  }, 180_000)
+
+  it("a worker still on Talos v1.12 (the legacy sync) and a Cilium object in the control plane's manifests: the replacement is refused naming it, before talosctl changes anything", async () => {
+    // Below Talos 1.13 talosctl v1.14.1 syncs with go-kubernetes manifests.SyncWithLog: its dry run
+    // once read as "no changes" while the real run puts the manifest's object in place of the live one.
+    const [cp, worker] = [h.controlPlanes[0]!, h.workers[0]!]
+    const talos = (args: string[]) => h.nodes.run([...args, '--nodes', cp, '--talosconfig', join(h.stateDir, 'talosconfig')])
+    const declared = join(h.nodes.stateDir, 'nodes.json')
+    const original = readFileSync(declared, 'utf8')
+    const nodes = JSON.parse(original) as {ip: string; talosVersion: string}[]
+    writeFileSync(declared, JSON.stringify(nodes.map((n) => (n.ip === worker ? {...n, talosVersion: 'v1.12.11'} : n))))
+    const manifest = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cilium-config\n  namespace: kube-system\ndata:\n  operator: mine\n'
+    const patch = join(h.nodes.workDir, 'legacy-sync.yaml')
+    writeFileSync(patch, inlineManifestsPatch('v1.14.1', [{name: 'operator-config', contents: manifest}]))
+    try {
+      const patched = await talos(['patch', 'machineconfig', '--mode', 'no-reboot', '--patch', `@${patch}`])
+      expect(patched.exitCode, patched.stderr).toBe(0)
+      const before = await state()
+      const run = await cli(['--to', '1.33.0', '--yes', '--json'])
+      expect(run.code, show(run)).toBe(1)
+      expect(failure(run)).toMatch(
+        /talosctl upgrade-k8s would prune or change 1 object\(s\) Talos must leave alone: replaced ConfigMap\/kube-system\/cilium-config \(the Cilium release kube-system\/cilium\)/,
+      )
+      expect(failure(run)).toMatch(/a node runs Talos below 1\.13.*upgrade Talos first \(ichor talos upgrade\)/)
+      expect(
+        events(run)
+          .filter((e) => e.event === 'task' && e.status === 'failed')
+          .map((e) => e.id),
+      ).toEqual(['talos-dry-run'])
+      expect(await state()).toEqual(before)
+      const cm = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: 'kube-system',
+        name: 'cilium-config',
+      })
+      expect(cm?.data?.operator).toBeUndefined()
+    } finally {
+      writeFileSync(declared, original)
+      await talos([
+        'patch',
+        'machineconfig',
+        '--mode',
+        'no-reboot',
+        '--patch',
+        'apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: operator-config\n$patch: delete\n',
+      ])
+      await h.nodes.manifestRunsDone()
+      await setInventoryKey(CILIUM_CONFIG_KEY, false) // the v1.14 control plane's run backfilled it
+    }
   }, 180_000)
 
   let upgraded: Awaited<ReturnType<typeof state>>

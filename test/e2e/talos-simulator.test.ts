@@ -11,6 +11,7 @@ import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
 import {loadKubeConfig} from '../harness/kube.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {waitForApiServer} from '../../src/lib/kube/wait.js'
+import {parseUpgradeK8sDryRun} from '../../src/lib/kubernetes/policy.js'
 import {handOverCiliumFromTalos} from '../../src/lib/talos/handover.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY} from '../../src/lib/talos/inventory.js'
 import {applyConfig, getMachineConfig} from '../../src/lib/talos/talosctl.js'
@@ -119,6 +120,20 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
     await changeInlineManifest(env, V, configMap('one', '2'))
     expect(await getMachineConfig({node: CONTROL_PLANE_IP, talosconfig: env.cluster.talosconfig})).toContain('"2"')
     expect(await readValue(env.kc, 'one')).toBe('1')
+  })
+
+  it('upgrade-k8s --dry-run prints the legacy SyncWithLog lines, changes nothing, and ichor reads the replacement', async () => {
+    // talosctl v1.14.1 talos_managed.go syncManifests -> go-kubernetes v0.2.41 manifests.SyncWithLog.
+    const r = await env.sim.run(['upgrade-k8s', '--to', '1.36.3', '--dry-run', '--nodes', CONTROL_PLANE_IP, '--talosconfig', env.cluster.talosconfig])
+    expect(r.exitCode, r.stderr).toBe(0)
+    const sync = r.stdout.slice(r.stdout.indexOf('\nupdating manifests\n'))
+    expect(sync).toMatch(
+      / > processing manifest v1\.ConfigMap\/kube-system\/one\n--- a\/v1\.ConfigMap\/kube-system\/one\n[^]*?\+ {2}value: "2"\n(?:[^]*?\n)?\n < dry run, change skipped$/m,
+    )
+    expect(r.stdout).not.toContain('updating manifests (dry run)')
+    expect(r.stdout).not.toMatch(/^ < (Pruned|created|configured|unchanged) /m)
+    expect(await readValue(env.kc, 'one')).toBe('1')
+    expect(parseUpgradeK8sDryRun(r.stdout)).toContainEqual({action: 'replaced', kind: 'ConfigMap', namespace: 'kube-system', name: 'one'})
   })
 
   it('upgrade-k8s (legacy sync) updates changed objects but never prunes', async () => {

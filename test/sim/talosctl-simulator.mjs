@@ -772,7 +772,8 @@ async function preferredGroupVersion(group) {
 // into the machine config node by node, service by service (a config change like any other:
 // it starts a manifest run), kube-proxy's image, then the manifest sync; with --dry-run nothing
 // is patched and the sync prints ssa `Diff`'s results (" < <Action> <Kind>/<ns>/<name>" and
-// the diff) instead of applying. Logged to stdout, as UpgradeOptions.Log does.
+// the diff) instead of applying, or, when any node runs Talos below 1.13, the legacy
+// SyncWithLog lines (legacyDiffManifests). Logged to stdout, as UpgradeOptions.Log does.
 // NOT modelled: no pod restarts (the harness's kube-apiserver stays v1.36.3: the version
 // "running" is the one in the node configs), no image pre-pull, no removed-API checks
 // (upgrade.NewChecks), no wait for manifest reconciliation.
@@ -949,7 +950,7 @@ async function syncManifests(node, args, nodes, dryRun) {
   for (const obj of objects) await normalizeScope(obj)
   if (!useSSA) {
     say('updating manifests')
-    if (dryRun) return // the legacy SyncWithLog dry run is not modelled: nothing applied
+    if (dryRun) return legacyDiffManifests(objects)
     // Legacy sync (Talos < 1.13 somewhere in the cluster): create or replace, never prune.
     for (const obj of objects) {
       const live = await readLive(obj)
@@ -1023,6 +1024,64 @@ async function diffManifests(objects, inventory, policy, noPrune) {
       say(` < configured ${subjectOf(obj)}`)
       say(objectDiff(subjectOf(obj), comparable(live), comparable(after)))
     }
+  }
+}
+
+/** manifests.go formatManifestPath: "<group/version>.<Kind>/[<namespace>/]<name>". */
+const manifestPath = (o) => `${o.apiVersion}.${subjectOf(o)}`
+
+/** What the legacy diff leaves out (sync.go getResourceDiff): server-set metadata and "kubernetes.io/" annotations. */
+const legacyComparable = (o) => {
+  if (!o) return o
+  const {
+    uid: _u,
+    resourceVersion: _r,
+    generation: _g,
+    creationTimestamp: _c,
+    managedFields: _m,
+    finalizers: _f,
+    ownerReferences: _o,
+    ...metadata
+  } = o.metadata ?? {}
+  const annotations = Object.fromEntries(Object.entries(metadata.annotations ?? {}).filter(([k]) => !k.includes('kubernetes.io/')))
+  if (Object.keys(annotations).length > 0) metadata.annotations = annotations
+  else delete metadata.annotations
+  const rest = {...o, metadata}
+  if (o.kind === 'ServiceAccount') delete rest.secrets // injected by Kubernetes
+  return rest
+}
+
+function replaceDryRun(obj) {
+  const path = process.env.TALOS_SIM_KUBECONFIG ?? fail('TALOS_SIM_KUBECONFIG is not set (the harness apiserver kubeconfig)')
+  const r = spawnSync(process.env.ICHOR_KUBECTL ?? 'kubectl', ['--kubeconfig', path, 'replace', '--dry-run=server', '-o', 'json', '-f', '-'], {
+    input: JSON.stringify(obj),
+    encoding: 'utf8',
+  })
+  if (r.status !== 0) fail(`update dry run failed for ${manifestPath(obj)}: ${r.stderr.trim()}`)
+  return JSON.parse(r.stdout)
+}
+
+/**
+ * The legacy dry run: go-kubernetes v0.2.41 kubernetes/manifests/cli.go `SyncWithLog` and sync.go
+ * `Sync`/`updateManifest` with dryRun (what talosctl v1.14.1 talos_managed.go `syncManifests` runs
+ * when any node's Talos is below 1.13, compatibility `SupportsSSAManifestSync`). Per object, in
+ * order: " > processing manifest <path>", then " < no changes" when a dry-run Update (the
+ * live resourceVersion set: a whole-object replace) changes nothing, else the diff and
+ * " < dry run, change skipped". No inventory, no prune: nothing else is printed.
+ */
+async function legacyDiffManifests(objects) {
+  for (const obj of objects) {
+    say(` > processing manifest ${manifestPath(obj)}`)
+    const live = await readLive(obj)
+    const after = live ? replaceDryRun({...obj, metadata: {...obj.metadata, resourceVersion: live.metadata.resourceVersion}}) : obj
+    const [a, b] = [legacyComparable(live), legacyComparable(after)]
+    if (live && isDeepStrictEqual(a, b)) {
+      say(' < no changes')
+      continue
+    }
+    // The diff ends in a newline and UpgradeOptions.Log adds one: a blank line follows it.
+    say(`${objectDiff(manifestPath(obj), a, b)}\n`)
+    say(' < dry run, change skipped')
   }
 }
 

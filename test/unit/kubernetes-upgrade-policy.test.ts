@@ -124,3 +124,74 @@ describe("reading talosctl upgrade-k8s's dry run", () => {
     ])
   })
 })
+
+describe("reading talosctl upgrade-k8s's legacy dry run (a node below Talos 1.13)", () => {
+  // talosctl v1.14.1 pkg/cluster/kubernetes/talos_managed.go: when any node runs Talos below
+  // 1.13 the sync is go-kubernetes v0.2.41 manifests.SyncWithLog, which prints per object
+  // " > processing manifest <group/version>.<Kind>/[<namespace>/]<name>", then " < no changes",
+  // or the diff and " < dry run, change skipped" (the real run then replaces the object whole).
+  const out = [
+    'automatically detected the lowest Kubernetes version 1.35.0',
+    'updating kubelet to version "1.36.3"',
+    'updating manifests',
+    ' > processing manifest v1.ConfigMap/kube-system/cilium-config',
+    '--- a/v1.ConfigMap/kube-system/cilium-config',
+    '+++ b/v1.ConfigMap/kube-system/cilium-config',
+    '@@ -1,3 +1,3 @@',
+    '-  value: "1"',
+    '+  value: "2"',
+    '',
+    ' < dry run, change skipped',
+    ' > processing manifest rbac.authorization.k8s.io/v1.ClusterRole/system:coredns',
+    ' < no changes',
+    ' > processing manifest apps/v1.DaemonSet/kube-system/kube-proxy',
+    '--- a/apps/v1.DaemonSet/kube-system/kube-proxy',
+    '+++ b/apps/v1.DaemonSet/kube-system/kube-proxy',
+    '@@ -0,0 +1,2 @@',
+    '+kind: DaemonSet',
+    '',
+    ' < dry run, change skipped',
+  ].join('\n')
+
+  it('lists every processed manifest: a change is a whole-object replacement', () => {
+    expect(parseUpgradeK8sDryRun(out)).toEqual([
+      {action: 'replaced', kind: 'ConfigMap', namespace: 'kube-system', name: 'cilium-config'},
+      {action: 'unchanged', kind: 'ClusterRole', namespace: '', name: 'system:coredns'},
+      {action: 'replaced', kind: 'DaemonSet', namespace: 'kube-system', name: 'kube-proxy'},
+    ])
+  })
+
+  it('names the protected object the legacy sync would replace', () => {
+    const protectedSet = [{kind: 'ConfigMap', namespace: 'kube-system', name: 'cilium-config', owner: 'the Cilium release kube-system/cilium'}]
+    expect(protectedChanges(parseUpgradeK8sDryRun(out), protectedSet).map((c) => `${c.action} ${c.subject}`)).toEqual([
+      'replaced ConfigMap/kube-system/cilium-config',
+    ])
+  })
+})
+
+describe("talosctl upgrade-k8s's dry run that cannot be read is refused, never read as no changes", () => {
+  const refused = (out: string) => refusal(() => parseUpgradeK8sDryRun(out))
+
+  it('no manifest sync in the output', () => {
+    const e = refused('automatically detected the lowest Kubernetes version 1.35.0\nsomething else\n')
+    expect(e.exitCode).toBe(1)
+    expect(e.message).toMatch(/no manifest sync/)
+  })
+
+  it('a result line of neither format', () => {
+    expect(refused('updating manifests (dry run)\n < Pruned ConfigMap/kube-system/a\n < Deleted ConfigMap/kube-system/b\n').message).toMatch(
+      /"< Deleted ConfigMap\/kube-system\/b" is no result line/,
+    )
+    expect(refused('updating manifests\n > processing manifest v1.ConfigMap/kube-system/a\n < applied somehow\n').message).toMatch(/applied somehow/)
+  })
+
+  it('a legacy manifest with no verdict, or a path that names no object', () => {
+    expect(refused('updating manifests\n > processing manifest v1.ConfigMap/kube-system/a\n').message).toMatch(/v1\.ConfigMap\/kube-system\/a/)
+    expect(refused('updating manifests\n > processing manifest nonsense\n < no changes\n').message).toMatch(/nonsense/)
+  })
+
+  it('an empty sync is read as no objects', () => {
+    expect(parseUpgradeK8sDryRun('updating manifests (dry run)\n')).toEqual([])
+    expect(parseUpgradeK8sDryRun('updating manifests\n')).toEqual([])
+  })
+})

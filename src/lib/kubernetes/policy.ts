@@ -80,7 +80,10 @@ function withFlag<T>(flag: string, f: () => T): T {
 // ---------- talosctl upgrade-k8s --dry-run ----------
 
 export interface DryRunChange {
-  /** go-kubernetes ssa DiffAction: "Pruned", or fluxcd ssa's "created" / "configured" / "unchanged". */
+  /**
+   * go-kubernetes ssa DiffAction: "Pruned", or fluxcd ssa's "created" / "configured" / "unchanged";
+   * from the legacy sync, "replaced" (created, or replaced whole) or "unchanged".
+   */
   action: string
   kind: string
   /** '' for a cluster-scoped object. */
@@ -88,18 +91,79 @@ export interface DryRunChange {
   name: string
 }
 
+// The line talosctl prints before the manifest sync: which sync runs is told by it.
+const SSA_SYNC = 'updating manifests (dry run)'
+const LEGACY_SYNC = 'updating manifests'
+
 /**
- * The objects of talosctl's dry run. talosctl v1.14 pkg/cluster/kubernetes/talos_managed.go
- * `syncManifestsSSA` logs " < <Action> <Subject>" per go-kubernetes v0.2.41 ssa `DiffResult`,
- * Subject as ssa/util.go `formatPath`: "<Kind>/<namespace>/<name>" or "<Kind>/<name>".
+ * The objects of talosctl's dry run, or a refusal (exit 1) when the output cannot be read: an
+ * unread line must never pass as "no changes". talosctl v1.14.1 pkg/cluster/kubernetes/talos_managed.go
+ * picks the sync by the lowest Talos version of the nodes (compatibility `SupportsSSAManifestSync`):
+ * - Talos 1.13 and later, `syncManifestsSSA`: " < <Action> <Subject>" per go-kubernetes v0.2.41
+ *   ssa `DiffResult`, Subject as ssa/util.go `formatPath`: "<Kind>/<namespace>/<name>" or "<Kind>/<name>",
+ *   each followed by its diff.
+ * - any node below 1.13, `syncManifests`: go-kubernetes v0.2.41 manifests.SyncWithLog, per object
+ *   " > processing manifest <path>", then " < no changes", or its diff and " < dry run, change
+ *   skipped". The real run then Updates (a PUT: the whole object) or Creates it; the dry run does
+ *   not say which, so every change reads "replaced". It never prunes.
  */
 export function parseUpgradeK8sDryRun(output: string): DryRunChange[] {
+  const lines = output.split('\n').map((l) => l.replace(/\r$/, ''))
+  const at = lines.findIndex((l) => l.trimEnd() === SSA_SYNC || l.trimEnd() === LEGACY_SYNC)
+  if (at < 0) throw unreadableDryRun(`it printed no manifest sync (no "${LEGACY_SYNC}" line)`)
+  const rest = lines.slice(at + 1)
+  return lines[at]!.trimEnd() === SSA_SYNC ? readSsaSync(rest) : readLegacySync(rest)
+}
+
+function readSsaSync(lines: string[]): DryRunChange[] {
   const out: DryRunChange[] = []
-  for (const line of output.split('\n')) {
+  for (const line of lines) {
+    // The diff lines in between start with "---", "+++", "@@", "+", "-" or a space and content.
+    if (!line.startsWith(' < ')) continue
     const m = /^ < (Pruned|created|configured|unchanged) ([^/\s]+)\/(?:([^/\s]+)\/)?([^/\s]+)\s*$/.exec(line)
-    if (m) out.push({action: m[1]!, kind: m[2]!, namespace: m[3] ?? '', name: m[4]!})
+    if (!m) throw unreadableDryRun(`"${line.trim()}" is no result line of the server-side apply sync`)
+    out.push({action: m[1]!, kind: m[2]!, namespace: m[3] ?? '', name: m[4]!})
   }
   return out
+}
+
+/** manifests.go `formatManifestPath`: "<group>/<version>.<Kind>/<namespace>/<name>", group and namespace optional. */
+const LEGACY_PATH = /^(?:[^/\s]+\/)?v\d+[a-z0-9]*\.([A-Za-z][A-Za-z0-9]*)\/(?:([^/\s]+)\/)?([^/\s]+)$/
+
+function readLegacySync(lines: string[]): DryRunChange[] {
+  const out: DryRunChange[] = []
+  let open: {path: string; kind: string; namespace: string; name: string} | undefined
+  for (const line of lines) {
+    const text = line.trimEnd()
+    const processing = /^ > processing manifest (.*)$/.exec(text)
+    if (processing) {
+      if (open) throw unreadableDryRun(`manifest ${open.path} has no result line`)
+      const path = processing[1]!.trim()
+      const m = LEGACY_PATH.exec(path)
+      if (!m) throw unreadableDryRun(`"${path}" names no object (expected <group>/<version>.<Kind>/<namespace>/<name>)`)
+      open = {path, kind: m[1]!, namespace: m[2] ?? '', name: m[3]!}
+    } else if (text.startsWith(' < ')) {
+      const verdict = text === ' < no changes' ? 'unchanged' : text === ' < dry run, change skipped' ? 'replaced' : undefined
+      if (!verdict) throw unreadableDryRun(`"${text.trim()}" is no result line of the legacy sync`)
+      if (!open) throw unreadableDryRun(`"${text.trim()}" follows no "processing manifest" line`)
+      out.push({action: verdict, kind: open.kind, namespace: open.namespace, name: open.name})
+      open = undefined
+    } else if (!open && text !== '') {
+      // Only an object's diff may stand between its lines; anything else is not understood.
+      throw unreadableDryRun(`"${text.trim()}" stands outside any manifest of the legacy sync`)
+    }
+  }
+  if (open) throw unreadableDryRun(`manifest ${open.path} has no result line`)
+  return out
+}
+
+function unreadableDryRun(why: string): IchorError {
+  return new IchorError(
+    `cannot read talosctl upgrade-k8s --dry-run: ${why}; without it nothing proves Talos leaves Cilium, the stack and ichor alone, so the upgrade stops here`,
+    {
+      hint: 'run talosctl upgrade-k8s --dry-run --to <version> yourself to see what Talos would change; if a node runs Talos below 1.13, upgrade Talos first (ichor talos upgrade)',
+    },
+  )
 }
 
 export interface ProtectedObject {

@@ -155,7 +155,6 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
     id: 'talos-dry-run',
     title: 'Run talosctl upgrade-k8s --dry-run: Talos must not prune or change any object of Cilium, the stack or ichor',
     mutating: false,
-    hint: 'take the named objects out of Talos\'s inventory (kube-system/talos-bootstrap-manifests-inventory) first: for Cilium\'s, rerun ichor init with the same flags as the first run (its step "Take Cilium out of Talos")',
     async probe() {
       if (checked) return holds('nothing protected would be pruned or changed')
       const done = await upgradeDone(p)
@@ -171,15 +170,21 @@ export function pruneGuardTask(p: KubernetesUpgradeInput): Task {
         dryRun: true,
         timeoutMs: p.timeoutMs,
       })
+      // Output it cannot read refuses here (exit 1): never taken for "no changes".
       const guarded = guardedChanges(out, await protectedObjects(kube))
       if (guarded.length > 0) {
-        throw new IchorError(`talosctl upgrade-k8s would prune or change ${guarded.length} object(s) Talos must leave alone: ${guarded.join('; ')}`)
+        throw new IchorError(`talosctl upgrade-k8s would prune or change ${guarded.length} object(s) Talos must leave alone: ${guarded.join('; ')}`, {
+          hint: guarded.some((g) => g.startsWith('replaced '))
+            ? // The legacy sync (a node below Talos 1.13) replaces whatever Talos's manifests hold, inventory or not.
+              "a node runs Talos below 1.13, whose sync replaces every object of Talos's manifests whole: upgrade Talos first (ichor talos upgrade), or take the named objects out of the control planes' inline manifests (for Cilium's, rerun ichor init with the same flags as the first run: its step \"Take Cilium out of Talos\")"
+            : 'take the named objects out of Talos\'s inventory (kube-system/talos-bootstrap-manifests-inventory) first: for Cilium\'s, rerun ichor init with the same flags as the first run (its step "Take Cilium out of Talos")',
+        })
       }
       const changes = parseUpgradeK8sDryRun(out).filter((c) => c.action !== 'unchanged')
       checked = true
       progress(
         changes.length
-          ? `Talos would ${changes.map((c) => `${c.action.toLowerCase()} ${c.kind}/${c.name}`).join(', ')}; none of them protected`
+          ? `Talos would change ${changes.map((c) => `${c.kind}/${c.name} (${c.action.toLowerCase()})`).join(', ')}; none of them protected`
           : "Talos's manifests would not change",
       )
     },
