@@ -80,10 +80,12 @@ describe('init machine-config flags', () => {
       'p.yaml: cluster.network.cni.name is set by ichor (ichor sets the CNI to none: Cilium is installed by ichor)',
     ])
     expect(owned('cluster:\n  proxy:\n    disabled: false\n')[0]).toMatch(/cluster\.proxy\.disabled is set by ichor \(kube-proxy is ichor's/)
-    expect(owned('cluster:\n  inlineManifests: []\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
+    expect(owned('cluster:\n  inlineManifests:\n    - name: cilium\n      contents: x\n')[0]).toMatch(
+      /cluster\.inlineManifests cilium: the entry named cilium is ichor's/,
+    )
     expect(owned('apiVersion: v1alpha1\nkind: KubePrismConfig\nport: 7446\n')[0]).toMatch(/kind KubePrismConfig is set by ichor \(KubePrism on 7445/)
     expect(owned('apiVersion: v1alpha1\nkind: KubeProxyConfig\nenabled: true\n')[0]).toMatch(/kind KubeProxyConfig is set by ichor/)
-    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: x\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: cilium\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
     expect(owned('- op: replace\n  path: /cluster/controlPlane/endpoint\n  value: https://x:6443\n')[0]).toMatch(
       /cluster\.controlPlane\.endpoint is set by ichor \(the endpoint is --endpoint\)/,
     )
@@ -114,6 +116,89 @@ describe('init machine-config flags', () => {
       'apiVersion: v1alpha1\nkind: KubeExternalManifestConfig\nname: gateway-api\nurl: https://example.com/standard-install.yaml\nheaders:\n  X-Token: t\n'
     expect(owned(external)).toEqual([])
     expect(owned('cluster:\n  extraManifests: [https://example.com/standard-install.yaml]\n  extraManifestHeaders:\n    X-Token: t\n')).toEqual([])
+  })
+
+  it("Given the operator's own inline manifests (issue 38 point 7), Then any entry not named cilium is accepted in both forms, and ichor's entry, an index into the list and a second CNI are refused", () => {
+    const bootstrap = [
+      'apiVersion: v1',
+      'kind: Namespace',
+      'metadata:',
+      '  name: gateway-system',
+      '---',
+      'apiVersion: apiextensions.k8s.io/v1',
+      'kind: CustomResourceDefinition',
+      'metadata:',
+      '  name: gateways.gateway.networking.k8s.io',
+      'spec:',
+      '  group: gateway.networking.k8s.io',
+      '',
+    ].join('\n')
+    const indent = (text: string, n: number) =>
+      text
+        .split('\n')
+        .map((l) => (l ? ' '.repeat(n) + l : l))
+        .join('\n')
+    const doc = (name: string, manifest: string) => `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: ${name}\nmanifest: |\n${indent(manifest, 2)}`
+    const legacy = (name: string, manifest: string) => `cluster:\n  inlineManifests:\n    - name: ${name}\n      contents: |\n${indent(manifest, 8)}`
+    // Talos v1.14 document form and the legacy list (below v1.14; v1.14 reads both, config/container K8sInlineManifestConfigs)
+    expect(owned(doc('gateway-api-crds', bootstrap))).toEqual([])
+    expect(owned(legacy('gateway-api-crds', bootstrap))).toEqual([])
+    // the operator removing an entry of its own, in either form
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: gateway-api-crds\n$patch: delete\n')).toEqual([])
+    expect(owned('cluster:\n  inlineManifests:\n    - name: gateway-api-crds\n      $patch: delete\n')).toEqual([])
+    expect(owned('cluster:\n  inlineManifests: []\n')).toEqual([])
+    // ichor's entry, whatever the operator puts in it or takes out
+    const ichors =
+      /the entry named cilium is ichor's: the inline manifest ichor bootstraps Cilium with before handing it to Helm \(accepted: an entry of another name\)/
+    expect(owned(doc('cilium', bootstrap))).toEqual([expect.stringMatching(new RegExp(`^p\\.yaml: KubeInlineManifestConfig cilium: ${ichors.source}`))])
+    expect(owned(legacy('cilium', bootstrap))).toEqual([expect.stringMatching(new RegExp(`^p\\.yaml: cluster\\.inlineManifests cilium: ${ichors.source}`))])
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: cilium\n$patch: delete\n')[0]).toMatch(ichors)
+    expect(owned('cluster:\n  inlineManifests:\n    - name: cilium\n      $patch: delete\n')[0]).toMatch(ichors)
+    // a delete of the whole list, or an entry chosen by anything but its name, may take ichor's
+    expect(owned('cluster:\n  inlineManifests:\n    $patch: delete\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
+    expect(owned('cluster:\n  inlineManifests:\n    - contents: x\n      $patch: delete\n')[0]).toMatch(/entry 1 has no name/)
+    expect(owned('cluster:\n  inlineManifests:\n    - contents: x\n      name: gateway-api-crds\n      $patch: delete\n')[0]).toMatch(
+      /cluster\.inlineManifests entry 1 is picked for \$patch: delete by its contents, not its name/,
+    )
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nmanifest: x\n')[0]).toMatch(/KubeInlineManifestConfig has no name/)
+    // JSON 6902 addresses entries by index, and the index of ichor's entry depends on the order talosctl merges patches in
+    for (const path of ['/cluster/inlineManifests/0', '/cluster/inlineManifests/-', '/cluster/inlineManifests']) {
+      const issues = owned(`- op: add\n  path: ${path}\n  value: {name: gateway-api-crds, contents: x}\n`)
+      expect(issues, path).toHaveLength(1)
+      expect(issues[0]).toMatch(
+        /cluster\.inlineManifests.* by index .*accepted: a KubeInlineManifestConfig document or a cluster\.inlineManifests entry with its name/,
+      )
+    }
+    // a second CNI: a pod that writes into the node's CNI folders, named with the object and the folder
+    const flannel = [
+      'apiVersion: apps/v1',
+      'kind: DaemonSet',
+      'metadata:',
+      '  name: kube-flannel-ds',
+      '  namespace: kube-flannel',
+      'spec:',
+      '  template:',
+      '    spec:',
+      '      containers: [{name: kube-flannel, image: flannel}]',
+      '      volumes:',
+      '        - name: cni',
+      '          hostPath:',
+      '            path: /etc/cni/net.d/',
+      '',
+    ].join('\n')
+    const cni = /a second CNI: DaemonSet kube-flannel\/kube-flannel-ds mounts the node's \/etc\/cni\/net\.d/
+    expect(owned(doc('my-cni', `${bootstrap}---\n${flannel}`))).toEqual([expect.stringMatching(cni)])
+    expect(owned(doc('my-cni', flannel))[0]).toMatch(/^p\.yaml: KubeInlineManifestConfig my-cni: .*Cilium is the cluster's CNI/)
+    expect(owned(legacy('my-cni', flannel))[0]).toMatch(/^p\.yaml: cluster\.inlineManifests my-cni: /)
+    expect(owned(legacy('my-cni', flannel))[0]).toMatch(cni)
+    const binInCronJob =
+      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cni-installer}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          volumes: [{name: b, hostPath: {path: /opt/cni}}]\n'
+    expect(owned(doc('x', binInCronJob))[0]).toMatch(/CronJob cni-installer mounts the node's \/opt\/cni/)
+    // a pod that reads other host folders is not a CNI
+    const logs = flannel.replace('/etc/cni/net.d/', '/var/log')
+    expect(owned(doc('log-agent', logs))).toEqual([])
+    // contents that are not YAML cannot be judged
+    expect(owned(doc('broken', 'a: [\n'))[0]).toMatch(/KubeInlineManifestConfig broken: the manifest is not YAML/)
   })
 
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {
