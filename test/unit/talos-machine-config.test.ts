@@ -18,6 +18,7 @@ import {MAX_PATCH_FILE_BYTES, ownedFieldIssues, readMachineConfigFlags} from '..
 import {renderTalosPatches} from '../../src/lib/talos/patches.js'
 import {machineConfigsTask} from '../../src/lib/talos/tasks.js'
 import {rebaseConfig} from '../../src/lib/talos/apply-config.js'
+import {inlineManifestRemovalPatch, withoutInlineManifest} from '../../src/lib/talos/handover.js'
 import {realTalosctlPath} from '../harness/talosctl.js'
 
 let dir: string
@@ -309,14 +310,14 @@ describe('the install disk each node is told about', () => {
 })
 
 describe('machine configs rendered with the real talosctl v1.14.1', () => {
-  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>) => {
+  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>, talosVersion?: string) => {
     process.env.ICHOR_TALOSCTL = realTalosctlPath()
     const state = existing ?? localState('c', mkdtempSync(join(dir, 'state-')))
     if (!existing) {
       prepareStateDir(state)
       execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
     }
-    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes}, {requireNodes: true})
+    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes, talosVersion}, {requireNodes: true})
     const talos = renderTalosPatches({
       talosVersion: inputs.talosVersion,
       kubeProxy: 'replaced',
@@ -348,6 +349,46 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
     expect(w).toContain('tier: worker')
     expect(parseAllDocuments(cp).length).toBeGreaterThan(1)
   }, 60_000)
+
+  it.each([
+    [
+      'v1.14.1',
+      'document',
+      'apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: gateway-api-crds\nmanifest: |\n  apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: gateway-system\n',
+    ],
+    [
+      'v1.13.0',
+      'legacy',
+      'cluster:\n  inlineManifests:\n    - name: gateway-api-crds\n      contents: |\n        apiVersion: v1\n        kind: Namespace\n        metadata:\n          name: gateway-system\n',
+    ],
+  ] as const)(
+    "Given Talos %s and the operator's own inline manifest in the %s form (issue 38 point 7), Then the control plane's config carries both entries, and the hand-over's patch takes only ichor's",
+    async (talosVersion, form, yaml) => {
+      // read as init reads --config-patch-control-plane, so the check of owned fields is on the way
+      const issues: Issue[] = []
+      const inputs = readMachineConfigFlags({configPatchControlPlane: [yaml]}, nodes, issues)
+      expect(issues).toEqual([])
+      const state = await run(inputs, undefined, talosVersion)
+      const cp = readFileSync(state.controlPlaneConfig, 'utf8')
+      const names = (text: string) =>
+        parseAllDocuments(text).flatMap((d) => {
+          const js = d.toJS() as {kind?: string; name?: string; cluster?: {inlineManifests?: {name: string}[]}} | null
+          if (js?.kind === 'KubeInlineManifestConfig') return [`document ${js.name}`]
+          return !js?.kind ? (js?.cluster?.inlineManifests ?? []).map((m) => `legacy ${m.name}`) : []
+        })
+      const kind = form === 'document' ? 'document' : 'legacy'
+      expect(names(cp).sort()).toEqual([`${kind} cilium`, `${kind} gateway-api-crds`])
+      // The removal as the hand-over sends it to each control plane, applied by talosctl itself.
+      const patch = join(dir, `removal-${form}.yaml`)
+      writeFileSync(patch, inlineManifestRemovalPatch(cp)!)
+      const after = execFileSync(realTalosctlPath(), ['machineconfig', 'patch', state.controlPlaneConfig, '--patch', `@${patch}`], {encoding: 'utf8'})
+      expect(names(after)).toEqual([`${kind} gateway-api-crds`])
+      expect(after).toContain('name: gateway-system')
+      // and the state folder's copy, which a control plane added later is given
+      expect(names(withoutInlineManifest(cp)!)).toEqual([`${kind} gateway-api-crds`])
+    },
+    60_000,
+  )
 
   it('Given a patch Talos refuses (an unknown field), Then exit 2 naming the flag, the file and the field', async () => {
     const error = await run({
