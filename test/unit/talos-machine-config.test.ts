@@ -170,6 +170,10 @@ describe('init machine-config flags', () => {
         /cluster\.inlineManifests.* by index .*accepted: a KubeInlineManifestConfig document or a cluster\.inlineManifests entry with its name/,
       )
     }
+    // a JSON 6902 move takes its `from` away: ichor's entry moved out is ichor's entry removed
+    expect(owned('- op: move\n  from: /cluster/inlineManifests/0\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.inlineManifests\.0 .* by index/)
+    expect(owned('- op: move\n  from: /cluster/network/cni\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
+    expect(owned('- op: copy\n  from: /cluster/network/cni/name\n  path: /machine/nodeLabels/x\n')).toEqual([])
     // a second CNI: a pod that writes into the node's CNI folders, named with the object and the folder
     const flannel = [
       'apiVersion: apps/v1',

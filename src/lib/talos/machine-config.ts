@@ -236,16 +236,17 @@ export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWork
   for (const doc of patchDocuments(patch.yaml) as ReturnType<typeof parseAllDocuments> & unknown[]) {
     const js = doc.toJS() as unknown
     if (Array.isArray(js)) {
-      // JSON 6902: a list of operations, each with a JSON pointer.
-      for (const op of js as {path?: unknown}[])
-        if (typeof op?.path === 'string')
-          check(
-            op.path
-              .replace(/^\//, '')
-              .split('/')
-              .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-              .join('.'),
-          )
+      // JSON 6902: a list of operations, each with a JSON pointer; a move also takes its `from` away.
+      const dotted = (pointer: string) =>
+        pointer
+          .replace(/^\//, '')
+          .split('/')
+          .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+          .join('.')
+      for (const op of js as {op?: unknown; path?: unknown; from?: unknown}[]) {
+        if (typeof op?.path === 'string') check(dotted(op.path))
+        if (op?.op === 'move' && typeof op.from === 'string') check(dotted(op.from))
+      }
       continue
     }
     if (!js || typeof js !== 'object') continue
