@@ -53,7 +53,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
         'flannel.yaml',
         inlineManifest(
           'my-cni',
-          'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: kube-flannel-ds\n  namespace: kube-flannel\nspec:\n  template:\n    spec:\n      volumes:\n        - name: cni\n          hostPath:\n            path: /etc/cni/net.d\n',
+          'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: kube-flannel-ds\n  namespace: kube-flannel\nspec:\n  template:\n    spec:\n      containers:\n        - name: install-cni\n          volumeMounts: [{name: cni, mountPath: /etc/cni/net.d}]\n      volumes:\n        - name: cni\n          hostPath:\n            path: /etc/cni/net.d\n',
         ),
       ),
     }

@@ -174,7 +174,7 @@ describe('init machine-config flags', () => {
     expect(owned('- op: move\n  from: /cluster/inlineManifests/0\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.inlineManifests\.0 .* by index/)
     expect(owned('- op: move\n  from: /cluster/network/cni\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
     expect(owned('- op: copy\n  from: /cluster/network/cni/name\n  path: /machine/nodeLabels/x\n')).toEqual([])
-    // a second CNI: a pod that writes into the node's CNI folders, named with the object and the folder
+    // a second CNI: a pod that can write into the node's CNI folders, named with the object and the folder
     const flannel = [
       'apiVersion: apps/v1',
       'kind: DaemonSet',
@@ -184,6 +184,7 @@ describe('init machine-config flags', () => {
       'spec:',
       '  template:',
       '    spec:',
+      '      initContainers: [{name: install-cni, image: flannel, volumeMounts: [{name: cni, mountPath: /etc/cni/net.d}]}]',
       '      containers: [{name: kube-flannel, image: flannel}]',
       '      volumes:',
       '        - name: cni',
@@ -197,11 +198,17 @@ describe('init machine-config flags', () => {
     expect(owned(legacy('my-cni', flannel))[0]).toMatch(/^p\.yaml: cluster\.inlineManifests my-cni: /)
     expect(owned(legacy('my-cni', flannel))[0]).toMatch(cni)
     const binInCronJob =
-      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cni-installer}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          volumes: [{name: b, hostPath: {path: /opt/cni}}]\n'
+      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cni-installer}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: c, volumeMounts: [{name: b, mountPath: /host/opt/cni}]}]\n          volumes: [{name: b, hostPath: {path: /opt/cni}}]\n'
     expect(owned(doc('x', binInCronJob))[0]).toMatch(/CronJob cni-installer mounts the node's \/opt\/cni/)
-    // a pod that reads other host folders is not a CNI
+    // a pod that reads other host folders is not a CNI, nor one that only reads the CNI folders or the whole host (node-exporter)
     const logs = flannel.replace('/etc/cni/net.d/', '/var/log')
     expect(owned(doc('log-agent', logs))).toEqual([])
+    expect(owned(doc('cni-reader', flannel.replace('mountPath: /etc/cni/net.d}', 'mountPath: /etc/cni/net.d, readOnly: true}')))).toEqual([])
+    expect(owned(doc('cni-unmounted', flannel.replace(/ *initContainers.*\n/, '')))).toEqual([])
+    const nodeExporter =
+      'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: node-exporter, namespace: monitoring}\nspec:\n  template:\n    spec:\n      containers: [{name: e, volumeMounts: [{name: root, mountPath: /host, readOnly: true}]}]\n      volumes: [{name: root, hostPath: {path: /}}]\n'
+    expect(owned(doc('node-exporter', nodeExporter))).toEqual([])
+    expect(owned(doc('node-writer', nodeExporter.replace(', readOnly: true', '')))[0]).toMatch(/DaemonSet monitoring\/node-exporter mounts the node's \/,/)
     // contents that are not YAML cannot be judged
     expect(owned(doc('broken', 'a: [\n'))[0]).toMatch(/KubeInlineManifestConfig broken: the manifest is not YAML/)
   })

@@ -23,16 +23,17 @@ export function inlineManifestEntryProblems(name: unknown, manifest: unknown): s
 
 /**
  * A second CNI, known by what makes it one rather than by its name (a list of names misses
- * kube-router or Antrea and refuses a namespace called "calico-test"): a pod that mounts the
- * node's CNI folders. Cilium's agent is the only pod that may; a Multus-style meta plugin is
- * refused too, as Cilium is installed exclusive.
+ * kube-router or Antrea and refuses a namespace called "calico-test"): a pod that can write into
+ * the node's CNI folders (a hostPath over or under one, mounted without readOnly by a container).
+ * Cilium's agent is the only pod that may; a Multus-style meta plugin is refused too, as Cilium
+ * is installed exclusive. A pod that only reads them (or the whole host, as node-exporter) is not.
  */
 function secondCni(manifest: string): string[] {
   const problems: string[] = []
   for (const doc of parseAllDocuments(manifest)) {
     if (doc.errors.length > 0) return [`the manifest is not YAML (${doc.errors[0]!.message.split('\n')[0]})`]
     for (const obj of objects(doc.toJS() as unknown)) {
-      for (const path of hostPaths(podSpec(obj))) {
+      for (const path of writableHostPaths(podSpec(obj))) {
         const dir = normalise(path)
         if (!CNI_DIRS.some((d) => dir === '/' || d === dir || d.startsWith(`${dir}/`) || dir.startsWith(`${d}/`))) continue
         const meta = (obj.metadata ?? {}) as {name?: unknown; namespace?: unknown}
@@ -68,9 +69,13 @@ function podSpec(obj: Obj): Obj | undefined {
   return isObj(spec) ? spec : undefined
 }
 
-function hostPaths(spec: Obj | undefined): string[] {
-  const volumes = Array.isArray(spec?.volumes) ? spec.volumes : []
-  return volumes.map((v) => (isObj(v) && isObj(v.hostPath) ? v.hostPath.path : undefined)).filter((p): p is string => typeof p === 'string')
+function writableHostPaths(spec: Obj | undefined): string[] {
+  const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter(isObj) : [])
+  const mounts = [...list(spec?.initContainers), ...list(spec?.containers), ...list(spec?.ephemeralContainers)].flatMap((c) => list(c.volumeMounts))
+  const writable = new Set(mounts.filter((m) => m.readOnly !== true).map((m) => m.name))
+  return list(spec?.volumes)
+    .filter((v) => writable.has(v.name) && isObj(v.hostPath) && typeof v.hostPath.path === 'string')
+    .map((v) => (v.hostPath as {path: string}).path)
 }
 
 function normalise(path: string): string {
