@@ -18,11 +18,13 @@ import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 
 const IMAGE = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245:v1.14.1'
 const IMAGE2 = 'factory.talos.dev/metal-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.14.1'
+const inlineManifest = (name: string, manifest: string) =>
+  `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: ${name}\nmanifest: |\n${manifest.replace(/^(?=.)/gm, '  ')}`
 const failure = (r: {stdout: string; stderr: string}) => `${r.stderr.slice(-4000)}\n${r.stdout.slice(-2000)}`
 
 describe('ichor init with an install disk, an installer image, role patches and a per-node hostname', () => {
   let h: HarnessCluster
-  let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string; worker2: string}
+  let files: {cp: string; worker: string; host: string; cni: string; bad: string; cp2: string; worker2: string; gw: string; ichors: string; flannel: string}
   const untouched = () =>
     [CONTROL_PLANE, WORKER].every(
       (ip) =>
@@ -44,6 +46,16 @@ describe('ichor init with an install disk, an installer image, role patches and 
       host: write('w1.yaml', 'apiVersion: v1alpha1\nkind: HostnameConfig\nhostname: w1\nauto: off\n'),
       cni: write('cni.yaml', 'cluster:\n  network:\n    cni:\n      name: flannel\n'),
       bad: write('bad.yaml', 'machine:\n  bogusField: 1\n'),
+      // The operator's own bootstrap manifest (issue 38 point 7), ichor's name, and a second CNI.
+      gw: write('gw.yaml', inlineManifest('gateway-api-crds', 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gateway-system\n')),
+      ichors: write('ichors.yaml', inlineManifest('cilium', 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: mine\n')),
+      flannel: write(
+        'flannel.yaml',
+        inlineManifest(
+          'my-cni',
+          'apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: kube-flannel-ds\n  namespace: kube-flannel\nspec:\n  template:\n    spec:\n      containers:\n        - name: install-cni\n          volumeMounts: [{name: cni, mountPath: /etc/cni/net.d}]\n      volumes:\n        - name: cni\n          hostPath:\n            path: /etc/cni/net.d\n',
+        ),
+      ),
     }
   }, 600_000)
   afterAll(async () => h?.stop())
@@ -55,6 +67,8 @@ describe('ichor init with an install disk, an installer image, role patches and 
     IMAGE,
     '--config-patch-control-plane',
     `@${files.cp}`,
+    '--config-patch-control-plane',
+    `@${files.gw}`,
     '--config-patch-worker',
     `@${files.worker}`,
     '--node-patch',
@@ -65,6 +79,14 @@ describe('ichor init with an install disk, an installer image, role patches and 
     const owned = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch', `@${files.cni}`], h.env)
     expect(owned.code, owned.stderr).toBe(2)
     expect(owned.stderr).toContain(`--config-patch: ${files.cni}: cluster.network.cni.name is set by ichor (ichor sets the CNI to none`)
+    const ichors = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch-control-plane', `@${files.ichors}`], h.env)
+    expect(ichors.code, ichors.stderr).toBe(2)
+    expect(ichors.stderr).toContain(`--config-patch-control-plane: ${files.ichors}: KubeInlineManifestConfig cilium: the entry named cilium is ichor's`)
+    const cni = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch', `@${files.flannel}`], h.env)
+    expect(cni.code, cni.stderr).toBe(2)
+    expect(cni.stderr).toContain(
+      `--config-patch: ${files.flannel}: KubeInlineManifestConfig my-cni: a second CNI: DaemonSet kube-flannel/kube-flannel-ds mounts the node's /etc/cni/net.d`,
+    )
     const invalid = await runIchor([...h.initArgs, ...machineArgs(), '--config-patch-worker', `@${files.bad}`], h.env)
     expect(invalid.code, invalid.stderr).toBe(2)
     expect(`${invalid.stdout}${invalid.stderr}`).toMatch(new RegExp(`--config-patch-worker ${files.bad}: Talos refuses the patch: .*bogusField`))
@@ -91,8 +113,21 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(w).toMatch(/tier: storage/)
     expect(w).toMatch(/kind: HostnameConfig\s*\n(.*\n)*?hostname: w1/)
     expect(cp).not.toMatch(/hostname: w1/)
+    // The hand-over took ichor's entry only: the operator's stays in the config, its Namespace in
+    // the cluster and in Talos's inventory (Talos keeps applying it; ichor leaves it alone).
+    expect(inlineManifestForms(cp)).toEqual([])
+    expect(inlineManifestForms(cp, 'gateway-api-crds')).toEqual(['document'])
+    expect(inlineManifestForms(w, 'gateway-api-crds')).toEqual([])
 
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
+    expect(await getObject(kube, {apiVersion: 'v1', kind: 'Namespace', name: 'gateway-system'})).toBeDefined()
+    const inventory = await getObject<KubeObject & {data?: Record<string, string>}>(kube, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      name: 'talos-bootstrap-manifests-inventory',
+      namespace: 'kube-system',
+    })
+    expect(Object.keys(inventory?.data ?? {}).filter((k) => /gateway-system/.test(k))).toEqual(['_gateway-system__Namespace'])
     const spec = async () =>
       (
         await getObject<KubeObject & {spec: {talos: {machineConfig?: Record<string, unknown>}}}>(kube, {
@@ -104,7 +139,10 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(await spec()).toMatchObject({
       installDisk: '/dev/nvme0n1',
       installImage: IMAGE,
-      controlPlanePatches: [{source: files.cp, yaml: readFileSync(files.cp, 'utf8')}],
+      controlPlanePatches: [
+        {source: files.cp, yaml: readFileSync(files.cp, 'utf8')},
+        {source: files.gw, yaml: readFileSync(files.gw, 'utf8')},
+      ],
       workerPatches: [{source: files.worker}],
       nodePatches: [{node: WORKER, source: files.host}],
     })
@@ -117,7 +155,10 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(nodeConfig(h, WORKER)).toBe(w)
 
     // The dry run names what each node gets and shows the diff of its running config; nothing changes.
-    const dry = await runIchor([...h.initArgs, '--dry-run', '--config-patch-control-plane', `@${files.cp2}`], h.env)
+    const dry = await runIchor(
+      [...h.initArgs, '--dry-run', '--config-patch-control-plane', `@${files.cp2}`, '--config-patch-control-plane', `@${files.gw}`],
+      h.env,
+    )
     expect(dry.code, failure(dry)).toBe(0)
     const said = `${dry.stdout}${dry.stderr}`
     expect(said).toContain(`${CONTROL_PLANE}: applied without a reboot`)
@@ -126,15 +167,19 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(said).toMatch(/^\+\s+vm\.nr_hugepages: "128"$/m)
     expect(nodeConfig(h, CONTROL_PLANE)).toBe(cp)
 
-    const changed = await runIchor([...h.initArgs, '--config-patch-control-plane', `@${files.cp2}`, '--json'], h.env)
+    const changed = await runIchor(
+      [...h.initArgs, '--config-patch-control-plane', `@${files.cp2}`, '--config-patch-control-plane', `@${files.gw}`, '--json'],
+      h.env,
+    )
     expect(changed.code, failure(changed)).toBe(0)
     const cp2 = nodeConfig(h, CONTROL_PLANE)
     expect(cp2).toContain('vm.nr_hugepages: "128"')
     expect(cp2).not.toContain('vm.nr_hugepages: "64"')
     // Only the operator's change: what ichor changed since (the Cilium hand-over) stays as it is.
     expect(inlineManifestForms(cp2)).toEqual([])
+    expect(inlineManifestForms(cp2, 'gateway-api-crds')).toEqual(['document'])
     expect(nodeConfig(h, WORKER)).toBe(w)
-    expect(await spec()).toMatchObject({controlPlanePatches: [{source: files.cp2, yaml: readFileSync(files.cp2, 'utf8')}]})
+    expect(await spec()).toMatchObject({controlPlanePatches: [{source: files.cp2, yaml: readFileSync(files.cp2, 'utf8')}, {source: files.gw}]})
 
     // An installer image is used by the next install or upgrade: Talos v1.14 takes it without a reboot.
     const image = await runIchor([...h.initArgs, '--install-image', IMAGE2, '--json'], h.env)

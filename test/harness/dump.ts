@@ -5,6 +5,7 @@ import {join} from 'node:path'
 import {readReleaseRecord} from '../../src/lib/helm/release-record.js'
 import type {Kube} from '../../src/lib/kube/client.js'
 import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/objects.js'
+import {inlineManifestForms} from '../../src/lib/talos/handover.js'
 import type {HarnessCluster} from './cluster.js'
 
 type Obj = KubeObject & {spec?: unknown; status?: unknown; data?: Record<string, string>}
@@ -46,7 +47,8 @@ export async function canonicalDump(kube: Kube, h: HarnessCluster) {
     secrets: [...(await secretNames('ichor-system')), ...(await secretNames('kokumi')), ...(await secretNames('argocd'))].sort(),
     policies: policies.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).sort(),
     inventoryKeys: Object.keys(inventory?.data ?? {}).filter((k) => /cilium/i.test(k)),
-    controlPlaneHasCilium: h.controlPlanes.some((ip) => /KubeInlineManifestConfig|inlineManifests/.test(nodeConfig(h, ip))),
+    // ichor's entry by its name: an operator's own inline manifest stays after the hand-over.
+    controlPlaneHasCilium: h.controlPlanes.some((ip) => inlineManifestForms(nodeConfig(h, ip)).length > 0),
   }
 }
 

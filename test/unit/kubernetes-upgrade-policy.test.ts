@@ -123,6 +123,16 @@ describe("reading talosctl upgrade-k8s's dry run", () => {
       'configured DaemonSet/kube-system/cilium',
     ])
   })
+
+  it("leaves the objects of the operator's own inline manifests to Talos (issue 38 point 7): applied and pruned as the operator's config says, never a refusal", () => {
+    const operator = [
+      ' < configured Namespace/gateway-system',
+      ' < Pruned CustomResourceDefinition/gateways.gateway.networking.k8s.io',
+      ' < configured DaemonSet/kube-system/cilium',
+    ].join('\n')
+    const protectedSet = [{kind: 'DaemonSet', namespace: 'kube-system', name: 'cilium', owner: 'the Cilium release kube-system/cilium'}]
+    expect(protectedChanges(parseUpgradeK8sDryRun(operator), protectedSet).map((c) => c.subject)).toEqual(['DaemonSet/kube-system/cilium'])
+  })
 })
 
 describe("reading talosctl upgrade-k8s's legacy dry run (a node below Talos 1.13)", () => {

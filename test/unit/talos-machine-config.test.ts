@@ -18,6 +18,7 @@ import {MAX_PATCH_FILE_BYTES, ownedFieldIssues, readMachineConfigFlags} from '..
 import {renderTalosPatches} from '../../src/lib/talos/patches.js'
 import {machineConfigsTask} from '../../src/lib/talos/tasks.js'
 import {rebaseConfig} from '../../src/lib/talos/apply-config.js'
+import {inlineManifestRemovalPatch, withoutInlineManifest} from '../../src/lib/talos/handover.js'
 import {realTalosctlPath} from '../harness/talosctl.js'
 
 let dir: string
@@ -80,10 +81,12 @@ describe('init machine-config flags', () => {
       'p.yaml: cluster.network.cni.name is set by ichor (ichor sets the CNI to none: Cilium is installed by ichor)',
     ])
     expect(owned('cluster:\n  proxy:\n    disabled: false\n')[0]).toMatch(/cluster\.proxy\.disabled is set by ichor \(kube-proxy is ichor's/)
-    expect(owned('cluster:\n  inlineManifests: []\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
+    expect(owned('cluster:\n  inlineManifests:\n    - name: cilium\n      contents: x\n')[0]).toMatch(
+      /cluster\.inlineManifests cilium: the entry named cilium is ichor's/,
+    )
     expect(owned('apiVersion: v1alpha1\nkind: KubePrismConfig\nport: 7446\n')[0]).toMatch(/kind KubePrismConfig is set by ichor \(KubePrism on 7445/)
     expect(owned('apiVersion: v1alpha1\nkind: KubeProxyConfig\nenabled: true\n')[0]).toMatch(/kind KubeProxyConfig is set by ichor/)
-    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: x\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: cilium\nmanifest: ""\n')[0]).toMatch(/inline manifest/)
     expect(owned('- op: replace\n  path: /cluster/controlPlane/endpoint\n  value: https://x:6443\n')[0]).toMatch(
       /cluster\.controlPlane\.endpoint is set by ichor \(the endpoint is --endpoint\)/,
     )
@@ -114,6 +117,100 @@ describe('init machine-config flags', () => {
       'apiVersion: v1alpha1\nkind: KubeExternalManifestConfig\nname: gateway-api\nurl: https://example.com/standard-install.yaml\nheaders:\n  X-Token: t\n'
     expect(owned(external)).toEqual([])
     expect(owned('cluster:\n  extraManifests: [https://example.com/standard-install.yaml]\n  extraManifestHeaders:\n    X-Token: t\n')).toEqual([])
+  })
+
+  it("Given the operator's own inline manifests (issue 38 point 7), Then any entry not named cilium is accepted in both forms, and ichor's entry, an index into the list and a second CNI are refused", () => {
+    const bootstrap = [
+      'apiVersion: v1',
+      'kind: Namespace',
+      'metadata:',
+      '  name: gateway-system',
+      '---',
+      'apiVersion: apiextensions.k8s.io/v1',
+      'kind: CustomResourceDefinition',
+      'metadata:',
+      '  name: gateways.gateway.networking.k8s.io',
+      'spec:',
+      '  group: gateway.networking.k8s.io',
+      '',
+    ].join('\n')
+    const indent = (text: string, n: number) =>
+      text
+        .split('\n')
+        .map((l) => (l ? ' '.repeat(n) + l : l))
+        .join('\n')
+    const doc = (name: string, manifest: string) => `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: ${name}\nmanifest: |\n${indent(manifest, 2)}`
+    const legacy = (name: string, manifest: string) => `cluster:\n  inlineManifests:\n    - name: ${name}\n      contents: |\n${indent(manifest, 8)}`
+    // Talos v1.14 document form and the legacy list (below v1.14; v1.14 reads both, config/container K8sInlineManifestConfigs)
+    expect(owned(doc('gateway-api-crds', bootstrap))).toEqual([])
+    expect(owned(legacy('gateway-api-crds', bootstrap))).toEqual([])
+    // the operator removing an entry of its own, in either form
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: gateway-api-crds\n$patch: delete\n')).toEqual([])
+    expect(owned('cluster:\n  inlineManifests:\n    - name: gateway-api-crds\n      $patch: delete\n')).toEqual([])
+    expect(owned('cluster:\n  inlineManifests: []\n')).toEqual([])
+    // ichor's entry, whatever the operator puts in it or takes out
+    const ichors =
+      /the entry named cilium is ichor's: the inline manifest ichor bootstraps Cilium with before handing it to Helm \(accepted: an entry of another name\)/
+    expect(owned(doc('cilium', bootstrap))).toEqual([expect.stringMatching(new RegExp(`^p\\.yaml: KubeInlineManifestConfig cilium: ${ichors.source}`))])
+    expect(owned(legacy('cilium', bootstrap))).toEqual([expect.stringMatching(new RegExp(`^p\\.yaml: cluster\\.inlineManifests cilium: ${ichors.source}`))])
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: cilium\n$patch: delete\n')[0]).toMatch(ichors)
+    expect(owned('cluster:\n  inlineManifests:\n    - name: cilium\n      $patch: delete\n')[0]).toMatch(ichors)
+    // a delete of the whole list, or an entry chosen by anything but its name, may take ichor's
+    expect(owned('cluster:\n  inlineManifests:\n    $patch: delete\n')[0]).toMatch(/cluster\.inlineManifests is set by ichor/)
+    expect(owned('cluster:\n  inlineManifests:\n    - contents: x\n      $patch: delete\n')[0]).toMatch(/entry 1 has no name/)
+    expect(owned('cluster:\n  inlineManifests:\n    - contents: x\n      name: gateway-api-crds\n      $patch: delete\n')[0]).toMatch(
+      /cluster\.inlineManifests entry 1 is picked for \$patch: delete by its contents, not its name/,
+    )
+    expect(owned('apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nmanifest: x\n')[0]).toMatch(/KubeInlineManifestConfig has no name/)
+    // JSON 6902 addresses entries by index, and the index of ichor's entry depends on the order talosctl merges patches in
+    for (const path of ['/cluster/inlineManifests/0', '/cluster/inlineManifests/-', '/cluster/inlineManifests']) {
+      const issues = owned(`- op: add\n  path: ${path}\n  value: {name: gateway-api-crds, contents: x}\n`)
+      expect(issues, path).toHaveLength(1)
+      expect(issues[0]).toMatch(
+        /cluster\.inlineManifests.* by index .*accepted: a KubeInlineManifestConfig document or a cluster\.inlineManifests entry with its name/,
+      )
+    }
+    // a JSON 6902 move takes its `from` away: ichor's entry moved out is ichor's entry removed
+    expect(owned('- op: move\n  from: /cluster/inlineManifests/0\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.inlineManifests\.0 .* by index/)
+    expect(owned('- op: move\n  from: /cluster/network/cni\n  path: /machine/nodeLabels/x\n')[0]).toMatch(/cluster\.network\.cni is set by ichor/)
+    expect(owned('- op: copy\n  from: /cluster/network/cni/name\n  path: /machine/nodeLabels/x\n')).toEqual([])
+    // a second CNI: a pod that can write into the node's CNI folders, named with the object and the folder
+    const flannel = [
+      'apiVersion: apps/v1',
+      'kind: DaemonSet',
+      'metadata:',
+      '  name: kube-flannel-ds',
+      '  namespace: kube-flannel',
+      'spec:',
+      '  template:',
+      '    spec:',
+      '      initContainers: [{name: install-cni, image: flannel, volumeMounts: [{name: cni, mountPath: /etc/cni/net.d}]}]',
+      '      containers: [{name: kube-flannel, image: flannel}]',
+      '      volumes:',
+      '        - name: cni',
+      '          hostPath:',
+      '            path: /etc/cni/net.d/',
+      '',
+    ].join('\n')
+    const cni = /a second CNI: DaemonSet kube-flannel\/kube-flannel-ds mounts the node's \/etc\/cni\/net\.d/
+    expect(owned(doc('my-cni', `${bootstrap}---\n${flannel}`))).toEqual([expect.stringMatching(cni)])
+    expect(owned(doc('my-cni', flannel))[0]).toMatch(/^p\.yaml: KubeInlineManifestConfig my-cni: .*Cilium is the cluster's CNI/)
+    expect(owned(legacy('my-cni', flannel))[0]).toMatch(/^p\.yaml: cluster\.inlineManifests my-cni: /)
+    expect(owned(legacy('my-cni', flannel))[0]).toMatch(cni)
+    const binInCronJob =
+      'apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cni-installer}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: c, volumeMounts: [{name: b, mountPath: /host/opt/cni}]}]\n          volumes: [{name: b, hostPath: {path: /opt/cni}}]\n'
+    expect(owned(doc('x', binInCronJob))[0]).toMatch(/CronJob cni-installer mounts the node's \/opt\/cni/)
+    // a pod that reads other host folders is not a CNI, nor one that only reads the CNI folders or the whole host (node-exporter)
+    const logs = flannel.replace('/etc/cni/net.d/', '/var/log')
+    expect(owned(doc('log-agent', logs))).toEqual([])
+    expect(owned(doc('cni-reader', flannel.replace('mountPath: /etc/cni/net.d}', 'mountPath: /etc/cni/net.d, readOnly: true}')))).toEqual([])
+    expect(owned(doc('cni-unmounted', flannel.replace(/ *initContainers.*\n/, '')))).toEqual([])
+    const nodeExporter =
+      'apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: node-exporter, namespace: monitoring}\nspec:\n  template:\n    spec:\n      containers: [{name: e, volumeMounts: [{name: root, mountPath: /host, readOnly: true}]}]\n      volumes: [{name: root, hostPath: {path: /}}]\n'
+    expect(owned(doc('node-exporter', nodeExporter))).toEqual([])
+    expect(owned(doc('node-writer', nodeExporter.replace(', readOnly: true', '')))[0]).toMatch(/DaemonSet monitoring\/node-exporter mounts the node's \/,/)
+    // contents that are not YAML cannot be judged
+    expect(owned(doc('broken', 'a: [\n'))[0]).toMatch(/KubeInlineManifestConfig broken: the manifest is not YAML/)
   })
 
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {
@@ -224,14 +321,14 @@ describe('the install disk each node is told about', () => {
 })
 
 describe('machine configs rendered with the real talosctl v1.14.1', () => {
-  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>) => {
+  const run = async (machineConfig: MachineConfigInputs, existing?: ReturnType<typeof localState>, talosVersion?: string) => {
     process.env.ICHOR_TALOSCTL = realTalosctlPath()
     const state = existing ?? localState('c', mkdtempSync(join(dir, 'state-')))
     if (!existing) {
       prepareStateDir(state)
       execFileSync(realTalosctlPath(), ['gen', 'secrets', '--output-file', state.secrets], {stdio: 'ignore'})
     }
-    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes}, {requireNodes: true})
+    const inputs = checkInitInputs({clusterName: 'c', endpoint: 'https://192.0.2.10:6443', ...nodes, talosVersion}, {requireNodes: true})
     const talos = renderTalosPatches({
       talosVersion: inputs.talosVersion,
       kubeProxy: 'replaced',
@@ -263,6 +360,46 @@ describe('machine configs rendered with the real talosctl v1.14.1', () => {
     expect(w).toContain('tier: worker')
     expect(parseAllDocuments(cp).length).toBeGreaterThan(1)
   }, 60_000)
+
+  it.each([
+    [
+      'v1.14.1',
+      'document',
+      'apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: gateway-api-crds\nmanifest: |\n  apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: gateway-system\n',
+    ],
+    [
+      'v1.13.0',
+      'legacy',
+      'cluster:\n  inlineManifests:\n    - name: gateway-api-crds\n      contents: |\n        apiVersion: v1\n        kind: Namespace\n        metadata:\n          name: gateway-system\n',
+    ],
+  ] as const)(
+    "Given Talos %s and the operator's own inline manifest in the %s form (issue 38 point 7), Then the control plane's config carries both entries, and the hand-over's patch takes only ichor's",
+    async (talosVersion, form, yaml) => {
+      // read as init reads --config-patch-control-plane, so the check of owned fields is on the way
+      const issues: Issue[] = []
+      const inputs = readMachineConfigFlags({configPatchControlPlane: [yaml]}, nodes, issues)
+      expect(issues).toEqual([])
+      const state = await run(inputs, undefined, talosVersion)
+      const cp = readFileSync(state.controlPlaneConfig, 'utf8')
+      const names = (text: string) =>
+        parseAllDocuments(text).flatMap((d) => {
+          const js = d.toJS() as {kind?: string; name?: string; cluster?: {inlineManifests?: {name: string}[]}} | null
+          if (js?.kind === 'KubeInlineManifestConfig') return [`document ${js.name}`]
+          return !js?.kind ? (js?.cluster?.inlineManifests ?? []).map((m) => `legacy ${m.name}`) : []
+        })
+      const kind = form === 'document' ? 'document' : 'legacy'
+      expect(names(cp).sort()).toEqual([`${kind} cilium`, `${kind} gateway-api-crds`])
+      // The removal as the hand-over sends it to each control plane, applied by talosctl itself.
+      const patch = join(dir, `removal-${form}.yaml`)
+      writeFileSync(patch, inlineManifestRemovalPatch(cp)!)
+      const after = execFileSync(realTalosctlPath(), ['machineconfig', 'patch', state.controlPlaneConfig, '--patch', `@${patch}`], {encoding: 'utf8'})
+      expect(names(after)).toEqual([`${kind} gateway-api-crds`])
+      expect(after).toContain('name: gateway-system')
+      // and the state folder's copy, which a control plane added later is given
+      expect(names(withoutInlineManifest(cp)!)).toEqual([`${kind} gateway-api-crds`])
+    },
+    60_000,
+  )
 
   it('Given a patch Talos refuses (an unknown field), Then exit 2 naming the flag, the file and the field', async () => {
     const error = await run({

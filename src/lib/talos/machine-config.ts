@@ -9,6 +9,7 @@ import {LineCounter, parseAllDocuments, type Document} from 'yaml'
 import {IchorError, type Issue} from '../errors/errors.js'
 import type {ConfigPatch, MachineConfigInputs} from '../state/installation-types.js'
 import {aliasBomb, checkUniqueKeys, MAX_ALIAS_COUNT, MAX_VALUES_FILE_BYTES, readCappedFileText, tooLarge, type FileCap} from '../values/input.js'
+import {DELETE_SELECTOR_PROBLEM, INDEX_PROBLEM, inlineManifestEntryProblems, WHOLE_LIST_PROBLEM} from './inline-manifests.js'
 import {nodeProblem} from './node-address.js'
 import type {TalosPatches} from './patches.js'
 import type {KubernetesVersion, TalosVersion} from './versions.js'
@@ -191,10 +192,10 @@ function checkPatchShape(values: unknown[], source: string, inline: {arg: string
 // or the cluster's identity. Paths are the v1alpha1 document's; kinds the multi-document ones
 // (Talos pkg/machinery/config/types/v1alpha1 and k8s, v1.14.1).
 const SECRETS = "the cluster secrets come from ichor's Talos secrets bundle (never regenerated)"
+const INLINE = 'cluster.inlineManifests'
 const OWNED_PATHS: [string, string][] = [
   ['cluster.network.cni', 'ichor sets the CNI to none: Cilium is installed by ichor'],
   ['cluster.proxy', "kube-proxy is ichor's: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later"],
-  ['cluster.inlineManifests', 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm'],
   ['cluster.externalCloudProvider.manifests', "manifests outside ichor's stack are not handed over"],
   ['machine.features.kubePrism', 'KubePrism on 7445 is where Cilium reaches the API server'],
   ['cluster.controlPlane.endpoint', 'the endpoint is --endpoint'],
@@ -216,7 +217,6 @@ const OWNED_PATHS: [string, string][] = [
 const OWNED_KINDS: Record<string, string> = {
   KubeFlannelCNIConfig: 'ichor removes flannel: Cilium is installed by ichor',
   KubeProxyConfig: "kube-proxy is ichor's: --kube-proxy at init, `ichor cni kube-proxy replace|restore` later",
-  KubeInlineManifestConfig: 'the inline manifest is how ichor bootstraps Cilium before handing it to Helm',
   KubePrismConfig: 'KubePrism on 7445 is where Cilium reaches the API server',
   KubeClusterConfig: 'the cluster name and endpoint are --cluster-name and --endpoint',
   DiscoveryIdentityConfig: SECRETS,
@@ -228,6 +228,8 @@ const OWNED_KINDS: Record<string, string> = {
   // writes it from the secrets bundle, and Talos refuses it beside either legacy field
   // (pkg/machinery/config/types/k8s/etcd_encryption.go, generate/kubernetes.go, v1.14.0-rc.1).
   KubeEtcdEncryptionConfig: SECRETS,
+  // Not here: KubeInlineManifestConfig and cluster.inlineManifests, judged entry by entry
+  // (inline-manifests.ts): only the entry named cilium is ichor's.
   // Not here: KubeExternalManifestConfig (k8s/external_manifest.go, a named document with a URL
   // and headers), the v1.14 form of cluster.extraManifests. Both are the operator's own
   // manifests, which Talos fetches and applies; ichor neither writes nor hands them over.
@@ -244,29 +246,55 @@ export function ownedFieldIssues(patch: ConfigPatch, flag: string, opts: {noWork
       : []),
   ]
   const check = (path: string) => {
+    if (path === INLINE || path.startsWith(`${INLINE}.`)) return void issues.push({path: flag, message: `${patch.source}: ${path} ${INDEX_PROBLEM}`})
     const hit = owned.find(([p]) => path === p || path.startsWith(`${p}.`) || p.startsWith(`${path}.`))
     if (hit) refuse(hit[0] === path || path.startsWith(`${hit[0]}.`) ? path : hit[0], hit[1])
   }
   for (const js of patchValues(patch.yaml)) {
     if (Array.isArray(js)) {
-      // JSON 6902: a list of operations, each with a JSON pointer.
-      for (const op of js as {path?: unknown}[])
-        if (typeof op?.path === 'string')
-          check(
-            op.path
-              .replace(/^\//, '')
-              .split('/')
-              .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-              .join('.'),
-          )
+      // JSON 6902: a list of operations, each with a JSON pointer; a move also takes its `from` away.
+      const dotted = (pointer: string) =>
+        pointer
+          .replace(/^\//, '')
+          .split('/')
+          .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+          .join('.')
+      for (const op of js as {op?: unknown; path?: unknown; from?: unknown}[]) {
+        if (typeof op?.path === 'string') check(dotted(op.path))
+        if (op?.op === 'move' && typeof op.from === 'string') check(dotted(op.from))
+      }
       continue
     }
     if (!js || typeof js !== 'object') continue
     const obj = js as Record<string, unknown>
+    const entry = (label: string, name: unknown, manifest: unknown) => {
+      for (const problem of inlineManifestEntryProblems(name, manifest))
+        issues.push({path: flag, message: `${patch.source}: ${label}${typeof name === 'string' && name ? ` ${name}:` : ''} ${problem}`})
+    }
     if (typeof obj.kind === 'string') {
-      if (OWNED_KINDS[obj.kind]) refuse(`kind ${obj.kind}`, OWNED_KINDS[obj.kind]!)
+      if (obj.kind === 'KubeInlineManifestConfig') entry('KubeInlineManifestConfig', obj.name, obj.manifest)
+      else if (OWNED_KINDS[obj.kind]) refuse(`kind ${obj.kind}`, OWNED_KINDS[obj.kind]!)
       else if (obj.kind === 'KubeNodeConfig' && opts.noWorker && obj.taints !== undefined)
         refuse('KubeNodeConfig taints', 'ichor lets a cluster without workers schedule on its control planes')
+      continue
+    }
+    const cluster = obj.cluster as Record<string, unknown> | undefined
+    if (cluster && typeof cluster === 'object' && !Array.isArray(cluster) && 'inlineManifests' in cluster) {
+      // Talos appends the list's entries to the config's (merge.go: no replace tag on the field)
+      // and `$patch: delete` picks one by its first key: each entry is judged by its name.
+      const {inlineManifests: list, ...rest} = cluster
+      if (Array.isArray(list))
+        for (const [i, m] of list.entries()) {
+          const e = (m ?? {}) as {name?: unknown; contents?: unknown}
+          const selector = Object.keys(e).filter((k) => k !== '$patch')[0]
+          if (typeof e.name === 'string' && e.name && '$patch' in e && selector !== 'name') {
+            issues.push({path: flag, message: `${patch.source}: cluster.inlineManifests entry ${i + 1} ${DELETE_SELECTOR_PROBLEM(selector ?? '')}`})
+            continue
+          }
+          entry(typeof e.name === 'string' && e.name ? 'cluster.inlineManifests' : `cluster.inlineManifests entry ${i + 1}`, e.name, e.contents)
+        }
+      else if (list !== null && list !== undefined) issues.push({path: flag, message: `${patch.source}: ${INLINE} ${WHOLE_LIST_PROBLEM}`})
+      for (const path of leafPaths({...obj, cluster: rest})) check(path)
       continue
     }
     for (const path of leafPaths(obj)) check(path)
