@@ -1,15 +1,14 @@
 // The dry run is reviewable and honest (issue 37 point 7): plan.txt names the versions and the
 // promotion mode and lists only the steps that apply; the output folder holds only this run's
 // files; bad input is refused offline as it is live, with or without talosctl.
-import {spawnSync} from 'node:child_process'
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
+import {runCli} from '../support/run-cli.js'
 import {PROJECT_ROOT, UPSTREAM} from '../support/upstream.js'
 import {renderLiveDryRun} from '../../src/lib/init/summary.js'
 
-const BIN = join(PROJECT_ROOT, 'bin', 'run.js')
 if (!existsSync(join(PROJECT_ROOT, 'dist', 'commands', 'init.js'))) throw new Error('dist/ is missing: run `npm run build` first (npm test does)')
 
 const CLUSTER = ['--cluster-name', 'homelab', '--endpoint', 'https://192.0.2.10:6443']
@@ -20,20 +19,23 @@ const NO_TALOSCTL = {ICHOR_TALOSCTL: join(tmpdir(), 'ichor-no-talosctl-here')}
 /** talosctl played by the simulator: its `gen config` stand-in gives every node a config file. */
 const SIM_TALOSCTL = (dir: string) => ({ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: dir})
 
-function ichor(args: string[], env: Record<string, string | undefined> = {}) {
-  return spawnSync(process.execPath, [BIN, ...args], {encoding: 'utf8', env: {...process.env, ICHOR_MIRROR: '', ...env}})
+// Asynchronous runs (runCli): a spawnSync blocks the test worker as long as the CLI runs, and
+// vitest's worker times out its own progress messages past 60 s ("Timeout calling onTaskUpdate").
+async function ichor(args: string[], env: Record<string, string | undefined> = {}, cwd?: string) {
+  const r = await runCli(args, {env: {...process.env, ICHOR_MIRROR: '', ...env}, cwd})
+  return {status: r.code, stdout: r.stdout, stderr: r.stderr}
 }
-function dryRun(out: string, args: string[], env: Record<string, string | undefined> = {}) {
-  return ichor(['init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...args], env)
+async function dryRun(out: string, args: string[], env: Record<string, string | undefined> = {}) {
+  return await ichor(['init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...args], env)
 }
 
 describe('plan.txt names what the run installs and only the steps that apply', () => {
   it.each([
     ['Automatic', [], false],
     ['Manual', ['--promotion', 'Manual'], true],
-  ] as const)('promotion %s: the versions and the mode are named, the first-install approval only when it applies', (mode, flags, approves) => {
+  ] as const)('promotion %s: the versions and the mode are named, the first-install approval only when it applies', async (mode, flags, approves) => {
     const out = join(work(), 'out')
-    const r = dryRun(out, [...NODES, ...flags])
+    const r = await dryRun(out, [...NODES, ...flags])
     expect(r.status, r.stderr).toBe(0)
     const plan = readFileSync(join(out, 'plan.txt'), 'utf8')
     expect(plan).toMatch(/^Talos v\d+\.\d+\.\d+, Kubernetes \d+\.\d+\.\d+, /m)
@@ -49,12 +51,12 @@ describe('plan.txt names what the run installs and only the steps that apply', (
 })
 
 describe('bad input is refused offline as it is live: exit 2, the flag named, nothing written', () => {
-  it('zero control planes: the offline dry run says what the live dry run and a real run say', () => {
+  it('zero control planes: the offline dry run says what the live dry run and a real run say', async () => {
     const dir = work()
     const out = join(dir, 'out')
-    const offline = dryRun(out, [...CLUSTER, '--worker', '192.0.2.11'])
-    const live = ichor(['init', '--dry-run', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
-    const real = ichor(['init', '--yes', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
+    const offline = await dryRun(out, [...CLUSTER, '--worker', '192.0.2.11'])
+    const live = await ichor(['init', '--dry-run', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
+    const real = await ichor(['init', '--yes', ...CLUSTER, '--worker', '192.0.2.11', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')])
     for (const r of [offline, live, real]) {
       expect(r.status, r.stderr).toBe(2)
       expect(r.stderr).toMatch(/^ {2}- --control-plane: at least one control-plane node is required/m)
@@ -69,22 +71,18 @@ describe('without talosctl, --config-patch is still parsed and checked as talosc
   const dir = work()
   writeFileSync(join(dir, 'patch.yaml'), 'machine:\n  install:\n    wipe: true\n')
   writeFileSync(join(dir, 'cni.yaml'), 'cluster:\n  network:\n    cni:\n      name: flannel\n')
-  const run = (patchArgs: string[]) => {
+  const run = async (patchArgs: string[]) => {
     const out = join(work(), 'out')
-    const r = spawnSync(process.execPath, [BIN, 'init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...NODES, ...patchArgs], {
-      encoding: 'utf8',
-      cwd: dir,
-      env: {...process.env, ICHOR_MIRROR: '', ...NO_TALOSCTL},
-    })
+    const r = await ichor(['init', '--dry-run', '--output-dir', out, '--mirror', UPSTREAM.dir, ...NODES, ...patchArgs], NO_TALOSCTL, dir)
     return {...r, written: existsSync(out)}
   }
 
-  it('a valid patch (file or inline) renders, and the run says talosctl is missing', () => {
+  it('a valid patch (file or inline) renders, and the run says talosctl is missing', async () => {
     for (const args of [
       ['--config-patch', '@patch.yaml'],
       ['--config-patch', '[{op: add, path: /machine/install/wipe, value: true}]'],
     ]) {
-      const r = run(args)
+      const r = await run(args)
       expect(r.status, r.stderr).toBe(0)
       expect(r.stderr).toMatch(/talosctl was not found/)
     }
@@ -108,8 +106,8 @@ describe('without talosctl, --config-patch is still parsed and checked as talosc
     // fields ichor owns, as with talosctl
     [['--config-patch', '@cni.yaml'], '--config-patch: cni.yaml: cluster.network.cni.name is set by ichor'],
     [['--config-patch-control-plane', '{cluster: {clusterName: other}}'], '--config-patch-control-plane: inline: cluster.clusterName is set by ichor'],
-  ])('%j is refused naming the flag', (args, message) => {
-    const r = run(args)
+  ])('%j is refused naming the flag', async (args, message) => {
+    const r = await run(args)
     expect(r.status, r.stderr).toBe(2)
     expect(r.stderr).toContain(`  - ${message}`)
     expect(r.written).toBe(false)
@@ -120,8 +118,8 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
   const live = (dir: string, env: Record<string, string>) =>
     ichor(['init', '--dry-run', ...CLUSTER, '--control-plane', '192.0.2.10', '--mirror', UPSTREAM.dir, '--state-dir', join(dir, 'state')], env)
 
-  it('a step that fails (no talosctl): stdout holds no progress, and stderr ends with the Error: line (and its hint)', () => {
-    const r = live(work(), NO_TALOSCTL)
+  it('a step that fails (no talosctl): stdout holds no progress, and stderr ends with the Error: line (and its hint)', async () => {
+    const r = await live(work(), NO_TALOSCTL)
     expect(r.status).toBe(1)
     expect(r.stdout).toBe('')
     const lines = r.stderr.trimEnd().split('\n')
@@ -131,13 +129,13 @@ describe('a live dry run: progress on stderr, the result on stdout, a failure en
     expect(lines.slice(error + 1).every((l) => l.startsWith('Hint: '))).toBe(true)
   })
 
-  it('nodes in maintenance mode (talosctl simulator): stdout lists what a real run would run, stderr the probing', () => {
+  it('nodes in maintenance mode (talosctl simulator): stdout lists what a real run would run, stderr the probing', async () => {
     const dir = work()
     const sim = join(dir, 'sim')
     mkdirSync(sim)
     writeFileSync(join(sim, 'nodes.json'), JSON.stringify([{ip: '192.0.2.10', role: 'controlplane', talosVersion: 'v1.14.1'}]))
     writeFileSync(join(sim, 'node-192.0.2.10.json'), JSON.stringify({mode: 'maintenance'}))
-    const r = live(dir, {ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: sim})
+    const r = await live(dir, {ICHOR_TALOSCTL: join(PROJECT_ROOT, 'test', 'sim', 'talosctl-simulator.mjs'), TALOS_SIM_STATE: sim})
     expect(r.status, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/^Dry run: nothing was changed\. A real run would run \d+ of \d+ steps \(\d+ already holds?\):\n/)
     expect(r.stdout).toMatch(/^ {2}\s?\d+\. Apply machine configs to nodes in maintenance mode \(in maintenance mode: 192\.0\.2\.10\)$/m)
@@ -156,10 +154,10 @@ describe("the output folder holds only this run's files, and never loses one ich
       .filter((l) => l && !l.startsWith('#'))
       .sort()
 
-  it("a node left out of the flags loses its talos/nodes file; an operator's files stay and are named; the list of ichor's files is 0600", () => {
+  it("a node left out of the flags loses its talos/nodes file; an operator's files stay and are named; the list of ichor's files is 0600", async () => {
     const dir = work()
     const out = join(dir, 'out')
-    const first = dryRun(out, [...NODES, '--worker', '192.0.2.12'], SIM_TALOSCTL(dir))
+    const first = await dryRun(out, [...NODES, '--worker', '192.0.2.12'], SIM_TALOSCTL(dir))
     expect(first.status, first.stderr).toBe(0)
     expect(readdirSync(join(out, 'talos', 'nodes')).sort()).toEqual(['192.0.2.10.yaml', '192.0.2.11.yaml', '192.0.2.12.yaml'])
     writeFileSync(join(out, 'notes.md'), 'mine')
@@ -167,7 +165,7 @@ describe("the output folder holds only this run's files, and never loses one ich
     writeFileSync(join(out, 'review', 'old', 'plan.txt'), 'mine too')
     writeFileSync(join(out, 'talos', 'my-patch.yaml'), 'machine: {}\n')
 
-    const second = dryRun(out, NODES, SIM_TALOSCTL(dir))
+    const second = await dryRun(out, NODES, SIM_TALOSCTL(dir))
     expect(second.status, second.stderr).toBe(0)
     expect(readdirSync(join(out, 'talos', 'nodes')).sort()).toEqual(['192.0.2.10.yaml', '192.0.2.11.yaml'])
     expect(second.stderr).toContain(`removed from ${out}, written by an earlier dry run and not by this one: talos/nodes/192.0.2.12.yaml`)
@@ -181,30 +179,30 @@ describe("the output folder holds only this run's files, and never loses one ich
     expect(statSync(join(out, '.ichor-dry-run')).mode & 0o777).toBe(0o600)
 
     // Without talosctl no node config is written: the folder they were in goes too.
-    const third = dryRun(out, NODES, NO_TALOSCTL)
+    const third = await dryRun(out, NODES, NO_TALOSCTL)
     expect(third.status, third.stderr).toBe(0)
     expect(existsSync(join(out, 'talos', 'nodes'))).toBe(false)
-    const json = dryRun(out, [...NODES, '--json'], NO_TALOSCTL)
+    const json = await dryRun(out, [...NODES, '--json'], NO_TALOSCTL)
     const result = JSON.parse(json.stdout) as {files: string[]; removed: string[]; foreign: string[]}
     expect(listOf(out)).toEqual([...result.files].sort())
     expect(result.removed).toEqual([])
     expect(result.foreign).toEqual(['notes.md', 'review/', 'talos/my-patch.yaml'])
   })
 
-  it('a list edited to name a file outside the folder removes nothing outside it', () => {
+  it('a list edited to name a file outside the folder removes nothing outside it', async () => {
     const dir = work()
     const out = join(dir, 'out')
-    expect(dryRun(out, NODES, NO_TALOSCTL).status).toBe(0)
+    expect((await dryRun(out, NODES, NO_TALOSCTL)).status).toBe(0)
     writeFileSync(join(dir, 'outside.txt'), 'keep')
     writeFileSync(join(out, '.ichor-dry-run'), `${readFileSync(join(out, '.ichor-dry-run'), 'utf8')}../outside.txt\n${join(dir, 'outside.txt')}\n`)
-    expect(dryRun(out, NODES, NO_TALOSCTL).status).toBe(0)
+    expect((await dryRun(out, NODES, NO_TALOSCTL)).status).toBe(0)
     expect(readFileSync(join(dir, 'outside.txt'), 'utf8')).toBe('keep')
   })
 
-  it('a folder holding other things and no list of an earlier dry run is refused before anything is written (exit 2)', () => {
+  it('a folder holding other things and no list of an earlier dry run is refused before anything is written (exit 2)', async () => {
     const out = work()
     writeFileSync(join(out, 'README.md'), 'a project')
-    const r = dryRun(out, NODES, NO_TALOSCTL)
+    const r = await dryRun(out, NODES, NO_TALOSCTL)
     expect(r.status).toBe(2)
     expect(r.stderr).toContain(
       `Error: --output-dir: ${out} holds README.md, which ichor did not write, and no .ichor-dry-run of an earlier dry run: nothing was written`,
@@ -212,12 +210,12 @@ describe("the output folder holds only this run's files, and never loses one ich
     expect(readdirSync(out)).toEqual(['README.md'])
   })
 
-  it('a file ichor would overwrite that it did not write is refused, named (exit 2), and kept', () => {
+  it('a file ichor would overwrite that it did not write is refused, named (exit 2), and kept', async () => {
     const dir = work()
     const out = join(dir, 'out')
-    expect(dryRun(out, NODES, SIM_TALOSCTL(dir)).status).toBe(0)
+    expect((await dryRun(out, NODES, SIM_TALOSCTL(dir))).status).toBe(0)
     writeFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), "an operator's draft")
-    const r = dryRun(out, [...NODES, '--worker', '192.0.2.13'], SIM_TALOSCTL(dir))
+    const r = await dryRun(out, [...NODES, '--worker', '192.0.2.13'], SIM_TALOSCTL(dir))
     expect(r.status).toBe(2)
     expect(r.stderr).toContain(`Error: --output-dir: talos/nodes/192.0.2.13.yaml in ${out} was not written by ichor: nothing was written`)
     expect(readFileSync(join(out, 'talos', 'nodes', '192.0.2.13.yaml'), 'utf8')).toBe("an operator's draft")
@@ -226,7 +224,7 @@ describe("the output folder holds only this run's files, and never loses one ich
 
 describe('renderLiveDryRun: the result a live dry run prints on stdout', () => {
   const task = (title: string, status: 'skipped' | 'would-run', detail?: string) => ({id: title, title, status, detail, ms: 1})
-  it('names each step a real run would run with why, and how many hold; or that nothing would change', () => {
+  it('names each step a real run would run with why, and how many hold; or that nothing would change', async () => {
     const tasks = [task('A', 'skipped', 'holds'), task('B', 'would-run', 'missing'), task('C', 'would-run')]
     expect(renderLiveDryRun({tasks, changed: true, dryRun: true})).toBe(
       'Dry run: nothing was changed. A real run would run 2 of 3 steps (1 already holds):\n   1. B (missing)\n   2. C',
