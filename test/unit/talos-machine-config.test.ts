@@ -211,6 +211,13 @@ describe('init machine-config flags', () => {
     expect(owned(doc('node-writer', nodeExporter.replace(', readOnly: true', '')))[0]).toMatch(/DaemonSet monitoring\/node-exporter mounts the node's \/,/)
     // contents that are not YAML cannot be judged
     expect(owned(doc('broken', 'a: [\n'))[0]).toMatch(/KubeInlineManifestConfig broken: the manifest is not YAML/)
+    // aliases that expand too much: refused by name, not a stack trace
+    const laughs = [
+      'a: &a [x, x, x, x, x, x, x, x, x, x]',
+      'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+      'c: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+    ].join('\n')
+    expect(owned(doc('laughs', laughs))[0]).toMatch(/KubeInlineManifestConfig laughs: the manifest is not YAML ichor can check \(its aliases expand too much\)/)
   })
 
   it('Given an owned-field patch on init, Then init refuses it with exit 2 before anything else runs', () => {

@@ -5,6 +5,7 @@
 // of another name than ichor's is the operator's; ichor's entry, one the patch cannot name, and a
 // second CNI are refused.
 import {parseAllDocuments} from 'yaml'
+import {MAX_ALIAS_COUNT} from '../values/input.js'
 import {DEFAULT_INLINE_MANIFEST_NAME} from './patches.js'
 
 const ICHORS = `the entry named ${DEFAULT_INLINE_MANIFEST_NAME} is ichor's: the inline manifest ichor bootstraps Cilium with before handing it to Helm (accepted: an entry of another name)`
@@ -32,7 +33,14 @@ function secondCni(manifest: string): string[] {
   const problems: string[] = []
   for (const doc of parseAllDocuments(manifest)) {
     if (doc.errors.length > 0) return [`the manifest is not YAML (${doc.errors[0]!.message.split('\n')[0]})`]
-    for (const obj of objects(doc.toJS() as unknown)) {
+    let value: unknown
+    try {
+      value = doc.toJS({maxAliasCount: MAX_ALIAS_COUNT})
+    } catch {
+      // yaml throws for aliases that expand past the count: refused as a patch's own would be.
+      return ['the manifest is not YAML ichor can check (its aliases expand too much)']
+    }
+    for (const obj of objects(value)) {
       for (const path of writableHostPaths(podSpec(obj))) {
         const dir = normalise(path)
         if (!CNI_DIRS.some((d) => dir === '/' || d === dir || d.startsWith(`${dir}/`) || dir.startsWith(`${d}/`))) continue
