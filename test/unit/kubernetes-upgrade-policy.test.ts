@@ -126,6 +126,7 @@ describe("reading talosctl upgrade-k8s's dry run", () => {
 
   it("leaves the objects of the operator's own inline manifests to Talos (issue 38 point 7): applied and pruned as the operator's config says, never a refusal", () => {
     const operator = [
+      'updating manifests (dry run)',
       ' < configured Namespace/gateway-system',
       ' < Pruned CustomResourceDefinition/gateways.gateway.networking.k8s.io',
       ' < configured DaemonSet/kube-system/cilium',
