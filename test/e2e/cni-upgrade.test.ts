@@ -129,10 +129,19 @@ describe('ichor cni upgrade on the harness', () => {
     spec: {endpointSelector: {}, ingress: [{fromEndpoints: [{}], fromRequires: [{matchLabels: {env: 'prod'}}]}]},
   }
   const removedObjects = [
-    {ref: {apiVersion: bgpPolicy.apiVersion, kind: bgpPolicy.kind, name: 'rack1'}, collection: '/apis/cilium.io/v2alpha1/ciliumbgppeeringpolicies', body: bgpPolicy},
-    {ref: {apiVersion: requiresPolicy.apiVersion, kind: requiresPolicy.kind, name: 'prod-only', namespace: 'default'}, collection: '/apis/cilium.io/v2/namespaces/default/ciliumnetworkpolicies', body: requiresPolicy},
+    {
+      ref: {apiVersion: bgpPolicy.apiVersion, kind: bgpPolicy.kind, name: 'rack1'},
+      collection: '/apis/cilium.io/v2alpha1/ciliumbgppeeringpolicies',
+      body: bgpPolicy,
+    },
+    {
+      ref: {apiVersion: requiresPolicy.apiVersion, kind: requiresPolicy.kind, name: 'prod-only', namespace: 'default'},
+      collection: '/apis/cilium.io/v2/namespaces/default/ciliumnetworkpolicies',
+      body: requiresPolicy,
+    },
   ]
-  const namesBoth = /CiliumBGPPeeringPolicy rack1: Cilium 1\.19 removes CiliumBGPPeeringPolicy[\s\S]*CiliumNetworkPolicy default\/prod-only: spec\.ingress\[0\]\.fromRequires: /
+  const namesBoth =
+    /CiliumBGPPeeringPolicy rack1: Cilium 1\.19 removes CiliumBGPPeeringPolicy[\s\S]*CiliumNetworkPolicy default\/prod-only: spec\.ingress\[0\]\.fromRequires: /
 
   it("a CiliumBGPPeeringPolicy and a CiliumNetworkPolicy with fromRequires (Cilium 1.19's upgrade notes) refuse 1.18.0 -> 1.19.6 naming both: exit 2, same revision; the dry run with --skip-removed-api-check names them in its warnings", async () => {
     const kc = loadKubeConfig(h.cp.kubeconfigPath)
@@ -155,7 +164,18 @@ describe('ichor cni upgrade on the harness', () => {
     expect(text.code).toBe(2)
     expect(`${text.stdout}${text.stderr}`).toMatch(namesBoth)
 
-    const dry = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--skip-removed-api-check', '--dry-run', '--json'])
+    const dry = await cli([
+      'cni',
+      'upgrade',
+      '--to',
+      '1.19.6',
+      '--mirror',
+      UPSTREAM.dir,
+      '--skip-patch-check',
+      '--skip-removed-api-check',
+      '--dry-run',
+      '--json',
+    ])
     expect(dry.code, dry.stderr).toBe(0)
     const result = JSON.parse(dry.stdout) as {warnings: string[]; removedApis: {refusals: {object: string}[]}}
     expect(result.removedApis.refusals.map((f) => f.object)).toEqual(['CiliumBGPPeeringPolicy rack1', 'CiliumNetworkPolicy default/prod-only'])

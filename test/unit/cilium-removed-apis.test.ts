@@ -65,7 +65,12 @@ describe('findRemovedApis: 1.19', () => {
       'CiliumClusterwideNetworkPolicy deny-dev',
       'CiliumNetworkPolicy apps/prod-only',
     ])
-    expect(r.refusals[0]).toMatchObject({kind: 'CiliumBGPPeeringPolicy', name: 'rack1', minor: '1.19', why: expect.stringMatching(/removes CiliumBGPPeeringPolicy.*CiliumBGPClusterConfig/)})
+    expect(r.refusals[0]).toMatchObject({
+      kind: 'CiliumBGPPeeringPolicy',
+      name: 'rack1',
+      minor: '1.19',
+      why: expect.stringMatching(/removes CiliumBGPPeeringPolicy.*CiliumBGPClusterConfig/),
+    })
     expect(r.refusals[1]!.why).toMatch(/^specs\[1\]\.egressDeny\[0\]\.toRequires: .*FromRequires and ToRequires to be empty/)
     expect(r.refusals[2]).toMatchObject({namespace: 'apps', why: expect.stringMatching(/^spec\.ingress\[1\]\.fromRequires: /)})
     for (const f of r.refusals) expect(f.doc).toMatch(/1\.19 Upgrade Notes \(Documentation\/operations\/upgrade\.rst, v1\.19\.6\)/)
@@ -91,12 +96,18 @@ describe('findRemovedApis: 1.20', () => {
     const l7 = obj('cilium.io/v2', 'CiliumClusterwideNetworkPolicy', 'proxylib', {
       spec: {endpointSelector: {}, egress: [{toPorts: [{ports: [{port: '80'}], rules: {l7proto: 'r2d2', l7: [{cmd: 'READ'}]}}]}]},
     })
-    const auth = obj('cilium.io/v2', 'CiliumNetworkPolicy', 'mtls', {namespace: 'a', spec: {endpointSelector: {}, ingress: [{fromEndpoints: [{}], authentication: {mode: 'required'}}]}})
+    const auth = obj('cilium.io/v2', 'CiliumNetworkPolicy', 'mtls', {
+      namespace: 'a',
+      spec: {endpointSelector: {}, ingress: [{fromEndpoints: [{}], authentication: {mode: 'required'}}]},
+    })
     const empty = obj('cilium.io/v2', 'CiliumNetworkPolicy', 'empty', {namespace: 'a'})
     const cnc = obj('cilium.io/v2', 'CiliumNodeConfig', 'c', {namespace: 'kube-system', ...managedBy('cilium.io/v2alpha1', 'helm')})
     const r = findRemovedApis(['1.20'], live(l7, auth, empty, cnc))
     expect(r.refusals.map((f) => [f.object, f.why])).toEqual([
-      ['CiliumClusterwideNetworkPolicy proxylib', expect.stringMatching(/^spec\.egress\[0\]\.toPorts\[0\]\.rules\.l7, spec\.egress\[0\]\.toPorts\[0\]\.rules\.l7proto: Cilium 1\.20 removes/)],
+      [
+        'CiliumClusterwideNetworkPolicy proxylib',
+        expect.stringMatching(/^spec\.egress\[0\]\.toPorts\[0\]\.rules\.l7, spec\.egress\[0\]\.toPorts\[0\]\.rules\.l7proto: Cilium 1\.20 removes/),
+      ],
       ['CiliumNodeConfig kube-system/c', expect.stringMatching(/^written through cilium\.io\/v2alpha1 by helm; Cilium 1\.20 no longer serves/)],
     ])
     expect(r.warnings.map((f) => f.object)).toEqual(['CiliumNetworkPolicy a/empty', 'CiliumNetworkPolicy a/mtls'])

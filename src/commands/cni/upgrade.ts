@@ -26,8 +26,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
         "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)",
     }),
     'skip-removed-api-check': Flags.boolean({
-      description:
-        "go on with a minor upgrade over live Cilium objects the target minor's upgrade notes remove or reject (each is named in a warning)",
+      description: "go on with a minor upgrade over live Cilium objects the target minor's upgrade notes remove or reject (each is named in a warning)",
     }),
   }
 

@@ -251,14 +251,16 @@ function* ruleSets(o: KubeObject): Generator<[string, Obj]> {
 function ruleFields(spec: Obj, sections: readonly string[], field: string): string[] {
   const out: string[] = []
   for (const section of sections)
-    for (const [i, rule] of arr(spec[section]).entries()) if (isObj(rule) && rule[field] !== undefined && rule[field] !== null) out.push(`${section}[${i}].${field}`)
+    for (const [i, rule] of arr(spec[section]).entries())
+      if (isObj(rule) && rule[field] !== undefined && rule[field] !== null) out.push(`${section}[${i}].${field}`)
   return out
 }
 
 /** `section[i].field` for every rule in `sections` where the list `field` has items (an empty list is what the new CRDs accept). */
 function nonEmptyInRules(spec: Obj, sections: readonly string[], field: string): string[] {
   const out: string[] = []
-  for (const section of sections) for (const [i, rule] of arr(spec[section]).entries()) if (isObj(rule) && arr(rule[field]).length > 0) out.push(`${section}[${i}].${field}`)
+  for (const section of sections)
+    for (const [i, rule] of arr(spec[section]).entries()) if (isObj(rule) && arr(rule[field]).length > 0) out.push(`${section}[${i}].${field}`)
   return out
 }
 

@@ -109,7 +109,15 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Prepared, CniUpgradeResult> 
     async result(run, {change}) {
       const c = await change()
       const diff = effectiveValuesDiff(c.context.release, c.effective)
-      return {...run, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff, removedApis: c.plan.removedApis}
+      return {
+        ...run,
+        from: c.plan.installed,
+        to: c.chartVersion,
+        chart: c.plan.target.describe,
+        warnings: c.plan.warnings,
+        diff,
+        removedApis: c.plan.removedApis,
+      }
     },
   }
 }
