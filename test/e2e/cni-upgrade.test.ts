@@ -1,5 +1,6 @@
 // `ichor cni upgrade` on one harness cluster after a full `ichor init` (Cilium 1.18.0):
-// 1.18.0 -> 1.20.0 refused before anything runs, a dry run that changes nothing, the
+// 1.18.0 -> 1.20.0 refused before anything runs, a dry run that changes nothing, live objects
+// Cilium 1.19 removes or rejects refused by name (then gone on with the skip flag), the
 // upgrade to 1.19.6 with its pre-flight release seen and gone, a downgrade refused, and
 // SIGKILL at every step boundary and inside helm upgrade (the release rolled back to 1.18.0
 // between cases), each rerun ending with the canonical dump of the uninterrupted run.
@@ -9,11 +10,13 @@ import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {readReleaseRecord, valuesHash, type ReleaseRecord} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
-import {getObject} from '../../src/lib/kube/objects.js'
+import {deleteObject, getObject} from '../../src/lib/kube/objects.js'
 import {readInstallation, writeInstallationStatus, type Installation} from '../../src/lib/state/installation.js'
 import {runIchor, type CliRun, type HarnessCluster, jsonEvents} from '../harness/cluster.js'
 import {convergedCluster, CONVERGED_TIMEOUT_MS} from '../harness/converged.js'
 import {ownedBy} from '../harness/pod-start-simulator.js'
+import {ciliumCrd, createCrdRaw} from '../harness/cilium-simulator.js'
+import {loadKubeConfig, waitForCrdEstablished} from '../harness/kube.js'
 import {cniDump} from '../harness/dump.js'
 import {killTree, waitUntil} from '../harness/kill.js'
 import {UPSTREAM} from '../support/upstream.js'
@@ -110,10 +113,83 @@ describe('ichor cni upgrade on the harness', () => {
     await preflightGone()
   })
 
+  // Issue 38 point 13: what Cilium 1.19's upgrade notes remove or reject, on the real API server.
+  // The BGPv1 CRD is the one a 1.18.0 operator registers with the BGP control plane on (the
+  // converged cluster runs without it); the policy is accepted by 1.18.0's CRD, not by 1.19.6's.
+  const bgpPolicy = {
+    apiVersion: 'cilium.io/v2alpha1',
+    kind: 'CiliumBGPPeeringPolicy',
+    metadata: {name: 'rack1'},
+    spec: {nodeSelector: {}, virtualRouters: [{localASN: 64512, neighbors: [{peerAddress: '192.0.2.1/32', peerASN: 64513}]}]},
+  }
+  const requiresPolicy = {
+    apiVersion: 'cilium.io/v2',
+    kind: 'CiliumNetworkPolicy',
+    metadata: {name: 'prod-only', namespace: 'default'},
+    spec: {endpointSelector: {}, ingress: [{fromEndpoints: [{}], fromRequires: [{matchLabels: {env: 'prod'}}]}]},
+  }
+  const removedObjects = [
+    {
+      ref: {apiVersion: bgpPolicy.apiVersion, kind: bgpPolicy.kind, name: 'rack1'},
+      collection: '/apis/cilium.io/v2alpha1/ciliumbgppeeringpolicies',
+      body: bgpPolicy,
+    },
+    {
+      ref: {apiVersion: requiresPolicy.apiVersion, kind: requiresPolicy.kind, name: 'prod-only', namespace: 'default'},
+      collection: '/apis/cilium.io/v2/namespaces/default/ciliumnetworkpolicies',
+      body: requiresPolicy,
+    },
+  ]
+  const namesBoth =
+    /CiliumBGPPeeringPolicy rack1: Cilium 1\.19 removes CiliumBGPPeeringPolicy[\s\S]*CiliumNetworkPolicy default\/prod-only: spec\.ingress\[0\]\.fromRequires: /
+
+  it("a CiliumBGPPeeringPolicy and a CiliumNetworkPolicy with fromRequires (Cilium 1.19's upgrade notes) refuse 1.18.0 -> 1.19.6 naming both: exit 2, same revision; the dry run with --skip-removed-api-check names them in its warnings", async () => {
+    const kc = loadKubeConfig(h.cp.kubeconfigPath)
+    await createCrdRaw(kc, ciliumCrd('1.18.0', 'ciliumbgppeeringpolicies.cilium.io'))
+    await waitForCrdEstablished(kc, 'ciliumbgppeeringpolicies.cilium.io')
+    for (const o of removedObjects) await kube.request('POST', o.collection, {body: o.body})
+
+    const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
+    expect(run.code, run.stderr).toBe(2)
+    const error = JSON.parse(run.stdout) as {error: {message: string; issues: {path: string; message: string}[]; hint: string}}
+    expect(error.error.message).toMatch(/refusing to upgrade Cilium from 1\.18\.0 to 1\.19\.6: live objects use what Cilium 1\.19 removes or rejects/)
+    expect(error.error.issues.map((i) => i.path)).toEqual(['CiliumBGPPeeringPolicy rack1', 'CiliumNetworkPolicy default/prod-only'])
+    for (const i of error.error.issues) expect(i.message).toMatch(/1\.19 Upgrade Notes/)
+    expect(error.error.hint).toMatch(/--skip-removed-api-check/)
+    expect(jsonEvents(run).some((e) => e.event === 'task')).toBe(false)
+    expect((await release()).revision).toBe(initial.release.revision)
+    expect(await cr()).toEqual(initial.cr)
+
+    const text = await cli(['cni', 'upgrade', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--dry-run'])
+    expect(text.code).toBe(2)
+    expect(`${text.stdout}${text.stderr}`).toMatch(namesBoth)
+
+    const dry = await cli([
+      'cni',
+      'upgrade',
+      '--to',
+      '1.19.6',
+      '--mirror',
+      UPSTREAM.dir,
+      '--skip-patch-check',
+      '--skip-removed-api-check',
+      '--dry-run',
+      '--json',
+    ])
+    expect(dry.code, dry.stderr).toBe(0)
+    const result = JSON.parse(dry.stdout) as {warnings: string[]; removedApis: {refusals: {object: string}[]}}
+    expect(result.removedApis.refusals.map((f) => f.object)).toEqual(['CiliumBGPPeeringPolicy rack1', 'CiliumNetworkPolicy default/prod-only'])
+    expect(result.warnings.join('\n')).toMatch(namesBoth)
+    expect((await release()).revision).toBe(initial.release.revision)
+  })
+
   it('1.18.0 -> 1.19.6: the pre-flight release was installed, ready and removed; then the release runs 1.19.6 and the CR records it', async () => {
     // From 1.18.0, not the newest 1.18 patch: the cases below reset to init's 1.18.0 revision.
-    const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--json'])
+    // The objects 1.19 removes or rejects are still there: --skip-removed-api-check goes on, naming them.
+    const run = await cli(['cni', 'upgrade', '--yes', '--to', '1.19.6', '--mirror', UPSTREAM.dir, '--skip-patch-check', '--skip-removed-api-check', '--json'])
+    for (const o of removedObjects) await deleteObject(kube, o.ref)
     expect(run.code, run.stderr + run.stdout.slice(-3000)).toBe(0)
+    expect((JSON.parse(run.stdout) as {warnings: string[]}).warnings.join('\n')).toMatch(namesBoth)
     const done = jsonEvents(run)
       .filter((e) => e.event === 'task' && e.status === 'done')
       .map((e) => e.id)

@@ -11,6 +11,7 @@ export default class CniUpgrade extends IchorCommand {
   static override description = `The target chart: --cilium-chart FILE, else --to VERSION from the fetched assets or the mirror (--mirror / ICHOR_MIRROR), else the chart this ichor pins.
 A downgrade or a step over a minor version is refused (exit 2) before anything runs, naming the versions in between.
 A minor step from an older patch than the newest one ichor knows of the current minor is refused too (Cilium's upgrade guide: latest patch first), unless --skip-patch-check.
+Live Cilium objects the target minor removes or rejects (its upgrade notes: for 1.19 CiliumBGPPeeringPolicy, policies with fromRequires/toRequires) are refused too (exit 2), each named, unless --skip-removed-api-check; what it deprecates is a warning.
 The stored user layer is kept; upgradeCompatibility stays the minor first installed.`
   static override examples = [
     '<%= config.bin %> cni upgrade --to 1.19.6 --mirror ./charts --kubeconfig ./kubeconfig --dry-run',
@@ -24,6 +25,9 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
       description:
         "allow a minor upgrade from an older patch than the newest ichor knows of the current minor (Cilium's upgrade guide moves to that patch first)",
     }),
+    'skip-removed-api-check': Flags.boolean({
+      description: "go on with a minor upgrade over live Cilium objects the target minor's upgrade notes remove or reject (each is named in a warning)",
+    }),
   }
 
   async run() {
@@ -35,6 +39,7 @@ The stored user layer is kept; upgradeCompatibility stays the minor first instal
       ...ciliumChartOptions(flags),
       to: flags.to,
       skipPatchCheck: flags['skip-patch-check'],
+      skipRemovedApiCheck: flags['skip-removed-api-check'],
     })
     if (!json) {
       this.log(`\n${result.chart}`)

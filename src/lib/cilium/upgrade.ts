@@ -11,7 +11,8 @@ import {readCniContext, resolveCiliumChart, type CniContext} from './context.js'
 import type {CiliumValuesChange} from './tasks.js'
 import {validateCiliumValues} from './validate.js'
 import {knownCiliumCharts} from '../compatibility/queries.js'
-import {judgeCiliumUpgrade, type UpgradeVerdict} from './versions.js'
+import {judgeCiliumUpgrade, minorOf, type UpgradeVerdict} from './versions.js'
+import {describeFinding, readRemovedApis, type RemovedApiReport} from './removed-apis.js'
 import {EXIT} from '../errors/exit-codes.js'
 
 export interface UpgradeSources extends ChangeSources {
@@ -19,6 +20,8 @@ export interface UpgradeSources extends ChangeSources {
   to?: string
   /** --skip-patch-check: a minor step from an older patch of the current minor is a warning, not a refusal. */
   skipPatchCheck?: boolean
+  /** --skip-removed-api-check: live objects the target minor removes or rejects are warnings, not a refusal. */
+  skipRemovedApiCheck?: boolean
 }
 
 export interface UpgradeTarget {
@@ -32,6 +35,8 @@ export interface CiliumUpgradePlan {
   target: UpgradeTarget
   verdict: Exclude<UpgradeVerdict, {kind: 'refused'}>
   warnings: string[]
+  /** The live objects the target minor's upgrade notes remove, reject or deprecate (none for a patch step). */
+  removedApis: RemovedApiReport
 }
 
 export interface CiliumUpgradeChange extends CiliumValuesChange {
@@ -99,15 +104,41 @@ export function judgeUpgrade(ctx: CniContext, target: UpgradeTarget, opts: {skip
       hint: 'nothing was changed',
     })
   }
-  return {installed, target, verdict, warnings: verdict.kind === 'same' ? [] : verdict.warnings}
+  return {installed, target, verdict, warnings: verdict.kind === 'same' ? [] : verdict.warnings, removedApis: {refusals: [], warnings: []}}
+}
+
+/** The flag that lets a minor step go on over live objects the target minor removes or rejects. */
+export const SKIP_REMOVED_API_CHECK_FLAG = '--skip-removed-api-check'
+
+/**
+ * The version policy, then, for a minor step, the live objects the target minor's upgrade notes
+ * remove or reject (removed-apis.ts): exit 2 naming every one of them, unless
+ * --skip-removed-api-check, which goes on with a warning naming each. Deprecations are warnings.
+ */
+export async function judgeUpgradeLive(kube: Kube, ctx: CniContext, target: UpgradeTarget, opts: UpgradeSources): Promise<CiliumUpgradePlan> {
+  const plan = judgeUpgrade(ctx, target, opts)
+  if (plan.verdict.kind !== 'minor') return plan
+  const found = await readRemovedApis(kube, plan.installed, target.chart.version)
+  if (found.refusals.length && !opts.skipRemovedApiCheck) {
+    throw new ValidationError(
+      `refusing to upgrade Cilium from ${plan.installed} to ${target.chart.version}: live objects use what Cilium ${minorOf(target.chart.version)} removes or rejects (its upgrade notes); nothing was changed`,
+      found.refusals.map((f) => ({path: f.object, message: `${f.why} (${f.doc})`})),
+      {hint: `change or delete them first, or pass ${SKIP_REMOVED_API_CHECK_FLAG} to go on knowingly`},
+    )
+  }
+  const warnings = [
+    ...plan.warnings,
+    ...found.refusals.map((f) => `${describeFinding(f)}; going on (${SKIP_REMOVED_API_CHECK_FLAG})`),
+    ...found.warnings.map(describeFinding),
+  ]
+  return {...plan, warnings, removedApis: found}
 }
 
 export async function readUpgradePlan(kube: Kube, sources: UpgradeSources): Promise<CiliumUpgradePlan> {
   const ctx = await readCniContext(kube)
   // First: a half-done switch is the cluster's state to repair, whatever the target.
   refuseHalfDoneSwitch(ctx)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
-  return plan
+  return judgeUpgradeLive(kube, ctx, resolveUpgradeChart(sources), sources)
 }
 
 /** Everything the upgrade's steps need, read and checked under the Lease; bad values are exit 2. */
@@ -115,7 +146,7 @@ export async function prepareCiliumUpgrade(kube: Kube, sources: UpgradeSources):
   const ctx = await readCniContext(kube)
   // First: a half-done switch is the cluster's state to repair, whatever the target.
   refuseHalfDoneSwitch(ctx)
-  const plan = judgeUpgrade(ctx, resolveUpgradeChart(sources), sources)
+  const plan = await judgeUpgradeLive(kube, ctx, resolveUpgradeChart(sources), sources)
   const {facts, talos, notes} = await readLiveFacts(kube, ctx, sources)
   const chartPath = plan.target.chart.path
   const report = await validateCiliumValues({

@@ -26,8 +26,11 @@ export class IchorError extends Error {
  */
 export class ValidationError extends IchorError {
   readonly issues: Issue[]
-  constructor(subject: string, issues: Issue[], options: {exitCode?: typeof EXIT.usage | typeof EXIT.failed} = {}) {
-    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {exitCode: options.exitCode ?? EXIT.usage})
+  constructor(subject: string, issues: Issue[], options: {exitCode?: typeof EXIT.usage | typeof EXIT.failed; hint?: string} = {}) {
+    super(`${subject}: ${issues.length} problem${issues.length === 1 ? '' : 's'}\n${formatIssues(issues)}`, {
+      exitCode: options.exitCode ?? EXIT.usage,
+      hint: options.hint,
+    })
     this.name = 'ValidationError'
     this.issues = issues
   }

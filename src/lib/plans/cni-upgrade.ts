@@ -10,6 +10,7 @@ import {recordCiliumValuesTask, upgradeCiliumValuesTask, validateCiliumValuesTas
 import {prepareCiliumUpgrade, readUpgradePlan, type CiliumUpgradeChange, type UpgradeSources} from '../cilium/upgrade.js'
 import {checkUpgradeTask, installPreflightTask, removePreflightTask, waitPreflightTask} from '../cilium/upgrade-tasks.js'
 import {upgradeWaitSeconds} from '../cilium/versions.js'
+import type {RemovedApiReport} from '../cilium/removed-apis.js'
 import {readWorkloadRollout} from '../kube/reads.js'
 import type {Kube} from '../kube/client.js'
 import {readCniContext, type CniContext} from '../cilium/context.js'
@@ -34,6 +35,8 @@ export interface CniUpgradeResult extends RunResult {
   warnings: string[]
   /** The effective-values diff against what the release runs ('' when equal). */
   diff: string
+  /** The live objects the target minor's upgrade notes remove or reject (gone on with --skip-removed-api-check) and deprecate. */
+  removedApis: RemovedApiReport
 }
 
 function upgradeSteps(session: Session, o: CniUpgradeOptions, change: Later<CiliumUpgradeChange>): Task[] {
@@ -79,7 +82,8 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Prepared, CniUpgradeResult> 
     },
     async prepare({session, talos}) {
       const kube = await session.kube()
-      // The version policy before anything runs (no Lease taken): a refused step is exit 2 here.
+      // The version policy and the live objects the target minor removes or rejects, before
+      // anything runs (no Lease taken): a refused step is exit 2 here.
       await readUpgradePlan(kube, o)
       const prepareNow = () => prepareCiliumUpgrade(kube, {...o, talos})
       let shown: CiliumUpgradeChange | undefined
@@ -105,7 +109,15 @@ function cniUpgradePlan(o: CniUpgradeOptions): Plan<Prepared, CniUpgradeResult> 
     async result(run, {change}) {
       const c = await change()
       const diff = effectiveValuesDiff(c.context.release, c.effective)
-      return {...run, from: c.plan.installed, to: c.chartVersion, chart: c.plan.target.describe, warnings: c.plan.warnings, diff}
+      return {
+        ...run,
+        from: c.plan.installed,
+        to: c.chartVersion,
+        chart: c.plan.target.describe,
+        warnings: c.plan.warnings,
+        diff,
+        removedApis: c.plan.removedApis,
+      }
     },
   }
 }
