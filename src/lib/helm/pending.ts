@@ -85,17 +85,33 @@ export function pendingDeadline(
 /**
  * A helm ichor started wrote the record: an install's or upgrade's record carries a run token
  * the revision before it does not (helm copies the last revision's labels forward, so a token
- * equal to the one before was copied by a helm ichor did not start); a rollback's record is
- * ichor's when the upgrade it rolls back was (helm's --atomic / --rollback-on-failure).
+ * equal to the one before was copied by a helm ichor did not start). A rollback's record
+ * carries the labels of the revision it restores (helm pkg/action/rollback.go
+ * prepareRollback), so nothing on it names its writer: it is ichor's only while the helm
+ * ichor started for the upgrade it rolls back (--atomic / --rollback-on-failure) is provably
+ * the writer: that upgrade failed, ran on this machine, and its exact process still runs.
+ * An operator's `helm rollback` right after an ichor upgrade looks the same on the record.
  */
-export function ichorWrote(record: Pick<ReleaseRecord, 'revision' | 'status' | 'labels'>, history: readonly RevisionLabel[]): boolean {
-  const token = (revision: number) => history.find((r) => r.revision === revision)?.runToken
+export function ichorWrote(
+  record: Pick<ReleaseRecord, 'revision' | 'status' | 'labels'>,
+  history: readonly RevisionLabel[],
+  running: (token: string) => boolean = helmRunningHere,
+): boolean {
+  const at = (revision: number) => history.find((r) => r.revision === revision)
   if (record.status === 'pending-rollback') {
-    const upgrade = token(record.revision - 1)
-    return upgrade !== undefined && upgrade !== token(record.revision - 2)
+    const upgrade = at(record.revision - 1)
+    const here = machineMark()
+    return (
+      upgrade?.runToken !== undefined &&
+      upgrade.runToken !== at(record.revision - 2)?.runToken &&
+      upgrade.status === 'failed' &&
+      here !== undefined &&
+      upgrade.machine === here &&
+      running(upgrade.runToken)
+    )
   }
   const own = record.labels?.[HELM_RUN_LABEL]
-  return own !== undefined && own !== token(record.revision - 1)
+  return own !== undefined && own !== at(record.revision - 1)?.runToken
 }
 
 /**
@@ -217,6 +233,8 @@ export interface RevisionLabel {
   timeoutSeconds?: number
   /** The token of the helm ichor started to write it, or copied from the revision before. */
   runToken?: string
+  /** The machine mark of the helm that wrote it, or copied from the revision before. */
+  machine?: string
 }
 
 /** Every revision of the release, newest first, read from the Secrets' labels without decoding the records. */
@@ -230,6 +248,7 @@ export async function releaseHistory(kube: Kube, release: string, namespace: str
       status: s.metadata.labels?.status ?? 'unknown',
       timeoutSeconds: labelledTimeout(s.metadata.labels),
       runToken: s.metadata.labels?.[HELM_RUN_LABEL],
+      machine: s.metadata.labels?.[HELM_MACHINE_LABEL],
     }))
     .filter((r) => Number.isInteger(r.revision))
     .sort((a, b) => b.revision - a.revision)
