@@ -26,14 +26,18 @@ export class ReleasePendingError extends IchorError {
     waitedMs: number,
     /** Written by a helm ichor did not start: ichor never removes such a record. */
     readonly foreign = false,
+    /** Written by a helm ichor started on this machine whose exact process no longer runs. */
+    readonly writerGone = false,
   ) {
     const who = foreign
       ? 'a helm ichor did not start wrote it (its ichor labels, if any, are copied from the revision before) and may still be working on it'
-      : 'another helm is working on it, or one was killed mid-operation'
+      : writerGone
+        ? 'the helm ichor started to write it is no longer running'
+        : 'ichor cannot prove the helm that wrote it stopped (one paused, or on another machine, wakes and writes the record again), so it removes nothing'
     super(
-      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`,
+      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}, Secret ${record.secretName}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`,
       {
-        hint: `${foreign ? 'let that helm finish; ' : ''}if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
+        hint: `${foreign ? 'let that helm finish; ' : ''}once no helm runs for it any more (check every machine that may run one), roll it back (helm rollback ${record.release} -n ${record.namespace}: a new revision, the pending one stays in the history) or, for a first install, uninstall it; then run the command again`,
       },
     )
     this.name = 'ReleasePendingError'
@@ -158,7 +162,7 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
       options.onProgress?.(
         `release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`,
       )
-      throw new ReleasePendingError(record, Date.now() - started)
+      throw new ReleasePendingError(record, Date.now() - started, false, true)
     }
     let deadline: number
     if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
@@ -190,14 +194,16 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
 }
 
 /**
- * Waits for a pending operation to end, then recovers one nobody is running any more: its
- * record alone is removed (helm would refuse every later operation with "another operation
- * is in progress"), so the release is back at its last completed revision and the next
- * operation gets the revision number an uninterrupted run would have. A record is removed
- * only once the helm that wrote it can no longer be running (pendingDeadline), never while
- * it may still work: two operations on one release would then run at once. A record a helm
- * ichor did not start wrote is never removed (helm never deletes records either, helm#7653):
- * it stops the run, naming it. Returns the release's newest record afterwards.
+ * Waits for a pending operation to end, then recovers one whose helm is provably gone: a
+ * record written by a helm ichor started on this machine whose exact process no longer runs
+ * (local-helms.ts) is removed (helm would refuse every later operation with "another
+ * operation is in progress"), so the release is back at its last completed revision and the
+ * next operation gets the revision number an uninterrupted run would have. Any other record
+ * still pending once its helm's time is up is left as it is and stops the run, naming it and
+ * `helm rollback`: helm's Secret driver replaces a record without a resourceVersion (v3.18.6
+ * and v4 pkg/storage/driver/secrets.go Update), so nothing fences a writer that was only
+ * paused (a closed laptop lid): it would overwrite the record of whatever ran meanwhile.
+ * Helm never deletes records either (helm#7653). Returns the release's newest record.
  */
 export async function settlePendingRelease(
   kube: Kube,
@@ -209,19 +215,15 @@ export async function settlePendingRelease(
     progress?: (message: string) => void
   } = {},
 ): Promise<ReleaseRecord | undefined> {
-  let record: ReleaseRecord | undefined
-  try {
-    record = await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
-  } catch (error) {
-    if (!(error instanceof ReleasePendingError) || error.foreign) throw error
-    record = error.record
+  for (;;) {
+    try {
+      return await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
+    } catch (error) {
+      if (!(error instanceof ReleasePendingError) || !error.writerGone) throw error
+      await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: error.record.secretName})
+      options.progress?.(`removed the record of revision ${error.record.revision} (${error.record.status}), left by a helm ichor started on this machine that is no longer running`)
+    }
   }
-  while (record && isPending(record.status)) {
-    await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: record.secretName})
-    options.progress?.(`removed the record of revision ${record.revision} (${record.status}), left by an interrupted helm that can no longer be running`)
-    record = await readReleaseRecord(kube, release, namespace)
-  }
-  return record
 }
 
 /** One revision of a release as the labels of its Secret say (helm's Secret driver sets name, owner, status, version). */
