@@ -221,7 +221,9 @@ export async function settlePendingRelease(
     } catch (error) {
       if (!(error instanceof ReleasePendingError) || !error.writerGone) throw error
       await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: error.record.secretName})
-      options.progress?.(`removed the record of revision ${error.record.revision} (${error.record.status}), left by a helm ichor started on this machine that is no longer running`)
+      options.progress?.(
+        `removed the record of revision ${error.record.revision} (${error.record.status}), left by a helm ichor started on this machine that is no longer running`,
+      )
     }
   }
 }
