@@ -14,7 +14,7 @@ import {adoptCiliumTask, ciliumReleaseView, upgradeCiliumValuesTask} from '../..
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../../src/lib/helm/pending.js'
 import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, helmRunningHere, machineMark} from '../../src/lib/helm/local-helms.js'
-import {HELM_TIMEOUT_LABEL, upgradeArgs} from '../../src/lib/helm/release.js'
+import {HELM_TIMEOUT_LABEL, HelmReleaseError, helmUpgrade, upgradeArgs} from '../../src/lib/helm/release.js'
 import {decodeReleaseSecret, readReleaseRecord, type ReleaseSecret, valuesHash} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {openSession, type Session} from '../../src/lib/session/session.js'
@@ -108,7 +108,9 @@ describe('waitForSettledRelease', () => {
       (e: unknown) => e,
     )) as ReleasePendingError
     expect(error).toBeInstanceOf(ReleasePendingError)
-    expect(error.message).toMatch(/^Helm release default\/killed-mid-install is still pending-install \(revision 1, Secret sh\.helm\.release\.v1\.killed-mid-install\.v1\) after waiting \d+s/)
+    expect(error.message).toMatch(
+      /^Helm release default\/killed-mid-install is still pending-install \(revision 1, Secret sh\.helm\.release\.v1\.killed-mid-install\.v1\) after waiting \d+s/,
+    )
     expect(error.hint).toMatch(/helm rollback killed-mid-install -n default/)
   })
 
@@ -382,7 +384,9 @@ describe('a pending record written by a helm ichor did not start, with the label
       )
       console.log(`settle: ${settled instanceof Error ? settled.message : JSON.stringify(settled)}; progress ${JSON.stringify(progress)}`)
       expect(settled).toBeInstanceOf(ReleasePendingError)
-      expect((settled as Error).message).toMatch(/operators-helm is still pending-upgrade \(revision 3, Secret sh\.helm\.release\.v1\.operators-helm\.v3\).*a helm ichor did not start/s)
+      expect((settled as Error).message).toMatch(
+        /operators-helm is still pending-upgrade \(revision 3, Secret sh\.helm\.release\.v1\.operators-helm\.v3\).*a helm ichor did not start/s,
+      )
       expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
       expect(progress.join('\n')).toMatch(/a helm ichor did not start is working on it/)
       expect((await readReleaseRecord(kube, release, 'default'))?.revision).toBe(3)
@@ -501,7 +505,10 @@ describe('a helm paused past its deadline, a second ichor, then the helm woken',
       expect(outcome).toBeInstanceOf(ReleasePendingError)
       expect((outcome as ReleasePendingError).exitCode).toBe(1)
       expect((outcome as Error).message).toMatch(
-        new RegExp(`cilium is still pending-upgrade \\(revision ${pending.revision}, Secret ${pending.secretName.replace(/\./g, '\\.')}\\).*cannot prove the helm that wrote it stopped`, 's'),
+        new RegExp(
+          `cilium is still pending-upgrade \\(revision ${pending.revision}, Secret ${pending.secretName.replace(/\./g, '\\.')}\\).*cannot prove the helm that wrote it stopped`,
+          's',
+        ),
       )
       expect((outcome as ReleasePendingError).hint).toMatch(/helm rollback cilium -n kube-system/)
       expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
@@ -524,7 +531,10 @@ describe('a helm paused past its deadline, a second ichor, then the helm woken',
       for (const {major, path} of testHelms()) {
         const target = ['--namespace', 'kube-system', '--kubeconfig', cp.kubeconfigPath, '-o', 'json']
         const history = JSON.parse((await execa(path, ['history', 'cilium', ...target])).stdout) as Array<{revision: number; status: string}>
-        expect(history.map((h) => `${h.revision} ${h.status}`), `helm ${major} history`).toEqual(after.map((r) => `${r.revision} ${r.status}`))
+        expect(
+          history.map((h) => `${h.revision} ${h.status}`),
+          `helm ${major} history`,
+        ).toEqual(after.map((r) => `${r.revision} ${r.status}`))
         const status = JSON.parse((await execa(path, ['status', 'cilium', ...target])).stdout) as {version: number; info: {status: string}}
         expect({revision: status.version, status: status.info.status}, `helm ${major} status`).toEqual({revision: newest?.revision, status: newest?.status})
       }
@@ -543,3 +553,44 @@ async function recordsOf(release: string, namespace: string) {
   })
   return items.map(decodeReleaseSecret).sort((a, b) => a.revision - b.revision)
 }
+
+// Issue 38 point 3: the guard against a hung helm signalled it at --timeout + 120 s, which cut
+// the rollback of a failed --atomic / --rollback-on-failure upgrade: helm gives the rollback
+// the upgrade's --timeout again (helm v3.18.6 and v4 pkg/action/upgrade.go failRelease), and a
+// helm signalled then leaves the release pending-rollback for good. The guard's margin is
+// made small here so that --timeout + margin falls inside the rollback, with real helm.
+describe('the guard against a hung helm, on an upgrade whose rollback outlives --timeout + margin', () => {
+  it('lets helm finish its rollback and reports what the release record says', async () => {
+    const release = 'guarded'
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+    expect(await new Promise((r) => install.on('close', r))).toBe(0)
+    // The upgrade's wait runs out at 5 s; the rollback (to a revision no node can take either)
+    // waits 5 s more. The old guard signalled at 5 s + 3 s.
+    const started = Date.now()
+    const error = await helmUpgrade({
+      kubeconfig: cp.kubeconfigPath,
+      release,
+      namespace: 'default',
+      chartPath: unschedulable,
+      values: {tag: '2'},
+      wait: true,
+      rollbackOnFailure: true,
+      timeoutSeconds: 5,
+      guardMarginMs: 3_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    const took = Date.now() - started
+    console.log(`helm upgrade ended after ${took} ms: ${(error as Error | undefined)?.message}`)
+    expect(error).toBeInstanceOf(HelmReleaseError)
+    // helm's own outcome, not the guard's: its rollback ran to its end.
+    expect((error as HelmReleaseError).helmMessage).toMatch(/an error occurred while rolling back the release/)
+    expect(took).toBeGreaterThan(8_000)
+    expect((error as HelmReleaseError).helmMessage).toMatch(/\(the release record says revision 3 is failed\)$/)
+    const history = (await recordsOf(release, 'default')).map((r) => `${r.revision} ${r.status}`)
+    expect(history).toEqual(['1 deployed', '2 failed', '3 failed'])
+  }, 90_000)
+})
