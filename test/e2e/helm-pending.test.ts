@@ -14,11 +14,12 @@ import {adoptCiliumTask, ciliumReleaseView, upgradeCiliumValuesTask} from '../..
 import {findHelm} from '../../src/lib/helm/binary.js'
 import {ReleasePendingError, settlePendingRelease, waitForSettledRelease} from '../../src/lib/helm/pending.js'
 import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, helmRunningHere, machineMark} from '../../src/lib/helm/local-helms.js'
-import {HELM_TIMEOUT_LABEL, upgradeArgs} from '../../src/lib/helm/release.js'
-import {readReleaseRecord, valuesHash} from '../../src/lib/helm/release-record.js'
+import {HELM_TIMEOUT_LABEL, HelmReleaseError, helmUpgrade, upgradeArgs} from '../../src/lib/helm/release.js'
+import {decodeReleaseSecret, readReleaseRecord, type ReleaseSecret, valuesHash} from '../../src/lib/helm/release-record.js'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
 import {openSession, type Session} from '../../src/lib/session/session.js'
 import {startControlPlane, type ControlPlane} from '../harness/apiserver.js'
+import {testHelms} from '../harness/helm.js'
 import {startMachines} from '../harness/machines.js'
 
 let cp: ControlPlane
@@ -107,7 +108,9 @@ describe('waitForSettledRelease', () => {
       (e: unknown) => e,
     )) as ReleasePendingError
     expect(error).toBeInstanceOf(ReleasePendingError)
-    expect(error.message).toMatch(/^Helm release default\/killed-mid-install is still pending-install \(revision 1\) after waiting \d+s/)
+    expect(error.message).toMatch(
+      /^Helm release default\/killed-mid-install is still pending-install \(revision 1, Secret sh\.helm\.release\.v1\.killed-mid-install\.v1\) after waiting \d+s/,
+    )
     expect(error.hint).toMatch(/helm rollback killed-mid-install -n default/)
   })
 
@@ -381,7 +384,9 @@ describe('a pending record written by a helm ichor did not start, with the label
       )
       console.log(`settle: ${settled instanceof Error ? settled.message : JSON.stringify(settled)}; progress ${JSON.stringify(progress)}`)
       expect(settled).toBeInstanceOf(ReleasePendingError)
-      expect((settled as Error).message).toMatch(/operators-helm is still pending-upgrade \(revision 3\).*a helm ichor did not start/s)
+      expect((settled as Error).message).toMatch(
+        /operators-helm is still pending-upgrade \(revision 3, Secret sh\.helm\.release\.v1\.operators-helm\.v3\).*a helm ichor did not start/s,
+      )
       expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
       expect(progress.join('\n')).toMatch(/a helm ichor did not start is working on it/)
       expect((await readReleaseRecord(kube, release, 'default'))?.revision).toBe(3)
@@ -451,5 +456,142 @@ describe('cni values set meeting a helm from the interrupted run', () => {
     ).toBe(true)
     expect(await orphanExited).not.toBe(0)
     expect(await readReleaseRecord(kube, 'cilium', 'kube-system')).toMatchObject({status: 'deployed', chartName: 'ported', config: effective})
+  }, 90_000)
+})
+
+// Issue 38 point 2: helm's Secret driver replaces a record without a resourceVersion (v3.18.6
+// and v4 pkg/storage/driver/secrets.go Update), so deleting a pending record and reusing its
+// revision number cannot fence a helm that was only paused (a closed laptop lid): it wakes and
+// overwrites the record the next run wrote. A paused helm is still a process on this machine.
+describe('a helm paused past its deadline, a second ichor, then the helm woken', () => {
+  it('the second run removes and writes nothing and stops naming the record and helm rollback; the woken helm ends it; the history is consistent for both majors', async () => {
+    // kube-system/cilium is the release the tests above left (chart "ported", deployed).
+    const ported = join(work, 'ported')
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const args = upgradeArgs(helm, {
+      kubeconfig: cp.kubeconfigPath,
+      release: 'cilium',
+      namespace: 'kube-system',
+      chartPath: unschedulable,
+      values: {},
+      wait: true,
+      rollbackOnFailure: true,
+      timeoutSeconds: 3,
+    })
+    const first = spawn(helm.path, args, {stdio: ['pipe', 'ignore', 'ignore']})
+    first.stdin.end('{}')
+    const firstExited = new Promise<number | null>((r) => first.on('close', r))
+    try {
+      while ((await readReleaseRecord(kube, 'cilium', 'kube-system'))?.status !== 'pending-upgrade') await new Promise((r) => setTimeout(r, 50))
+      first.kill('SIGSTOP')
+      const pending = (await readReleaseRecord(kube, 'cilium', 'kube-system'))!
+
+      // A second ichor, past the paused helm's deadline (its --timeout 3s plus helm's grace).
+      const session = {kube: async () => kube, guard: async () => {}, helmTarget: async () => ({kubeconfig: cp.kubeconfigPath})} as unknown as Session
+      const effective = {port: 8444}
+      const context = {release: pending} as CniContext
+      const change = {user: effective, effective, hash: valuesHash(effective), chartPath: ported, chartVersion: '0.1.0', previousUser: {}, notes: [], context}
+      const progress: string[] = []
+      const started = Date.now()
+      const outcome = await upgradeCiliumValuesTask({session, change: async () => change, timeoutMs: 30_000})
+        .run((m) => progress.push(m))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      console.log(`second run after ${Date.now() - started} ms: ${outcome instanceof Error ? outcome.message : 'ok'}; progress ${JSON.stringify(progress)}`)
+      // Its deadline: created (whole seconds) + --timeout 3 s + helm's 30 s grace.
+      expect(Date.now() - (pending.createdAt ?? 0)).toBeGreaterThan(32_000)
+      expect(outcome).toBeInstanceOf(ReleasePendingError)
+      expect((outcome as ReleasePendingError).exitCode).toBe(1)
+      expect((outcome as Error).message).toMatch(
+        new RegExp(
+          `cilium is still pending-upgrade \\(revision ${pending.revision}, Secret ${pending.secretName.replace(/\./g, '\\.')}\\).*cannot prove the helm that wrote it stopped`,
+          's',
+        ),
+      )
+      expect((outcome as ReleasePendingError).hint).toMatch(/helm rollback cilium -n kube-system/)
+      expect(progress.filter((m) => /removed the record/.test(m))).toEqual([])
+      const afterSecond = await recordsOf('cilium', 'kube-system')
+      expect(afterSecond.at(-1)).toMatchObject({revision: pending.revision, status: 'pending-upgrade'})
+
+      // When the paused helm wakes, it ends its own upgrade (its wait ran out: failed, rolled back).
+      first.kill('SIGCONT')
+      expect(await firstExited).not.toBe(0)
+      const after = await recordsOf('cilium', 'kube-system')
+      console.log(`history after the woken helm: ${JSON.stringify(after.map((r) => `${r.revision} ${r.status}`))}`)
+      // No record the second run saw was rewritten with other contents, revisions are contiguous, one is deployed.
+      for (const seen of afterSecond) expect(after.find((r) => r.revision === seen.revision)).toMatchObject({config: seen.config, manifest: seen.manifest})
+      expect(after.map((r) => r.revision)).toEqual(after.map((_, i) => i + 1))
+      expect(after.filter((r) => r.status === 'deployed')).toHaveLength(1)
+      expect(after.at(-1)).toMatchObject({revision: pending.revision + 1, status: 'deployed', chartName: 'ported'})
+      expect(after.find((r) => r.revision === pending.revision)?.status).toBe('failed')
+      // helm of both majors reads the same history and status as ichor.
+      const newest = await readReleaseRecord(kube, 'cilium', 'kube-system')
+      for (const {major, path} of testHelms()) {
+        const target = ['--namespace', 'kube-system', '--kubeconfig', cp.kubeconfigPath, '-o', 'json']
+        const history = JSON.parse((await execa(path, ['history', 'cilium', ...target])).stdout) as Array<{revision: number; status: string}>
+        expect(
+          history.map((h) => `${h.revision} ${h.status}`),
+          `helm ${major} history`,
+        ).toEqual(after.map((r) => `${r.revision} ${r.status}`))
+        const status = JSON.parse((await execa(path, ['status', 'cilium', ...target])).stdout) as {version: number; info: {status: string}}
+        expect({revision: status.version, status: status.info.status}, `helm ${major} status`).toEqual({revision: newest?.revision, status: newest?.status})
+      }
+    } finally {
+      first.kill('SIGCONT')
+      first.kill('SIGKILL')
+      await firstExited
+    }
+  }, 120_000)
+})
+
+/** Every revision's record of the release, oldest first, decoded from its Secret. */
+async function recordsOf(release: string, namespace: string) {
+  const {items} = await kube.request<{items: ReleaseSecret[]}>('GET', `/api/v1/namespaces/${namespace}/secrets`, {
+    query: {labelSelector: `owner=helm,name=${release}`},
+  })
+  return items.map(decodeReleaseSecret).sort((a, b) => a.revision - b.revision)
+}
+
+// Issue 38 point 3: the guard against a hung helm signalled it at --timeout + 120 s, which cut
+// the rollback of a failed --atomic / --rollback-on-failure upgrade: helm gives the rollback
+// the upgrade's --timeout again (helm v3.18.6 and v4 pkg/action/upgrade.go failRelease), and a
+// helm signalled then leaves the release pending-rollback for good. The guard's margin is
+// made small here so that --timeout + margin falls inside the rollback, with real helm.
+describe('the guard against a hung helm, on an upgrade whose rollback outlives --timeout + margin', () => {
+  it('lets helm finish its rollback and reports what the release record says', async () => {
+    const release = 'guarded'
+    const unschedulable = writeUnschedulableChart(work)
+    const helm = await findHelm()
+    const install = spawn(helm.path, ['install', release, unschedulable, '--namespace', 'default', '--kubeconfig', cp.kubeconfigPath], {stdio: 'ignore'})
+    expect(await new Promise((r) => install.on('close', r))).toBe(0)
+    // The upgrade's wait runs out at 5 s; the rollback (to a revision no node can take either)
+    // waits 5 s more. The old guard signalled at 5 s + 3 s.
+    const started = Date.now()
+    const error = await helmUpgrade({
+      kubeconfig: cp.kubeconfigPath,
+      release,
+      namespace: 'default',
+      chartPath: unschedulable,
+      values: {tag: '2'},
+      wait: true,
+      rollbackOnFailure: true,
+      timeoutSeconds: 5,
+      guardMarginMs: 3_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    const took = Date.now() - started
+    console.log(`helm upgrade ended after ${took} ms: ${(error as Error | undefined)?.message}`)
+    expect(error).toBeInstanceOf(HelmReleaseError)
+    // helm's own outcome, not the guard's: its rollback ran to its end.
+    expect((error as HelmReleaseError).helmMessage).toMatch(/an error occurred while rolling back the release/)
+    expect(took).toBeGreaterThan(8_000)
+    expect((error as HelmReleaseError).helmMessage).toMatch(/\(the release record says revision 3 is failed\)$/)
+    const history = (await recordsOf(release, 'default')).map((r) => `${r.revision} ${r.status}`)
+    expect(history).toEqual(['1 deployed', '2 failed', '3 failed'])
   }, 90_000)
 })

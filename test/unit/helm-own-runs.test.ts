@@ -3,7 +3,7 @@
 // same name) nor by labels helm copies from one revision to the next.
 import {spawn} from 'node:child_process'
 import {describe, expect, it} from 'vitest'
-import {HELM_RUN_LABEL, helmRunningHere, newRunToken} from '../../src/lib/helm/local-helms.js'
+import {HELM_RUN_LABEL, helmRunningHere, machineMark, newRunToken} from '../../src/lib/helm/local-helms.js'
 import {ichorWrote, type RevisionLabel} from '../../src/lib/helm/pending.js'
 import {upgradeArgs} from '../../src/lib/helm/release.js'
 
@@ -24,13 +24,21 @@ describe('ichorWrote', () => {
     expect(ichorWrote({revision: 3, status: 'pending-upgrade', labels: {}}, history)).toBe(false)
   })
 
-  it('a rollback record is ichor’s when the upgrade it rolls back was', () => {
-    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'b'), rev(1, 'superseded', 'a')])).toBe(
-      true,
-    )
-    expect(ichorWrote({revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}, [rev(2, 'failed', 'a'), rev(1, 'superseded', 'a')])).toBe(
-      false,
-    )
+  it('a rollback record is ichor’s only while the helm ichor started for the failed upgrade it rolls back still runs on this machine', () => {
+    const here = machineMark()!
+    const upgrade = (status: string, token: string, machine: string | undefined = here) => ({...rev(2, status, token), machine})
+    const rollback = {revision: 3, status: 'pending-rollback', labels: {[HELM_RUN_LABEL]: 'a'}}
+    const runs = (token: string) => token === 'b'
+    // ichor's --atomic / --rollback-on-failure upgrade failed and its helm is rolling it back.
+    expect(ichorWrote(rollback, [upgrade('failed', 'b'), rev(1, 'superseded', 'a')], runs)).toBe(true)
+    // The operator's own `helm rollback` right after ichor's upgrade deployed (issue 38 point 1).
+    expect(ichorWrote(rollback, [upgrade('superseded', 'b'), rev(1, 'superseded', 'a')], runs)).toBe(false)
+    // ichor's upgrade failed but its helm is gone: whoever rolls back now is not provably ichor's.
+    expect(ichorWrote(rollback, [upgrade('failed', 'b'), rev(1, 'superseded', 'a')], () => false)).toBe(false)
+    // Another machine's helm: its process cannot be checked from here.
+    expect(ichorWrote(rollback, [upgrade('failed', 'b', 'elsewhere'), rev(1, 'superseded', 'a')], runs)).toBe(false)
+    // The upgrade's token was copied forward: an operator's upgrade, not ichor's.
+    expect(ichorWrote(rollback, [upgrade('failed', 'a'), rev(1, 'superseded', 'a')], () => true)).toBe(false)
   })
 })
 

@@ -143,6 +143,9 @@ async function clearInterruptedAdoption(kube: Kube, progress: (m: string) => voi
   }
   if (!record) return false
   if (record.status === 'deployed') return true
+  // A pending record is removed only once the helm ichor started to write it is provably
+  // gone; one that may only be paused would overwrite the new adoption's record (pending.ts).
+  if (stillPending && !stillPending.writerGone) throw stillPending
   const history = await releaseHistory(kube, CILIUM_RELEASE.name, CILIUM_RELEASE.namespace)
   // Only a lone first revision is an adoption that did not finish. Anything longer is a
   // release that deployed once: its superseded and failed revisions are the rollback

@@ -26,14 +26,18 @@ export class ReleasePendingError extends IchorError {
     waitedMs: number,
     /** Written by a helm ichor did not start: ichor never removes such a record. */
     readonly foreign = false,
+    /** Written by a helm ichor started on this machine whose exact process no longer runs. */
+    readonly writerGone = false,
   ) {
     const who = foreign
       ? 'a helm ichor did not start wrote it (its ichor labels, if any, are copied from the revision before) and may still be working on it'
-      : 'another helm is working on it, or one was killed mid-operation'
+      : writerGone
+        ? 'the helm ichor started to write it is no longer running'
+        : 'ichor cannot prove the helm that wrote it stopped (one paused, or on another machine, wakes and writes the record again), so it removes nothing'
     super(
-      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`,
+      `Helm release ${record.namespace}/${record.release} is still ${record.status} (revision ${record.revision}, Secret ${record.secretName}) after waiting ${Math.round(waitedMs / 1000)}s: ${who}`,
       {
-        hint: `${foreign ? 'let that helm finish; ' : ''}if no helm is running for it any more, roll it back (helm rollback ${record.release} -n ${record.namespace}) or, for a first install, uninstall it; then run the command again`,
+        hint: `${foreign ? 'let that helm finish; ' : ''}once no helm runs for it any more (check every machine that may run one), roll it back (helm rollback ${record.release} -n ${record.namespace}: a new revision, the pending one stays in the history) or, for a first install, uninstall it; then run the command again`,
       },
     )
     this.name = 'ReleasePendingError'
@@ -85,17 +89,33 @@ export function pendingDeadline(
 /**
  * A helm ichor started wrote the record: an install's or upgrade's record carries a run token
  * the revision before it does not (helm copies the last revision's labels forward, so a token
- * equal to the one before was copied by a helm ichor did not start); a rollback's record is
- * ichor's when the upgrade it rolls back was (helm's --atomic / --rollback-on-failure).
+ * equal to the one before was copied by a helm ichor did not start). A rollback's record
+ * carries the labels of the revision it restores (helm pkg/action/rollback.go
+ * prepareRollback), so nothing on it names its writer: it is ichor's only while the helm
+ * ichor started for the upgrade it rolls back (--atomic / --rollback-on-failure) is provably
+ * the writer: that upgrade failed, ran on this machine, and its exact process still runs.
+ * An operator's `helm rollback` right after an ichor upgrade looks the same on the record.
  */
-export function ichorWrote(record: Pick<ReleaseRecord, 'revision' | 'status' | 'labels'>, history: readonly RevisionLabel[]): boolean {
-  const token = (revision: number) => history.find((r) => r.revision === revision)?.runToken
+export function ichorWrote(
+  record: Pick<ReleaseRecord, 'revision' | 'status' | 'labels'>,
+  history: readonly RevisionLabel[],
+  running: (token: string) => boolean = helmRunningHere,
+): boolean {
+  const at = (revision: number) => history.find((r) => r.revision === revision)
   if (record.status === 'pending-rollback') {
-    const upgrade = token(record.revision - 1)
-    return upgrade !== undefined && upgrade !== token(record.revision - 2)
+    const upgrade = at(record.revision - 1)
+    const here = machineMark()
+    return (
+      upgrade?.runToken !== undefined &&
+      upgrade.runToken !== at(record.revision - 2)?.runToken &&
+      upgrade.status === 'failed' &&
+      here !== undefined &&
+      upgrade.machine === here &&
+      running(upgrade.runToken)
+    )
   }
   const own = record.labels?.[HELM_RUN_LABEL]
-  return own !== undefined && own !== token(record.revision - 1)
+  return own !== undefined && own !== at(record.revision - 1)?.runToken
 }
 
 /**
@@ -142,7 +162,7 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
       options.onProgress?.(
         `release ${namespace}/${release} is ${record.status} (revision ${record.revision}), written by a helm on this machine that is no longer running`,
       )
-      throw new ReleasePendingError(record, Date.now() - started)
+      throw new ReleasePendingError(record, Date.now() - started, false, true)
     }
     let deadline: number
     if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
@@ -174,14 +194,16 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
 }
 
 /**
- * Waits for a pending operation to end, then recovers one nobody is running any more: its
- * record alone is removed (helm would refuse every later operation with "another operation
- * is in progress"), so the release is back at its last completed revision and the next
- * operation gets the revision number an uninterrupted run would have. A record is removed
- * only once the helm that wrote it can no longer be running (pendingDeadline), never while
- * it may still work: two operations on one release would then run at once. A record a helm
- * ichor did not start wrote is never removed (helm never deletes records either, helm#7653):
- * it stops the run, naming it. Returns the release's newest record afterwards.
+ * Waits for a pending operation to end, then recovers one whose helm is provably gone: a
+ * record written by a helm ichor started on this machine whose exact process no longer runs
+ * (local-helms.ts) is removed (helm would refuse every later operation with "another
+ * operation is in progress"), so the release is back at its last completed revision and the
+ * next operation gets the revision number an uninterrupted run would have. Any other record
+ * still pending once its helm's time is up is left as it is and stops the run, naming it and
+ * `helm rollback`: helm's Secret driver replaces a record without a resourceVersion (v3.18.6
+ * and v4 pkg/storage/driver/secrets.go Update), so nothing fences a writer that was only
+ * paused (a closed laptop lid): it would overwrite the record of whatever ran meanwhile.
+ * Helm never deletes records either (helm#7653). Returns the release's newest record.
  */
 export async function settlePendingRelease(
   kube: Kube,
@@ -193,19 +215,17 @@ export async function settlePendingRelease(
     progress?: (message: string) => void
   } = {},
 ): Promise<ReleaseRecord | undefined> {
-  let record: ReleaseRecord | undefined
-  try {
-    record = await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
-  } catch (error) {
-    if (!(error instanceof ReleasePendingError) || error.foreign) throw error
-    record = error.record
+  for (;;) {
+    try {
+      return await waitForSettledRelease(kube, release, namespace, {unlabelledTimeoutMs: options.waitMs, onProgress: options.progress})
+    } catch (error) {
+      if (!(error instanceof ReleasePendingError) || !error.writerGone) throw error
+      await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: error.record.secretName})
+      options.progress?.(
+        `removed the record of revision ${error.record.revision} (${error.record.status}), left by a helm ichor started on this machine that is no longer running`,
+      )
+    }
   }
-  while (record && isPending(record.status)) {
-    await deleteObject(kube, {apiVersion: 'v1', kind: 'Secret', namespace, name: record.secretName})
-    options.progress?.(`removed the record of revision ${record.revision} (${record.status}), left by an interrupted helm that can no longer be running`)
-    record = await readReleaseRecord(kube, release, namespace)
-  }
-  return record
 }
 
 /** One revision of a release as the labels of its Secret say (helm's Secret driver sets name, owner, status, version). */
@@ -217,6 +237,8 @@ export interface RevisionLabel {
   timeoutSeconds?: number
   /** The token of the helm ichor started to write it, or copied from the revision before. */
   runToken?: string
+  /** The machine mark of the helm that wrote it, or copied from the revision before. */
+  machine?: string
 }
 
 /** Every revision of the release, newest first, read from the Secrets' labels without decoding the records. */
@@ -230,6 +252,7 @@ export async function releaseHistory(kube: Kube, release: string, namespace: str
       status: s.metadata.labels?.status ?? 'unknown',
       timeoutSeconds: labelledTimeout(s.metadata.labels),
       runToken: s.metadata.labels?.[HELM_RUN_LABEL],
+      machine: s.metadata.labels?.[HELM_MACHINE_LABEL],
     }))
     .filter((r) => Number.isInteger(r.revision))
     .sort((a, b) => b.revision - a.revision)

@@ -25,7 +25,9 @@ import {findHelm, type HelmBinary} from './binary.js'
 import {helmEnv} from './env.js'
 import {cleanHelmError} from './template.js'
 import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, machineMark, newRunToken} from './local-helms.js'
-import type {HelmReleaseJson} from './release-record.js'
+import {readReleaseRecord, type HelmReleaseJson} from './release-record.js'
+import {HELM_GUARD_MARGIN_MS, HELM_GUARD_POLL_MS, helmGuardDeadline} from './guard.js'
+import {connectKube, type Kube} from '../kube/client.js'
 
 export interface HelmTarget {
   /** Kubeconfig file helm talks to the cluster with. */
@@ -50,6 +52,8 @@ export interface InstallOptions extends ReleaseRef {
   /** Helm's --timeout, per Kubernetes operation. Default 300. */
   timeoutSeconds?: number
   createNamespace?: boolean
+  /** The margin over helm's entitlement before ichor calls it hung (guard.ts). Default 120 s. */
+  guardMarginMs?: number
 }
 
 export interface UpgradeOptions extends InstallOptions {
@@ -193,28 +197,117 @@ function helmError(result: {stderr: string; stdout: string}): string {
   return words || message
 }
 
-async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, timeoutSeconds: number) {
+/** How ichor guards one helm run against a hung process (guard.ts). */
+interface GuardOptions {
+  timeoutSeconds: number
+  /** The release helm works on, read before signalling it and when it fails. */
+  ref?: ReleaseRef
+  /** An upgrade that rolls back on failure. */
+  rollbackOnFailure?: boolean
+  /** The margin over helm's entitlement. Default HELM_GUARD_MARGIN_MS. */
+  marginMs?: number
+}
+
+/** What the release record says now, for an error: "revision 3 is failed". */
+async function recordSays(kube: Kube | undefined, ref: ReleaseRef | undefined): Promise<string | undefined> {
+  if (!kube || !ref) return undefined
+  try {
+    const r = await readReleaseRecord(kube, ref.release, ref.namespace)
+    return r ? `the release record says revision ${r.revision} is ${r.status}` : 'the release has no record'
+  } catch {
+    return undefined
+  }
+}
+
+async function runHelm(verb: HelmReleaseError['verb'], release: string, args: string[], values: unknown, guard: GuardOptions) {
   const helm = await findHelm()
   const path = helmInvocationPath(helm.path)
-  const result = await runProcess(path, args, {
+  const labels = args[args.indexOf('--labels') + 1] ?? ''
+  const token = args.includes('--labels')
+    ? labels
+        .split(',')
+        .find((l) => l.startsWith(`${HELM_RUN_LABEL}=`))
+        ?.slice(HELM_RUN_LABEL.length + 1)
+    : undefined
+  const kube = guard.ref
+    ? await connectKube({kubeconfig: guard.ref.kubeconfig, context: guard.ref.kubeContext, probe: false}).catch(() => undefined)
+    : undefined
+  const stop = new AbortController()
+  const startedAt = Date.now()
+  const running = runProcess(path, args, {
     input: values === undefined ? undefined : JSON.stringify(values ?? {}),
     env: helmEnv(),
     maxBuffer: 256 * 1024 * 1024,
-    // helm enforces --timeout per operation; this only guards against a hung process.
-    timeoutMs: (timeoutSeconds + 120) * 1000,
+    signal: stop.signal,
   }).catch((error: unknown) => {
     throw startError('helm', path, error)
   })
-  if (result.timedOut) throw new HelmReleaseError(verb, release, `helm did not finish within ${timeoutSeconds + 120}s`)
+  let exited = false
+  void running.then(
+    () => (exited = true),
+    () => (exited = true),
+  )
+  // helm enforces --timeout per operation; this guards only against a hung process, and never
+  // signals it while the release record says it is rolling back.
+  const input = {
+    startedAt,
+    timeoutSeconds: guard.timeoutSeconds,
+    rollbackOnFailure: guard.rollbackOnFailure ?? false,
+    token,
+    marginMs: guard.marginMs ?? HELM_GUARD_MARGIN_MS,
+  }
+  let stoppedAfter: number | undefined
+  void (async () => {
+    let deadline = helmGuardDeadline(input)
+    let offset: number | undefined
+    while (!exited) {
+      const wait = Math.min(Math.max(0, deadline - Date.now()), HELM_GUARD_POLL_MS)
+      await Promise.race([running.catch(() => undefined), new Promise((r) => setTimeout(r, wait).unref())])
+      // Due, or helm is rolling back (read the record again each poll).
+      if (exited || (Date.now() < deadline && deadline !== Number.POSITIVE_INFINITY)) continue
+      if (kube && guard.ref) {
+        try {
+          if (offset === undefined) {
+            const sentAt = Date.now()
+            const res = await kube.requestRaw('GET', '/version')
+            const server = Date.parse(String(res.headers.date ?? ''))
+            offset = Number.isNaN(server) ? 0 : server + 500 - (sentAt + Date.now()) / 2
+          }
+          const newest = await readReleaseRecord(kube, guard.ref.release, guard.ref.namespace)
+          deadline = helmGuardDeadline({...input, newest, serverOffsetMs: offset})
+        } catch {
+          // The record cannot be read: helm's entitlement from its start stands.
+        }
+        if (exited || Date.now() < deadline) continue
+      }
+      stoppedAfter = Date.now() - startedAt
+      stop.abort()
+      return
+    }
+  })()
+  const result = await running
+  if (result.canceled && stoppedAfter !== undefined) {
+    const says = await recordSays(kube, guard.ref)
+    throw new HelmReleaseError(
+      verb,
+      release,
+      `helm did not finish within ${Math.round(stoppedAfter / 1000)}s, more than its --timeout ${guard.timeoutSeconds}s entitles it to${says ? `; ${says}` : ''}`,
+    )
+  }
   if (result.overflowed) throw new HelmReleaseError(verb, release, 'helm printed more than 256 MiB')
-  return result
+  return {...result, recordSays: () => recordSays(kube, guard.ref)}
 }
 
 export async function helmInstall(opts: InstallOptions): Promise<ReleaseStatus> {
   const helm = await findHelm()
-  const result = await runHelm('install', opts.release, installArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
+  const result = await runHelm('install', opts.release, installArgs(helm, opts), opts.values, {
+    timeoutSeconds: opts.timeoutSeconds ?? 300,
+    ref: opts,
+    marginMs: opts.guardMarginMs,
+  })
   if (result.exitCode !== 0) {
-    throw new HelmReleaseError('install', opts.release, helmError(result), {
+    const says = await result.recordSays()
+    throw new HelmReleaseError('install', opts.release, `${helmError(result)}${says ? ` (${says})` : ''}`, {
       hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`,
     })
   }
@@ -223,9 +316,15 @@ export async function helmInstall(opts: InstallOptions): Promise<ReleaseStatus> 
 
 export async function helmUpgrade(opts: UpgradeOptions): Promise<ReleaseStatus> {
   const helm = await findHelm()
-  const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, opts.timeoutSeconds ?? 300)
+  const result = await runHelm('upgrade', opts.release, upgradeArgs(helm, opts), opts.values, {
+    timeoutSeconds: opts.timeoutSeconds ?? 300,
+    ref: opts,
+    rollbackOnFailure: opts.rollbackOnFailure ?? true,
+    marginMs: opts.guardMarginMs,
+  })
   if (result.exitCode !== 0) {
-    const message = helmError(result)
+    const says = await result.recordSays()
+    const message = `${helmError(result)}${says ? ` (${says})` : ''}`
     // Only helm knows whether its rollback worked: it says "has been rolled back" then, and
     // "an error occurred while rolling back" when not (helm v3.18.0 to v4.3.2
     // pkg/action/upgrade.go failRelease).
@@ -248,7 +347,7 @@ function uninstallArgs(helm: Pick<HelmBinary, 'major'>, opts: ReleaseRef & {time
 
 export async function helmUninstall(opts: ReleaseRef & {timeoutSeconds?: number}): Promise<void> {
   const helm = await findHelm()
-  const result = await runHelm('uninstall', opts.release, uninstallArgs(helm, opts), undefined, opts.timeoutSeconds ?? 300)
+  const result = await runHelm('uninstall', opts.release, uninstallArgs(helm, opts), undefined, {timeoutSeconds: opts.timeoutSeconds ?? 300})
   if (result.exitCode !== 0) {
     throw new HelmReleaseError('uninstall', opts.release, helmError(result), {
       hint: `inspect it with: helm status ${opts.release} -n ${opts.namespace}; then run the same command again`,
@@ -262,7 +361,7 @@ export async function helmUninstall(opts: ReleaseRef & {timeoutSeconds?: number}
  */
 export async function helmStatus(opts: ReleaseRef): Promise<ReleaseStatus | undefined> {
   const args = ['get', 'metadata', opts.release, '--namespace', opts.namespace, '--output', 'json', ...targetArgs(opts)]
-  const result = await runHelm('status', opts.release, args, undefined, 60)
+  const result = await runHelm('status', opts.release, args, undefined, {timeoutSeconds: 60})
   if (result.exitCode !== 0) {
     const message = helmError(result)
     if (/release: not found/.test(message)) return undefined
