@@ -17,6 +17,9 @@ import {
   talosHandoverPending,
 } from '../../src/lib/talos/handover.js'
 import {helmInstall, helmUpgrade} from '../../src/lib/helm/release.js'
+import {handOverObjectFields} from '../../src/lib/talos/field-manager.js'
+import {testHelmPath} from '../harness/helm.js'
+import {fieldPaths} from '../support/managed-fields.js'
 import {OWNING_INVENTORY_ANNOTATION, TALOS_INVENTORY, isCiliumInTalosInventory, removeCiliumFromTalosInventory} from '../../src/lib/talos/inventory.js'
 import {applyConfig, bootstrap, getMachineConfig} from '../../src/lib/talos/talosctl.js'
 import {startSimulatedNodes, type SimulatedNodes} from '../sim/simulated-nodes.js'
@@ -172,7 +175,7 @@ describe('Cilium hand-over on Talos 1.14 (simulated nodes, real apiserver and he
     }
 
     const again = await handOverCiliumFromTalos(env.kube, access)
-    expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}, strippedTalosManager: []})
+    expect(again).toEqual({patchedNodes: [], inventory: {inventoryExists: true, removedEntries: []}, talosFieldsToHelm: []})
   })
 
   it('talosctl upgrade-k8s with prune leaves every Cilium object exactly as it was', async () => {
@@ -316,7 +319,7 @@ describe('Talos 1.12 (no inventory): the hand-over strips the field manager talo
     const result = await handOverCiliumFromTalos(env.kube, access)
     expect(result.patchedNodes).toEqual([CONTROL_PLANE_IP])
     expect(result.inventory).toEqual({inventoryExists: false, removedEntries: []})
-    expect(result.strippedTalosManager).toHaveLength(CILIUM_LIKE_REFS.length)
+    expect(result.talosFieldsToHelm).toHaveLength(CILIUM_LIKE_REFS.length)
     for (const obj of await readObjects(env.kc, CILIUM_LIKE_REFS)) expect(obj?.metadata?.managedFields?.map((f) => f.manager)).not.toContain('talos')
     expect(await talosHandoverPending(env.kube, access)).toEqual({inlineManifestOn: [], manifestRunOn: [], inInventory: false, managedByTalos: []})
 
@@ -324,5 +327,64 @@ describe('Talos 1.12 (no inventory): the hand-over strips the field manager talo
     expect(await kubeProxyReplacementKey()).toBeUndefined()
     const cm = await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})
     expect(cm.data?.['tunnel-protocol']).toBe('vxlan')
+  })
+})
+
+// Issue 38 point 4: Helm 3's adoption of objects identical to the bootstrap's patches nothing, so
+// the fields Talos applied must reach Helm's manager, or Helm 4's first server-side upgrade keeps
+// what its render dropped. The hand-over patches each object once; a run stopped between two
+// objects (here: only the DaemonSet handed over) is finished by the next run.
+describe('Talos 1.14, adopted by Helm 3: the hand-over gives the fields of talos to "helm", also when a stopped run is run again', () => {
+  let env: Env
+  const release = () => ({release: 'cilium', namespace: 'kube-system', chartPath: env.chartDir, kubeconfig: env.cp.kubeconfigPath, wait: false})
+  const withHelm = async <T>(major: 3 | 4, fn: () => Promise<T>): Promise<T> => {
+    const before = process.env.ICHOR_HELM
+    process.env.ICHOR_HELM = testHelmPath(major)
+    try {
+      return await fn()
+    } finally {
+      process.env.ICHOR_HELM = before
+    }
+  }
+  const refs = CILIUM_LIKE_REFS.map((r) => ({
+    apiVersion: r.apiVersion,
+    kind: r.kind,
+    name: r.metadata.name,
+    namespace: 'namespace' in r.metadata ? r.metadata.namespace : undefined,
+  }))
+  const entries = async () => (await readObjects(env.kc, CILIUM_LIKE_REFS)).map((o) => o?.metadata?.managedFields ?? [])
+  const kubeProxyReplacementKey = async () =>
+    (await env.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({name: 'cilium-config', namespace: 'kube-system'})).data?.['kube-proxy-replacement']
+  beforeAll(async () => {
+    env = await setUp()
+    await withHelm(3, () => helmInstall({...release(), values: {}, takeOwnership: true}))
+  })
+  afterAll(() => tearDown(env))
+
+  it('every field talos owned is in the Apply entry of "helm" once; a Helm 4 upgrade then drops a field, and a Helm 3 upgrade puts it back', async () => {
+    const talosPaths = (await entries()).map((list) => [...fieldPaths(list.find((f) => f.manager === 'talos')?.fieldsV1 as never)].sort())
+    for (const paths of talosPaths) expect(paths.length).toBeGreaterThan(0)
+    expect(
+      await handOverObjectFields(
+        env.kube,
+        refs.find((r) => r.kind === 'DaemonSet')!,
+      ),
+    ).toBe(true)
+
+    const access = {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], settleMs: 100}
+    await handOverCiliumFromTalos(env.kube, access)
+    expect(await talosHandoverPending(env.kube, access)).toMatchObject({inInventory: false, managedByTalos: []})
+    // The inventory's annotation is gone from the objects, so from helm's set; everything else talos owned is helm's.
+    const annotation = `/f:metadata/f:annotations/f:${OWNING_INVENTORY_ANNOTATION}`
+    const helmApply = (await entries()).map((list) => list.filter((f) => f.manager === 'helm' && f.operation === 'Apply'))
+    expect.soft(helmApply.map((list) => list.length)).toEqual(refs.map(() => 1))
+    expect
+      .soft(helmApply.map((list) => [...fieldPaths(list[0]?.fieldsV1 as never)].sort()))
+      .toEqual(talosPaths.map((paths) => paths.filter((p) => p !== annotation)))
+
+    await withHelm(4, () => helmUpgrade({...release(), values: {kubeProxyReplacement: false}, rollbackOnFailure: false}))
+    expect(await kubeProxyReplacementKey()).toBeUndefined()
+    await withHelm(3, () => helmUpgrade({...release(), values: {}, rollbackOnFailure: false}))
+    expect(await kubeProxyReplacementKey()).toBe('true')
   })
 })

@@ -144,7 +144,7 @@ describe('Talos node simulator, Talos v1.12 (before the inventory): create-only'
 
   it('the hand-over has no inventory step on such a cluster', async () => {
     const result = await handOverCiliumFromTalos(env.kube, {talosconfig: env.cluster.talosconfig, controlPlanes: [CONTROL_PLANE_IP], name: 'app'})
-    expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}, strippedTalosManager: []})
+    expect(result).toEqual({patchedNodes: [CONTROL_PLANE_IP], inventory: {inventoryExists: false, removedEntries: []}, talosFieldsToHelm: []})
     expect(await manifestsApplied(env)).toEqual([])
   })
 })

@@ -4,19 +4,48 @@
 // to hand over, and from 1.13 only the objects still in the inventory were cleared. While
 // `talos` co-owns a field, Helm 4's server-side upgrade cannot drop it when a later values
 // change stops rendering it (a field leaves an object only when no manager owns it any more).
-// So the hand-over strips `talos` from every object the release manifest names.
+// So the hand-over takes `talos` off every object the release manifest names.
+//
+// Taking it off is not enough: its fields must go to Helm's manager. Helm 3's adoption
+// (--take-ownership) of objects identical to the bootstrap's patches nothing but Helm's own
+// labels, so once `talos` is gone the rendered fields belong to no manager, and Helm 4's
+// server-side apply removes only fields its own Apply entry lists: a later render that drops a
+// field (`cni kube-proxy restore` drops KUBERNETES_SERVICE_HOST) left it in place. So the
+// fields of `talos` are merged into the Apply entry of "helm", the manager both Helm majors
+// write as (helm v3.18.0 and v4.1.4 pkg/kube/client.go getManagedFieldsManager, the CLI
+// called as `helm`: release.ts helmInvocationPath). Apply, whichever Helm adopted the release:
+//   - Helm 4 upgrades server side and removes what that entry lists and the new render lacks;
+//     from a revision Helm 3 wrote it first folds helm's Update entries into the same Apply
+//     entry (pkg/action/upgrade.go upgradeClientSideFieldManager, client-go csaupgrade), and an
+//     Update entry would be folded only after a client-side revision, never after Helm 4's own.
+//   - Helm 3 computes its three-way merge patch from the manifests and the live object and
+//     never reads managedFields; its patches are Updates, which no Apply entry can refuse.
 import {CORE_SCHEMA, loadAll} from 'js-yaml'
 import {parseAllDocuments} from 'yaml'
 import {IchorError} from '../errors/errors.js'
-import {isNotFound, KubeApiError, type Kube} from '../kube/client.js'
+import {isConflict, isNotFound, KubeApiError, type Kube} from '../kube/client.js'
 import {describeObject, getObject, resolvePath, type KubeObject, type ObjectRef} from '../kube/objects.js'
 import {FIELD_MANAGER} from '../constants.js'
 
 /** Talos's field manager (constants.KubernetesFieldManagerName; v1.12 writes the literal "talos"). */
 export const TALOS_FIELD_MANAGER = 'talos'
 
-type ManagedEntry = {manager?: string}
-type LiveMeta = KubeObject & {metadata: KubeObject['metadata'] & {managedFields?: ManagedEntry[]}}
+/** The manager Helm writes as, both majors (see above). */
+export const HELM_FIELD_MANAGER = 'helm'
+
+/** A fieldsV1 trie: `f:`, `k:`, `v:`, `i:` path elements; `{}` a member leaf, "." a member with children. */
+export type FieldsV1 = {[element: string]: FieldsV1}
+
+export interface ManagedEntry {
+  manager?: string
+  operation?: string
+  apiVersion?: string
+  time?: string
+  fieldsType?: string
+  fieldsV1?: FieldsV1
+  subresource?: string
+}
+type LiveMeta = KubeObject & {metadata: KubeObject['metadata'] & {managedFields?: ManagedEntry[]; resourceVersion?: string}}
 
 /**
  * The objects a Helm release manifest names; namespaced ones without a namespace are in the release's.
@@ -47,32 +76,72 @@ export async function objectsManagedByTalos(kube: Kube, refs: ObjectRef[]): Prom
   return refs.filter((_, i) => hasTalosManager(live[i]))
 }
 
-/** Drops `talos` from each object's managedFields (idempotent); returns the objects changed. */
-export async function stripTalosFieldManager(kube: Kube, refs: ObjectRef[]): Promise<ObjectRef[]> {
+/**
+ * The union of two field sets as structured-merge-diff serialises them: a node is `{}` when its
+ * path is a member without children, and holds "." when it is a member with children.
+ */
+export function unionFieldsV1(a: FieldsV1 | undefined, b: FieldsV1 | undefined): FieldsV1 {
+  if (!a) return b ?? {}
+  if (!b) return a
+  const aLeaf = Object.keys(a).length === 0
+  const bLeaf = Object.keys(b).length === 0
+  if (aLeaf && bLeaf) return {}
+  const out: FieldsV1 = aLeaf || bLeaf ? {'.': {}} : {}
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) out[key] = key === '.' ? {} : unionFieldsV1(a[key], b[key])
+  return out
+}
+
+/**
+ * managedFields with every `talos` entry's fields given to the Apply entry of "helm" (made from
+ * the first `talos` entry when there is none) and the `talos` entries gone. Subresource entries
+ * of `talos` (Talos writes none) are dropped: Helm never applies a subresource.
+ */
+export function managedFieldsHandedToHelm(managedFields: ManagedEntry[]): ManagedEntry[] {
+  const talos = managedFields.filter((f) => f.manager === TALOS_FIELD_MANAGER && !f.subresource)
+  const kept = managedFields.filter((f) => f.manager !== TALOS_FIELD_MANAGER)
+  if (talos.length === 0) return kept
+  const isHelmApply = (f: ManagedEntry) => f.manager === HELM_FIELD_MANAGER && f.operation === 'Apply' && !f.subresource
+  const fields = talos.reduce<FieldsV1 | undefined>((set, f) => unionFieldsV1(set, f.fieldsV1), undefined) ?? {}
+  const existing = kept.find(isHelmApply)
+  if (existing) return kept.map((f) => (f === existing ? {...f, fieldsV1: unionFieldsV1(f.fieldsV1, fields)} : f))
+  const {apiVersion, time} = talos[0]!
+  return [...kept, {manager: HELM_FIELD_MANAGER, operation: 'Apply', apiVersion, time, fieldsType: 'FieldsV1', fieldsV1: fields}]
+}
+
+/** Hands the fields of `talos` to "helm" on each object (idempotent); returns the objects changed. */
+export async function handTalosFieldsToHelm(kube: Kube, refs: ObjectRef[]): Promise<ObjectRef[]> {
   const changed: ObjectRef[] = []
-  for (const ref of refs) {
-    const live = await readMeta(kube, ref)
-    if (!hasTalosManager(live)) continue
-    await patchWithoutTalos(kube, ref, live!.metadata.managedFields!)
-    changed.push(ref)
-  }
+  for (const ref of refs) if (await handOverObjectFields(kube, ref)) changed.push(ref)
   return changed
 }
 
 /**
- * A merge patch that replaces managedFields with the list minus `talos`. When `talos` is the
- * only manager, `[{}]` is the API's way to clear the list (an empty list means "unchanged").
+ * One object: a merge patch replacing managedFields, on the resourceVersion it was computed
+ * from, so a write landing in between (a controller, a helm run) is a conflict and the list is
+ * computed again instead of being overwritten with a stale copy. One PATCH per object: a run
+ * killed between two objects leaves each either untouched or handed over, never half.
+ * `extraMetadata` goes into the same patch (the inventory's owning annotation).
  */
-async function patchWithoutTalos(kube: Kube, ref: ObjectRef, managedFields: ManagedEntry[], extraMetadata: Record<string, unknown> = {}): Promise<void> {
-  const kept = managedFields.filter((f) => f.manager !== TALOS_FIELD_MANAGER)
-  const body = {metadata: {...extraMetadata, managedFields: kept.length > 0 ? kept : [{}]}}
-  try {
-    const {item} = await resolvePath(kube, ref)
-    await kube.request('PATCH', item, {body, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER}})
-  } catch (error) {
-    if (isNotFound(error)) return
-    const detail = error instanceof KubeApiError ? (error.status.message ?? error.message) : (error as Error).message
-    throw new IchorError(`removing field manager "${TALOS_FIELD_MANAGER}" from ${describeObject(ref)}: ${detail}`, {cause: error})
+export async function handOverObjectFields(kube: Kube, ref: ObjectRef, extraMetadata: Record<string, unknown> = {}): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const live = await readMeta(kube, ref)
+    if (!live) return false
+    const hasExtra = Object.keys(extraMetadata).length > 0
+    if (!hasTalosManager(live) && !hasExtra) return false
+    const managedFields = hasTalosManager(live) ? managedFieldsHandedToHelm(live.metadata.managedFields!) : undefined
+    const body = {metadata: {...extraMetadata, ...(managedFields ? {managedFields} : {}), resourceVersion: live.metadata.resourceVersion}}
+    try {
+      const {item} = await resolvePath(kube, ref)
+      await kube.request('PATCH', item, {body, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER}})
+      return managedFields !== undefined
+    } catch (error) {
+      if (isNotFound(error)) return false
+      if (isConflict(error) && attempt < 5) continue
+      const detail = error instanceof KubeApiError ? (error.status.message ?? error.message) : (error as Error).message
+      throw new IchorError(`handing the fields of field manager "${TALOS_FIELD_MANAGER}" on ${describeObject(ref)} to "${HELM_FIELD_MANAGER}": ${detail}`, {
+        cause: error,
+      })
+    }
   }
 }
 

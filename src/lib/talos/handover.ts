@@ -5,7 +5,8 @@
 //   3. take the Cilium objects out of Talos's inventory (Talos 1.13+), so
 //      `talosctl upgrade-k8s` neither prunes them nor re-applies the bootstrap render,
 //      and check again after a settle period,
-//   4. drop the field manager `talos` from every object of the release (every version).
+//   4. hand the fields of the field manager `talos` to Helm's manager "helm" on every object
+//      of the release (every version; field-manager.ts says why).
 // The order matters: a control plane that still carries the entry backfills existing
 // objects into the inventory, and a run that read the inventory before step 3 writes
 // that copy back (INVENTORY.md, section 3).
@@ -16,7 +17,7 @@ import {IchorError} from '../errors/errors.js'
 import {readReleaseRecord} from '../helm/release-record.js'
 import type {Kube} from '../kube/client.js'
 import type {ObjectRef} from '../kube/objects.js'
-import {objectsManagedByTalos, releaseObjectRefs, stripTalosFieldManager} from './field-manager.js'
+import {handTalosFieldsToHelm, objectsManagedByTalos, releaseObjectRefs} from './field-manager.js'
 import {isCiliumInTalosInventory, removeCiliumFromTalosInventory, type InventoryRemoval} from './inventory.js'
 import {DEFAULT_INLINE_MANIFEST_NAME, removeInlineManifestPatch} from './patches.js'
 import {controlPlanesStillApplying, waitForManifestRunsWithout} from './manifest-runs.js'
@@ -172,8 +173,8 @@ export interface HandoverResult {
   /** Control planes whose inline entry was removed by this run. */
   patchedNodes: string[]
   inventory: InventoryRemoval
-  /** Objects of the release from which the field manager `talos` was removed. */
-  strippedTalosManager: ObjectRef[]
+  /** Objects of the release whose `talos` fields went to the field manager "helm". */
+  talosFieldsToHelm: ObjectRef[]
 }
 
 export interface HandoverPending {
@@ -213,7 +214,7 @@ export async function talosHandoverPending(kube: Kube, opts: ControlPlaneAccess)
  * remove the entry from every control plane; wait until each control plane's manifest run
  * no longer lists it (the run the removal started has written its inventory copy); take
  * Cilium out of the inventory; after a settle period check again, and repeat the edit if
- * a late write brought the keys back. Then drop `talos` from every object of the release.
+ * a late write brought the keys back. Then hand the fields of `talos` to "helm" on every object of the release.
  */
 export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAccess & HandoverTiming): Promise<HandoverResult> {
   const patchedNodes = await removeInlineManifestFromControlPlanes(opts)
@@ -232,6 +233,6 @@ export async function handOverCiliumFromTalos(kube: Kube, opts: ControlPlaneAcce
     const again = await removeCiliumFromTalosInventory(kube)
     inventory.removedEntries = [...new Set([...inventory.removedEntries, ...again.removedEntries])].sort()
   }
-  const strippedTalosManager = await stripTalosFieldManager(kube, await releaseObjects(kube))
-  return {patchedNodes, inventory, strippedTalosManager}
+  const talosFieldsToHelm = await handTalosFieldsToHelm(kube, await releaseObjects(kube))
+  return {patchedNodes, inventory, talosFieldsToHelm}
 }

@@ -6,8 +6,8 @@
 import {IchorError} from '../errors/errors.js'
 import {isConflict, isNotFound, KubeApiError, type Kube} from '../kube/client.js'
 import {type KubeObject, resolvePath} from '../kube/objects.js'
-import {CILIUM_RELEASE as CILIUM, FIELD_MANAGER} from '../constants.js'
-import {TALOS_FIELD_MANAGER} from './field-manager.js'
+import {CILIUM_RELEASE as CILIUM} from '../constants.js'
+import {handOverObjectFields} from './field-manager.js'
 import {HELM_RELEASE_NAME_ANNOTATION, HELM_RELEASE_NAMESPACE_ANNOTATION} from './ownership.js'
 import {once} from '../tasks/memo.js'
 
@@ -168,29 +168,19 @@ class LiveObjects {
   }
 
   /**
-   * Drops Talos's claim on an object: the owning-inventory annotation, and the field
-   * manager `talos` from managedFields, so a later server-side `helm upgrade` (Helm 4)
-   * changing a value does not conflict with a manager that no longer applies anything.
+   * Ends Talos's claim on an object: the owning-inventory annotation goes, and the fields of the
+   * field manager `talos` go to Helm's manager (field-manager.ts says why), in one patch, so a
+   * later server-side `helm upgrade` (Helm 4) neither conflicts with a manager that no longer
+   * applies anything nor keeps a field its render dropped.
    */
   async releaseFromTalos(ref: InventoryRef, annotation: string): Promise<void> {
-    const item = await this.itemPath(ref)
-    if (!item) return
-    const live = await this.read(ref)
-    if (!live) return
-    const managedFields = (live.metadata?.managedFields ?? []).filter((f) => f.manager !== TALOS_FIELD_MANAGER)
-    const body = {
-      metadata: {
-        annotations: {[annotation]: null},
-        // A merge patch replaces the list; an empty list would mean "leave as is", so keep at least one entry.
-        ...(managedFields.length > 0 && managedFields.length !== live.metadata?.managedFields?.length ? {managedFields} : {}),
-      },
-    }
-    try {
-      await this.kube.request('PATCH', item, {body, contentType: 'application/merge-patch+json', query: {fieldManager: FIELD_MANAGER}})
-    } catch (error) {
-      if (isNotFound(error)) return
-      throw kubeError(`removing ${annotation} from ${describe(ref)}`, error)
-    }
+    const apiVersion = await this.apiVersion(ref.group)
+    if (!apiVersion || !(await this.kube.resourceFor(apiVersion, ref.kind))) return
+    await handOverObjectFields(
+      this.kube,
+      {apiVersion, kind: ref.kind, name: ref.name, namespace: ref.namespace || undefined},
+      {annotations: {[annotation]: null}},
+    )
   }
 
   /** URL of the object, or undefined when the API server no longer serves its group or kind. */

@@ -364,7 +364,7 @@ export function talosHandoverTask(p: {session: Session; state: LocalState; contr
       const r = await handOverCiliumFromTalos(await p.session.kube(), {...access(), progress})
       progress(`inline entry removed from ${r.patchedNodes.length} control plane(s)`)
       if (r.inventory.removedEntries.length) progress(`${r.inventory.removedEntries.length} entries taken out of Talos's inventory`)
-      if (r.strippedTalosManager.length) progress(`field manager talos removed from ${r.strippedTalosManager.length} object(s)`)
+      if (r.talosFieldsToHelm.length) progress(`fields of field manager talos handed to helm on ${r.talosFieldsToHelm.length} object(s)`)
       const stripped = localConfigWithInline(p.state)
       if (stripped !== undefined) {
         writeStateFile(p.state, 'controlPlaneConfig', stripped)
