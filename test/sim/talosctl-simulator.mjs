@@ -2039,7 +2039,9 @@ function installDiskOf(docs, disks) {
   const unattended = docs.find((d) => d.kind === 'UnattendedInstallConfig')
   const legacy = docs.find(isLegacy)?.machine?.install
   if (unattended && legacy)
-    fail('error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* UnattendedInstallConfig config is incompatible with v1alpha1 config (.machine.install)')
+    fail(
+      'error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* UnattendedInstallConfig config is incompatible with v1alpha1 config (.machine.install)',
+    )
   const ordered = [...disks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   if (unattended) {
     const expr = String(unattended.provisioning?.diskSelector?.match ?? '')
@@ -2062,7 +2064,12 @@ function celTerm(text) {
   if (m) return (d) => d.symlinks.includes(m[1])
   m = /^glob\("([^"]*)", disk\.(\w+)\)$/.exec(t)
   if (m) {
-    const re = new RegExp(`^${m[1].split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`)
+    const re = new RegExp(
+      `^${m[1]
+        .split('*')
+        .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    )
     return (d) => re.test(String(d[m[2]] ?? ''))
   }
   return fail(`the talosctl simulator cannot evaluate the disk selector term ${JSON.stringify(t)}`)

@@ -12,6 +12,7 @@ import {
   type KubernetesVersion,
   type TalosVersion,
 } from '../talos/versions.js'
+import {describeSelector} from '../talos/disk-selector.js'
 import {installDiskFor, readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
 import {nodeProblem} from '../talos/node-address.js'
 
@@ -149,9 +150,9 @@ function stripFlag(error: unknown, flag: string): string {
 export function installDiskLines(inputs: InitInputs): string[] {
   const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
   return nodes.map(([node, role]) => {
-    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
+    const {disk, selector, from} = installDiskFor(inputs.machineConfig, node, role, inputs.talosVersion)
     return disk
       ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)`
-      : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+      : `Talos will be installed onto the disk that ${selector ? describeSelector(selector) : 'nothing'} (${from}) selects on ${node}; its contents are erased`
   })
 }

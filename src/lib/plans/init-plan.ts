@@ -278,7 +278,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
     async afterConsent(p, ctx) {
       Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, report: req.report}))
       // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
-      p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads)
+      p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads, (line) => req.report.note(line))
       p.nodes.catch(() => undefined) // awaited by the validate step
       const release = claimStateDir(state, {dryRun: req.dryRun, report: req.report})
       if (release) ctx.onClose(release)
