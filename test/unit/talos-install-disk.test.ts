@@ -6,7 +6,9 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
 import {chooseInstallDisk, diskRecordOf, evalDiskSelector, glob, installDiskRefusal, parseSizeCondition} from '../../src/lib/talos/disk-selector.js'
+import {checkInitInputs, installDiskProblems} from '../../src/lib/init/inputs.js'
 import {installDiskFor, NO_MACHINE_CONFIG_INPUTS} from '../../src/lib/talos/machine-config.js'
+import {parseTalosVersion} from '../../src/lib/talos/versions.js'
 import {genConfig, validateConfig} from '../../src/lib/talos/talosctl.js'
 import type {MachineConfigInputs} from '../../src/lib/state/installation-types.js'
 import {realTalosctlPath} from '../harness/talosctl.js'
@@ -57,6 +59,23 @@ describe('the install disk of the final config', () => {
     expect(t.problem).toMatch(
       /^--config-patch p\.yaml: machine\.install is not used with the UnattendedInstallConfig that talosctl gen config writes for Talos v1\.14\+/,
     )
+  })
+
+  it('Given init inputs with such a patch, Then init refuses it offline, once, naming the flag (before it asks to go ahead)', () => {
+    const init = checkInitInputs(
+      {
+        clusterName: 'c',
+        endpoint: 'https://192.0.2.10:6443',
+        controlPlanes: ['192.0.2.10'],
+        workers: ['192.0.2.11', '192.0.2.12'],
+        machineConfig: {configPatchWorker: ['machine:\n  install:\n    disk: /dev/nvme0n1\n']},
+      },
+      {requireNodes: true},
+    )
+    expect(installDiskProblems(init)).toEqual([
+      {path: '--config-patch-worker', message: expect.stringMatching(/^--config-patch-worker inline: machine\.install is not used/)},
+    ])
+    expect(installDiskProblems({...init, talosVersion: parseTalosVersion('v1.13.0')})).toEqual([])
   })
 
   it('Given the UnattendedInstallConfig deleted, Then machine.install decides, its diskSelector over its disk; with neither the config installs nowhere', () => {

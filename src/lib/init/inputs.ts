@@ -146,6 +146,31 @@ function stripFlag(error: unknown, flag: string): string {
   return error.message.replace(new RegExp(`^${flag}:\\s*`), '')
 }
 
+/**
+ * Install disks Talos would refuse or never install onto (machine.install beside v1.14's
+ * UnattendedInstallConfig, an UnattendedInstallConfig deleted with no machine.install), per node:
+ * offline, so a run refuses them (exit 2) before it asks to go ahead.
+ */
+export function installDiskProblems(inputs: InitInputs): Issue[] {
+  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
+  const issues = nodes.flatMap(([node, role]) => {
+    const {problem, from} = installDiskFor(inputs.machineConfig, node, role, inputs.talosVersion)
+    return problem
+      ? [
+          {
+            path: from
+              .split(' ')
+              .slice(0, from.startsWith('--node-patch') ? 2 : 1)
+              .join(' '),
+            message: problem,
+          },
+        ]
+      : []
+  })
+  const seen = new Set<string>()
+  return issues.filter((i) => !seen.has(i.message) && seen.add(i.message))
+}
+
 /** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
 export function installDiskLines(inputs: InitInputs): string[] {
   const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
