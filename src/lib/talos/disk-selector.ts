@@ -4,7 +4,8 @@
 //   modalias, wwid, uuid, bus_path, transport, rotational, readonly, cdrom, symlinks: the
 //   /dev/disk/by-* links udevd made for it, internal/.../controllers/block/disks.go and symlinks.go);
 // - pkg/machinery/config/types/block/blockhelpers/blockhelpers.go MatchDisks: every Disk resource
-//   (listed in ID order) is tested with `system_disk` false; the install takes the first match
+//   (listed in ID order: cosi-project/runtime's inmem collection List sorts by ID, read in v1.16.2;
+//   Talos v1.14.1 requires v1.16.3) is tested with `system_disk` false; the install takes the first match
 //   (controllers/runtime/unattended_install.go, runtime/v1alpha1/v1alpha1_sequencer_tasks.go Install);
 // - pkg/machinery/cel/celenv/celenv.go DiskLocator: `disk`, `system_disk`, glob(), the unit constants;
 // - pkg/machinery/config/types/v1alpha1/v1alpha1_provider.go DiskMatchExpression: the legacy
