@@ -20,6 +20,9 @@ const IMAGE = 'factory.talos.dev/metal-installer/613e1592b2da41ae5e265e8789429f2
 const IMAGE2 = 'factory.talos.dev/metal-installer/376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba:v1.14.1'
 const inlineManifest = (name: string, manifest: string) =>
   `apiVersion: v1alpha1\nkind: KubeInlineManifestConfig\nname: ${name}\nmanifest: |\n${manifest.replace(/^(?=.)/gm, '  ')}`
+/** The simulated nodes' NVMe disk as its udev by-id link (test/sim/talosctl-simulator.mjs disksOf). */
+const NVME_BY_ID = '/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_deadbeef1'
+const unattended = (match: string) => `apiVersion: v1alpha1\nkind: UnattendedInstallConfig\nprovisioning:\n  diskSelector:\n    match: '${match}'\n`
 const failure = (r: {stdout: string; stderr: string}) => `${r.stderr.slice(-4000)}\n${r.stdout.slice(-2000)}`
 
 describe('ichor init with an install disk, an installer image, role patches and a per-node hostname', () => {
@@ -62,7 +65,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
 
   const machineArgs = () => [
     '--install-disk',
-    '/dev/nvme0n1',
+    NVME_BY_ID,
     '--install-image',
     IMAGE,
     '--config-patch-control-plane',
@@ -96,6 +99,29 @@ describe('ichor init with an install disk, an installer image, role patches and 
     expect(`${dry.stdout}${dry.stderr}`).toContain(`/dev/vdb (from --install-disk) is not a disk of ${CONTROL_PLANE}; its disks: /dev/sda, /dev/nvme0n1`)
     expect(`${dry.stdout}${dry.stderr}`).toContain(`/dev/vdb (from --install-disk) is not a disk of ${WORKER}`)
     expect(dry.stderr).toContain(`Talos will be installed onto /dev/vdb of ${WORKER} (--install-disk); its contents are erased`)
+    // Issue 38 point 5: the disk of the FINAL config, matched on the node's disks as Talos matches it.
+    // On v1.14 gen config writes an UnattendedInstallConfig; machine.install beside it is refused by name.
+    const legacy = await runIchor([...h.initArgs, '--dry-run', '--config-patch', 'machine:\n  install:\n    disk: /dev/nvme0n1\n'], h.env)
+    expect(legacy.code, legacy.stderr).toBe(2)
+    expect(`${legacy.stdout}${legacy.stderr}`).toContain(
+      '--config-patch inline: machine.install is not used with the UnattendedInstallConfig that talosctl gen config writes for Talos v1.14+',
+    )
+    const none = await runIchor([...h.initArgs, '--dry-run', '--node-patch', `${WORKER}=${unattended('disk.transport == "mmc"')}`], h.env)
+    expect(none.code, none.stderr).toBe(2)
+    expect(`${none.stdout}${none.stderr}`).toContain(
+      `the selector disk.transport == "mmc" (from --node-patch ${WORKER} inline) matches no disk of ${WORKER}; its disks: /dev/sda (512110190592 bytes, sata, model "QEMU HARDDISK", /dev/disk/by-id/ata-QEMU_HARDDISK_QM00001), /dev/nvme0n1 (512110190592 bytes, nvme, model "QEMU NVMe Ctrl", /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_deadbeef1)`,
+    )
+    // A /dev/disk/by-id link is a disk of the node; a selector that matches names the disk it picks.
+    const byId = NVME_BY_ID
+    const picks = await runIchor(
+      [...h.initArgs, '--dry-run', '--install-disk', byId, '--node-patch', `${WORKER}=${unattended('disk.transport == "nvme"')}`],
+      h.env,
+    )
+    expect(picks.code, failure(picks)).toBe(0)
+    expect(picks.stderr).toContain(`Talos will be installed onto ${byId} of ${CONTROL_PLANE} (--install-disk)`)
+    expect(picks.stderr).toContain(
+      `the selector disk.transport == "nvme" (from --node-patch ${WORKER} inline) selects /dev/nvme0n1 of ${WORKER}; its contents are erased`,
+    )
     expect(untouched()).toBe(true)
   }, 300_000)
 
@@ -105,7 +131,8 @@ describe('ichor init with an install disk, an installer image, role patches and 
     const cp = nodeConfig(h, CONTROL_PLANE)
     const w = nodeConfig(h, WORKER)
     for (const config of [cp, w]) {
-      expect(config).toContain('disk.dev_path == "/dev/nvme0n1"')
+      // A /dev/disk/by-id link (issue 38 point 5): selected among the disk's symlinks, and installed onto.
+      expect(config).toContain(`match: '"${NVME_BY_ID}" in disk.symlinks'`)
       expect(config).toContain(IMAGE)
     }
     expect(cp).toContain('vm.nr_hugepages: "64"')
@@ -137,7 +164,7 @@ describe('ichor init with an install disk, an installer image, role patches and 
         })
       )?.spec.talos.machineConfig
     expect(await spec()).toMatchObject({
-      installDisk: '/dev/nvme0n1',
+      installDisk: NVME_BY_ID,
       installImage: IMAGE,
       controlPlanePatches: [
         {source: files.cp, yaml: readFileSync(files.cp, 'utf8')},

@@ -4,7 +4,7 @@
 // configs' image tags; the harness's real kube-apiserver stays v1.36.3). Real: the apiserver,
 // controllers, helm records, the inventory ConfigMap, and the objects Talos's sync would prune.
 import {spawnSync} from 'node:child_process'
-import {readFileSync, writeFileSync} from 'node:fs'
+import {existsSync, readFileSync, writeFileSync} from 'node:fs'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
@@ -62,6 +62,16 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
       kube.request<KubeObject & {data?: Record<string, string>}>('GET', INVENTORY),
     ])
     return {images, recorded: cr?.status?.kubernetes, cilium: [cm?.metadata.uid, ds?.metadata.uid], inventory: Object.keys(inventory.data ?? {}).sort()}
+  }
+  /** The simulator's log of `get machineconfig` calls, one line of nodes per call. */
+  const configReads = () => {
+    const log = join(h.nodes.stateDir, 'machineconfig-reads.log')
+    return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []
+  }
+  const readsPerNode = (lines: string[]) => {
+    const counts: Record<string, number> = {}
+    for (const node of lines.flatMap((l) => l.split(','))) counts[node] = (counts[node] ?? 0) + 1
+    return counts
   }
   const versionOf = (ip: string) => kubernetesVersionOfConfig(nodeConfig(h, ip))
   const setInventoryKey = (key: string, present: boolean) =>
@@ -165,8 +175,13 @@ describe('ichor kubernetes upgrade on the harness (Talos upgrade-k8s simulated)'
   let upgraded: Awaited<ReturnType<typeof state>>
   it('1.32.0 to 1.33.0 (inside both ranges) converges: every node at 1.33.0, Cilium intact, the version recorded; a rerun changes nothing', async () => {
     const before = await state()
+    const readsBefore = configReads()
     const run = await cli(['--to', '1.33.0', '--yes', '--json'])
     expect(run.code, show(run)).toBe(0)
+    // Issue 38 point 12: through the run's shared reads, each control plane's config is read once
+    // before talosctl upgrade-k8s writes to it and once after (what the nodes run now, to confirm
+    // the step); plain reads asked 5 times.
+    expect(readsPerNode(configReads().slice(readsBefore.length))).toEqual({[h.controlPlanes[0]!]: 2})
     expect(events(run).find((e) => e.event === 'start')).toMatchObject({tasks: STEPS.map((id) => expect.objectContaining({id}))})
     expect(
       events(run).some((e) => e.event === 'progress' && e.id === 'talos-upgrade-k8s' && /update kube-apiserver: 1\.32\.0 -> 1\.33\.0/.test(e.message ?? '')),

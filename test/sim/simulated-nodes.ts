@@ -19,8 +19,8 @@ export interface SimNode {
   role: 'controlplane' | 'worker'
   /** The Talos version the node runs, e.g. v1.13.0. */
   talosVersion: string
-  /** Device paths `talosctl get disks` lists (the simulator's default: /dev/sda and /dev/nvme0n1). */
-  disks?: string[]
+  /** What `talosctl get disks` lists: device paths, or Disk specs (the simulator's default: /dev/sda and /dev/nvme0n1). */
+  disks?: (string | {dev_path: string; [field: string]: unknown})[]
 }
 
 export interface SimulatedNodes {

@@ -4,7 +4,7 @@
 // node address; each node is a file in $TALOS_SIM_STATE.
 //
 //   $TALOS_SIM_STATE/nodes.json      written by the test: [{ip, role, talosVersion, disks?}] (disks:
-//                                    the device paths `get disks` lists; default /dev/sda, /dev/nvme0n1)
+//                                    device paths or Disk specs, see disksOf; default /dev/sda, /dev/nvme0n1)
 //   $TALOS_SIM_STATE/node-<ip>.json  {mode: maintenance|configured, config: <yaml text>}
 //   $TALOS_SIM_STATE/bootstrapped    present once `bootstrap` ran
 //   $TALOS_SIM_KUBECONFIG            the harness apiserver's kubeconfig (what `kubeconfig` hands out,
@@ -19,6 +19,7 @@
 //   $TALOS_SIM_MANIFEST_RUN_MS       how long a manifest run takes from its inventory read to its
 //                                    write (default 1000)
 //   $TALOS_SIM_STATE/manifest-*, manifeststatus-<ip>.json   the background manifest runs (below)
+//   $TALOS_SIM_STATE/machineconfig-reads.log   one line per `get machineconfig` call: its nodes (a,b,c)
 //
 // Inline manifests are applied as the node's Talos version does (see
 // src/lib/talos/INVENTORY.md for the source this follows):
@@ -1725,9 +1726,9 @@ async function applyConfig(args) {
     // (v1alpha1_sequencer_tasks.go Install, v1.14.1): with no such disk the install fails ("no
     // disks matched the expression", or the disk path does not resolve) and the machine never
     // comes up configured. Here it stays in maintenance mode and the failure is kept for tests.
-    const install = current.mode === 'maintenance' ? installDiskOf(docs) : undefined
-    if (install && install.dev && !diskPaths(current).includes(install.dev)) {
-      current.installError = install.expr ? `no disks matched the expression: ${install.expr}` : `lstat ${install.dev}: no such file or directory`
+    const install = current.mode === 'maintenance' ? installDiskOf(docs, disksOf(current)) : undefined
+    if (install && !install.disk) {
+      current.installError = install.error
       saveNode(current)
       process.stderr.write('Applied configuration without a reboot\n')
       return
@@ -1936,6 +1937,8 @@ function getMachineConfig(args) {
   if (!['machineconfig', 'machineconfigs', 'mc'].includes(type)) fail(`the simulator only answers \`get machineconfig\` (got ${type})`)
   if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get machineconfig -o yaml`')
   const nodes = args.list('nodes')
+  // Every read is logged (not a Talos behaviour: the tests count a run's reads per node).
+  if (nodes.length > 0) appendFileSync(join(stateDir(), 'machineconfig-reads.log'), `${nodes.join(',')}\n`)
   if (nodes.length === 0)
     fail(
       'error getting resources: nodes are not set for the command: please use `--nodes` flag or configuration file to set the nodes to run the command against',
@@ -1965,55 +1968,111 @@ function getMachineConfig(args) {
 }
 
 const DEFAULT_DISKS = ['/dev/sda', '/dev/nvme0n1']
-const diskPaths = (node) => node.disks ?? DEFAULT_DISKS
+
+/**
+ * The node's disks as Disk resources' specs (pkg/machinery/resources/block/disk.go, v1.14.1):
+ * nodes.json lists device paths or specs; a path gets what a QEMU machine's disk reports (model,
+ * serial, transport, and the udev links of internal/app/machined/pkg/controllers/block/symlinks.go:
+ * by-id from the model and serial, by-path, by-diskseq).
+ */
+function disksOf(node) {
+  return (node.disks ?? DEFAULT_DISKS).map((d, i) => {
+    const given = typeof d === 'string' ? {dev_path: d} : d
+    const id = given.dev_path.replace(/^\/dev\//, '')
+    const nvme = id.startsWith('nvme')
+    const model = nvme ? 'QEMU NVMe Ctrl' : 'QEMU HARDDISK'
+    const serial = nvme ? `deadbeef${i}` : `QM0000${i + 1}`
+    return {
+      id,
+      size: 512110190592,
+      pretty_size: '512 GB',
+      io_size: 512,
+      sector_size: 512,
+      readonly: false,
+      cdrom: false,
+      model,
+      serial,
+      transport: nvme ? 'nvme' : 'sata',
+      bus_path: `/pci0000:00/0000:00:0${i + 3}.0/${nvme ? 'nvme' : 'ata1'}`,
+      symlinks: [
+        `/dev/disk/by-diskseq/${i + 1}`,
+        `/dev/disk/by-id/${nvme ? 'nvme' : 'ata'}-${model.replace(/ /g, '_')}_${serial}`,
+        `/dev/disk/by-path/pci-0000:00:0${i + 3}.0-${nvme ? 'nvme-1' : 'ata-1'}`,
+      ],
+      ...given,
+    }
+  })
+}
 
 /**
  * `get disks`: the node's Disk resources (Disks.block.talos.dev, namespace runtime; spec fields
  * of pkg/machinery/resources/block/disk.go, v1.14.1). Readable with --insecure in maintenance
  * mode: the resource is NonSensitive and internal/app/resources/access.go (v1.14.1) lets any
- * role read those. Only the fields ichor reads are filled in.
+ * role read those.
  */
 function getDisks(args) {
   const ip = requireNode(args, 'error getting resources')
   const node = loadNode(ip, 'error getting resources')
   requireConfigured(node, args, 'error getting resources')
   if ((args.one('output') ?? 'yaml') !== 'yaml') fail('the simulator only answers `get disks -o yaml`')
-  const docs = diskPaths(node).map((dev) =>
+  const docs = disksOf(node).map(({id, ...spec}) =>
     stringify({
       node: ip,
-      metadata: {
-        namespace: 'runtime',
-        type: 'Disks.block.talos.dev',
-        id: dev.replace(/^\/dev\//, ''),
-        version: 1,
-        owner: 'block.DisksController',
-        phase: 'running',
-      },
-      spec: {
-        dev_path: dev,
-        size: 512110190592,
-        pretty_size: '512 GB',
-        io_size: 512,
-        sector_size: 512,
-        readonly: false,
-        cdrom: false,
-        transport: dev.includes('nvme') ? 'nvme' : 'sata',
-      },
+      metadata: {namespace: 'runtime', type: 'Disks.block.talos.dev', id, version: 1, owner: 'block.DisksController', phase: 'running'},
+      spec,
     }),
   )
   process.stdout.write(docs.join('---\n'))
 }
 
 /**
- * The disk a config installs onto: UnattendedInstallConfig's `disk.dev_path == "X"` selector
- * (what `gen config --install-disk` writes on v1.14) or the legacy `machine.install.disk`.
+ * The disk a config installs onto, as Talos v1.14.1 picks it: with an UnattendedInstallConfig,
+ * its CEL selector over the Disk resources in ID order, the first match
+ * (controllers/runtime/unattended_install.go; none: it waits, "no disk matched the selector");
+ * a config that also has machine.install is refused (runtime/unattended_install.go
+ * V1Alpha1ConflictValidate, checked by the node's ValidateAtRuntime). Without one,
+ * machine.install.disk resolved by filepath.EvalSymlinks, so a /dev/disk/by-* link names its disk
+ * (v1alpha1_sequencer_tasks.go Install). Only the selector forms listed in celTerm are
+ * evaluated, and machine.install.diskSelector not at all: anything else fails loudly.
  */
-function installDiskOf(docs) {
+function installDiskOf(docs, disks) {
   const unattended = docs.find((d) => d.kind === 'UnattendedInstallConfig')
-  const match = unattended?.provisioning?.diskSelector?.match
-  if (typeof match === 'string') return {expr: match, dev: /^disk\.dev_path == "([^"]+)"$/.exec(match.trim())?.[1]}
-  const disk = docs.find(isLegacy)?.machine?.install?.disk
-  return disk ? {dev: disk} : undefined
+  const legacy = docs.find(isLegacy)?.machine?.install
+  if (unattended && legacy)
+    fail(
+      'error applying new configuration: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* UnattendedInstallConfig config is incompatible with v1alpha1 config (.machine.install)',
+    )
+  const ordered = [...disks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  if (unattended) {
+    const expr = String(unattended.provisioning?.diskSelector?.match ?? '')
+    const terms = expr.split('&&').map(celTerm)
+    const chosen = ordered.find((d) => terms.every((t) => t(d)))
+    return chosen ? {disk: chosen.dev_path} : {error: 'no disk matched the selector'}
+  }
+  if (!legacy) return undefined
+  if (legacy.diskSelector) fail('the talosctl simulator does not model machine.install.diskSelector')
+  const chosen = ordered.find((d) => d.dev_path === legacy.disk || d.symlinks.includes(legacy.disk))
+  return chosen ? {disk: chosen.dev_path} : {error: `lstat ${legacy.disk}: no such file or directory`}
+}
+
+/** One `&&` term of a disk selector: disk.F == "v", disk.F != "v", "v" in disk.symlinks, glob("p", disk.F). */
+function celTerm(text) {
+  const t = text.trim()
+  let m = /^disk\.(\w+) (==|!=) "([^"]*)"$/.exec(t)
+  if (m) return (d) => (String(d[m[1]] ?? '') === m[3]) === (m[2] === '==')
+  m = /^"([^"]*)" in disk\.symlinks$/.exec(t)
+  if (m) return (d) => d.symlinks.includes(m[1])
+  m = /^glob\("([^"]*)", disk\.(\w+)\)$/.exec(t)
+  if (m) {
+    const re = new RegExp(
+      `^${m[1]
+        .split('*')
+        .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    )
+    return (d) => re.test(String(d[m[2]] ?? ''))
+  }
+  return fail(`the talosctl simulator cannot evaluate the disk selector term ${JSON.stringify(t)}`)
 }
 
 function patchMachineConfig(args) {

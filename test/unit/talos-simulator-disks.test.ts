@@ -57,7 +57,15 @@ describe('talosctl simulator: disks', () => {
     process.env.ICHOR_TALOSCTL = join(root, 'talosctl')
     writeFileSync(process.env.ICHOR_TALOSCTL, `#!/bin/sh\nTALOS_SIM_STATE=${root} exec ${process.execPath} ${SIMULATOR} "$@"\n`, {mode: 0o755})
     try {
-      expect(await listDisks({node: IP})).toEqual(['/dev/sda'])
+      const disks = await listDisks({node: IP})
+      expect(disks.map((d) => d.dev_path)).toEqual(['/dev/sda'])
+      // As a real node's Disk resource: the udev links, model and serial (block/disk.go, v1.14.1).
+      expect(disks[0]).toMatchObject({
+        id: 'sda',
+        model: 'QEMU HARDDISK',
+        transport: 'sata',
+        symlinks: expect.arrayContaining(['/dev/disk/by-id/ata-QEMU_HARDDISK_QM00001']),
+      })
     } finally {
       process.env.ICHOR_TALOSCTL = saved
     }
@@ -66,10 +74,19 @@ describe('talosctl simulator: disks', () => {
   it('Given a config that installs onto /dev/nvme0n1, Then the apply is accepted but the machine stays in maintenance mode; onto /dev/sda it is configured', () => {
     const bad = sim(['apply-config', '--insecure', '--nodes', IP, '--endpoints', IP, '--file', join(root, 'nvme0n1', 'worker.yaml')])
     expect(bad.status, bad.stderr).toBe(0)
-    expect(mode()).toMatchObject({mode: 'maintenance', installError: 'no disks matched the expression: disk.dev_path == "/dev/nvme0n1"'})
+    expect(mode()).toMatchObject({mode: 'maintenance', installError: 'no disk matched the selector'})
     expect(sim(['version', '--insecure', '--nodes', IP, '--endpoints', IP]).status).toBe(0)
     const good = sim(['apply-config', '--insecure', '--nodes', IP, '--endpoints', IP, '--file', join(root, 'sda', 'worker.yaml')])
     expect(good.status, good.stderr).toBe(0)
     expect(mode().mode).toBe('configured')
+  })
+
+  it('Given a config with machine.install beside its UnattendedInstallConfig, Then the node refuses it (V1Alpha1ConflictValidate, v1.14.1)', () => {
+    rmSync(join(root, `node-${IP}.json`)) // a machine in maintenance mode again
+    const both = join(root, 'both.yaml')
+    writeFileSync(both, readFileSync(join(root, 'sda', 'worker.yaml'), 'utf8').replace(/^machine:\n/m, 'machine:\n    install:\n        disk: /dev/sda\n'))
+    const r = sim(['apply-config', '--insecure', '--nodes', IP, '--endpoints', IP, '--file', both])
+    expect(r.status).not.toBe(0)
+    expect(r.stderr).toContain('UnattendedInstallConfig config is incompatible with v1alpha1 config (.machine.install)')
   })
 })

@@ -12,6 +12,7 @@ import {
   type KubernetesVersion,
   type TalosVersion,
 } from '../talos/versions.js'
+import {describeSelector} from '../talos/disk-selector.js'
 import {installDiskFor, readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
 import {nodeProblem} from '../talos/node-address.js'
 
@@ -145,13 +146,38 @@ function stripFlag(error: unknown, flag: string): string {
   return error.message.replace(new RegExp(`^${flag}:\\s*`), '')
 }
 
+/**
+ * Install disks Talos would refuse or never install onto (machine.install beside v1.14's
+ * UnattendedInstallConfig, an UnattendedInstallConfig deleted with no machine.install), per node:
+ * offline, so a run refuses them (exit 2) before it asks to go ahead.
+ */
+export function installDiskProblems(inputs: InitInputs): Issue[] {
+  const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
+  const issues = nodes.flatMap(([node, role]) => {
+    const {problem, from} = installDiskFor(inputs.machineConfig, node, role, inputs.talosVersion)
+    return problem
+      ? [
+          {
+            path: from
+              .split(' ')
+              .slice(0, from.startsWith('--node-patch') ? 2 : 1)
+              .join(' '),
+            message: problem,
+          },
+        ]
+      : []
+  })
+  const seen = new Set<string>()
+  return issues.filter((i) => !seen.has(i.message) && seen.add(i.message))
+}
+
 /** "Talos will be installed onto DISK of NODE; its contents are erased", one line per node (configured nodes keep theirs). */
 export function installDiskLines(inputs: InitInputs): string[] {
   const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
   return nodes.map(([node, role]) => {
-    const {disk, from} = installDiskFor(inputs.machineConfig, node, role)
+    const {disk, selector, from} = installDiskFor(inputs.machineConfig, node, role, inputs.talosVersion)
     return disk
       ? `Talos will be installed onto ${disk} of ${node} (${from}); its contents are erased (a node already configured keeps its installation)`
-      : `Talos will be installed onto the disk that ${from} selects on ${node}; its contents are erased`
+      : `Talos will be installed onto the disk that ${selector ? describeSelector(selector) : 'nothing'} (${from}) selects on ${node}; its contents are erased`
   })
 }

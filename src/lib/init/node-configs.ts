@@ -5,6 +5,7 @@ import {readFile} from 'node:fs/promises'
 import {join} from 'node:path'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {IchorError} from '../errors/errors.js'
+import {describeSelector} from '../talos/disk-selector.js'
 import {allPatches, installDiskFor, patchesForNode, patchValues} from '../talos/machine-config.js'
 import {redactMachineConfig} from '../talos/redact.js'
 import {genConfig, patchConfigFile, TalosctlError, validateConfig} from '../talos/talosctl.js'
@@ -75,7 +76,7 @@ async function renderInto(dir: string, inputs: InitInputs, render: InitRender, v
 
 function summaryOf(inputs: InitInputs, node: string, role: 'controlplane' | 'worker'): string {
   const m = inputs.machineConfig
-  const {disk, from} = installDiskFor(m, node, role)
+  const {disk, selector, from} = installDiskFor(m, node, role, inputs.talosVersion)
   const patches = [
     ...m.patches.map((p) => `--config-patch ${p.source}`),
     ...(role === 'worker'
@@ -85,7 +86,7 @@ function summaryOf(inputs: InitInputs, node: string, role: 'controlplane' | 'wor
   ]
   return [
     `${node}: ${role === 'worker' ? 'worker' : 'control plane'}`,
-    `  install disk: ${disk ?? 'the selector of'} (${from}); its contents are erased`,
+    `  install disk: ${disk ?? (selector ? describeSelector(selector) : 'none')} (${from}); its contents are erased`,
     `  installer image: ${m.installImage ?? "Talos's default for its version"}`,
     `  patches: ${patches.length > 0 ? patches.join(', ') : '(none of yours)'}`,
     `  hostname: ${hostnameOf(inputs, node, role) ?? "Talos's (stable, from the machine)"}`,

@@ -12,6 +12,7 @@ import {withPrivateTempDir} from '../fs/private-files.js'
 import {listObjects} from '../kube/objects.js'
 import {waitFor} from '../kube/wait.js'
 import {readInstallation, writeInstallationSpec, type Installation} from '../state/installation.js'
+import {installDiskRefusal} from '../talos/disk-selector.js'
 import {installDiskFor, installImageOfConfig, NO_MACHINE_CONFIG_INPUTS, storedMachineConfig} from '../talos/machine-config.js'
 import {applyConfig, getEtcdMembers, isReachable, listDisks, TalosctlError} from '../talos/talosctl.js'
 import {holds, missing} from '../tasks/probe.js'
@@ -94,10 +95,10 @@ export async function judgeNodeReplace(p: NodeReplaceInput): Promise<NodeReplace
 async function checkInstallDisk(p: NodeReplaceInput, cr: Installation, role: NodeRole): Promise<void> {
   const held = {...NO_MACHINE_CONFIG_INPUTS, ...cr.spec.talos.machineConfig}
   const inputs = p.movePatches ? {...held, nodePatches: held.nodePatches.map((n) => (n.node === p.node ? {...n, node: p.newNode} : n))} : held
-  const {disk, from} = installDiskFor(inputs, p.newNode, role)
-  if (!disk) return
-  const disks = await listDisks({node: p.newNode})
-  if (!disks.includes(disk)) throw usage(`${disk} (from ${from}) is not a disk of ${p.newNode}; its disks: ${disks.join(', ') || '(none)'}`)
+  const target = installDiskFor(inputs, p.newNode, role, cr.spec.talos.talosVersion)
+  if (target.problem) throw usage(target.problem)
+  const refusal = installDiskRefusal(target, p.newNode, await listDisks({node: p.newNode}))
+  if (refusal) throw usage(refusal)
 }
 
 // ---------- the steps before OLD's removal ----------

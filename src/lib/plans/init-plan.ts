@@ -3,7 +3,7 @@
 // the plan against the nodes and the cluster.
 import type {Reporter} from '../log/reporter.js'
 import {kubernetesCompatibilityWarning} from '../cilium/compatibility.js'
-import {IchorError} from '../errors/errors.js'
+import {IchorError, ValidationError} from '../errors/errors.js'
 import {EXIT} from '../errors/exit-codes.js'
 import {checkNodesReachable, claimStateDir, INIT_LEASE, initPlanSteps, initResult, initSteps} from './init.js'
 import {runOptions, runPlan, type Plan} from './run.js'
@@ -27,7 +27,7 @@ import {givenValues, type ValuesInput} from '../values/layer.js'
 import {writeInitDryRun} from '../init/dry-run.js'
 import {renderNodeConfigViews} from '../init/node-configs.js'
 import {talosctlPath} from '../talos/talosctl.js'
-import {checkInitInputs, initInputWarnings, installDiskLines, type InitFlags, type InitInputs} from '../init/inputs.js'
+import {checkInitInputs, initInputWarnings, installDiskLines, installDiskProblems, type InitFlags, type InitInputs} from '../init/inputs.js'
 import {keepStoredLayers, keepStoredSettings} from '../init/stored-settings.js'
 import {confirm, consentNeeded} from './consent.js'
 import {checkInitPrerequisites, promptMissingInitFlags} from '../init/prompts.js'
@@ -260,6 +260,8 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
       if (source) await checkRestoreTarget({session, source, state, nodes: [...l.checked.controlPlanes, ...l.checked.workers], endpoint: l.checked.endpoint})
       const live = (await session.clusterAnswers()) ? await session.kube() : undefined
       const decided = await decide(l, live)
+      const diskProblems = installDiskProblems(decided.inputs)
+      if (diskProblems.length > 0) throw new ValidationError('ichor init: invalid input', diskProblems)
       // A live dry run names each node's install disk too (the plan then checks it exists on the node).
       if (req.dryRun) for (const line of installDiskLines(decided.inputs)) req.report.note(line)
       return {...decided, secrets: {}}
@@ -278,7 +280,7 @@ function initPlan(l: LocalInit, o: {givenKey?: StateKey; interactive: boolean}):
     async afterConsent(p, ctx) {
       Object.assign(p, await unlockStoredBundle(p.storedBundle, o.givenKey, {prompt: !req.dryRun, report: req.report}))
       // Rendering is CPU and helm; probing the nodes waits on talosctl: both at once.
-      p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads)
+      p.nodes = checkNodesReachable(p.inputs, state, ctx.talos.reads, (line) => req.report.note(line))
       p.nodes.catch(() => undefined) // awaited by the validate step
       const release = claimStateDir(state, {dryRun: req.dryRun, report: req.report})
       if (release) ctx.onClose(release)

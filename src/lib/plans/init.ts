@@ -36,6 +36,7 @@ import {prepareStateDir, readStateFile, type LocalState} from '../state/local.js
 import {lockStateDir} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from './steps/state.js'
 import {inlineManifestForms} from '../talos/handover.js'
+import {chooseInstallDisk, describeSelector, installDiskRefusal} from '../talos/disk-selector.js'
 import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {listDisks, type Reachability} from '../talos/talosctl.js'
@@ -223,7 +224,12 @@ function appliesOffline(id: string, d: {promotion?: PromotionMode; previousMachi
 }
 
 /** Every node must answer (maintenance or configured) before any is touched. */
-export async function checkNodesReachable(inputs: InitInputs, state: LocalState, reads: TalosNodeReads): Promise<Reachability[]> {
+export async function checkNodesReachable(
+  inputs: InitInputs,
+  state: LocalState,
+  reads: TalosNodeReads,
+  note?: (line: string) => void,
+): Promise<Reachability[]> {
   const talosconfig = readStateFile(state, 'talosconfig').status === 'ok' ? state.talosconfig : undefined
   const nodes = [...inputs.controlPlanes.map((n) => ['--control-plane', n] as const), ...inputs.workers.map((n) => ['--worker', n] as const)]
   // With this state folder's talosconfig (a rerun), each configured node answers with its machine
@@ -237,31 +243,42 @@ export async function checkNodesReachable(inputs: InitInputs, state: LocalState,
     }))
   // Exit 1 as an API server that does not answer: the addresses may be right and the machines off.
   if (issues.length > 0) throw new ValidationError('ichor init: nodes unreachable, nothing was changed', issues, {exitCode: EXIT.failed})
-  // A machine in maintenance mode takes any config, then fails to install onto a disk it does
-  // not have (Talos v1.14.1 v1alpha1_sequencer_tasks.go Install): its disks are read first.
+  // A config Talos refuses for its install disk (machine.install beside v1.14's
+  // UnattendedInstallConfig) is refused for every node; a machine in maintenance mode takes any
+  // config, then installs onto the disk its config names or selects, or waits forever for one
+  // (Talos v1.14.1 unattended_install.go, v1alpha1_sequencer_tasks.go Install): its disks are read first.
   const diskIssues = await Promise.all(
-    answers
-      .filter(({r}) => r.state === 'maintenance')
-      .map(async ({flag, r}) => {
-        const {disk, from} = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane')
-        if (!disk) return undefined
-        const disks = await listDisks({node: r.node})
-        return disks.includes(disk)
-          ? undefined
-          : {
-              path: from.startsWith('--')
-                ? from
-                    .split(' ')
-                    .slice(0, from.startsWith('--node-patch') ? 2 : 1)
-                    .join(' ')
-                : '--install-disk',
-              message: `${disk} (from ${from}) is not a disk of ${r.node}; its disks: ${disks.join(', ') || '(none)'}`,
-            }
-      }),
+    answers.map(async ({flag, r}) => {
+      const target = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane', inputs.talosVersion)
+      const path = flagOf(target.from)
+      if (target.problem) return {path, message: target.problem}
+      if (r.state !== 'maintenance') return undefined
+      const disks = await listDisks({node: r.node})
+      const message = installDiskRefusal(target, r.node, disks)
+      if (message) return {path, message}
+      // A selector's choice is named: the disk it erases is known only now.
+      const choice = target.selector && !target.disk ? chooseInstallDisk(target, disks) : undefined
+      if (choice?.chosen)
+        note?.(
+          `${describeSelector(target.selector!)} (from ${target.from}) selects ${choice.chosen.dev_path} of ${r.node}${choice.matched.length > 1 ? ` (it matches ${choice.matched.map((d) => d.dev_path).join(', ')}; Talos takes the first)` : ''}; its contents are erased`,
+        )
+      else if (choice?.unsupported)
+        note?.(`${describeSelector(target.selector!)} (from ${target.from}): ichor cannot evaluate ${choice.unsupported}; Talos matches it on ${r.node}`)
+      return undefined
+    }),
   )
   const missingDisks = diskIssues.filter((i): i is Issue => i !== undefined)
   if (missingDisks.length > 0) throw new ValidationError('ichor init: install disk not found, nothing was changed', missingDisks)
   return answers.map(({r}) => r)
+}
+
+/** The flag an input came from (`--node-patch NODE`, `--config-patch`…); Talos's default is --install-disk's. */
+function flagOf(from: string): string {
+  if (!from.startsWith('--')) return '--install-disk'
+  return from
+    .split(' ')
+    .slice(0, from.startsWith('--node-patch') ? 2 : 1)
+    .join(' ')
 }
 
 function localConfigCarriesInline(state: LocalState): boolean {

@@ -12,7 +12,8 @@ import {aliasBomb, checkUniqueKeys, MAX_ALIAS_COUNT, MAX_VALUES_FILE_BYTES, read
 import {DELETE_SELECTOR_PROBLEM, INDEX_PROBLEM, inlineManifestEntryProblems, WHOLE_LIST_PROBLEM} from './inline-manifests.js'
 import {nodeProblem} from './node-address.js'
 import type {TalosPatches} from './patches.js'
-import type {KubernetesVersion, TalosVersion} from './versions.js'
+import {unattendedDiskMatch} from './disk-selector.js'
+import {hasUnattendedInstallConfig, type KubernetesVersion, type TalosVersion} from './versions.js'
 
 /** What the Talos steps need of the cluster: the narrow part of init's inputs they read. */
 export interface TalosClusterSpec {
@@ -342,36 +343,82 @@ export function allPatches(inputs: MachineConfigInputs): {flag: string; patch: C
 /** Talos's install disk when none is given (`talosctl gen config --install-disk` default, v1.14.1). */
 const TALOS_DEFAULT_INSTALL_DISK = '/dev/sda'
 
-/**
- * The disk a node installs onto and which input says so: the last patch that sets it (the node's
- * own, then its role's, then every node's: the reverse of the order they apply in), else
- * --install-disk, else Talos's default. A selector other than `disk.dev_path == "X"` is not
- * resolved here (undefined disk): Talos matches it on the machine.
- */
-export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 'controlplane' | 'worker'): {disk?: string; from: string} {
-  const rolePatches = role === 'worker' ? inputs.workerPatches : inputs.controlPlanePatches
-  const ordered = [
-    ...patchesForNode(inputs, node).map((p) => ({flag: `--node-patch ${node}`, p})),
-    ...rolePatches.map((p) => ({flag: role === 'worker' ? '--config-patch-worker' : '--config-patch-control-plane', p})),
-    ...inputs.patches.map((p) => ({flag: '--config-patch', p})),
-  ]
-  for (const {flag, p} of ordered) {
-    const found = diskInPatch(p.yaml)
-    if (found) return {disk: found.disk, from: `${flag} ${p.source}`}
-  }
-  return inputs.installDisk ? {disk: inputs.installDisk, from: '--install-disk'} : {disk: TALOS_DEFAULT_INSTALL_DISK, from: "Talos's default (--install-disk)"}
+/** Where a node's final config installs Talos, and which input decides it. */
+export interface InstallDisk {
+  /** The device path the config names (machine.install.disk, or `disk.dev_path == "X"`); undefined when it selects. */
+  disk?: string
+  /** The selector Talos matches on the node's disks: UnattendedInstallConfig's CEL, or v1alpha1's machine.install.diskSelector. */
+  selector?: {cel: string} | {legacy: Record<string, unknown>}
+  /** The input that decides it: `--install-disk`, Talos's default, or the flag and file of a patch. */
+  from: string
+  /** Why Talos refuses the config or installs nowhere: refused before any node is touched. */
+  problem?: string
 }
 
-function diskInPatch(yaml: string): {disk?: string} | undefined {
-  let found: {disk?: string} | undefined
-  for (const value of patchValues(yaml)) {
-    const js = value as Record<string, any> | null // eslint-disable-line @typescript-eslint/no-explicit-any
-    if (!js || typeof js !== 'object' || Array.isArray(js)) continue
-    const match = js.kind === 'UnattendedInstallConfig' ? js.provisioning?.diskSelector?.match : undefined
-    if (typeof match === 'string') found = {disk: /^disk\.dev_path == "([^"]+)"$/.exec(match.trim())?.[1]}
-    else if (typeof js.machine?.install?.disk === 'string') found = {disk: js.machine.install.disk}
+/**
+ * The install disk of a node's FINAL config, as Talos reads it: gen config's part (v1.14+: an
+ * UnattendedInstallConfig selecting --install-disk; below: machine.install.disk), then every patch
+ * in the order talosctl applies them (every node's, the role's, the node's own). When an
+ * UnattendedInstallConfig is present Talos installs by it alone (v1alpha1_sequencer.go Install)
+ * and refuses a config that also has machine.install (UnattendedInstallConfig's
+ * V1Alpha1ConflictValidate, config/types/runtime/unattended_install.go, v1.14.1); without one,
+ * machine.install.diskSelector wins over machine.install.disk (v1alpha1_sequencer_tasks.go Install).
+ */
+export function installDiskFor(inputs: MachineConfigInputs, node: string, role: 'controlplane' | 'worker', talosVersion: TalosVersion | string): InstallDisk {
+  const given = inputs.installDisk ?? TALOS_DEFAULT_INSTALL_DISK
+  const givenFrom = inputs.installDisk ? '--install-disk' : "Talos's default (--install-disk)"
+  let unattended: {match: string; from: string} | undefined = hasUnattendedInstallConfig(talosVersion)
+    ? {match: unattendedDiskMatch(given), from: givenFrom}
+    : undefined
+  let legacyDisk: {disk: string; from: string} | undefined = unattended ? undefined : {disk: given, from: givenFrom}
+  let legacySelector: {selector: Record<string, unknown>; from: string} | undefined
+  let legacyFromPatch: string | undefined
+  const rolePatches = role === 'worker' ? inputs.workerPatches : inputs.controlPlanePatches
+  const applied = [
+    ...inputs.patches.map((p) => ({flag: '--config-patch', p})),
+    ...rolePatches.map((p) => ({flag: role === 'worker' ? '--config-patch-worker' : '--config-patch-control-plane', p})),
+    ...patchesForNode(inputs, node).map((p) => ({flag: `--node-patch ${node}`, p})),
+  ]
+  for (const {flag, p} of applied) {
+    const from = `${flag} ${p.source}`
+    for (const value of patchValues(p.yaml)) {
+      const js = value as Record<string, any> | null // eslint-disable-line @typescript-eslint/no-explicit-any
+      if (!js || typeof js !== 'object' || Array.isArray(js)) continue
+      if (js.kind === 'UnattendedInstallConfig') {
+        if (js.$patch === 'delete') unattended = undefined
+        else {
+          const match = js.provisioning?.diskSelector?.match
+          if (typeof match === 'string') unattended = {match, from}
+          else unattended ??= {match: '', from}
+        }
+        continue
+      }
+      if (js.kind !== undefined) continue
+      const install = js.machine?.install
+      if (!install || typeof install !== 'object') continue
+      legacyFromPatch = from
+      if (typeof install.disk === 'string') legacyDisk = {disk: install.disk, from}
+      if (install.diskSelector && typeof install.diskSelector === 'object') legacySelector = {selector: install.diskSelector, from}
+    }
   }
-  return found
+  if (unattended && legacyFromPatch)
+    return {
+      from: legacyFromPatch,
+      problem: `${legacyFromPatch}: machine.install is not used with the UnattendedInstallConfig ${unattended.from.startsWith('--') && unattended.from !== '--install-disk' ? `of ${unattended.from}` : 'that talosctl gen config writes for Talos v1.14+'}, and Talos refuses a config with both ("UnattendedInstallConfig config is incompatible with v1alpha1 config (.machine.install)"); choose the disk with --install-disk, or patch the UnattendedInstallConfig's provisioning.diskSelector.match (CEL, e.g. disk.dev_path == "/dev/nvme0n1")`,
+    }
+  if (unattended) {
+    if (!unattended.match) return {from: unattended.from, problem: `${unattended.from}: the UnattendedInstallConfig has no provisioning.diskSelector.match`}
+    const disk = /^disk\.dev_path == "([^"\\]+)"$/.exec(unattended.match.trim())?.[1] ?? /^"([^"\\]+)" in disk\.symlinks$/.exec(unattended.match.trim())?.[1]
+    return {disk, selector: {cel: unattended.match}, from: unattended.from}
+  }
+  if (legacySelector) return {selector: {legacy: legacySelector.selector}, from: legacySelector.from}
+  if (legacyDisk) return {disk: legacyDisk.disk, from: legacyDisk.from}
+  const last = [...applied].reverse().find(({p}) => patchValues(p.yaml).some((v) => (v as {kind?: unknown} | null)?.kind === 'UnattendedInstallConfig'))
+  const by = last ? `${last.flag} ${last.p.source}` : 'the patches'
+  return {
+    from: by,
+    problem: `${by}: the config installs Talos nowhere (the UnattendedInstallConfig is deleted and machine.install names no disk nor diskSelector)`,
+  }
 }
 
 /**

@@ -4,7 +4,9 @@
 // operator can rerun the same talosctl command by hand.
 import {writeFile, access} from 'node:fs/promises'
 import {join} from 'node:path'
-import {parseAllDocuments} from 'yaml'
+import {parseAllDocuments, stringify} from 'yaml'
+import {diskRecordOf, unattendedDiskMatch, type DiskRecord} from './disk-selector.js'
+import {hasUnattendedInstallConfig} from './versions.js'
 import {IchorError} from '../errors/errors.js'
 import {withPrivateTempDir} from '../fs/private-files.js'
 import {checkedOncePerPath, resolveBinary} from '../exec/resolve.js'
@@ -204,6 +206,14 @@ export async function genConfig(opts: GenConfigOptions): Promise<GeneratedConfig
       args.push('--config-patch-worker', `@${file}`)
     }
     if (opts.installDisk) args.push('--install-disk', opts.installDisk)
+    // gen config selects `disk.dev_path == "<disk>"`, which a /dev/disk/by-* link never equals:
+    // a link is selected among the disk's symlinks instead, before the operator's patches.
+    if (opts.installDisk?.startsWith('/dev/disk/') && hasUnattendedInstallConfig(opts.talosVersion)) {
+      const file = join(dir, 'install-disk-patch.yaml')
+      const match = unattendedDiskMatch(opts.installDisk)
+      await writeFile(file, stringify({apiVersion: 'v1alpha1', kind: 'UnattendedInstallConfig', provisioning: {diskSelector: {match}}}), {mode: 0o600})
+      args.push('--config-patch', `@${file}`)
+    }
     if (opts.installImage) args.push('--install-image', opts.installImage)
     const user = opts.userPatches ?? {all: [], controlPlane: [], worker: []}
     for (const [flag, list] of [
@@ -497,16 +507,16 @@ export async function getManifestsApplied(opts: {node: string; talosconfig: stri
 }
 
 /**
- * The device paths of a node's disks (`get disks`: Disks.block.talos.dev, spec.dev_path). A node
- * in maintenance mode answers without a client certificate (the resource is non-sensitive).
+ * A node's disks (`get disks`: Disks.block.talos.dev; the spec's dev_path, size, model, serial,
+ * wwid, transport, symlinks…). A node in maintenance mode answers without a client certificate
+ * (the resource is non-sensitive).
  */
-export async function listDisks(opts: {node: string; talosconfig?: string}): Promise<string[]> {
+export async function listDisks(opts: {node: string; talosconfig?: string}): Promise<DiskRecord[]> {
   const target = opts.talosconfig ? nodeFlags(opts.node, opts.talosconfig) : ['--insecure', '--nodes', opts.node, '--endpoints', opts.node]
   const out = await run(['get', 'disks', '--output', 'yaml', ...target], {node: opts.node, action: 'talosctl get disks', timeoutMs: 20_000})
   return parseAllDocuments(out)
-    .map((doc) => doc.toJS() as {spec?: {dev_path?: unknown}} | null)
-    .map((r) => r?.spec?.dev_path)
-    .filter((p): p is string => typeof p === 'string')
+    .map((doc) => diskRecordOf(doc.toJS()))
+    .filter((d): d is DiskRecord => d !== undefined)
 }
 
 export interface PatchMachineConfigOptions {

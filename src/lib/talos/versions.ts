@@ -122,6 +122,15 @@ export function hasMultidocHostDNSConfig(v: TalosVersion | string): boolean {
   return atLeast(v, 1, 14)
 }
 
+/**
+ * v1.14+: `gen config` writes an UnattendedInstallConfig document (disk selector
+ * `disk.dev_path == "<--install-disk>"`) instead of `machine.install`, and Talos installs by it
+ * alone (`UnattendedInstallConfig()` = `Greater(TalosVersion1_13)`, config/generate/init.go).
+ */
+export function hasUnattendedInstallConfig(v: TalosVersion | string): boolean {
+  return atLeast(v, 1, 14)
+}
+
 /** Refuses a Kubernetes version the given Talos version cannot run, naming both flags and the range. */
 export function requireCompatibleKubernetesVersion(talos: TalosVersion | string, kubernetes: KubernetesVersion | string): KubernetesVersion {
   const t = requireSupportedTalosVersion(talos)
