@@ -241,7 +241,7 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
   }, 1_200_000)
   // Issue 38 point 9: after 0.14.0 Kokumi also hashes the resolved source and destination
   // (renderer/hash.go on main), so an upgrade renders every Order once again under a new digest.
-  it('a Kokumi upgrade renders every Order again with the same content: stack status reports a re-render, not an approval; stack sync serves it, after a registry loss too', async () => {
+  it('a Kokumi upgrade renders every Order again with the same content: stack status reports a re-render, not an approval; stack sync serves it, killed at every step, and after a registry loss', async () => {
     const components = ['argocd', 'kokumi'] as const
     const status = async () => {
       const run = await cli(['stack', 'status', '-o', 'json'])
@@ -301,9 +301,13 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     await installKokumi(h.kokumiManifest)
     const downgraded = {argocd: await renderedAgain('argocd'), kokumi: await renderedAgain('kokumi')}
     await expectReportedAsRerender(downgraded)
-    const again = await cli(['stack', 'sync', '--yes', '--json', '--timeout', '600', ...assets])
-    expect(again.code, said(again).slice(-3000)).toBe(0)
-    expect(JSON.parse(again.stdout).awaitingApproval).toEqual([])
+    // Killed inside the approvals and as each step starts; the last run ends with nothing waiting.
+    const {ids, last} = await killedAtEveryStep(
+      ['stack', 'sync', '--registry-endpoint', h.registry.endpoint, ...assets],
+      (e) => e.event === 'progress' && e.id === 'approve-rerenders',
+    )
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'approve-rerenders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
+    expect(JSON.parse(last.stdout).awaitingApproval).toEqual([])
     for (const c of components) {
       await servesLatest(c)
       expect(await approved(c)).toEqual([downgraded[c].latest])
