@@ -233,7 +233,9 @@ export function renderStackStatus(s: StackStatus): string {
       `  application  ${c.application.exists ? `${c.application.sync ?? 'Unknown'}/${c.application.health ?? 'Unknown'} at ${c.application.revision ?? 'no revision'}` : 'none'}`,
     )
     if (c.rerendered)
-      lines.push(`  re-rendered  ${c.rerendered.preparation}, same content as the served ${c.rerendered.sameContentAs}: nothing to approve (ichor stack sync serves it)`)
+      lines.push(
+        `  re-rendered  ${c.rerendered.preparation}, same content as the served ${c.rerendered.sameContentAs}: nothing to approve (ichor stack sync serves it)`,
+      )
     for (const p of c.problems) lines.push(`  ! ${p}`)
   }
   if (!s.healthy) lines.push('', 'Run `ichor stack sync` to republish lost bundles and have Kokumi render again.')
