@@ -40,7 +40,14 @@ export async function renderedContentDigest(client: OciClient, repository: strin
   const {manifest} = await client.getManifest(repository, digest)
   const files = new Map<string, Buffer>()
   for (const layer of (manifest as {layers?: {digest: string}[]}).layers ?? []) {
-    for (const [path, data] of untarSync(await client.getBlob(repository, layer.digest), `${repository}@${digest}`)) files.set(path, data)
+    const blob = await client.getBlob(repository, layer.digest)
+    let layerFiles: Map<string, Buffer>
+    try {
+      layerFiles = untarSync(blob, `${repository}@${digest}`)
+    } catch {
+      return undefined // not a tar+gzip Kokumi pushed: its content cannot be told, so it is not "the same"
+    }
+    for (const [path, data] of layerFiles) files.set(path, data)
   }
   const h = createHash('sha256')
   for (const path of [...files.keys()].sort()) h.update(`${path}\0${createHash('sha256').update(files.get(path)!).digest('hex')}\n`)
