@@ -358,4 +358,35 @@ describe('Kokumi simulator follows Kokumi 0.14.0', () => {
     expect(again.annotations['kokumi.dev/parent']).toBe(first.digest)
     await servedAt(name, second.digest)
   })
+  it('hash.go after 0.14.0 (main, commit 5b113ca): an upgrade from 0.14.0 renders every Order once again, same manifest.yaml under a new digest, then no more', async () => {
+    const ns = await createNamespace(kc, 'upgrade-sim')
+    const name = 'upgrade-sim'
+    await pushBundle(`ichor/${name}`, '1.0.0-bbbbbbbbbbbb', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: up\n')
+    await custom.createNamespacedCustomObject({...ORDERS, namespace: ns, body: order(ns, name, '1.0.0-bbbbbbbbbbbb', 'Disabled')})
+    const first = await rendered(ns, name, '1.0.0-bbbbbbbbbbbb')
+    const firstHash = (await get(ORDERS, ns, name))?.status?.latestConfigHash
+    const apps = kc.makeApiClient(AppsV1Api)
+    const setImage = (image: string) =>
+      apps.patchNamespacedDeployment(
+        {namespace: 'kokumi', name: 'kokumi-controller-manager', body: {spec: {template: {spec: {containers: [{name: 'manager', image}]}}}}},
+        setHeaderOptions('Content-Type', 'application/strategic-merge-patch+json'),
+      )
+    try {
+      await setImage('ghcr.io/kokumi-dev/kokumi:0.15.0')
+      const second = await rendered(ns, name, '1.0.0-bbbbbbbbbbbb', first.digest)
+      expect(second.preparation).not.toBe(first.preparation)
+      const o = await get(ORDERS, ns, name)
+      expect(o?.status?.latestConfigHash).not.toBe(firstHash)
+      const again = await preparationManifest(ns, name, second.digest)
+      expect(again.yaml).toBe((await preparationManifest(ns, name, first.digest)).yaml)
+      expect(again.annotations['kokumi.dev/parent']).toBe(first.digest)
+      const prep = await get(PREPARATIONS, ns, second.preparation)
+      expect(prep?.spec?.configHash).toBe(o?.status?.latestConfigHash)
+      // Once: the new hash is now the Order's, so further rounds render nothing.
+      await settle()
+      expect((await get(ORDERS, ns, name))?.status?.latestArtifactDigest).toBe(second.digest)
+    } finally {
+      await setImage('ghcr.io/kokumi-dev/kokumi:0.14.0')
+    }
+  })
 })

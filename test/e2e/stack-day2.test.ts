@@ -182,7 +182,7 @@ describe('ichor stack status and sync on the real Kokumi 0.14.0 API', () => {
     await h.registry.restartEmpty()
     const whole = await runIchor(['stack', 'sync', '--json', '--dry-run', ...day2, ...assets], h.env)
     const ids = taskIds(whole)
-    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'approve-rerenders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
     const log: string[] = []
     for (let k = 0; k < ids.length; k++) {
       const r = await runIchor(['stack', 'sync', '--yes', '--json', ...day2, ...assets], h.env, {killOn: killBeforeTask(k)})

@@ -3,6 +3,8 @@
 // 0.14.0 manifest and CRDs (Orders with spec.autoDeploy); simulated Talos nodes, readiness and
 // Kokumi/Argo CD (stack-simulator.ts; its Preparation controller re-reconciles every Preparation
 // on a restart, the last approved one listed re-pointing the Serving, as Kokumi 0.14.0 does).
+import {mkdtempSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {afterAll, beforeAll, describe, expect, it} from 'vitest'
 import {connectKube, type Kube} from '../../src/lib/kube/client.js'
@@ -10,7 +12,9 @@ import {getObject, listObjects, type KubeObject} from '../../src/lib/kube/object
 import {OciClient} from '../../src/lib/oci/client.js'
 import {readInstallation} from '../../src/lib/state/installation.js'
 import {jsonEvents, runIchor, startHarnessCluster, type CliRun, type HarnessCluster} from '../harness/cluster.js'
+import {kokumiLaterManifestFixture} from '../harness/fixtures.js'
 import {killBeforeTask, taskIds} from '../harness/kill.js'
+import type {StackStatus} from '../../src/lib/stack/status.js'
 import {waitUntil} from '../harness/kube.js'
 import {UPSTREAM} from '../support/upstream.js'
 
@@ -235,4 +239,82 @@ describe('promotion Manual as a day-2 mode, and init reruns keeping the stored s
     expect(again.code, said(again).slice(-3000)).toBe(0)
     expect(endEvent(again)).toMatchObject({ok: true, changed: false})
   }, 1_200_000)
+  // Issue 38 point 9: after 0.14.0 Kokumi also hashes the resolved source and destination
+  // (renderer/hash.go on main), so an upgrade renders every Order once again under a new digest.
+  it('a Kokumi upgrade renders every Order again with the same content: stack status reports a re-render, not an approval; stack sync serves it, killed at every step, and after a registry loss', async () => {
+    const components = ['argocd', 'kokumi'] as const
+    const status = async () => {
+      const run = await cli(['stack', 'status', '-o', 'json'])
+      return {run, doc: JSON.parse(run.stdout) as StackStatus}
+    }
+    const prep = async (c: Component, name: string) => getObject<Obj>(kube, {apiVersion: KOKUMI, kind: 'Preparation', name, namespace: c})
+    /** Kokumi rendered the Order again under another config hash, and the Serving still serves the older render. */
+    const renderedAgain = (c: Component) =>
+      waitUntil(`${c} rendered again by the new Kokumi`, async () => {
+        const o = await order(c)
+        const served = (await serving(c))?.spec?.preparationName
+        const latest = o?.status?.latestPreparationName
+        if (!served || !latest || served === latest || !o?.status?.conditions?.some((x: any) => x.type === 'Ready' && x.status === 'True')) return undefined
+        const [a, b] = [await prep(c, latest), await prep(c, served)]
+        return a?.spec?.configHash !== b?.spec?.configHash && a?.spec?.source?.baseDigest === b?.spec?.source?.baseDigest ? {latest, served} : undefined
+      })
+    /** Init with another Kokumi manifest (a Kokumi upgrade or downgrade), its bundle promoted: Argo CD rolls Kokumi's controller out. */
+    const installKokumi = async (manifest: string) => {
+      const rerun = await runIchor([...h.initArgs.map((a) => (a === h.kokumiManifest ? manifest : a)), '--json'], h.env)
+      expect(rerun.code, said(rerun).slice(-3000)).toBe(0)
+      const promote = await kubeCli(['stack', 'promote', 'kokumi', '--yes', '--timeout', '600'])
+      expect(promote.code, said(promote).slice(-3000)).toBe(0)
+      return [...assets.slice(0, 2), '--kokumi-manifest', manifest]
+    }
+    const expectReportedAsRerender = async (again: Record<Component, {latest: string; served: string}>) => {
+      const {run, doc} = await status()
+      expect(said(run)).not.toMatch(/waits for approval:/)
+      expect(run.code, said(run).slice(-3000)).toBe(0)
+      for (const c of components) {
+        const s = doc.components.find((x) => x.component === c)
+        expect(s?.rerendered, c).toEqual({preparation: again[c].latest, sameContentAs: again[c].served})
+      }
+      const human = await cli(['stack', 'status'])
+      expect(human.stdout).toMatch(/re-rendered {2}\S+, same content as the served \S+: nothing to approve/)
+    }
+
+    // Upgrade past 0.14.0: every Order renders again.
+    const later = kokumiLaterManifestFixture(mkdtempSync(join(tmpdir(), 'kokumi-later-')))
+    const laterAssets = await installKokumi(later)
+    const upgraded = {argocd: await renderedAgain('argocd'), kokumi: await renderedAgain('kokumi')}
+    await expectReportedAsRerender(upgraded)
+    // The registry lost everything before anyone ran sync: the served artifacts are gone, and
+    // the new renders' config hashes are not those of the served ones.
+    const recorded = (await readInstallation(kube))?.status?.stack
+    await h.registry.restartEmpty()
+    const sync = await cli(['stack', 'sync', '--yes', '--timeout', '600', ...laterAssets])
+    expect(sync.code, said(sync).slice(-3000)).toBe(0)
+    expect(said(sync)).not.toMatch(/waits for approval:/)
+    for (const c of components) {
+      await servesLatest(c)
+      const served = await prep(c, (await serving(c))?.spec?.preparationName)
+      expect(served?.spec?.source?.baseDigest, `${c}: the same bundle`).toBe(recorded?.[c]?.digest)
+      expect(await approved(c)).toEqual([served?.metadata.name])
+    }
+
+    // Back to 0.14.0, whose hash is of the spec alone: rendered again; this time sync finds both artifacts.
+    await installKokumi(h.kokumiManifest)
+    const downgraded = {argocd: await renderedAgain('argocd'), kokumi: await renderedAgain('kokumi')}
+    await expectReportedAsRerender(downgraded)
+    // Killed inside the approvals and as each step starts; the last run ends with nothing waiting.
+    const {ids, last} = await killedAtEveryStep(
+      ['stack', 'sync', '--registry-endpoint', h.registry.endpoint, ...assets],
+      (e) => e.event === 'progress' && e.id === 'approve-rerenders',
+    )
+    expect(ids).toEqual(['lease', 'republish-bundles', 'rerender-orders', 'approve-rerenders', 'resync-drifted', 'close-registry-tunnel', 'wait-applications'])
+    expect(JSON.parse(last.stdout).awaitingApproval).toEqual([])
+    for (const c of components) {
+      await servesLatest(c)
+      expect(await approved(c)).toEqual([downgraded[c].latest])
+      await keepsServingLatest(c)
+    }
+    const quiet = await cli(['stack', 'sync', '--yes', '--json', '--timeout', '600', ...assets])
+    expect(quiet.code, said(quiet).slice(-3000)).toBe(0)
+    expect(endEvent(quiet)).toMatchObject({ok: true, changed: false})
+  }, 1_500_000)
 })

@@ -12,6 +12,11 @@
 //   Ready (188). A failure is ProcessingFailed with the hash cleared (status/order.go 37-40).
 //   Not simulated: the finalizer (83-89), Menus, Pantries, patches/edits (refused), the pull
 //   cache in the controller pod's /tmp emptyDir (cmd/main.go 212).
+//   The hash's inputs follow the installed version (hashRuleFor): 0.14.x hashes the Order's
+//   spec as written; any later version follows main (commit 5b113ca, #297: renderer/hash.go
+//   CalculateSpecHash(spec, sourceOCI, destOCI), order_controller.go reconcileRender), which
+//   also hashes the resolved source and destination, so every Order renders once again after
+//   an upgrade from 0.14.x, under a new digest (parent annotation, push time).
 // - Preparation (internal/controller/preparation_controller.go 50-161): on every event of a
 //   Preparation, and for all of them when the controller starts (a Kokumi bundle roll-out
 //   replaces its pod: a change of the Deployment's pod template here, or `restart()`), a Ready
@@ -116,14 +121,16 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     if (lastTemplate !== undefined && lastTemplate !== podTemplate) restart()
     lastTemplate = podTemplate
     const puller = pullerFor(version)
-    for (const order of orders) await reconcileOrder(order, puller)
+    const rule = hashRuleFor(version)
+    for (const order of orders) await reconcileOrder(order, puller, rule)
     await dispatchEvents()
   }
 
   // ---- Order controller -------------------------------------------------------------
 
-  async function reconcileOrder(order: Obj, puller: PullerName): Promise<void> {
-    const specHash = configHash(order.spec ?? {})
+  async function reconcileOrder(order: Obj, puller: PullerName, rule: HashRule): Promise<void> {
+    const destRef = `${KOKUMI_REGISTRY_HOST}/${order.metadata.namespace}/${order.metadata.name}` // service.DefaultDestination
+    const specHash = configHash(order.spec ?? {}, rule, destRef)
     if (order.status?.latestConfigHash === specHash) return // order_controller.go 135-138
     const parentDigest = order.status?.latestArtifactDigest as string | undefined
     let current = await writeOrderStatus(order, {status: 'Unknown', reason: 'Processing', message: 'Processing component configuration', configHash: specHash})
@@ -138,7 +145,6 @@ export function createKokumiSimulator(deps: KokumiSimulatorDeps): KokumiSimulato
     if ('error' in pulled) return fail(`failed to pull artifact: ${pulled.error}`)
     const ns = order.metadata.namespace!
     const name = order.metadata.name
-    const destRef = `${KOKUMI_REGISTRY_HOST}/${ns}/${name}` // service.DefaultDestination
     const userMessage = order.metadata.annotations?.[COMMIT_MESSAGE_ANNOTATION]
     // internal/service/defaults.go DefaultCommitMessage
     const commitMessage = userMessage !== undefined ? userMessage : parentDigest ? 'Automatically generated' : 'Initial commit'
@@ -595,12 +601,26 @@ function autoDeployOf(spec: Record<string, any> | undefined): string {
   return String(spec?.autoDeploy ?? '')
 }
 
-/** renderer/hash.go CalculateSpecHash's inputs (not its bytes: only equality matters here). */
-export function configHash(spec: Record<string, any>): string {
+/** Which CalculateSpecHash a Kokumi version runs: 0.14.0's, or main's (commit 5b113ca, #297, after 0.14.0). */
+export type HashRule = 'kokumi-0.14.0' | 'kokumi-main'
+
+/** As pullerFor: 0.14.x is the tag read, any other version behaves as main. */
+export function hashRuleFor(kokumiVersion: string): HashRule {
+  return /^v?0\.(\d+)\./.exec(kokumiVersion)?.[1] === '14' ? 'kokumi-0.14.0' : 'kokumi-main'
+}
+
+/**
+ * renderer/hash.go CalculateSpecHash's inputs (not its bytes: only equality matters here). 0.14.0
+ * hashes spec.source.oci as written; main hashes the resolved source URL (a plain oci URL
+ * resolves to itself) and adds the resolved destination (`destOCI`), so the same Order hashes
+ * differently under main than under 0.14.0.
+ */
+export function configHash(spec: Record<string, any>, rule: HashRule = 'kokumi-0.14.0', destOci?: string): string {
   const inputs = {
     oci: spec.source?.oci,
     version: spec.source?.version,
     menuRef: spec.menuRef?.name,
+    ...(rule === 'kokumi-main' ? {destOCI: destOci} : {}),
     render: spec.render,
     patches: spec.patches,
     edits: spec.edits,

@@ -1,13 +1,14 @@
 // `ichor stack sync` as one plan: after the registry lost its content (an emptyDir of a
 // restarted pod), put back the bundles ichor published, with the same digests, and have
-// Kokumi render again the Preparations Argo CD pulls; have Argo CD sync again the objects
+// Kokumi render again the Preparations Argo CD pulls (promotion Manual: approve a render of the
+// content already served, which is no change); have Argo CD sync again the objects
 // changed out of band. Every step probes first, so with everything present the run changes
 // nothing (`changed: false`).
 import type {Session} from '../session/session.js'
 import {closeRegistryTunnelTask} from '../session/tasks.js'
 import {renderStackFromInstallation, type StackArtifactSources} from '../stack/from-installation.js'
 import {STACK_COMPONENTS, type StackComponent} from '../state/installation-types.js'
-import {republishTask, rerenderTask, resyncDriftedTask, type PublishedBundles} from '../stack/sync-tasks.js'
+import {approveRerendersTask, republishTask, rerenderTask, resyncDriftedTask, type PublishedBundles} from '../stack/sync-tasks.js'
 import {waitApplicationsTask} from '../stack/install-tasks.js'
 import {readInstallation} from '../state/installation.js'
 import type {RunResult} from '../tasks/types.js'
@@ -36,6 +37,7 @@ function stackSyncSteps(session: Session, o: StackSyncOptions, awaiting: Map<Sta
   return [
     republishTask({session, published, stack}),
     rerenderTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
+    approveRerendersTask({session, components: STACK_COMPONENTS}),
     resyncDriftedTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs}),
     closeRegistryTunnelTask({session}),
     waitApplicationsTask({session, components: STACK_COMPONENTS, timeoutMs: o.timeoutMs, awaiting}),

@@ -11,6 +11,7 @@ import {readInstallation} from '../state/installation.js'
 import {newDriftRound, readBundleDrift, type DriftedObject, type DriftRound} from './drift.js'
 import {findSecretMismatches} from './generated-secrets.js'
 import {installedKokumiVersion, orderPromotion} from './kokumi-api.js'
+import {readSameContentRerender} from './rerender.js'
 import {ARGOCD_NAMESPACE} from '../constants.js'
 import {type PromotionMode, STACK_COMPONENTS, type StackComponent} from '../state/installation-types.js'
 import {BUNDLE_REPOSITORY_PREFIX, COMPONENT_NAMESPACE, IN_CLUSTER_REGISTRY, ORDER_API_VERSION} from './orders.js'
@@ -47,6 +48,11 @@ export interface ComponentStackStatus {
   }
   preparation?: {name: string; sourceDigest?: string; artifact?: string}
   application: {exists: boolean} & ApplicationState
+  /**
+   * Promotion Manual: the Order's latest Preparation is Kokumi's render again of the files the
+   * served one holds (after a Kokumi upgrade, or a retry): nothing to approve, `stack sync` serves it.
+   */
+  rerendered?: {preparation: string; sameContentAs: string}
   /** Ways in which what runs is not what ichor published; empty when in line. */
   drift: string[]
   /** Objects of the published bundle a sync would change (a dry-run apply as Argo CD's manager). */
@@ -169,9 +175,13 @@ async function readComponentStatus(
   if (published && order.version && order.version !== published.tag) drift.push(`the Order asks for ${order.version}, ichor published ${published.tag}`)
   if (published && preparation?.sourceDigest && preparation.sourceDigest !== published.digest)
     drift.push(`Preparation ${preparation.name} was rendered from ${preparation.sourceDigest}, ichor published ${published.digest}`)
+  let rerendered: ComponentStackStatus['rerendered']
   if (app && order.latestArtifactDigest && app.revision !== order.latestArtifactDigest) {
     // With Manual promotion a newer Preparation waits for a person: say how, it is not drift.
-    if (order.promotion === 'Manual')
+    // A render of the served files again is no change to approve (rerender.ts).
+    const again = order.promotion === 'Manual' && registry ? await readSameContentRerender(kube, registry, component) : undefined
+    if (again) rerendered = {preparation: again.preparation, sameContentAs: again.served}
+    else if (order.promotion === 'Manual')
       problems.push(`Preparation ${order.latestPreparation ?? order.latestArtifactDigest} waits for approval: run ichor stack promote ${component}`)
     else drift.push(`the Application is at ${app.revision ?? 'no revision'}, the Order's latest Preparation is ${order.latestArtifactDigest}`)
   }
@@ -189,6 +199,7 @@ async function readComponentStatus(
     order,
     preparation,
     application: {exists: app !== undefined, sync: app?.sync, health: app?.health, revision: app?.revision},
+    ...(rerendered ? {rerendered} : {}),
     drift,
     driftedObjects,
     problems,
@@ -221,6 +232,10 @@ export function renderStackStatus(s: StackStatus): string {
     lines.push(
       `  application  ${c.application.exists ? `${c.application.sync ?? 'Unknown'}/${c.application.health ?? 'Unknown'} at ${c.application.revision ?? 'no revision'}` : 'none'}`,
     )
+    if (c.rerendered)
+      lines.push(
+        `  re-rendered  ${c.rerendered.preparation}, same content as the served ${c.rerendered.sameContentAs}: nothing to approve (ichor stack sync serves it)`,
+      )
     for (const p of c.problems) lines.push(`  ! ${p}`)
   }
   if (!s.healthy) lines.push('', 'Run `ichor stack sync` to republish lost bundles and have Kokumi render again.')

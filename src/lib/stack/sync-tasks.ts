@@ -15,6 +15,8 @@ import type {Later, Task} from '../tasks/types.js'
 import {newDriftRound, readBundleDrift, type DriftedObject} from './drift.js'
 import {approvePreparation, listPreparations} from './promote.js'
 import {orderPromotion} from './kokumi-api.js'
+import type {OciClient} from '../oci/client.js'
+import {preparationArtifact, readSameContentRerender, sameRenderedContent, type RenderedPreparation, type SameContentRerender} from './rerender.js'
 import {COMPONENT_NAMESPACE, ORDER_API_VERSION, BUNDLE_REPOSITORY_PREFIX} from './orders.js'
 import type {StackComponent} from '../state/installation-types.js'
 import type {PreparedStack} from './prepare.js'
@@ -138,7 +140,7 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
         },
         {timeoutMs: p.timeoutMs, onProgress: progress},
       )
-      for (const {component} of gone) await reserveSameContent(kube, component, progress)
+      for (const {component} of gone) await reserveSameContent(kube, client, component, progress)
       await waitFor(
         'the Servings to serve Preparations the registry holds',
         async () => {
@@ -155,7 +157,7 @@ export function rerenderTask(p: {session: Session; components: readonly StackCom
 async function readServedArtifact(
   kube: Kube,
   c: StackComponent,
-): Promise<{name: string; digest: string; source?: {oci?: string; baseDigest?: string}; configHash?: string} | undefined> {
+): Promise<{name: string; digest: string; source?: {oci?: string; baseDigest?: string}; configHash?: string; object: RenderedPreparation} | undefined> {
   const ns = COMPONENT_NAMESPACE[c]
   const serving = await getObject<KubeObject & {spec?: {preparationName?: string}}>(kube, {
     apiVersion: ORDER_API_VERSION,
@@ -165,31 +167,40 @@ async function readServedArtifact(
   })
   const name = serving?.spec?.preparationName
   if (!name) return undefined
-  type Prep = KubeObject & {spec?: {artifact?: {digest?: string}; source?: {oci?: string; baseDigest?: string}; configHash?: string}}
-  const prep = await getObject<Prep>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name, namespace: ns})
+  const prep = await getObject<RenderedPreparation>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Preparation', name, namespace: ns})
   const digest = prep?.spec?.artifact?.digest
-  return digest ? {name, digest, source: prep?.spec?.source, configHash: prep?.spec?.configHash} : undefined
+  return prep && digest ? {name, digest, source: prep.spec?.source, configHash: prep.spec?.configHash, object: prep} : undefined
 }
 
 /**
  * Promotion Manual after a registry loss: Kokumi renders the same bundle again under a new
  * artifact digest (oras stamps the push time), so a new Preparation, which waits for approval,
- * while the Serving still points at the old one whose artifact is gone. When the new render is
- * of the same source (the bundle digest ichor published, same render inputs), approving it
- * serves the same content again; anything else is a person's decision, said with its command.
+ * while the Serving still points at the old one whose artifact is gone. When the new render
+ * holds the same content, approving it serves the same content again; anything else is a
+ * person's decision, said with its command. Same content: the same files when the registry
+ * still holds both artifacts (rerender.ts); with the served one lost, the same source (URL and
+ * bundle digest ichor published) and the same destination, and either the same config hash or
+ * an Order with no render inputs besides its source. Kokumi's hash is of those inputs only,
+ * and its rule changed after 0.14.0 (main hashes the resolved source and destination too,
+ * renderer/hash.go), so after a Kokumi upgrade the same inputs hash differently.
  */
-async function reserveSameContent(kube: Kube, c: StackComponent, progress: (line: string) => void): Promise<void> {
+async function reserveSameContent(kube: Kube, client: OciClient, c: StackComponent, progress: (line: string) => void): Promise<void> {
   const ns = COMPONENT_NAMESPACE[c]
-  const order = await getObject<KubeObject & {spec?: unknown}>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: c, namespace: ns})
+  const order = await getObject<KubeObject & {spec?: Record<string, unknown>}>(kube, {apiVersion: ORDER_API_VERSION, kind: 'Order', name: c, namespace: ns})
   if (orderPromotion(order?.spec) !== 'Manual') return // Automatic: Kokumi serves the newest render itself
   const served = await readServedArtifact(kube, c)
   const latestName = (await readOrderArtifact(kube, c))?.preparation
   if (!served || !latestName || served.name === latestName) return
   const latest = (await listPreparations(kube, ns, c)).find((x) => x.metadata.name === latestName)
+  const sameFiles = latest && served.object ? await sameRenderedContent(client, latest, served.object) : undefined
+  const sameArtifactRepository = preparationArtifact(latest)?.repository === preparationArtifact(served.object)?.repository
+  const onlySource = !['render', 'patches', 'edits', 'menuRef', 'destination'].some((k) => order?.spec?.[k] !== undefined && order.spec[k] !== null)
   const same =
-    latest?.spec?.source?.baseDigest === served.source?.baseDigest &&
-    latest?.spec?.source?.oci === served.source?.oci &&
-    latest?.spec?.configHash === served.configHash
+    sameFiles ??
+    (latest?.spec?.source?.baseDigest === served.source?.baseDigest &&
+      latest?.spec?.source?.oci === served.source?.oci &&
+      sameArtifactRepository &&
+      (latest?.spec?.configHash === served.configHash || onlySource))
   if (!same) {
     throw new IchorError(
       `the registry lost Preparation ${served.name}, which ${c} serves, and Kokumi can render only the Order's current bundle (Preparation ${latestName}), which is other content waiting for approval`,
@@ -200,6 +211,44 @@ async function reserveSameContent(kube: Kube, c: StackComponent, progress: (line
   }
   await approvePreparation(kube, ns, c, latestName)
   progress(`${c}: ${latestName} (the same bundle as the lost ${served.name}) approved`)
+}
+
+/**
+ * `stack sync`, promotion Manual: a Preparation Kokumi rendered again with the files of the one
+ * it serves (after a Kokumi upgrade, whose config hash covers more inputs, or a retry) is no
+ * change a person must approve, so it is approved, the only approval of its Order; Kokumi moves
+ * the Serving and Argo CD syncs the same files at the new digest. Other content is left to
+ * `ichor stack promote`.
+ */
+export function approveRerendersTask(p: {session: Session; components: readonly StackComponent[]}): Task {
+  const waiting = async (): Promise<SameContentRerender[]> => {
+    const kube = await p.session.kube()
+    const client = await p.session.registry()
+    const out: SameContentRerender[] = []
+    for (const c of p.components) {
+      const r = await readSameContentRerender(kube, client, c)
+      if (r) out.push(r)
+    }
+    return out
+  }
+  return {
+    id: 'approve-rerenders',
+    ...opensRegistry(p.session),
+    title: 'Approve the Preparations Kokumi rendered again with the served content (promotion Manual)',
+    async probe() {
+      const w = await waiting()
+      return w.length > 0
+        ? missing(w.map((r) => `${r.component}: ${r.preparation} re-renders the served ${r.served}, same content`).join('; '))
+        : holds('no Order waits with a re-render of the content it serves')
+    },
+    async run(progress) {
+      const kube = await p.session.kube()
+      for (const r of await waiting()) {
+        await approvePreparation(kube, COMPONENT_NAMESPACE[r.component], r.component, r.preparation)
+        progress(`${r.component}: ${r.preparation} (re-rendered, same content as ${r.served}) approved`)
+      }
+    },
+  }
 }
 
 type OrderWithArtifact = KubeObject & {status?: {conditions?: {type: string; status: string}[]; latestArtifactDigest?: string; latestPreparationName?: string}}
