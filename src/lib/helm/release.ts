@@ -10,9 +10,10 @@
 //                                                     upgrade with --server-side=true, see upgradeArgs)
 // Helm 4 reports a field the previous owner ("talos") also set as a conflict whenever the
 // values differ, and fields holding a zero value compare as different after the API server
-// drops them; so the adoption forces (see installArgs). After the adoption Talos still
-// co-owns every field, so each later upgrade forces too (observed on the harness with helm
-// 4.1.4: without it the first changed value is a conflict with "talos"). Forcing means
+// drops them; so the adoption forces (see installArgs). Until the hand-over gives Talos's
+// fields to helm (talos/field-manager.ts) Talos co-owns every field, so each upgrade forces
+// too (observed on the harness with helm 4.1.4: without it the first changed value is a
+// conflict with "talos"), as does one after another manager (kubectl) wrote. Forcing means
 // helm never refuses a differing field: that the adoption changes no object is checked by
 // the e2e tests, which compare every adopted object before and after.
 // Values always go in as JSON on stdin (`--values -`), never re-serialised as YAML.
