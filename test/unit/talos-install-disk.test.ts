@@ -113,6 +113,8 @@ describe('a selector matched on the node, as Talos matches it', () => {
     expect(pick('disk.transport == "sata" && !disk.cdrom').matched.map((d) => d.dev_path)).toEqual(['/dev/sda', '/dev/sdb'])
     expect(pick('disk.transport == "mmc"').chosen).toBeUndefined()
     expect(pick('disk.whatever(1)').unsupported).toBeDefined()
+    // Typed as Talos types it: an int times a uint constant is no overload in cel-go either.
+    expect(pick('disk.size > 900 * GB').unsupported).toMatch(/no such overload/)
   })
 
   it('Given the legacy diskSelector, Then its terms, size conditions and globs; never a CD-ROM, read-only or transport-less disk', () => {

@@ -13,6 +13,8 @@
 //   condition), and v1alpha1_sequencer_tasks.go Install: machine.install.disk resolved with
 //   filepath.EvalSymlinks, so a /dev/disk/by-* link names the disk it points to.
 
+import {Environment, evaluate} from '@marcbachmann/cel-js'
+
 /** A node's disk as `talosctl get disks -o yaml` reports it (absent fields: proto3's zero values). */
 export interface DiskRecord {
   /** The resource ID (`sda`, `nvme0n1`): the order Talos lists and matches disks in. */
@@ -178,231 +180,69 @@ export function legacySelectorTest(selector: Record<string, unknown>): (d: DiskR
     !d.cdrom
 }
 
-// ---------- CEL, as far as disk selectors use it ----------
+// ---------- CEL, in the environment Talos gives disk selectors ----------
 
-const UNITS: Record<string, number> = {
-  KiB: 2 ** 10,
-  MiB: 2 ** 20,
-  GiB: 2 ** 30,
-  TiB: 2 ** 40,
-  PiB: 2 ** 50,
-  EiB: 2 ** 60,
-  kB: 1e3,
-  MB: 1e6,
-  GB: 1e9,
-  TB: 1e12,
-  PB: 1e15,
-  EB: 1e18,
+/** The unit constants of Talos's CEL environment (celenv.go), each a uint as there. */
+const UNITS: Record<string, bigint> = {
+  KiB: 2n ** 10n,
+  MiB: 2n ** 20n,
+  GiB: 2n ** 30n,
+  TiB: 2n ** 40n,
+  PiB: 2n ** 50n,
+  EiB: 2n ** 60n,
+  kB: 10n ** 3n,
+  MB: 10n ** 6n,
+  GB: 10n ** 9n,
+  TB: 10n ** 12n,
+  PB: 10n ** 15n,
+  EB: 10n ** 18n,
 }
 
-type Value = string | number | boolean | Value[] | DiskRecord | null
-type Token = {t: 'str'; v: string} | {t: 'num'; v: number} | {t: 'id'; v: string} | {t: 'op'; v: string}
+/** A CEL uint: the library reads a JS bigint as int and exports no uint class, but a uint literal evaluates to one. */
+const uint = (n: bigint | number): unknown => evaluate(`${BigInt(n)}u`)
 
-function tokenize(src: string): Token[] {
-  const out: Token[] = []
-  let i = 0
-  while (i < src.length) {
-    const c = src[i]!
-    if (/\s/.test(c)) {
-      i++
-      continue
-    }
-    const raw = /^[rR]?("|')/.exec(src.slice(i))
-    if (raw) {
-      const q = raw[1]!
-      const isRaw = raw[0].length === 2
-      let j = i + raw[0].length
-      let v = ''
-      while (j < src.length && src[j] !== q) {
-        if (src[j] === '\\' && !isRaw) {
-          const e = src[j + 1]
-          v += e === 'n' ? '\n' : e === 't' ? '\t' : (e ?? '')
-          j += 2
-        } else v += src[j++]
-      }
-      if (j >= src.length) throw new UnsupportedSelector('an unterminated string')
-      out.push({t: 'str', v})
-      i = j + 1
-      continue
-    }
-    const num = /^(\d+(?:\.\d+)?)([uU])?/.exec(src.slice(i))
-    if (num) {
-      out.push({t: 'num', v: Number(num[1])})
-      i += num[0].length
-      continue
-    }
-    const id = /^[A-Za-z_][A-Za-z0-9_]*/.exec(src.slice(i))
-    if (id) {
-      out.push({t: 'id', v: id[0]})
-      i += id[0].length
-      continue
-    }
-    const op = /^(&&|\|\||==|!=|<=|>=|[<>!()[\],.*+\-/%])/.exec(src.slice(i))
-    if (!op) throw new UnsupportedSelector(`the character ${JSON.stringify(c)}`)
-    out.push({t: 'op', v: op[0]})
-    i += op[0].length
-  }
-  return out
+/** The fields of Talos's DiskSpec a selector reads, typed as its proto declares them (size is uint64). */
+const DISK_SCHEMA = {
+  dev_path: 'string',
+  size: 'uint',
+  model: 'string',
+  serial: 'string',
+  modalias: 'string',
+  wwid: 'string',
+  uuid: 'string',
+  bus_path: 'string',
+  sub_system: 'string',
+  transport: 'string',
+  rotational: 'bool',
+  readonly: 'bool',
+  cdrom: 'bool',
+  symlinks: 'list<string>',
+} as const
+
+/** Talos's DiskLocator environment (pkg/machinery/cel/celenv/celenv.go): `disk`, `system_disk`, glob() and the units. */
+let environment: Environment | undefined
+function diskEnvironment(): Environment {
+  if (environment) return environment
+  const env = new Environment()
+    .registerVariable({name: 'disk', schema: DISK_SCHEMA})
+    .registerVariable('system_disk', 'bool')
+    .registerFunction('glob(string, string): bool', (pattern: string, subject: string) => glob(pattern, subject))
+  for (const [name, value] of Object.entries(UNITS)) env.registerConstant(name, 'uint', uint(value))
+  return (environment = env)
 }
 
 /**
- * Evaluates a disk selector (CEL) on one disk: literals, `disk.<field>`, `system_disk` (false),
- * the unit constants, ! && || == != < <= > >= in + - * / %, lists, glob(), and the string methods
- * startsWith, endsWith, contains, matches; anything else is UnsupportedSelector.
+ * Evaluates a disk selector (CEL) on one disk, with the types Talos declares (so `100 * GiB`
+ * is an int times a uint, refused as cel-go refuses it); an expression the environment cannot
+ * parse, type or evaluate is UnsupportedSelector: Talos judges it on the node.
  */
 export function evalDiskSelector(expr: string, disk: DiskRecord): boolean {
-  const tokens = tokenize(expr)
-  let pos = 0
-  const peek = () => tokens[pos]
-  const isOp = (v: string) => peek()?.t === 'op' && peek()!.v === v
-  const expect = (v: string) => {
-    if (!isOp(v)) throw new UnsupportedSelector(`expected "${v}"`)
-    pos++
+  const fields = Object.fromEntries(Object.keys(DISK_SCHEMA).map((k) => [k, disk[k as keyof typeof DISK_SCHEMA]]))
+  try {
+    return diskEnvironment().evaluate(expr, {disk: {...fields, size: uint(disk.size)}, system_disk: false}) === true
+  } catch (error) {
+    throw new UnsupportedSelector((error as Error).message.split('\n')[0]!)
   }
-  const or = (): Value => {
-    let v = and()
-    while (isOp('||')) {
-      pos++
-      const r = and()
-      v = v === true || r === true
-    }
-    return v
-  }
-  const and = (): Value => {
-    let v = relation()
-    while (isOp('&&')) {
-      pos++
-      const r = relation()
-      v = v === true && r === true
-    }
-    return v
-  }
-  const relation = (): Value => {
-    const a = additive()
-    const t = peek()
-    if ((t?.t === 'op' && ['==', '!=', '<', '<=', '>', '>='].includes(t.v)) || (t?.t === 'id' && t.v === 'in')) {
-      pos++
-      const b = additive()
-      if (t.v === 'in') {
-        if (!Array.isArray(b)) throw new UnsupportedSelector('"in" on something other than a list')
-        const list: Value[] = b
-        return list.some((x) => x === a)
-      }
-      if (t.v === '==') return equal(a, b)
-      if (t.v === '!=') return !equal(a, b)
-      if (!((typeof a === 'number' && typeof b === 'number') || (typeof a === 'string' && typeof b === 'string')))
-        throw new UnsupportedSelector(`"${t.v}" between these values`)
-      return compare(t.v, a < b ? -1 : a > b ? 1 : 0, 0)
-    }
-    return a
-  }
-  const additive = (): Value => {
-    let v = multiplicative()
-    while (isOp('+') || isOp('-')) {
-      const op = tokens[pos++]!.v
-      const r = multiplicative()
-      if (op === '+' && typeof v === 'string' && typeof r === 'string') v = v + r
-      else v = op === '+' ? num(v) + num(r) : num(v) - num(r)
-    }
-    return v
-  }
-  const multiplicative = (): Value => {
-    let v = unary()
-    while (isOp('*') || isOp('/') || isOp('%')) {
-      const op = tokens[pos++]!.v
-      const r = unary()
-      v = op === '*' ? num(v) * num(r) : op === '/' ? Math.trunc(num(v) / num(r)) : num(v) % num(r)
-    }
-    return v
-  }
-  const unary = (): Value => {
-    if (isOp('!')) {
-      pos++
-      return unary() !== true
-    }
-    if (isOp('-')) {
-      pos++
-      return -num(unary())
-    }
-    return member()
-  }
-  const member = (): Value => {
-    let v = primary()
-    while (isOp('.')) {
-      pos++
-      const name = tokens[pos++]
-      if (name?.t !== 'id') throw new UnsupportedSelector('a field name after "."')
-      if (isOp('(')) {
-        pos++
-        const arg = or()
-        expect(')')
-        if (typeof v !== 'string' || typeof arg !== 'string') throw new UnsupportedSelector(`.${name.v}() on something other than a string`)
-        if (name.v === 'startsWith') v = v.startsWith(arg)
-        else if (name.v === 'endsWith') v = v.endsWith(arg)
-        else if (name.v === 'contains') v = v.includes(arg)
-        else if (name.v === 'matches') v = new RegExp(arg).test(v)
-        else throw new UnsupportedSelector(`the method ${name.v}()`)
-      } else if (v && typeof v === 'object' && !Array.isArray(v) && name.v in v && name.v !== 'id') v = (v as unknown as Record<string, Value>)[name.v]!
-      else throw new UnsupportedSelector(`the field ${name.v}`)
-    }
-    return v
-  }
-  const primary = (): Value => {
-    const t = tokens[pos++]
-    if (!t) throw new UnsupportedSelector('an incomplete expression')
-    if (t.t === 'str' || t.t === 'num') return t.v
-    if (t.t === 'op' && t.v === '(') {
-      const v = or()
-      expect(')')
-      return v
-    }
-    if (t.t === 'op' && t.v === '[') {
-      const items: Value[] = []
-      while (!isOp(']')) {
-        items.push(or())
-        if (!isOp(']')) expect(',')
-      }
-      pos++
-      return items
-    }
-    if (t.t === 'id') {
-      if (t.v === 'true' || t.v === 'false') return t.v === 'true'
-      if (t.v === 'null') return null
-      if (t.v === 'disk') return disk
-      if (t.v === 'system_disk') return false
-      if (t.v in UNITS) return UNITS[t.v]!
-      if (t.v === 'glob' && isOp('(')) {
-        pos++
-        const pattern = or()
-        expect(',')
-        const subject = or()
-        expect(')')
-        if (typeof pattern !== 'string' || typeof subject !== 'string') throw new UnsupportedSelector('glob() on something other than strings')
-        return glob(pattern, subject)
-      }
-      if (t.v === 'size' && isOp('(')) {
-        pos++
-        const v = or()
-        expect(')')
-        if (typeof v === 'string' || Array.isArray(v)) return v.length
-      }
-      throw new UnsupportedSelector(`"${t.v}"`)
-    }
-    throw new UnsupportedSelector(`"${t.v}"`)
-  }
-  const v = or()
-  if (pos < tokens.length) throw new UnsupportedSelector(`what follows "${tokens[pos - 1]?.v ?? ''}"`)
-  return v === true
-}
-
-function num(v: Value): number {
-  if (typeof v !== 'number') throw new UnsupportedSelector('arithmetic on something other than numbers')
-  return v
-}
-
-function equal(a: Value, b: Value): boolean {
-  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => equal(x, b[i]!))
-  return a === b
 }
 
 // ---------- a node's install disk, judged against its disks ----------
