@@ -7,9 +7,10 @@
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
 import {deleteObject, listObjects} from '../kube/objects.js'
-import {ServerClock} from '../kube/lease.js'
+import {readServerClock, type ServerClock} from '../kube/lease.js'
 import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, helmRunningHere, machineMark} from './local-helms.js'
 import {HELM_TIMEOUT_LABEL} from './release.js'
+import {helmEntitledMs, hooksOf} from './guard.js'
 import {readReleaseRecord, type ReleaseRecord} from './release-record.js'
 
 /** Helm's statuses of an operation in progress (pkg/release/status.go). */
@@ -57,9 +58,6 @@ export interface SettleOptions {
   onProgress?: (message: string) => void
 }
 
-/** After a helm's --timeout ran out it still writes the failed record (and a rollback's first record). */
-const GRACE_MS = 30_000
-
 /**
  * When the helm that wrote a pending record can no longer be running, on the API server's
  * clock: the record's creation plus the --timeout ichor gave that helm (its Secret's label)
@@ -80,10 +78,9 @@ export function pendingDeadline(
   const known = [own, before].filter((t): t is number => t !== undefined)
   const timeoutSeconds = known.length ? Math.max(...known) : undefined
   const timeoutMs = timeoutSeconds === undefined ? unlabelledTimeoutMs : timeoutSeconds * 1000
-  const phase = record.status.replace(/^pending-/, '')
-  const hooks = (record.hookEvents ?? []).filter((events) => events.includes(`pre-${phase}`) || events.includes(`post-${phase}`)).length
+  const hooks = hooksOf(record, record.status.replace(/^pending-/, ''))
   const created = record.createdAt === undefined || Number.isNaN(record.createdAt) ? Date.now() : record.createdAt
-  return {deadline: created + timeoutMs * (1 + 3 * hooks) + GRACE_MS, timeoutSeconds}
+  return {deadline: created + helmEntitledMs({timeoutSeconds: timeoutMs / 1000, hooks}), timeoutSeconds}
 }
 
 /**
@@ -136,15 +133,6 @@ function labelledTimeout(labels: Record<string, string> | undefined): number | u
   return Number.isInteger(value) && value > 0 ? value : undefined
 }
 
-/** The API server's clock, estimated from the Date header of one answer (the record's times are on it). */
-async function serverClock(kube: Kube): Promise<ServerClock> {
-  const clock = new ServerClock()
-  const sentAt = Date.now()
-  const res = await kube.requestRaw('GET', '/version')
-  clock.observe(res.headers.date, sentAt, Date.now())
-  return clock
-}
-
 /**
  * Waits while the release's newest record is pending-*; resolves to the record once it is
  * not (deployed, failed, ...) or to undefined when the release has no record. Throws
@@ -167,7 +155,7 @@ export async function waitForSettledRelease(kube: Kube, release: string, namespa
     let deadline: number
     if (options.timeoutMs !== undefined) deadline = started + options.timeoutMs
     else {
-      clock ??= await serverClock(kube)
+      clock ??= await readServerClock(kube) // the record's times are on the API server's clock
       const d = pendingDeadline(record, history, options.unlabelledTimeoutMs)
       // On the local clock from here on.
       deadline = d.deadline - (clock.now() - Date.now())

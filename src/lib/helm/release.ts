@@ -29,6 +29,7 @@ import {HELM_MACHINE_LABEL, HELM_RUN_LABEL, machineMark, newRunToken} from './lo
 import {readReleaseRecord, type HelmReleaseJson} from './release-record.js'
 import {HELM_GUARD_MARGIN_MS, HELM_GUARD_POLL_MS, helmGuardDeadline} from './guard.js'
 import {connectKube, type Kube} from '../kube/client.js'
+import {readServerClock} from '../kube/lease.js'
 
 export interface HelmTarget {
   /** Kubeconfig file helm talks to the cluster with. */
@@ -269,10 +270,8 @@ async function runHelm(verb: HelmReleaseError['verb'], release: string, args: st
       if (kube && guard.ref) {
         try {
           if (offset === undefined) {
-            const sentAt = Date.now()
-            const res = await kube.requestRaw('GET', '/version')
-            const server = Date.parse(String(res.headers.date ?? ''))
-            offset = Number.isNaN(server) ? 0 : server + 500 - (sentAt + Date.now()) / 2
+            const clock = await readServerClock(kube)
+            offset = clock.now() - Date.now()
           }
           const newest = await readReleaseRecord(kube, guard.ref.release, guard.ref.namespace)
           deadline = helmGuardDeadline({...input, newest, serverOffsetMs: offset})

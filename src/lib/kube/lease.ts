@@ -175,6 +175,15 @@ export class ServerClock {
   }
 }
 
+/** The API server's clock, estimated from the Date header of one answer to GET /version. */
+export async function readServerClock(kube: Kube): Promise<ServerClock> {
+  const clock = new ServerClock()
+  const sentAt = Date.now()
+  const res = await kube.requestRaw('GET', '/version')
+  clock.observe(res.headers.date, sentAt, Date.now())
+  return clock
+}
+
 const DELETED = 'it was deleted (broken with --break-lock?)'
 
 /** One request to the Lease API, its answer's Date header fed to the server clock. */
