@@ -13,7 +13,7 @@ import {
   type TalosVersion,
 } from '../talos/versions.js'
 import {describeSelector} from '../talos/disk-selector.js'
-import {installDiskFor, readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
+import {installDiskFlag, installDiskFor, readMachineConfigFlags, type MachineConfigFlags, type TalosClusterSpec} from '../talos/machine-config.js'
 import {nodeProblem} from '../talos/node-address.js'
 
 export interface InitFlags {
@@ -155,17 +155,7 @@ export function installDiskProblems(inputs: InitInputs): Issue[] {
   const nodes = [...inputs.controlPlanes.map((n) => [n, 'controlplane'] as const), ...inputs.workers.map((n) => [n, 'worker'] as const)]
   const issues = nodes.flatMap(([node, role]) => {
     const {problem, from} = installDiskFor(inputs.machineConfig, node, role, inputs.talosVersion)
-    return problem
-      ? [
-          {
-            path: from
-              .split(' ')
-              .slice(0, from.startsWith('--node-patch') ? 2 : 1)
-              .join(' '),
-            message: problem,
-          },
-        ]
-      : []
+    return problem ? [{path: installDiskFlag(from), message: problem}] : []
   })
   const seen = new Set<string>()
   return issues.filter((i) => !seen.has(i.message) && seen.add(i.message))

@@ -37,7 +37,7 @@ import {lockStateDir} from '../state/lock.js'
 import {recordStatusTask, storeDesiredStateTask} from './steps/state.js'
 import {inlineManifestForms} from '../talos/handover.js'
 import {chooseInstallDisk, describeSelector, installDiskRefusal} from '../talos/disk-selector.js'
-import {installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
+import {installDiskFlag, installDiskFor, storedMachineConfig} from '../talos/machine-config.js'
 import {nodeConfigChangesTask} from '../talos/apply-config.js'
 import {listDisks, type Reachability} from '../talos/talosctl.js'
 import {TalosNodeReads} from '../talos/node-reads.js'
@@ -250,7 +250,7 @@ export async function checkNodesReachable(
   const diskIssues = await Promise.all(
     answers.map(async ({flag, r}) => {
       const target = installDiskFor(inputs.machineConfig, r.node, flag === '--worker' ? 'worker' : 'controlplane', inputs.talosVersion)
-      const path = flagOf(target.from)
+      const path = installDiskFlag(target.from)
       if (target.problem) return {path, message: target.problem}
       if (r.state !== 'maintenance') return undefined
       const disks = await listDisks({node: r.node})
@@ -270,15 +270,6 @@ export async function checkNodesReachable(
   const missingDisks = diskIssues.filter((i): i is Issue => i !== undefined)
   if (missingDisks.length > 0) throw new ValidationError('ichor init: install disk not found, nothing was changed', missingDisks)
   return answers.map(({r}) => r)
-}
-
-/** The flag an input came from (`--node-patch NODE`, `--config-patch`…); Talos's default is --install-disk's. */
-function flagOf(from: string): string {
-  if (!from.startsWith('--')) return '--install-disk'
-  return from
-    .split(' ')
-    .slice(0, from.startsWith('--node-patch') ? 2 : 1)
-    .join(' ')
 }
 
 function localConfigCarriesInline(state: LocalState): boolean {

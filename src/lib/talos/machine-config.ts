@@ -355,6 +355,15 @@ export interface InstallDisk {
   problem?: string
 }
 
+/** The flag an install disk's `from` names (`--node-patch NODE`, `--config-patch`…); Talos's default is --install-disk's. */
+export function installDiskFlag(from: string): string {
+  if (!from.startsWith('--')) return '--install-disk'
+  return from
+    .split(' ')
+    .slice(0, from.startsWith('--node-patch') ? 2 : 1)
+    .join(' ')
+}
+
 /**
  * The install disk of a node's FINAL config, as Talos reads it: gen config's part (v1.14+: an
  * UnattendedInstallConfig selecting --install-disk; below: machine.install.disk), then every patch
