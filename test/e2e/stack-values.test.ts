@@ -335,6 +335,15 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
       await (lifted ?? lift())
     }
     await waitUntil('the application controller Ready again', async () => ready(await controller()), {timeoutMs: 60_000})
+    // Argo CD reads its own StatefulSet's rollout on its next round: until then the Application is
+    // Progressing and status rightly says so (exit 1). Wait for Argo CD, not for ichor's answer.
+    await waitUntil(
+      'Argo CD reads its own Application Healthy again',
+      async () =>
+        (await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'argocd', namespace: 'argocd'}))?.status?.health
+          ?.status === 'Healthy',
+      {timeoutMs: 60_000},
+    )
     const after = await status()
     expect(after.run.code, JSON.stringify(after.doc.components.map((c) => c.problems))).toBe(0)
     expect(after.doc.components.map((c) => c.driftedObjects)).toEqual([[], []])
