@@ -340,8 +340,8 @@ describe('ichor stack values diff|edit and set under kills, losses and drift', (
     await waitUntil(
       'Argo CD reads its own Application Healthy again',
       async () =>
-        (await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'argocd', namespace: 'argocd'}))?.status?.health
-          ?.status === 'Healthy',
+        (await getObject<Obj>(kube, {apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', name: 'argocd', namespace: 'argocd'}))?.status?.health?.status ===
+        'Healthy',
       {timeoutMs: 60_000},
     )
     const after = await status()
