@@ -25,6 +25,8 @@ import {talosVersionDisagreements} from '../talos/status.js'
 import {oldestOf, planToDefault} from '../upgrade-path/planner.js'
 import type {KubeProxyMode} from '../state/installation-types.js'
 import {switchCommand} from './defaults.js'
+import {describeFinding, readRemovedApis, type RemovedApiFinding, type RemovedApiReport} from './removed-apis.js'
+import {minorKeyOf} from '../compatibility/queries.js'
 
 export interface CniProblem {
   /** error: the cluster is degraded (exit 1); warning: worth fixing, not degrading. */
@@ -51,6 +53,11 @@ export interface CniStatusReport {
   }
   /** The Cilium minor first installed, passed as upgradeCompatibility to every upgrade and values change. */
   upgradeCompatibility?: string
+  /**
+   * Live objects the Cilium minors on the way to this ichor's default set remove or reject
+   * (`cni upgrade` refuses them) and deprecate, each with its minor; each is also a warning problem.
+   */
+  removedApis: RemovedApiReport
   kubeProxy: {
     desired: KubeProxyMode
     release?: boolean
@@ -247,7 +254,10 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
   )
 
   const oldestTalos = oldestOf(talosVersions?.values() ?? []) ?? ctx.installation.spec.talos.talosVersion
-  const chart = chartUpgrade(release?.chartVersion, {talos: oldestTalos, kubernetes: kubernetes?.version})
+  const around = {talos: oldestTalos, kubernetes: kubernetes?.version}
+  const chart = chartUpgrade(release?.chartVersion, around)
+  const removedApis = await removedOnTheWay(kube, release?.chartVersion, around)
+  problems.push(...removedApis.problems)
 
   return {
     healthy: !problems.some((p) => p.severity === 'error'),
@@ -255,6 +265,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
     values: {releaseHash, desiredHash, recordedHash, inSync: releaseHash === desiredHash},
     chart,
     upgradeCompatibility: ctx.modes.upgradeCompatibility,
+    removedApis: removedApis.report,
     kubeProxy: {
       desired: desiredMode,
       release: typeof releaseKpr === 'boolean' ? releaseKpr : undefined,
@@ -275,7 +286,7 @@ export async function readCniStatus(kube: Kube, opts: CniStatusOptions = {}): Pr
  * upgrade guide), and the planner's next Cilium hop from what runs (`around`: the lowest Talos
  * and the Kubernetes version; the defaults when unknown) toward this ichor's default set.
  */
-export function chartUpgrade(installed: string | undefined, around: {talos?: string; kubernetes?: string} = {}): CniStatusReport['chart'] {
+export function chartUpgrade(installed: string | undefined, around: Around = {}): CniStatusReport['chart'] {
   const pinned = pinnedAssets().cilium.version
   if (!installed) return {pinned, upgrade: 'unknown', detail: 'no release'}
   const plan = planToDefault({...around, cilium: installed})
@@ -288,6 +299,35 @@ export function chartUpgrade(installed: string | undefined, around: {talos?: str
     ...(at > 0 ? {after: plan.hops.slice(0, at).map((h) => h.command)} : {}),
   }
   return {...chartAgainstPin(pinned, installed), ...(next ? {next} : {})}
+}
+
+type Around = {talos?: string; kubernetes?: string}
+
+/**
+ * What the Cilium minors the planner crosses on the way to the default set find among the live
+ * objects (removed-apis.ts, the reading `cni upgrade` makes before a minor step), and a warning
+ * problem for each: a refusal names the upgrade it will stop, a deprecation is only named.
+ */
+async function removedOnTheWay(kube: Kube, installed: string | undefined, around: Around): Promise<{report: RemovedApiReport; problems: CniProblem[]}> {
+  const hops = installed ? planToDefault({...around, cilium: installed}).hops.filter((h) => h.component === 'cilium') : []
+  if (!installed || !hops.length) return {report: {refusals: [], warnings: []}, problems: []}
+  const report = await readRemovedApis(kube, installed, hops.at(-1)!.to)
+  const into = (f: RemovedApiFinding) => hops.find((h) => minorKeyOf(h.to) === f.minor)?.command ?? `the upgrade to Cilium ${f.minor}`
+  return {
+    report,
+    problems: [
+      ...report.refusals.map((f) => ({
+        severity: 'warning' as const,
+        what: describeFinding(f),
+        fix: `change or delete it before ${into(f)}, which refuses it (ichor upgrade plan shows the whole path)`,
+      })),
+      ...report.warnings.map((f) => ({
+        severity: 'warning' as const,
+        what: describeFinding(f),
+        fix: `nothing blocks ${into(f)}; move off it before a later Cilium removes it`,
+      })),
+    ],
+  }
 }
 
 function chartAgainstPin(pinned: string, installed: string): CniStatusReport['chart'] {

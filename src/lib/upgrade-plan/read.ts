@@ -4,6 +4,7 @@
 import {pinnedAssets} from '../assets/lock.js'
 import {compareVersions} from '../assets/resolve.js'
 import {readCiliumRelease} from '../cilium/reads.js'
+import {readRemovedApis, type RemovedApiReport} from '../cilium/removed-apis.js'
 import {compatibility} from '../compatibility/data.js'
 import {IchorError} from '../errors/errors.js'
 import type {Kube} from '../kube/client.js'
@@ -25,6 +26,11 @@ export interface UpgradePlanReport {
   target: Versions
   hops: Hop[]
   blocked?: string
+  /**
+   * The live objects the Cilium minors the hops cross remove or reject (`ichor cni upgrade`
+   * refuses them) and deprecate, each with its minor: the same reading cni upgrade makes.
+   */
+  removedApis: RemovedApiReport
   upToDate: boolean
   compatibility: {revision: number; origin: string}
 }
@@ -47,6 +53,9 @@ export async function readUpgradePlan(p: {kube: Kube; talos: TalosAccess; toLate
   const current: Versions = {talos: lowestTalos, kubernetes: kubernetes.lowest, cilium}
   const targetKind = p.toLatest ? 'latest' : 'default'
   const plan = planUpgrade(current, p.toLatest ? latestTarget() : defaultTarget())
+  // The Cilium the last Cilium hop reaches: what cni upgrade will have crossed by then.
+  const ciliumTo = plan.hops.filter((h) => h.component === 'cilium').at(-1)?.to
+  const removedApis = ciliumTo ? await readRemovedApis(p.kube, cilium, ciliumTo) : {refusals: [], warnings: []}
   const pins = pinnedAssets()
   const c = compatibility()
   return {
@@ -64,6 +73,7 @@ export async function readUpgradePlan(p: {kube: Kube; talos: TalosAccess; toLate
     target: plan.target,
     hops: plan.hops,
     ...(plan.blocked ? {blocked: plan.blocked} : {}),
+    removedApis,
     upToDate: plan.hops.length === 0 && !plan.blocked,
     compatibility: {revision: c.revision, origin: c.origin},
   }

@@ -1,6 +1,22 @@
 // What `ichor upgrade plan` prints: where the cluster is, where it goes, and each hop with its
 // command, why it comes where it does, and the source of the rule.
+import {describeFinding, type RemovedApiFinding} from '../cilium/removed-apis.js'
+import {minorKeyOf} from '../compatibility/queries.js'
 import type {UpgradePlanReport} from './read.js'
+
+/** What the hop's Cilium minor finds among the live objects, under the hop that crosses it. */
+function findingLines(r: UpgradePlanReport, to: string): string[] {
+  const minor = minorKeyOf(to)
+  const of = (fs: RemovedApiFinding[]) => fs.filter((f) => f.minor === minor)
+  const refusals = of(r.removedApis.refusals)
+  const warnings = of(r.removedApis.warnings)
+  return [
+    ...(refusals.length ? [`   first change or delete (ichor cni upgrade refuses them, or --skip-removed-api-check):`] : []),
+    ...refusals.map((f) => `     - ${describeFinding(f)}`),
+    ...(warnings.length ? [`   Cilium ${minor}'s upgrade notes also warn of:`] : []),
+    ...warnings.map((f) => `     - ${describeFinding(f)}`),
+  ]
+}
 
 export function formatUpgradePlan(r: UpgradePlanReport): string {
   const c = r.current
@@ -17,6 +33,7 @@ export function formatUpgradePlan(r: UpgradePlanReport): string {
   if (r.hops.length === 0 && !r.blocked) lines.push('', 'Nothing to upgrade: the cluster runs the target combination (or newer).')
   r.hops.forEach((h, i) => {
     lines.push('', `${i + 1}. ${h.command}`, `   ${h.from} -> ${h.to}: ${h.why}`, `   source: ${h.source}`)
+    if (h.component === 'cilium' && minorKeyOf(h.from) !== minorKeyOf(h.to)) lines.push(...findingLines(r, h.to))
   })
   if (r.blocked) lines.push('', `Stops here: ${r.blocked}`)
   const stack = c.stack.filter((s) => s.installed !== s.pinned)
