@@ -86,7 +86,10 @@ async function makeConverged(shape: Shape, dir: string): Promise<void> {
   const partial = `${dir}.partial`
   try {
     const init = await runIchor([...h.initArgs, ...initArgs, '--json'], h.env)
-    if (init.code !== 0) throw new Error(`init of the converged ${shape} cluster failed (exit ${init.code ?? init.signal}):\n${init.stderr.slice(-4000)}`)
+    if (init.code !== 0)
+      throw new Error(
+        `init of the converged ${shape} cluster failed (exit ${init.code ?? init.signal}):\n${init.stderr.slice(-4000)}\n${h.nodes.describeManifestRuns()}`,
+      )
     await h.nodes.manifestRunsDone()
     const kube = await connectKube({kubeconfig: h.cp.kubeconfigPath})
     const dump = await canonicalDump(kube, h)

@@ -33,6 +33,11 @@ export interface SimulatedNodes {
   run(args: string[]): Promise<{exitCode: number; stdout: string; stderr: string}>
   /** Resolves once no node has a manifest run going (they end on their own timer, TALOS_SIM_MANIFEST_RUN_MS). */
   manifestRunsDone(timeoutMs?: number): Promise<void>
+  /**
+   * For a failed run's message: each node's config version beside its ManifestStatus, the run in
+   * flight, who holds its controller loop and the manifest mutex (alive or not), and the runners' logs.
+   */
+  describeManifestRuns(): string
   cleanup(): void
   /** Once no manifest run is going: copies the nodes' state to `dir` (for `restoreFrom`), then cleans up. */
   save(dir: string): Promise<void>
@@ -96,6 +101,9 @@ export function startSimulatedNodes(
         await sleep(50)
       }
     },
+    describeManifestRuns() {
+      return describeManifestRuns(stateDir)
+    },
     cleanup() {
       // The runners are detached (they outlive the talosctl call that started them), never the test.
       for (const pid of liveManifestRunners(stateDir)) {
@@ -147,6 +155,47 @@ function liveManifestRunners(stateDir: string, opts: {runnersOnly?: boolean} = {
     if (runner || (!opts.runnersOnly && args.some((a) => a.includes('talosctl')))) pids.push(pid)
   }
   return pids
+}
+
+function describeManifestRuns(stateDir: string): string {
+  const read = (file: string): string | undefined => {
+    try {
+      return readFileSync(join(stateDir, file), 'utf8').trim()
+    } catch {
+      return undefined
+    }
+  }
+  const holder = (file: string) => {
+    const pid = read(file)
+    if (pid === undefined) return 'none'
+    let cmd: string
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1, 4).join(' ')
+    } catch {
+      return `${pid} (gone)`
+    }
+    return `${pid} (alive: ${cmd})`
+  }
+  let declared: SimNode[] = []
+  try {
+    declared = JSON.parse(read('nodes.json') ?? '[]') as SimNode[]
+  } catch {
+    // a lost state dir says so below
+  }
+  const lines = [`simulated Talos manifest runs at ${new Date().toISOString()} (${stateDir}); mutex held by ${holder('manifest-apply.mutex')}`]
+  for (const {ip, role} of declared) {
+    const node = JSON.parse(read(`node-${ip}.json`) ?? '{}') as {mode?: string; configVersion?: number; rebootUntil?: number}
+    const status = read(`manifeststatus-${ip}.json`)?.replace(/\s+/g, ' ')
+    const run = read(`manifest-run-${ip}.json`)
+    const due = run ? (JSON.parse(run) as {dueAt: number; configVersion: number}) : undefined
+    lines.push(
+      `  ${ip} ${role} ${node.mode ?? 'unknown'} config v${node.configVersion ?? '?'}${node.rebootUntil ? ` rebootUntil ${new Date(node.rebootUntil).toISOString()}` : ''}; status ${status ?? 'none'}; ` +
+        `run in flight ${due ? `for config v${due.configVersion}, due ${new Date(due.dueAt).toISOString()}` : 'none'}; loop ${holder(`manifest-runner-${ip}.pid`)}`,
+    )
+    const log = read(`manifest-runner-${ip}.log`)
+    if (log) lines.push(...log.split('\n').slice(-6).map((l) => `    runner log: ${l}`))
+  }
+  return lines.join('\n')
 }
 
 /** A new machine booted from Talos media into maintenance mode beside the declared ones (node replace's NEW). */
