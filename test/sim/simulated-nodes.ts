@@ -193,7 +193,13 @@ function describeManifestRuns(stateDir: string): string {
         `run in flight ${due ? `for config v${due.configVersion}, due ${new Date(due.dueAt).toISOString()}` : 'none'}; loop ${holder(`manifest-runner-${ip}.pid`)}`,
     )
     const log = read(`manifest-runner-${ip}.log`)
-    if (log) lines.push(...log.split('\n').slice(-6).map((l) => `    runner log: ${l}`))
+    if (log)
+      lines.push(
+        ...log
+          .split('\n')
+          .slice(-6)
+          .map((l) => `    runner log: ${l}`),
+      )
   }
   return lines.join('\n')
 }
