@@ -1,7 +1,7 @@
 // Temporary folders ichor creates (Talos patches, helm plugins dirs) are private and gone
 // on every way out (issue 12 point 15), including a signal and, on the next run, a SIGKILL.
 import {spawn, spawnSync} from 'node:child_process'
-import {existsSync, mkdirSync, readdirSync, statSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {describe, expect, it} from 'vitest'
@@ -55,4 +55,21 @@ describe('withPrivateTempDir', () => {
     expect(existsSync(live)).toBe(true)
     spawnSync('rm', ['-rf', live])
   })
+})
+
+describe('writePrivateFileFromStream', () => {
+  it('Given the process exits just as the write starts (an interrupt as a backup begins), Then no temp file is left beside the path', () => {
+    // The exit hook removes the temp files it knows; a file an asynchronous open created on a
+    // worker thread after the hook ran stayed behind (backup.test.ts saw one after a SIGTERM).
+    const dir = mkdtempSync(join(tmpdir(), unique('stream')))
+    const leftBehind: string[] = []
+    for (let i = 0; i < 12; i++) {
+      const [cmd, ...args] = tsxCommand('stream-write-exit-script.ts', [join(dir, `b${i}.ichor-backup`)])
+      const r = spawnSync(cmd!, args, {cwd: PROJECT_ROOT, encoding: 'utf8'})
+      expect(r.status, r.stderr).toBe(130)
+      leftBehind.push(...readdirSync(dir))
+    }
+    expect(leftBehind).toEqual([])
+    spawnSync('rm', ['-rf', dir])
+  }, 120_000)
 })

@@ -193,7 +193,11 @@ export async function writePrivateFileFromStream(path: string, source: AsyncIter
   installExitHook()
   let written = 0
   try {
-    const file = await open(tmp, 'wx', PRIVATE_FILE_MODE)
+    // Created synchronously: an asynchronous open runs on a worker thread, so a SIGTERM handled
+    // meanwhile removed nothing and the file appeared after the exit hook had run. Opened again
+    // without O_CREAT, so a removal by the exit hook is never undone.
+    closeSync(openSync(tmp, 'wx', PRIVATE_FILE_MODE))
+    const file = await open(tmp, 'r+')
     try {
       for await (const chunk of source) {
         await file.write(chunk)
